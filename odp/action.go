@@ -1,0 +1,253 @@
+package odp
+
+import (
+	"encoding/binary"
+	"fmt"
+	"strings"
+)
+
+// Action is one OVS_ACTION_ATTR_* action. The concrete types are defined
+// in this package (Output, Userspace, Set, SetMasked, PushVLAN, CT,
+// Clone, ..., UnknownAction); each has its kernel wire layout and its
+// Open vSwitch text form.
+type Action interface {
+	// ActionType is the action's OVS_ACTION_ATTR_* type.
+	ActionType() ActionType
+
+	// appendPayload appends the action's payload (without the netlink
+	// header) in the kernel's wire format.
+	appendPayload(b []byte) ([]byte, error)
+
+	// format writes the action's text form.
+	format(f *strings.Builder)
+}
+
+// Actions is an action list, executed in order. An empty list drops the
+// packet.
+type Actions []Action
+
+// String formats the list as ovs-dpctl prints it ("drop" when empty).
+func (as Actions) String() string { return FormatActions(as) }
+
+// actionDecoder decodes the payload of one action attribute. path names it
+// for errors ("actions.clone.set"); depth counts nesting.
+type actionDecoder func(a *rawAttr, path string, depth int) (Action, error)
+
+// actionParser parses one action whose leading name has been consumed
+// (the scanner is positioned just after the name, before any "(").
+type actionParser func(sc *scanner, depth int) (Action, error)
+
+// actionDecoders and actionParsers are filled by the files that define
+// each action type (their init functions). A bare port number ("1") and
+// names given in actionParsers are the action forms.
+var (
+	actionDecoders = map[ActionType]actionDecoder{}
+	actionParsers  = map[string]actionParser{}
+)
+
+// maxActionDepth bounds nested action lists (clone, sample,
+// check_pkt_len, dec_ttl) when decoding and parsing. The kernel allows 16
+// levels of nested clone (OVS_COPY_ACTIONS_MAX_DEPTH); we accept a few
+// more so that the kernel, not us, gives its own error for 17.
+const maxActionDepth = 32
+
+// MarshalActions encodes an action list as netlink attributes (the payload
+// of OVS_FLOW_ATTR_ACTIONS or OVS_PACKET_ATTR_ACTIONS).
+func MarshalActions(as Actions) ([]byte, error) {
+	b, err := appendActions(nil, as)
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > maxAttrLen {
+		return nil, fmt.Errorf("odp: actions of %d bytes exceed the netlink attribute limit of %d", len(b), maxAttrLen)
+	}
+	return b, nil
+}
+
+// appendActions appends every action of as.
+func appendActions(b []byte, as Actions) ([]byte, error) {
+	var err error
+	for _, a := range as {
+		if b, err = appendAction(b, a); err != nil {
+			return b, err
+		}
+	}
+	return b, nil
+}
+
+// appendAction appends one action attribute, header included.
+func appendAction(b []byte, a Action) ([]byte, error) {
+	start := len(b)
+	b = appendAttrHeader(b, uint16(a.ActionType()), 0)
+	b, err := a.appendPayload(b)
+	if err != nil {
+		return b, fmt.Errorf("odp: encode action %s: %w", a.ActionType(), err)
+	}
+	n := len(b) - start
+	if n > 0xffff {
+		return b, fmt.Errorf("odp: encode action %s: %d bytes exceed the netlink attribute limit", a.ActionType(), n)
+	}
+	binary.NativeEndian.PutUint16(b[start:], uint16(n))
+	return padAttr(b), nil
+}
+
+// UnmarshalActions decodes a sequence of OVS_ACTION_ATTR_* attributes.
+// Action types this package does not know are kept as UnknownAction.
+func UnmarshalActions(b []byte) (Actions, error) {
+	return decodeActions(b, 0, "actions", 0)
+}
+
+// decodeActions decodes the actions in b, which starts at byte offset
+// base of the outermost buffer.
+func decodeActions(b []byte, base int, path string, depth int) (Actions, error) {
+	if depth > maxActionDepth {
+		return nil, &DecodeError{Attr: path, Offset: base, Err: fmt.Errorf("actions nested more than %d deep", maxActionDepth)}
+	}
+	as := Actions{}
+	w := newAttrWalker(b, base)
+	var a rawAttr
+	for w.next(&a) {
+		t := ActionType(a.Type)
+		p := path + "." + t.String()
+		var (
+			act Action
+			err error
+		)
+		if dec, ok := actionDecoders[t]; ok {
+			act, err = dec(&a, p, depth)
+		} else {
+			act = UnknownAction{Type: t, Data: append([]byte(nil), a.Data...)}
+		}
+		if err != nil {
+			return nil, err
+		}
+		as = append(as, act)
+	}
+	if w.err != nil {
+		if de, ok := w.err.(*DecodeError); ok && de.Attr == "" {
+			de.Attr = path
+		}
+		return nil, w.err
+	}
+	return as, nil
+}
+
+// FormatActions formats an action list as ovs-dpctl prints it: actions
+// separated by commas, "drop" for an empty list.
+func FormatActions(as Actions) string {
+	var f strings.Builder
+	formatActions(&f, as)
+	return f.String()
+}
+
+// formatActions writes as to f ("drop" when empty).
+func formatActions(f *strings.Builder, as Actions) {
+	if len(as) == 0 {
+		f.WriteString("drop")
+		return
+	}
+	for i, a := range as {
+		if i > 0 {
+			f.WriteByte(',')
+		}
+		a.format(f)
+	}
+}
+
+// ParseActions parses an action list in the ovs-dpctl syntax
+// ("set(ipv4(ttl=63)),push_vlan(vid=10,pcp=0),2"). "drop" alone, or an
+// empty string, is the empty list.
+func ParseActions(s string) (Actions, error) {
+	sc := newScanner(s)
+	as, err := parseActionList(sc, 0)
+	if err != nil {
+		return nil, err
+	}
+	sc.skipSpace()
+	if !sc.eof() {
+		return nil, sc.errorf("unexpected text after the actions")
+	}
+	return as, nil
+}
+
+// parseActionList parses comma-separated actions up to the end of the
+// input or an unbalanced ')'. TODO(actions): drop rules, depth limits.
+func parseActionList(sc *scanner, depth int) (Actions, error) {
+	as := Actions{}
+	for {
+		sc.skipSpace()
+		if sc.eof() || sc.peek() == ')' {
+			return as, nil
+		}
+		a, err := parseAction(sc, depth)
+		if err != nil {
+			return nil, err
+		}
+		if a != nil {
+			as = append(as, a)
+		}
+		sc.skipSpace()
+		if !sc.accept(",") {
+			return as, nil
+		}
+	}
+}
+
+// parseAction parses one action.
+func parseAction(sc *scanner, depth int) (Action, error) {
+	start := sc.pos
+	if c := sc.peek(); c >= '0' && c <= '9' {
+		n, err := sc.uint(32)
+		if err != nil {
+			return nil, err
+		}
+		return Output{Port: uint32(n)}, nil
+	}
+	name := sc.ident()
+	p, ok := actionParsers[name]
+	if !ok {
+		return nil, sc.errorAt(start, "unknown action %q", name)
+	}
+	return p(sc, depth)
+}
+
+// Output sends the packet to a datapath port (OVS_ACTION_ATTR_OUTPUT).
+type Output struct {
+	Port uint32
+}
+
+// ActionType implements Action.
+func (Output) ActionType() ActionType { return ActionOutput }
+
+func (o Output) appendPayload(b []byte) ([]byte, error) {
+	return binary.NativeEndian.AppendUint32(b, o.Port), nil
+}
+
+func (o Output) format(f *strings.Builder) { fmt.Fprintf(f, "%d", o.Port) }
+
+func init() {
+	actionDecoders[ActionOutput] = func(a *rawAttr, path string, _ int) (Action, error) {
+		if err := wantLen(a, path, 4); err != nil {
+			return nil, err
+		}
+		return Output{Port: binary.NativeEndian.Uint32(a.Data)}, nil
+	}
+}
+
+// UnknownAction is an action whose type this package does not know. It is
+// kept as raw bytes and formatted as "actionN(HEX)".
+type UnknownAction struct {
+	Type ActionType
+	Data []byte
+}
+
+// ActionType implements Action.
+func (u UnknownAction) ActionType() ActionType { return u.Type }
+
+func (u UnknownAction) appendPayload(b []byte) ([]byte, error) { return append(b, u.Data...), nil }
+
+func (u UnknownAction) format(f *strings.Builder) {
+	fmt.Fprintf(f, "action%d(", u.Type)
+	writeHex(f, u.Data)
+	f.WriteByte(')')
+}
