@@ -2,6 +2,7 @@ package odp
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -16,27 +17,30 @@ type UFID [16]byte
 func (u UFID) IsZero() bool { return u == UFID{} }
 
 // String formats u as Open vSwitch does: "ufid:xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx".
-// Open vSwitch keeps a UFID as two host-order 64-bit words and prints
-// the first 32-bit word, then 16, 16, 16, 48 bits of the u128 in host
-// order; on the wire the kernel stores the 16 bytes unchanged.
+// Open vSwitch treats the 16 bytes as four host-order 32-bit words
+// (struct uuid) and prints word 0, the halves of words 1 and 2, and word 3;
+// the kernel stores the bytes unchanged.
 func (u UFID) String() string {
-	var b strings.Builder
-	b.WriteString("ufid:")
-	h := hex.EncodeToString(u[:])
-	b.WriteString(h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:32])
-	return b.String()
+	w := func(i int) uint32 { return binary.NativeEndian.Uint32(u[4*i:]) }
+	return fmt.Sprintf("ufid:%08x-%04x-%04x-%04x-%04x%08x",
+		w(0), w(1)>>16, w(1)&0xffff, w(2)>>16, w(2)&0xffff, w(3))
 }
 
-// ParseUFID parses "ufid:UUID" (the "ufid:" prefix is optional).
+// ParseUFID parses "ufid:UUID" (the "ufid:" prefix is optional), the
+// inverse of UFID.String.
 func ParseUFID(s string) (UFID, error) {
 	var u UFID
 	t := strings.TrimPrefix(s, "ufid:")
-	t = strings.ReplaceAll(t, "-", "")
-	if len(t) != 32 {
-		return u, fmt.Errorf("odp: bad UFID %q: want 32 hex digits", s)
+	if len(t) != 36 || t[8] != '-' || t[13] != '-' || t[18] != '-' || t[23] != '-' {
+		return u, fmt.Errorf("odp: bad UFID %q: want xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx", s)
 	}
-	if _, err := hex.Decode(u[:], []byte(t)); err != nil {
+	h := t[0:8] + t[9:13] + t[14:18] + t[19:23] + t[24:36]
+	var raw [16]byte
+	if _, err := hex.Decode(raw[:], []byte(h)); err != nil {
 		return u, fmt.Errorf("odp: bad UFID %q: %w", s, err)
+	}
+	for i := 0; i < 4; i++ {
+		binary.NativeEndian.PutUint32(u[4*i:], binary.BigEndian.Uint32(raw[4*i:]))
 	}
 	return u, nil
 }
