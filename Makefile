@@ -1,0 +1,54 @@
+# ovsdp — see README.md. Every target works on a fresh Debian machine as root;
+# `make test` installs what it needs first (scripts/setup.sh).
+
+GO      ?= go
+BIN     := $(CURDIR)/bin
+VMRUN   := $(BIN)/vmrun
+PKGS    := ./...
+# Kernel tests run in a QEMU guest with Debian's kernel when the host has no
+# openvswitch module (see testenv/README.md); vmrun runs them directly when
+# the host has it.
+KTEST_TIMEOUT ?= 40m
+
+.PHONY: all build setup test unit ktest lint fuzz bench demo clean
+
+all: build
+
+build:
+	$(GO) build ./...
+	$(GO) build -o $(BIN)/ ./cmd/...
+	@if [ -d testenv/vmrun ]; then $(GO) build -o $(VMRUN) ./testenv/vmrun; fi
+
+# Installs the packages and the kernel image the tests need (idempotent).
+setup:
+	bash scripts/setup.sh
+
+# Everything: formatting and vet, unit and namespace tests (as root on the
+# host), then the kernel tests (in the VM here).
+test: setup lint build unit ktest
+
+unit:
+	$(GO) test -count=1 $(PKGS)
+
+ktest: build
+	$(GO) test -count=1 -tags integration -timeout $(KTEST_TIMEOUT) -exec $(VMRUN) -run '^TestIntegration' $(PKGS)
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet $(PKGS)
+	$(GO) vet -tags integration $(PKGS)
+
+# A short run of every fuzz target (FUZZTIME per target).
+FUZZTIME ?= 10s
+fuzz:
+	bash scripts/fuzz.sh $(FUZZTIME)
+
+BENCHTIME ?= 300ms
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) -count 1 $(PKGS)
+
+demo: build
+	bash scripts/demo.sh
+
+clean:
+	rm -rf $(BIN)

@@ -1,0 +1,134 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/ovsdp/ovsdp/odp"
+)
+
+func parseKeysCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "parse-keys",
+		Usage: "round-trip exact flow keys read from standard input, one per line",
+		Description: "Each line is parsed, encoded to netlink attributes, decoded back and\n" +
+			"printed in canonical form. Blank lines and lines starting with # are echoed.",
+		Action: func(c *cli.Context) error {
+			return roundTripLines(c.App.Reader, c.App.Writer, roundTripKey)
+		},
+	}
+}
+
+func parseWcKeysCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "parse-wc-keys",
+		Usage: "round-trip flow keys with masks read from standard input, one per line",
+		Action: func(c *cli.Context) error {
+			return roundTripLines(c.App.Reader, c.App.Writer, roundTripMaskedKey)
+		},
+	}
+}
+
+func parseActionsCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "parse-actions",
+		Usage: "round-trip datapath actions read from standard input, one list per line",
+		Action: func(c *cli.Context) error {
+			return roundTripLines(c.App.Reader, c.App.Writer, roundTripActions)
+		},
+	}
+}
+
+// roundTripLines applies fn to every line of r and prints the result, or
+// an error naming the line. Blank lines and comments are echoed. It
+// returns errFailedLines if any line failed.
+func roundTripLines(r io.Reader, w io.Writer, fn func(string) (string, error)) error {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64*1024), 1<<20)
+	failed := 0
+	for n := 1; sc.Scan(); n++ {
+		line := sc.Text()
+		trimmed := strings.TrimSpace(line)
+		if trimmed == "" || strings.HasPrefix(trimmed, "#") {
+			fmt.Fprintln(w, line)
+			continue
+		}
+		out, err := fn(trimmed)
+		if err != nil {
+			failed++
+			fmt.Fprintf(w, "line %d: error: %v\n", n, err)
+			continue
+		}
+		fmt.Fprintln(w, out)
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("reading input: %w", err)
+	}
+	if failed > 0 {
+		return cli.Exit(fmt.Sprintf("%d line(s) failed to parse", failed), 1)
+	}
+	return nil
+}
+
+// roundTripKey parses an exact key, encodes and decodes it, and formats
+// it as ovs-dpctl formats keys without masks.
+func roundTripKey(s string) (string, error) {
+	k, err := odp.ParseKey(s)
+	if err != nil {
+		return "", err
+	}
+	b, err := odp.MarshalKey(k)
+	if err != nil {
+		return "", err
+	}
+	k, err = odp.UnmarshalKey(b)
+	if err != nil {
+		return "", err
+	}
+	return odp.FormatKey(k, nil, true), nil
+}
+
+// roundTripMaskedKey parses a key with masks, encodes and decodes both,
+// and formats them as ovs-dpctl dump-flows does.
+func roundTripMaskedKey(s string) (string, error) {
+	k, m, err := odp.ParseMaskedKey(s)
+	if err != nil {
+		return "", err
+	}
+	kb, err := odp.MarshalKey(k)
+	if err != nil {
+		return "", err
+	}
+	mb, err := odp.MarshalKey(m)
+	if err != nil {
+		return "", err
+	}
+	if k, err = odp.UnmarshalKey(kb); err != nil {
+		return "", err
+	}
+	if m, err = odp.UnmarshalKey(mb); err != nil {
+		return "", err
+	}
+	return odp.FormatKey(k, m, false), nil
+}
+
+// roundTripActions parses an action list, encodes and decodes it, and
+// formats it.
+func roundTripActions(s string) (string, error) {
+	as, err := odp.ParseActions(s)
+	if err != nil {
+		return "", err
+	}
+	b, err := odp.MarshalActions(as)
+	if err != nil {
+		return "", err
+	}
+	if as, err = odp.UnmarshalActions(b); err != nil {
+		return "", err
+	}
+	return odp.FormatActions(as), nil
+}
