@@ -1,0 +1,252 @@
+package ctl
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/ovsdp/ovsdp/odp"
+)
+
+// errInvalid marks requests the server cannot decode.
+var errInvalid = syscall.EINVAL
+
+// time0 clears a connection deadline.
+var time0 time.Time
+
+// Client is an odp.Datapath that forwards every call to a userspace
+// datapath's control socket. Calls are serialised on one connection.
+type Client struct {
+	name string
+	mu   sync.Mutex
+	conn net.Conn
+	r    *bufio.Reader
+}
+
+var _ odp.Datapath = (*Client)(nil)
+
+// Dial connects to the control socket of the userspace datapath name. A
+// datapath that does not exist gives an error matching os.ErrNotExist.
+func Dial(name string) (*Client, error) {
+	path := SocketPath(name)
+	c, err := net.Dial("unix", path)
+	if err != nil {
+		if errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED) {
+			return nil, fmt.Errorf("userspace datapath netdev@%s does not exist (no server on %s): %w", name, path, os.ErrNotExist)
+		}
+		return nil, fmt.Errorf("connecting to netdev@%s on %s: %w", name, path, err)
+	}
+	return &Client{name: name, conn: c, r: bufio.NewReaderSize(c, 64*1024)}, nil
+}
+
+// Name implements odp.Datapath.
+func (c *Client) Name() string { return c.name }
+
+// Type implements odp.Datapath: "netdev".
+func (c *Client) Type() string { return "netdev" }
+
+// Close closes the connection; the datapath stays.
+func (c *Client) Close() error { return c.conn.Close() }
+
+// send writes one request; the caller holds c.mu.
+func (c *Client) send(ctx context.Context, req *request) error {
+	if dl, ok := ctx.Deadline(); ok {
+		_ = c.conn.SetDeadline(dl)
+	} else {
+		_ = c.conn.SetDeadline(time0)
+	}
+	b, err := json.Marshal(req)
+	if err != nil {
+		return fmt.Errorf("ctl: encoding %s request: %w", req.Op, err)
+	}
+	b = append(b, '\n')
+	if _, err := c.conn.Write(b); err != nil {
+		return fmt.Errorf("ctl: netdev@%s: %s: %w", c.name, req.Op, err)
+	}
+	return nil
+}
+
+// recv reads one response; the caller holds c.mu.
+func (c *Client) recv(op string) (*response, error) {
+	line, err := c.r.ReadBytes('\n')
+	if err != nil {
+		return nil, fmt.Errorf("ctl: netdev@%s: %s: reading reply: %w", c.name, op, err)
+	}
+	var r response
+	if err := json.Unmarshal(line, &r); err != nil {
+		return nil, fmt.Errorf("ctl: netdev@%s: %s: bad reply: %w", c.name, op, err)
+	}
+	return &r, toError(&r)
+}
+
+// call sends req and reads its single response.
+func (c *Client) call(ctx context.Context, req *request) (*response, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.send(ctx, req); err != nil {
+		return nil, err
+	}
+	return c.recv(req.Op)
+}
+
+// Info implements odp.Datapath.
+func (c *Client) Info(ctx context.Context) (odp.DatapathInfo, error) {
+	r, err := c.call(ctx, &request{Op: "info"})
+	if err != nil {
+		return odp.DatapathInfo{}, err
+	}
+	if r.Info == nil {
+		return odp.DatapathInfo{}, fmt.Errorf("ctl: netdev@%s: info reply without info", c.name)
+	}
+	return *r.Info, nil
+}
+
+// Ports implements odp.Datapath.
+func (c *Client) Ports(ctx context.Context) ([]odp.Port, error) {
+	r, err := c.call(ctx, &request{Op: "ports"})
+	if err != nil {
+		return nil, err
+	}
+	return r.Ports, nil
+}
+
+// AddPort implements odp.Datapath.
+func (c *Client) AddPort(ctx context.Context, spec odp.PortSpec) (odp.Port, error) {
+	r, err := c.call(ctx, &request{Op: "add_port", Spec: &spec})
+	if err != nil {
+		return odp.Port{}, err
+	}
+	if r.Port == nil {
+		return odp.Port{}, fmt.Errorf("ctl: netdev@%s: add_port reply without a port", c.name)
+	}
+	return *r.Port, nil
+}
+
+// SetPort implements odp.Datapath.
+func (c *Client) SetPort(ctx context.Context, spec odp.PortSpec) error {
+	_, err := c.call(ctx, &request{Op: "set_port", Spec: &spec})
+	return err
+}
+
+// DelPort implements odp.Datapath.
+func (c *Client) DelPort(ctx context.Context, number uint32) error {
+	_, err := c.call(ctx, &request{Op: "del_port", Number: number})
+	return err
+}
+
+// PutFlow implements odp.Datapath.
+func (c *Client) PutFlow(ctx context.Context, f *odp.Flow, flags odp.PutFlags) (odp.FlowStats, error) {
+	wf, err := toWireFlow(f)
+	if err != nil {
+		return odp.FlowStats{}, err
+	}
+	r, err := c.call(ctx, &request{Op: "put_flow", Flow: wf, Flags: flags})
+	if err != nil || r.Stats == nil {
+		return odp.FlowStats{}, err
+	}
+	return *r.Stats, nil
+}
+
+func toWireID(id odp.FlowID) (*wireFlowID, error) {
+	w := &wireFlowID{UFID: id.UFID}
+	if id.Key != nil {
+		b, err := odp.MarshalKey(id.Key)
+		if err != nil {
+			return nil, err
+		}
+		w.Key = b
+	}
+	return w, nil
+}
+
+// GetFlow implements odp.Datapath.
+func (c *Client) GetFlow(ctx context.Context, id odp.FlowID) (*odp.Flow, error) {
+	wid, err := toWireID(id)
+	if err != nil {
+		return nil, err
+	}
+	r, err := c.call(ctx, &request{Op: "get_flow", ID: wid})
+	if err != nil {
+		return nil, err
+	}
+	if r.Flow == nil {
+		return nil, fmt.Errorf("ctl: netdev@%s: get_flow reply without a flow", c.name)
+	}
+	return fromWireFlow(r.Flow)
+}
+
+// DelFlow implements odp.Datapath.
+func (c *Client) DelFlow(ctx context.Context, id odp.FlowID) (odp.FlowStats, error) {
+	wid, err := toWireID(id)
+	if err != nil {
+		return odp.FlowStats{}, err
+	}
+	r, err := c.call(ctx, &request{Op: "del_flow", ID: wid})
+	if err != nil || r.Stats == nil {
+		return odp.FlowStats{}, err
+	}
+	return *r.Stats, nil
+}
+
+// FlushFlows implements odp.Datapath.
+func (c *Client) FlushFlows(ctx context.Context) error {
+	_, err := c.call(ctx, &request{Op: "flush"})
+	return err
+}
+
+// DumpFlows implements odp.Datapath. Flows stream from the server one at
+// a time; if fn fails, the rest of the dump is read and discarded so the
+// connection stays usable.
+func (c *Client) DumpFlows(ctx context.Context, opts odp.DumpOptions, fn func(*odp.Flow) error) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.send(ctx, &request{Op: "dump", Dump: &opts}); err != nil {
+		return err
+	}
+	var fnErr error
+	for {
+		r, err := c.recv("dump")
+		if err != nil {
+			return err
+		}
+		if !r.More {
+			return fnErr
+		}
+		if fnErr != nil || r.Flow == nil {
+			continue
+		}
+		f, err := fromWireFlow(r.Flow)
+		if err != nil {
+			fnErr = err
+			continue
+		}
+		fnErr = fn(f)
+	}
+}
+
+// Execute implements odp.Datapath.
+func (c *Client) Execute(ctx context.Context, p *odp.Packet) error {
+	wp := &wirePacket{Data: p.Data, MRU: p.MRU, Hash: p.Hash, Probe: p.Probe}
+	var err error
+	if wp.Key, err = odp.MarshalKey(p.Key); err != nil {
+		return err
+	}
+	if wp.Actions, err = odp.MarshalActions(p.Actions); err != nil {
+		return err
+	}
+	_, err = c.call(ctx, &request{Op: "execute", Packet: wp})
+	return err
+}
+
+// Upcalls implements odp.Datapath. Upcalls are handled inside the process
+// that hosts the userspace datapath, not over the control socket.
+func (c *Client) Upcalls(context.Context, int) ([]odp.UpcallReceiver, error) {
+	return nil, fmt.Errorf("ctl: netdev@%s: upcalls are handled by the process hosting the datapath: %w", c.name, odp.ErrUnsupported)
+}

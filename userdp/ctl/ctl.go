@@ -1,0 +1,197 @@
+// Package ctl is the control socket of a userspace datapath: a server that
+// exposes any odp.Datapath on a Unix socket, and a client that implements
+// odp.Datapath over it. dpctl uses the client for netdev@NAME datapaths,
+// which live inside a long-running process (upcalld).
+//
+// The protocol is one JSON object per line. Flow keys, masks and actions
+// travel in their netlink encoding (odp.MarshalKey, odp.MarshalActions),
+// so the client sees exactly what a kernel datapath would return.
+package ctl
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"syscall"
+
+	"github.com/ovsdp/ovsdp/odp"
+)
+
+// DefaultDir is where datapath control sockets live, one per datapath
+// ("NAME.sock"). The OVSDP_RUNDIR environment variable overrides it.
+const DefaultDir = "/run/ovsdp"
+
+// Dir returns the control socket directory in use.
+func Dir() string {
+	if d := os.Getenv("OVSDP_RUNDIR"); d != "" {
+		return d
+	}
+	return DefaultDir
+}
+
+// SocketPath returns the control socket path of datapath name.
+func SocketPath(name string) string {
+	return filepath.Join(Dir(), name+".sock")
+}
+
+// List returns the names of the userspace datapaths whose control sockets
+// exist in Dir, sorted.
+func List() ([]string, error) {
+	matches, err := filepath.Glob(filepath.Join(Dir(), "*.sock"))
+	if err != nil {
+		return nil, fmt.Errorf("ctl: listing %s: %w", Dir(), err)
+	}
+	names := make([]string, 0, len(matches))
+	for _, m := range matches {
+		names = append(names, filepath.Base(m[:len(m)-len(".sock")]))
+	}
+	return names, nil
+}
+
+// request is one call from the client.
+type request struct {
+	Op     string           `json:"op"`
+	Spec   *odp.PortSpec    `json:"spec,omitempty"`
+	Number uint32           `json:"number,omitempty"`
+	Flow   *wireFlow        `json:"flow,omitempty"`
+	Flags  odp.PutFlags     `json:"flags,omitempty"`
+	ID     *wireFlowID      `json:"id,omitempty"`
+	Dump   *odp.DumpOptions `json:"dump,omitempty"`
+	Packet *wirePacket      `json:"packet,omitempty"`
+}
+
+// response is one answer from the server. A dump answers with one
+// response per flow (More set) and a final one without More.
+type response struct {
+	Err   string            `json:"err,omitempty"`
+	Errno string            `json:"errno,omitempty"`
+	Info  *odp.DatapathInfo `json:"info,omitempty"`
+	Ports []odp.Port        `json:"ports,omitempty"`
+	Port  *odp.Port         `json:"port,omitempty"`
+	Stats *odp.FlowStats    `json:"stats,omitempty"`
+	Flow  *wireFlow         `json:"flow,omitempty"`
+	More  bool              `json:"more,omitempty"`
+}
+
+// wireFlow is an odp.Flow with its key, mask and actions netlink-encoded.
+type wireFlow struct {
+	UFID    odp.UFID      `json:"ufid"`
+	Key     []byte        `json:"key,omitempty"`
+	Mask    []byte        `json:"mask,omitempty"`
+	HasMask bool          `json:"has_mask,omitempty"`
+	Actions []byte        `json:"actions,omitempty"`
+	Stats   odp.FlowStats `json:"stats"`
+}
+
+type wireFlowID struct {
+	UFID odp.UFID `json:"ufid"`
+	Key  []byte   `json:"key,omitempty"`
+}
+
+type wirePacket struct {
+	Data    []byte `json:"data"`
+	Key     []byte `json:"key,omitempty"`
+	Actions []byte `json:"actions,omitempty"`
+	MRU     uint16 `json:"mru,omitempty"`
+	Hash    uint64 `json:"hash,omitempty"`
+	Probe   bool   `json:"probe,omitempty"`
+}
+
+func toWireFlow(f *odp.Flow) (*wireFlow, error) {
+	w := &wireFlow{UFID: f.UFID, Stats: f.Stats}
+	var err error
+	if f.Key != nil {
+		if w.Key, err = odp.MarshalKey(f.Key); err != nil {
+			return nil, err
+		}
+	}
+	if f.Mask != nil {
+		w.HasMask = true
+		if w.Mask, err = odp.MarshalKey(f.Mask); err != nil {
+			return nil, err
+		}
+	}
+	if f.Actions != nil {
+		if w.Actions, err = odp.MarshalActions(f.Actions); err != nil {
+			return nil, err
+		}
+	}
+	return w, nil
+}
+
+func fromWireFlow(w *wireFlow) (*odp.Flow, error) {
+	f := &odp.Flow{UFID: w.UFID, Stats: w.Stats}
+	var err error
+	if w.Key != nil {
+		if f.Key, err = odp.UnmarshalKey(w.Key); err != nil {
+			return nil, err
+		}
+	}
+	if w.HasMask {
+		if f.Mask, err = odp.UnmarshalKey(w.Mask); err != nil {
+			return nil, err
+		}
+		if f.Mask == nil {
+			f.Mask = odp.FlowKey{}
+		}
+	}
+	if w.Actions != nil {
+		if f.Actions, err = odp.UnmarshalActions(w.Actions); err != nil {
+			return nil, err
+		}
+	}
+	return f, nil
+}
+
+// Error kinds carried across the socket so that errors.Is works on the
+// client as it does on the server.
+var errnoKinds = []struct {
+	name   string
+	target error
+	errno  syscall.Errno
+}{
+	{"EEXIST", os.ErrExist, syscall.EEXIST},
+	{"ENOENT", os.ErrNotExist, syscall.ENOENT},
+	{"EPERM", os.ErrPermission, syscall.EPERM},
+	{"EOPNOTSUPP", odp.ErrUnsupported, syscall.EOPNOTSUPP},
+	{"EINVAL", syscall.EINVAL, syscall.EINVAL},
+}
+
+// errnoName classifies err for the wire.
+func errnoName(err error) string {
+	for _, k := range errnoKinds {
+		if errors.Is(err, k.target) || errors.Is(err, k.errno) {
+			return k.name
+		}
+	}
+	return ""
+}
+
+// remoteError is an error returned by the server.
+type remoteError struct {
+	msg   string
+	errno syscall.Errno
+	kind  error
+}
+
+func (e *remoteError) Error() string { return e.msg }
+
+// Is lets errors.Is match the sentinel and the errno the server's error
+// matched.
+func (e *remoteError) Is(target error) bool {
+	return e.kind != nil && (target == e.kind || target == e.errno)
+}
+
+func toError(r *response) error {
+	if r.Err == "" {
+		return nil
+	}
+	e := &remoteError{msg: r.Err}
+	for _, k := range errnoKinds {
+		if k.name == r.Errno {
+			e.kind, e.errno = k.target, k.errno
+		}
+	}
+	return e
+}

@@ -1,0 +1,241 @@
+package ctl
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/ovsdp/ovsdp/odp"
+)
+
+// maxLine bounds one request line (a packet to execute or a large flow).
+const maxLine = 4 << 20
+
+// Server serves one datapath on a Unix socket.
+type Server struct {
+	dp odp.Datapath
+	l  net.Listener
+
+	mu    sync.Mutex
+	conns map[net.Conn]struct{}
+	wg    sync.WaitGroup
+}
+
+// Listen creates the control socket at path (removing a stale one whose
+// server is gone) and returns a server for dp. Call Serve to answer
+// requests and Close to stop.
+func Listen(path string, dp odp.Datapath) (*Server, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, fmt.Errorf("ctl: creating %s: %w", filepath.Dir(path), err)
+	}
+	if c, err := net.Dial("unix", path); err == nil {
+		c.Close()
+		return nil, fmt.Errorf("ctl: %s: another process serves this datapath: %w", path, os.ErrExist)
+	}
+	_ = os.Remove(path)
+	l, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, fmt.Errorf("ctl: listening on %s: %w", path, err)
+	}
+	return &Server{dp: dp, l: l, conns: map[net.Conn]struct{}{}}, nil
+}
+
+// Addr is the socket path.
+func (s *Server) Addr() string { return s.l.Addr().String() }
+
+// Serve accepts connections until Close. It returns nil after Close.
+func (s *Server) Serve(ctx context.Context) error {
+	for {
+		c, err := s.l.Accept()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return nil
+			}
+			return fmt.Errorf("ctl: accept: %w", err)
+		}
+		s.mu.Lock()
+		s.conns[c] = struct{}{}
+		s.mu.Unlock()
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			s.serveConn(ctx, c)
+			s.mu.Lock()
+			delete(s.conns, c)
+			s.mu.Unlock()
+		}()
+	}
+}
+
+// Close stops the server, closes every connection, and removes the
+// socket file.
+func (s *Server) Close() error {
+	err := s.l.Close()
+	s.mu.Lock()
+	for c := range s.conns {
+		c.Close()
+	}
+	s.mu.Unlock()
+	s.wg.Wait()
+	return err
+}
+
+// serveConn answers the requests of one client, in order.
+func (s *Server) serveConn(ctx context.Context, c net.Conn) {
+	defer c.Close()
+	sc := bufio.NewScanner(c)
+	sc.Buffer(make([]byte, 0, 64*1024), maxLine)
+	w := bufio.NewWriter(c)
+	enc := json.NewEncoder(w)
+	for sc.Scan() {
+		var req request
+		if err := json.Unmarshal(sc.Bytes(), &req); err != nil {
+			_ = enc.Encode(errResponse(fmt.Errorf("ctl: bad request: %w", err)))
+		} else if err := s.handle(ctx, &req, enc); err != nil {
+			_ = enc.Encode(errResponse(err))
+		}
+		if w.Flush() != nil {
+			return
+		}
+	}
+}
+
+func errResponse(err error) *response {
+	return &response{Err: err.Error(), Errno: errnoName(err)}
+}
+
+// handle answers one request. It writes the response(s) itself on
+// success and returns an error otherwise.
+func (s *Server) handle(ctx context.Context, req *request, enc *json.Encoder) error {
+	dp := s.dp
+	switch req.Op {
+	case "info":
+		info, err := dp.Info(ctx)
+		if err != nil {
+			return err
+		}
+		return enc.Encode(&response{Info: &info})
+	case "ports":
+		ports, err := dp.Ports(ctx)
+		if err != nil {
+			return err
+		}
+		if ports == nil {
+			ports = []odp.Port{}
+		}
+		return enc.Encode(&response{Ports: ports})
+	case "add_port", "set_port":
+		if req.Spec == nil {
+			return fmt.Errorf("ctl: %s without a port: %w", req.Op, errInvalid)
+		}
+		if req.Op == "set_port" {
+			if err := dp.SetPort(ctx, *req.Spec); err != nil {
+				return err
+			}
+			return enc.Encode(&response{})
+		}
+		p, err := dp.AddPort(ctx, *req.Spec)
+		if err != nil {
+			return err
+		}
+		return enc.Encode(&response{Port: &p})
+	case "del_port":
+		if err := dp.DelPort(ctx, req.Number); err != nil {
+			return err
+		}
+		return enc.Encode(&response{})
+	case "put_flow":
+		if req.Flow == nil {
+			return fmt.Errorf("ctl: put_flow without a flow: %w", errInvalid)
+		}
+		f, err := fromWireFlow(req.Flow)
+		if err != nil {
+			return fmt.Errorf("%w: %w", err, errInvalid)
+		}
+		st, err := dp.PutFlow(ctx, f, req.Flags)
+		if err != nil {
+			return err
+		}
+		return enc.Encode(&response{Stats: &st})
+	case "get_flow", "del_flow":
+		id, err := fromWireID(req.ID)
+		if err != nil {
+			return err
+		}
+		if req.Op == "del_flow" {
+			st, err := dp.DelFlow(ctx, id)
+			if err != nil {
+				return err
+			}
+			return enc.Encode(&response{Stats: &st})
+		}
+		f, err := dp.GetFlow(ctx, id)
+		if err != nil {
+			return err
+		}
+		wf, err := toWireFlow(f)
+		if err != nil {
+			return err
+		}
+		return enc.Encode(&response{Flow: wf})
+	case "flush":
+		if err := dp.FlushFlows(ctx); err != nil {
+			return err
+		}
+		return enc.Encode(&response{})
+	case "dump":
+		var opts odp.DumpOptions
+		if req.Dump != nil {
+			opts = *req.Dump
+		}
+		err := dp.DumpFlows(ctx, opts, func(f *odp.Flow) error {
+			wf, err := toWireFlow(f)
+			if err != nil {
+				return err
+			}
+			return enc.Encode(&response{Flow: wf, More: true})
+		})
+		if err != nil {
+			return err
+		}
+		return enc.Encode(&response{})
+	case "execute":
+		if req.Packet == nil {
+			return fmt.Errorf("ctl: execute without a packet: %w", errInvalid)
+		}
+		p := &odp.Packet{Data: req.Packet.Data, MRU: req.Packet.MRU, Hash: req.Packet.Hash, Probe: req.Packet.Probe}
+		var err error
+		if p.Key, err = odp.UnmarshalKey(req.Packet.Key); err != nil {
+			return fmt.Errorf("%w: %w", err, errInvalid)
+		}
+		if p.Actions, err = odp.UnmarshalActions(req.Packet.Actions); err != nil {
+			return fmt.Errorf("%w: %w", err, errInvalid)
+		}
+		if err := dp.Execute(ctx, p); err != nil {
+			return err
+		}
+		return enc.Encode(&response{})
+	}
+	return fmt.Errorf("ctl: unknown operation %q: %w", req.Op, errInvalid)
+}
+
+func fromWireID(w *wireFlowID) (odp.FlowID, error) {
+	if w == nil {
+		return odp.FlowID{}, fmt.Errorf("ctl: request without a flow identifier: %w", errInvalid)
+	}
+	id := odp.FlowID{UFID: w.UFID}
+	if w.Key != nil {
+		k, err := odp.UnmarshalKey(w.Key)
+		if err != nil {
+			return id, fmt.Errorf("%w: %w", err, errInvalid)
+		}
+		id.Key = k
+	}
+	return id, nil
+}
