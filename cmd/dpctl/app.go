@@ -20,11 +20,12 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 		ExitErrHandler:       func(*cli.Context, error) {},
 		EnableBashCompletion: true,
 		HideHelpCommand:      true,
-		Commands: []*cli.Command{
+		Flags:                globalFlags,
+		Commands: append(datapathCommands(),
 			parseKeysCommand(),
 			parseWcKeysCommand(),
 			parseActionsCommand(),
-		},
+		),
 	}
 }
 

@@ -195,6 +195,12 @@ func (c *Client) DelFlow(ctx context.Context, id odp.FlowID) (odp.FlowStats, err
 	return *r.Stats, nil
 }
 
+// Delete asks the process hosting the datapath to delete it and exit.
+func (c *Client) Delete(ctx context.Context) error {
+	_, err := c.call(ctx, &request{Op: "delete"})
+	return err
+}
+
 // FlushFlows implements odp.Datapath.
 func (c *Client) FlushFlows(ctx context.Context) error {
 	_, err := c.call(ctx, &request{Op: "flush"})

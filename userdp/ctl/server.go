@@ -22,6 +22,11 @@ type Server struct {
 	dp odp.Datapath
 	l  net.Listener
 
+	// OnDelete, when set, is called (once per request) when a client asks
+	// to delete the datapath (dpctl del-dp); the hosting process then
+	// removes the datapath and exits. Without it, delete is refused.
+	OnDelete func()
+
 	mu    sync.Mutex
 	conns map[net.Conn]struct{}
 	wg    sync.WaitGroup
@@ -184,6 +189,15 @@ func (s *Server) handle(ctx context.Context, req *request, enc *json.Encoder) er
 			return err
 		}
 		return enc.Encode(&response{Flow: wf})
+	case "delete":
+		if s.OnDelete == nil {
+			return fmt.Errorf("ctl: this process does not allow deleting its datapath: %w", odp.ErrUnsupported)
+		}
+		if err := enc.Encode(&response{}); err != nil {
+			return err
+		}
+		go s.OnDelete()
+		return nil
 	case "flush":
 		if err := dp.FlushFlows(ctx); err != nil {
 			return err

@@ -1,0 +1,714 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/ovsdp/ovsdp/odp"
+)
+
+// Global options, accepted before or after the command name as
+// ovs-dpctl's getopt does.
+var globalFlags = []cli.Flag{
+	&cli.BoolFlag{Name: "statistics", Aliases: []string{"s"}, Usage: "print statistics (show, mod-flow, del-flow)"},
+	&cli.BoolFlag{Name: "more", Aliases: []string{"m"}, Usage: "more verbose output (dump-flows, get-flow: UFIDs and wildcarded fields)"},
+	&cli.BoolFlag{Name: "names", Usage: "show port names instead of numbers in flows"},
+	&cli.BoolFlag{Name: "no-names", Usage: "show port numbers in flows (default)"},
+	&cli.BoolFlag{Name: "may-create", Usage: "mod-flow: create the flow if it does not exist"},
+	&cli.BoolFlag{Name: "clear", Usage: "mod-flow: reset the flow's statistics"},
+	&cli.StringFlag{Name: "format", Aliases: []string{"f"}, Value: "text", Usage: "output format: text or json"},
+	&cli.StringFlag{Name: "netns", Usage: "act inside the network namespace `NAME` (as with ip netns exec NAME)"},
+}
+
+// permuteFlags moves the global options found after the command name to
+// the front, so that "dpctl dump-flows -m" works like "dpctl -m
+// dump-flows", as with ovs-dpctl. Arguments after "--" stay in place.
+func permuteFlags(args []string) []string {
+	if len(args) < 2 {
+		return args
+	}
+	valued := map[string]bool{"--format": true, "-f": true, "--netns": true}
+	known := map[string]bool{}
+	for _, f := range globalFlags {
+		for _, n := range f.Names() {
+			if len(n) == 1 {
+				known["-"+n] = true
+			} else {
+				known["--"+n] = true
+			}
+		}
+	}
+	var flags, rest []string
+	for i := 1; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			rest = append(rest, args[i:]...)
+			break
+		}
+		name, _, hasValue := strings.Cut(a, "=")
+		if known[name] {
+			flags = append(flags, a)
+			if valued[name] && !hasValue && i+1 < len(args) {
+				i++
+				flags = append(flags, args[i])
+			}
+			continue
+		}
+		rest = append(rest, a)
+	}
+	out := append([]string{args[0]}, flags...)
+	return append(out, rest...)
+}
+
+// env is what every command needs: a context, the options and the
+// output.
+type env struct {
+	ctx  context.Context
+	c    *cli.Context
+	out  io.Writer
+	json bool
+}
+
+func newEnv(c *cli.Context) (*env, error) {
+	f := c.String("format")
+	if f != "text" && f != "json" {
+		return nil, fmt.Errorf("--format %q: want text or json", f)
+	}
+	return &env{ctx: c.Context, c: c, out: c.App.Writer, json: f == "json"}, nil
+}
+
+// printJSON writes v as one JSON document.
+func (e *env) printJSON(v any) error {
+	enc := json.NewEncoder(e.out)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// action wraps a command body with the common environment.
+func action(fn func(e *env, args []string) error) cli.ActionFunc {
+	return func(c *cli.Context) error {
+		e, err := newEnv(c)
+		if err != nil {
+			return err
+		}
+		return fn(e, c.Args().Slice())
+	}
+}
+
+func needArgs(args []string, min, max int, usage string) error {
+	if len(args) < min || (max >= 0 && len(args) > max) {
+		return fmt.Errorf("wrong number of arguments; usage: %s", usage)
+	}
+	return nil
+}
+
+func datapathCommands() []*cli.Command {
+	return []*cli.Command{
+		{Name: "add-dp", Usage: "create datapath DP, optionally with interfaces", ArgsUsage: "DP [IFACE...]", Action: action(cmdAddDP)},
+		{Name: "del-dp", Usage: "delete datapath DP", ArgsUsage: "DP", Action: action(cmdDelDP)},
+		{Name: "dump-dps", Usage: "list every datapath", Action: action(cmdDumpDPs)},
+		{Name: "show", Usage: "show datapaths, their ports and statistics", ArgsUsage: "[DP...]", Action: action(cmdShow)},
+		{Name: "add-if", Usage: "add interfaces to DP", ArgsUsage: "DP IFACE[,type=TYPE][,port_no=N][,OPTION=VALUE]...", Action: action(cmdAddIf)},
+		{Name: "set-if", Usage: "change interface options", ArgsUsage: "DP IFACE[,type=TYPE][,OPTION=VALUE]...", Action: action(cmdSetIf)},
+		{Name: "del-if", Usage: "delete interfaces from DP", ArgsUsage: "DP IFACE...", Action: action(cmdDelIf)},
+		{Name: "dump-flows", Usage: "print the flows of DP", ArgsUsage: "[DP] [filter=FLOW]", Action: action(cmdDumpFlows)},
+		{Name: "add-flow", Usage: "add a flow", ArgsUsage: "[DP] FLOW ACTIONS", Action: action(cmdAddFlow)},
+		{Name: "mod-flow", Usage: "change a flow's actions", ArgsUsage: "[DP] FLOW ACTIONS", Action: action(cmdModFlow)},
+		{Name: "get-flow", Usage: "print one flow", ArgsUsage: "[DP] ufid:UFID", Action: action(cmdGetFlow)},
+		{Name: "del-flow", Usage: "delete a flow", ArgsUsage: "[DP] FLOW", Action: action(cmdDelFlow)},
+		{Name: "add-flows", Usage: "add the flows listed in FILE (- for standard input)", ArgsUsage: "[DP] FILE", Action: action(cmdFlowsFile(fileAdd))},
+		{Name: "mod-flows", Usage: "modify the flows listed in FILE", ArgsUsage: "[DP] FILE", Action: action(cmdFlowsFile(fileMod))},
+		{Name: "del-flows", Usage: "delete every flow, or the flows listed in FILE", ArgsUsage: "[DP] [FILE]", Action: action(cmdDelFlows)},
+		{Name: "cache-get-size", Usage: "show the cache sizes of DP", ArgsUsage: "[DP]", Action: action(cmdCacheGetSize)},
+		{Name: "cache-set-size", Usage: "set a cache size of DP", ArgsUsage: "DP CACHE SIZE", Action: action(cmdCacheSetSize)},
+	}
+}
+
+func cmdAddDP(e *env, args []string) error {
+	if err := needArgs(args, 1, -1, "add-dp DP [IFACE...]"); err != nil {
+		return err
+	}
+	d, err := parseDPName(args[0])
+	if err != nil {
+		return err
+	}
+	if err := backends[d.typ].create(e.ctx, d.name); err != nil {
+		return fmt.Errorf("add-dp %s: %w", d, err)
+	}
+	if len(args) > 1 {
+		return cmdAddIf(e, args)
+	}
+	return nil
+}
+
+func cmdDelDP(e *env, args []string) error {
+	if err := needArgs(args, 1, 1, "del-dp DP"); err != nil {
+		return err
+	}
+	d, err := parseDPName(args[0])
+	if err != nil {
+		return err
+	}
+	if err := backends[d.typ].del(e.ctx, d.name); err != nil {
+		return fmt.Errorf("del-dp %s: %w", d, err)
+	}
+	return nil
+}
+
+func cmdDumpDPs(e *env, args []string) error {
+	if err := needArgs(args, 0, 0, "dump-dps"); err != nil {
+		return err
+	}
+	all, err := allDatapaths(e.ctx)
+	if err != nil {
+		return err
+	}
+	if e.json {
+		names := make([]string, len(all))
+		for i, d := range all {
+			names[i] = d.String()
+		}
+		return e.printJSON(names)
+	}
+	for _, d := range all {
+		fmt.Fprintln(e.out, d)
+	}
+	return nil
+}
+
+// showJSON is the JSON form of one datapath in show.
+type showJSON struct {
+	Name  string           `json:"name"`
+	Info  odp.DatapathInfo `json:"info"`
+	Ports []odp.Port       `json:"ports"`
+}
+
+func cmdShow(e *env, args []string) error {
+	var names []dpName
+	if len(args) == 0 {
+		all, err := allDatapaths(e.ctx)
+		if err != nil {
+			return err
+		}
+		names = all
+	} else {
+		for _, a := range args {
+			d, err := parseDPName(a)
+			if err != nil {
+				return err
+			}
+			names = append(names, d)
+		}
+	}
+	var (
+		out     []showJSON
+		lastErr error
+	)
+	for _, d := range names {
+		dp, err := openDP(e.ctx, d.String())
+		if err != nil {
+			fmt.Fprintf(e.c.App.ErrWriter, "dpctl: %v\n", err)
+			lastErr = err
+			continue
+		}
+		info, err := dp.Info(e.ctx)
+		if err == nil {
+			var ports []odp.Port
+			ports, err = dp.Ports(e.ctx)
+			if err == nil {
+				if e.json {
+					out = append(out, showJSON{Name: d.String(), Info: info, Ports: ports})
+				} else {
+					var b strings.Builder
+					formatShow(&b, d, info, ports, e.c.Bool("statistics"))
+					io.WriteString(e.out, b.String())
+				}
+			}
+		}
+		dp.Close()
+		if err != nil {
+			fmt.Fprintf(e.c.App.ErrWriter, "dpctl: %s: %v\n", d, err)
+			lastErr = err
+		}
+	}
+	if e.json {
+		if out == nil {
+			out = []showJSON{}
+		}
+		if err := e.printJSON(out); err != nil {
+			return err
+		}
+	}
+	if lastErr != nil {
+		return cli.Exit("", 1)
+	}
+	return nil
+}
+
+// parseIfaceArg parses "IFACE[,type=TYPE][,port_no=N][,KEY=VALUE]...".
+func parseIfaceArg(s string) (odp.PortSpec, error) {
+	parts := strings.Split(s, ",")
+	spec := odp.PortSpec{Name: parts[0], Type: odp.PortNetdev}
+	if spec.Name == "" {
+		return spec, fmt.Errorf("%q is not a valid network device name", s)
+	}
+	for _, opt := range parts[1:] {
+		k, v, ok := strings.Cut(opt, "=")
+		if !ok || k == "" {
+			return spec, fmt.Errorf("%q: option %q is not KEY=VALUE", s, opt)
+		}
+		switch k {
+		case "type":
+			spec.Type = odp.PortType(v)
+			if v == "system" {
+				spec.Type = odp.PortNetdev
+			}
+		case "port_no":
+			n, err := strconv.ParseUint(v, 10, 32)
+			if err != nil {
+				return spec, fmt.Errorf("%q: bad port_no %q", s, v)
+			}
+			spec.Number = uint32(n)
+		default:
+			if spec.Options == nil {
+				spec.Options = map[string]string{}
+			}
+			spec.Options[k] = v
+		}
+	}
+	return spec, nil
+}
+
+func cmdAddIf(e *env, args []string) error {
+	if err := needArgs(args, 2, -1, "add-if DP IFACE..."); err != nil {
+		return err
+	}
+	dp, err := openDP(e.ctx, args[0])
+	if err != nil {
+		return err
+	}
+	defer dp.Close()
+	var lastErr error
+	for _, a := range args[1:] {
+		spec, err := parseIfaceArg(a)
+		if err == nil {
+			_, err = dp.AddPort(e.ctx, spec)
+		}
+		if err != nil {
+			fmt.Fprintf(e.c.App.ErrWriter, "dpctl: adding %s to %s failed: %v\n", a, args[0], err)
+			lastErr = err
+		}
+	}
+	if lastErr != nil {
+		return cli.Exit("", 1)
+	}
+	return nil
+}
+
+// portByName finds a port of dp by name.
+func portByName(e *env, dp odp.Datapath, name string) (odp.Port, error) {
+	ports, err := dp.Ports(e.ctx)
+	if err != nil {
+		return odp.Port{}, err
+	}
+	for _, p := range ports {
+		if p.Name == name {
+			return p, nil
+		}
+	}
+	return odp.Port{}, fmt.Errorf("no port named %s in %s/%s: %w", name, dp.Type(), dp.Name(), os.ErrNotExist)
+}
+
+func cmdSetIf(e *env, args []string) error {
+	if err := needArgs(args, 2, -1, "set-if DP IFACE..."); err != nil {
+		return err
+	}
+	dp, err := openDP(e.ctx, args[0])
+	if err != nil {
+		return err
+	}
+	defer dp.Close()
+	for _, a := range args[1:] {
+		spec, err := parseIfaceArg(a)
+		if err != nil {
+			return err
+		}
+		p, err := portByName(e, dp, spec.Name)
+		if err != nil {
+			return err
+		}
+		if strings.Contains(a, ",type=") && spec.Type != p.Type {
+			return fmt.Errorf("%s: can't change type from %s to %s", spec.Name, p.Type, spec.Type)
+		}
+		if spec.Number != 0 && spec.Number != p.Number {
+			return fmt.Errorf("%s: can't change port number from %d to %d", spec.Name, p.Number, spec.Number)
+		}
+		spec.Type, spec.Number = p.Type, p.Number
+		if err := dp.SetPort(e.ctx, spec); err != nil {
+			return fmt.Errorf("set-if %s: %w", a, err)
+		}
+	}
+	return nil
+}
+
+func cmdDelIf(e *env, args []string) error {
+	if err := needArgs(args, 2, -1, "del-if DP IFACE..."); err != nil {
+		return err
+	}
+	dp, err := openDP(e.ctx, args[0])
+	if err != nil {
+		return err
+	}
+	defer dp.Close()
+	var lastErr error
+	for _, name := range args[1:] {
+		p, err := portByName(e, dp, name)
+		if err == nil {
+			if p.Number == 0 {
+				err = fmt.Errorf("%s is the datapath's local port and can't be deleted", name)
+			} else {
+				err = dp.DelPort(e.ctx, p.Number)
+			}
+		}
+		if err != nil {
+			fmt.Fprintf(e.c.App.ErrWriter, "dpctl: deleting port %s from %s failed: %v\n", name, args[0], err)
+			lastErr = err
+		}
+	}
+	if lastErr != nil {
+		return cli.Exit("", 1)
+	}
+	return nil
+}
+
+// flowJSON is the JSON form of a flow.
+type flowJSON struct {
+	UFID    string        `json:"ufid,omitempty"`
+	Match   string        `json:"match,omitempty"`
+	Actions string        `json:"actions"`
+	Stats   odp.FlowStats `json:"stats"`
+}
+
+func toFlowJSON(f *odp.Flow, verbose bool) flowJSON {
+	j := flowJSON{Actions: odp.FormatActions(f.Actions), Stats: f.Stats}
+	if !f.UFID.IsZero() {
+		j.UFID = f.UFID.String()
+	}
+	if f.Key != nil {
+		j.Match = odp.FormatKey(f.Key, f.Mask, verbose)
+	}
+	return j
+}
+
+func cmdDumpFlows(e *env, args []string) error {
+	var filter string
+	if n := len(args); n > 0 && strings.HasPrefix(args[n-1], "filter=") {
+		filter = strings.TrimPrefix(args[n-1], "filter=")
+		args = args[:n-1]
+	}
+	dp, args, err := optDP(e.ctx, args, 1)
+	if err != nil {
+		return err
+	}
+	defer dp.Close()
+	if len(args) != 0 {
+		return fmt.Errorf("dump-flows: unexpected argument %q", args[0])
+	}
+	match, err := newFlowFilter(filter)
+	if err != nil {
+		return err
+	}
+	verbose := e.c.Bool("more")
+	names, err := portNames(e, dp)
+	if err != nil {
+		return err
+	}
+	now := monotonicMS()
+	w := bufio.NewWriterSize(e.out, 64*1024)
+	defer w.Flush()
+	first := true
+	if e.json {
+		w.WriteString("[")
+	}
+	err = dp.DumpFlows(e.ctx, odp.DumpOptions{}, func(f *odp.Flow) error {
+		if !match(f) {
+			return nil
+		}
+		if e.json {
+			b, err := json.Marshal(toFlowJSON(f, verbose))
+			if err != nil {
+				return err
+			}
+			if !first {
+				w.WriteString(",")
+			}
+			w.WriteString("\n  ")
+			w.Write(b)
+		} else {
+			line := formatFlow(f, verbose, now)
+			if names != nil {
+				line = names(line)
+			}
+			w.WriteString(line)
+			w.WriteByte('\n')
+		}
+		first = false
+		return nil
+	})
+	if e.json {
+		w.WriteString("\n]\n")
+	}
+	if err != nil {
+		return fmt.Errorf("failed to dump flows from datapath: %w", err)
+	}
+	return nil
+}
+
+// parseFlowArg parses "[ufid:UFID,]FLOW" as ovs-dpctl's put and del do.
+func parseFlowArg(s string) (odp.UFID, odp.FlowKey, odp.FlowKey, error) {
+	var ufid odp.UFID
+	if strings.HasPrefix(s, "ufid:") {
+		end := strings.IndexAny(s, ", ")
+		if end < 0 {
+			end = len(s)
+		}
+		u, err := odp.ParseUFID(s[:end])
+		if err != nil {
+			return ufid, nil, nil, err
+		}
+		ufid = u
+		s = strings.TrimLeft(s[end:], ", ")
+	}
+	if s == "" {
+		return ufid, nil, nil, nil
+	}
+	k, m, err := odp.ParseMaskedKey(s)
+	if err != nil {
+		return ufid, nil, nil, fmt.Errorf("parsing flow key: %w", err)
+	}
+	return ufid, k, m, nil
+}
+
+// putFlow adds or modifies one flow from its text.
+func putFlow(e *env, dp odp.Datapath, flowText, actionsText string, flags odp.PutFlags) (odp.FlowStats, error) {
+	ufid, key, mask, err := parseFlowArg(flowText)
+	if err != nil {
+		return odp.FlowStats{}, err
+	}
+	if key == nil {
+		return odp.FlowStats{}, fmt.Errorf("parsing flow key: empty flow")
+	}
+	acts, err := odp.ParseActions(actionsText)
+	if err != nil {
+		return odp.FlowStats{}, fmt.Errorf("parsing actions: %w", err)
+	}
+	f := &odp.Flow{UFID: ufid, Key: key, Mask: mask, Actions: acts}
+	st, err := dp.PutFlow(e.ctx, f, flags)
+	if err != nil {
+		return st, fmt.Errorf("updating flow table: %w", err)
+	}
+	return st, nil
+}
+
+func cmdAddFlow(e *env, args []string) error {
+	dp, args, err := optDP(e.ctx, args, 3)
+	if err != nil {
+		return err
+	}
+	defer dp.Close()
+	if err := needArgs(args, 2, 2, "add-flow [DP] FLOW ACTIONS"); err != nil {
+		return err
+	}
+	_, err = putFlow(e, dp, args[0], args[1], odp.PutCreate)
+	return err
+}
+
+func modFlags(e *env) odp.PutFlags {
+	flags := odp.PutModify
+	if e.c.Bool("may-create") {
+		flags |= odp.PutCreate
+	}
+	if e.c.Bool("clear") {
+		flags |= odp.PutZeroStats
+	}
+	return flags
+}
+
+func cmdModFlow(e *env, args []string) error {
+	dp, args, err := optDP(e.ctx, args, 3)
+	if err != nil {
+		return err
+	}
+	defer dp.Close()
+	if err := needArgs(args, 2, 2, "mod-flow [DP] FLOW ACTIONS"); err != nil {
+		return err
+	}
+	st, err := putFlow(e, dp, args[0], args[1], modFlags(e))
+	if err != nil {
+		return err
+	}
+	if e.c.Bool("statistics") {
+		var b strings.Builder
+		formatStats(&b, st, monotonicMS())
+		fmt.Fprintln(e.out, b.String())
+	}
+	return nil
+}
+
+func cmdGetFlow(e *env, args []string) error {
+	dp, args, err := optDP(e.ctx, args, 2)
+	if err != nil {
+		return err
+	}
+	defer dp.Close()
+	if err := needArgs(args, 1, 1, "get-flow [DP] ufid:UFID"); err != nil {
+		return err
+	}
+	ufid, err := odp.ParseUFID(args[0])
+	if err != nil {
+		return fmt.Errorf("parsing flow ufid: %w", err)
+	}
+	f, err := dp.GetFlow(e.ctx, odp.FlowID{UFID: ufid})
+	if err != nil {
+		return fmt.Errorf("getting flow: %w", err)
+	}
+	if e.json {
+		return e.printJSON(toFlowJSON(f, e.c.Bool("more")))
+	}
+	fmt.Fprintln(e.out, formatFlow(f, e.c.Bool("more"), monotonicMS()))
+	return nil
+}
+
+// delFlow deletes one flow given as text.
+func delFlow(e *env, dp odp.Datapath, flowText string) (odp.FlowStats, error) {
+	ufid, key, _, err := parseFlowArg(flowText)
+	if err != nil {
+		return odp.FlowStats{}, err
+	}
+	st, err := dp.DelFlow(e.ctx, odp.FlowID{UFID: ufid, Key: key})
+	if err != nil {
+		err = fmt.Errorf("deleting flow: %w", err)
+		if errors.Is(err, os.ErrNotExist) && ufid.IsZero() {
+			err = fmt.Errorf("%w (perhaps you need to specify a UFID?)", err)
+		}
+	}
+	return st, err
+}
+
+func cmdDelFlow(e *env, args []string) error {
+	dp, args, err := optDP(e.ctx, args, 2)
+	if err != nil {
+		return err
+	}
+	defer dp.Close()
+	if err := needArgs(args, 1, 1, "del-flow [DP] FLOW"); err != nil {
+		return err
+	}
+	st, err := delFlow(e, dp, args[0])
+	if err != nil {
+		return err
+	}
+	if e.c.Bool("statistics") {
+		var b strings.Builder
+		formatStats(&b, st, monotonicMS())
+		fmt.Fprintln(e.out, b.String())
+	}
+	return nil
+}
+
+func cmdDelFlows(e *env, args []string) error {
+	// With a FILE argument (one more than a datapath), delete the listed
+	// flows; otherwise flush.
+	if len(args) == 2 || (len(args) == 1 && !dpExists(e.ctx, args[0])) {
+		return cmdFlowsFile(fileDel)(e, args)
+	}
+	dp, args, err := optDP(e.ctx, args, 1)
+	if err != nil {
+		return err
+	}
+	defer dp.Close()
+	if len(args) != 0 {
+		return fmt.Errorf("del-flows: unexpected argument %q", args[0])
+	}
+	if err := dp.FlushFlows(e.ctx); err != nil {
+		return fmt.Errorf("deleting all flows: %w", err)
+	}
+	return nil
+}
+
+func cmdCacheGetSize(e *env, args []string) error {
+	var names []dpName
+	if len(args) > 0 {
+		d, err := parseDPName(args[0])
+		if err != nil {
+			return err
+		}
+		names = []dpName{d}
+	} else {
+		all, err := allDatapaths(e.ctx)
+		if err != nil {
+			return err
+		}
+		names = all
+	}
+	for _, d := range names {
+		dp, err := openDP(e.ctx, d.String())
+		if err != nil {
+			return err
+		}
+		info, err := dp.Info(e.ctx)
+		dp.Close()
+		if err != nil {
+			return fmt.Errorf("%s: %w", d, err)
+		}
+		if e.json {
+			if err := e.printJSON(map[string]any{"name": d.String(), "masks-cache": info.MasksCacheSize}); err != nil {
+				return err
+			}
+			continue
+		}
+		fmt.Fprintf(e.out, "%s:\n  caches:\n    masks-cache: size:%d\n", d, info.MasksCacheSize)
+	}
+	return nil
+}
+
+// cacheSizer is implemented by datapaths whose mask cache size can be set.
+type cacheSizer interface {
+	SetMasksCacheSize(ctx context.Context, size uint32) error
+}
+
+func cmdCacheSetSize(e *env, args []string) error {
+	if err := needArgs(args, 3, 3, "cache-set-size DP CACHE SIZE"); err != nil {
+		return err
+	}
+	size, err := strconv.ParseUint(args[2], 10, 32)
+	if err != nil {
+		return fmt.Errorf("size is malformed: %q", args[2])
+	}
+	if args[1] != "masks-cache" {
+		return fmt.Errorf("unknown cache %q (the datapath has: masks-cache)", args[1])
+	}
+	dp, err := openDP(e.ctx, args[0])
+	if err != nil {
+		return err
+	}
+	defer dp.Close()
+	cs, ok := dp.(cacheSizer)
+	if !ok {
+		return fmt.Errorf("setting caches not supported by %s", args[0])
+	}
+	if err := cs.SetMasksCacheSize(e.ctx, uint32(size)); err != nil {
+		return fmt.Errorf("setting masks-cache size: %w", err)
+	}
+	fmt.Fprintf(e.out, "Setting cache size successful, new size %d.\n", size)
+	return nil
+}

@@ -1,0 +1,190 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/ovsdp/ovsdp/odp"
+	"github.com/ovsdp/ovsdp/userdp/ctl"
+)
+
+// backend manages the datapaths of one type ("system" or "netdev").
+type backend interface {
+	// list returns the names of the existing datapaths, sorted.
+	list(ctx context.Context) ([]string, error)
+	// create makes a new datapath.
+	create(ctx context.Context, name string) error
+	// open returns a handle to an existing datapath.
+	open(ctx context.Context, name string) (odp.Datapath, error)
+	// del removes a datapath.
+	del(ctx context.Context, name string) error
+}
+
+// dpTypes lists the datapath types in the order dump-dps shows them.
+var dpTypes = []string{"system", "netdev"}
+
+// backends maps a datapath type to its backend; filled by system.go and
+// netdev.go.
+var backends = map[string]backend{}
+
+// dpName is a datapath name split into type and name ("system@br0").
+type dpName struct {
+	typ, name string
+}
+
+func (d dpName) String() string { return d.typ + "@" + d.name }
+
+// parseDPName splits "TYPE@NAME"; a bare NAME means system@NAME, as in
+// ovs-dpctl.
+func parseDPName(s string) (dpName, error) {
+	typ, name, ok := strings.Cut(s, "@")
+	if !ok {
+		typ, name = "system", s
+	}
+	if name == "" {
+		return dpName{}, fmt.Errorf("%q: empty datapath name", s)
+	}
+	if _, ok := backends[typ]; !ok {
+		return dpName{}, fmt.Errorf("%q: unknown datapath type %q (want system or netdev)", s, typ)
+	}
+	if strings.ContainsAny(name, "/ \t") || len(name) > 15 {
+		return dpName{}, fmt.Errorf("%q: invalid datapath name (at most 15 characters, no '/' or blanks)", s)
+	}
+	return dpName{typ: typ, name: name}, nil
+}
+
+// allDatapaths lists every datapath of every type. Errors of a type are
+// ignored when another type has datapaths (for example a host without the
+// openvswitch module that runs userspace datapaths), as ovs-dpctl does.
+func allDatapaths(ctx context.Context) ([]dpName, error) {
+	var (
+		out      []dpName
+		firstErr error
+	)
+	for _, t := range dpTypes {
+		names, err := backends[t].list(ctx)
+		if err != nil {
+			if firstErr == nil {
+				firstErr = err
+			}
+			continue
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			out = append(out, dpName{typ: t, name: n})
+		}
+	}
+	if len(out) == 0 && firstErr != nil {
+		return nil, firstErr
+	}
+	return out, nil
+}
+
+// dpExists reports whether s names an existing datapath (how ovs-dpctl
+// tells an optional DP argument from a flow).
+func dpExists(ctx context.Context, s string) bool {
+	d, err := parseDPName(s)
+	if err != nil {
+		return false
+	}
+	names, err := backends[d.typ].list(ctx)
+	if err != nil {
+		return false
+	}
+	for _, n := range names {
+		if n == d.name {
+			return true
+		}
+	}
+	return false
+}
+
+// openDP opens the named datapath.
+func openDP(ctx context.Context, s string) (odp.Datapath, error) {
+	d, err := parseDPName(s)
+	if err != nil {
+		return nil, err
+	}
+	dp, err := backends[d.typ].open(ctx, d.name)
+	if err != nil {
+		return nil, fmt.Errorf("opening datapath %s: %w", d, err)
+	}
+	return dp, nil
+}
+
+// optDP implements ovs-dpctl's optional DP argument: when the first of
+// args names an existing datapath it is used and removed; otherwise,
+// when fewer than maxArgs arguments were given, the only datapath is used.
+func optDP(ctx context.Context, args []string, maxArgs int) (odp.Datapath, []string, error) {
+	if len(args) > 0 && dpExists(ctx, args[0]) {
+		dp, err := openDP(ctx, args[0])
+		return dp, args[1:], err
+	}
+	if len(args) >= maxArgs {
+		if len(args) > 0 {
+			return nil, nil, fmt.Errorf("datapath %s not found: %w", args[0], os.ErrNotExist)
+		}
+	}
+	all, err := allDatapaths(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	switch len(all) {
+	case 0:
+		return nil, nil, fmt.Errorf("no datapath found: %w", os.ErrNotExist)
+	case 1:
+		dp, err := openDP(ctx, all[0].String())
+		return dp, args, err
+	}
+	names := make([]string, len(all))
+	for i, d := range all {
+		names[i] = d.String()
+	}
+	return nil, nil, fmt.Errorf("several datapaths exist (%s): name one", strings.Join(names, ", "))
+}
+
+// netdevBackend manages userspace datapaths through their control
+// sockets. A userspace datapath lives in an upcalld process; add-dp starts
+// one.
+type netdevBackend struct{}
+
+func (netdevBackend) list(context.Context) ([]string, error) {
+	names, err := ctl.List()
+	if err != nil {
+		return nil, err
+	}
+	// Keep only sockets that answer: a crashed server leaves its file.
+	live := names[:0]
+	for _, n := range names {
+		if c, err := ctl.Dial(n); err == nil {
+			c.Close()
+			live = append(live, n)
+		}
+	}
+	return live, nil
+}
+
+func (netdevBackend) open(_ context.Context, name string) (odp.Datapath, error) {
+	return ctl.Dial(name)
+}
+
+func (netdevBackend) create(ctx context.Context, name string) error {
+	if c, err := ctl.Dial(name); err == nil {
+		c.Close()
+		return fmt.Errorf("netdev@%s: %w", name, os.ErrExist)
+	}
+	return startUserspaceDatapath(ctx, name)
+}
+
+func (netdevBackend) del(ctx context.Context, name string) error {
+	return stopUserspaceDatapath(ctx, name)
+}
+
+// errUsage marks command-line mistakes.
+var errUsage = errors.New("usage")
+
+func init() { backends["netdev"] = netdevBackend{} }

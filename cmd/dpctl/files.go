@@ -1,0 +1,187 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/ovsdp/ovsdp/odp"
+)
+
+// fileCmd is what a line of a flows file does by default.
+type fileCmd int
+
+const (
+	fileAdd fileCmd = iota
+	fileMod
+	fileDel
+)
+
+// parseFlowLine splits a flows-file line as ovs-dpctl does: an optional
+// leading "add", "modify" or "delete", then the flow (up to the first
+// blank) and the actions (the rest).
+func parseFlowLine(def fileCmd, line string) (cmd fileCmd, flow, actions string) {
+	cmd = def
+	line = strings.TrimLeft(line, " \t\r\n")
+	word := line
+	if i := strings.IndexAny(line, ", \t\r\n"); i >= 0 {
+		word = line[:i]
+	}
+	switch {
+	case word != "" && strings.HasPrefix("add", word):
+		cmd, line = fileAdd, line[len(word):]
+	case word != "" && strings.HasPrefix("delete", word):
+		cmd, line = fileDel, line[len(word):]
+	case word != "" && strings.HasPrefix("modify", word):
+		cmd, line = fileMod, line[len(word):]
+	}
+	line = strings.TrimLeft(line, " \t\r\n")
+	flow = line
+	if i := strings.IndexAny(line, " \t\r\n"); i >= 0 {
+		flow, actions = line[:i], strings.TrimSpace(line[i:])
+	}
+	return cmd, flow, actions
+}
+
+// progress draws a one-line progress report on a terminal.
+type progress struct {
+	w     io.Writer
+	on    bool
+	total int64
+	done  int64
+	lines int
+}
+
+func newProgress(w io.Writer, f *os.File) *progress {
+	p := &progress{w: w}
+	if f == nil || !isTerminal(w) {
+		return p
+	}
+	p.on = true
+	if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
+		p.total = st.Size()
+	}
+	return p
+}
+
+// isTerminal reports whether w is a terminal.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
+}
+
+func (p *progress) add(n int) {
+	p.done += int64(n)
+	p.lines++
+	if !p.on || p.lines%1000 != 0 {
+		return
+	}
+	if p.total > 0 {
+		fmt.Fprintf(p.w, "\r%d flows (%3.0f%%)", p.lines, 100*float64(p.done)/float64(p.total))
+	} else {
+		fmt.Fprintf(p.w, "\r%d flows", p.lines)
+	}
+}
+
+func (p *progress) finish() {
+	if p.on && p.lines >= 1000 {
+		fmt.Fprintf(p.w, "\r%d flows, done.\n", p.lines)
+	}
+}
+
+// cmdFlowsFile implements add-flows, mod-flows and del-flows FILE: every
+// line of FILE (- for standard input) is a flow, read and sent one at a
+// time so that files of any size stream. A bad line is reported with its
+// number and skipped, as ovs-dpctl does; the exit status is non-zero if
+// any line failed.
+func cmdFlowsFile(def fileCmd) func(e *env, args []string) error {
+	return func(e *env, args []string) error {
+		if len(args) < 1 {
+			return fmt.Errorf("wrong number of arguments: a FILE is needed")
+		}
+		file := args[len(args)-1]
+		dp, rest, err := optDP(e.ctx, args[:len(args)-1], 1)
+		if err != nil {
+			return err
+		}
+		defer dp.Close()
+		if len(rest) != 0 {
+			return fmt.Errorf("unexpected argument %q", rest[0])
+		}
+		var (
+			r  io.Reader
+			fh *os.File
+		)
+		if file == "-" {
+			r = e.c.App.Reader
+		} else {
+			fh, err = os.Open(file)
+			if err != nil {
+				return fmt.Errorf("opening file %q failed: %w", file, err)
+			}
+			defer fh.Close()
+			r = fh
+		}
+		prog := newProgress(e.c.App.ErrWriter, fh)
+		sc := bufio.NewScanner(r)
+		sc.Buffer(make([]byte, 0, 64*1024), 1<<20)
+		failed := 0
+		for n := 1; sc.Scan(); n++ {
+			line := sc.Text()
+			prog.add(len(line) + 1)
+			t := strings.TrimSpace(line)
+			if t == "" || strings.HasPrefix(t, "#") {
+				continue
+			}
+			cmd, flow, acts := parseFlowLine(def, line)
+			switch {
+			case flow == "" || (cmd != fileDel && acts == "") || (cmd == fileDel && acts != ""):
+				err = fmt.Errorf("failed parsing line number %d, skipped", n)
+			case cmd == fileAdd:
+				_, err = putFlow(e, dp, flow, acts, odp.PutCreate)
+			case cmd == fileMod:
+				_, err = putFlow(e, dp, flow, acts, odp.PutModify)
+			default:
+				_, err = delFlow(e, dp, flow)
+			}
+			if err != nil {
+				failed++
+				fmt.Fprintf(e.c.App.ErrWriter, "dpctl: %s:%d: %v\n", file, n, err)
+			}
+		}
+		prog.finish()
+		if err := sc.Err(); err != nil {
+			return fmt.Errorf("reading %s: %w", file, err)
+		}
+		if failed > 0 {
+			return fmt.Errorf("%d of the lines of %s failed", failed, file)
+		}
+		return nil
+	}
+}
+
+// newFlowFilter returns the predicate of dump-flows' filter=FLOW.
+// TODO(dpctl): the OpenFlow match syntax of ovs-dpctl's filter.
+func newFlowFilter(filter string) (func(*odp.Flow) bool, error) {
+	if filter == "" {
+		return func(*odp.Flow) bool { return true }, nil
+	}
+	return nil, fmt.Errorf("filter=%s: filters are not implemented yet", filter)
+}
+
+// portNames returns a rewrite of flow text that shows port names, when
+// --names was given. TODO(dpctl): names in keys and actions.
+func portNames(e *env, dp odp.Datapath) (func(string) string, error) {
+	if !e.c.Bool("names") {
+		return nil, nil
+	}
+	return nil, fmt.Errorf("--names is not implemented yet")
+}

@@ -1,0 +1,121 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/ovsdp/ovsdp/odp"
+)
+
+// formatStats writes a flow's statistics as ovs-dpctl does
+// (dpif_flow_stats_format): "packets:N, bytes:N, used:X[, flags:F]".
+// nowMS is the current monotonic time in milliseconds.
+func formatStats(b *strings.Builder, st odp.FlowStats, nowMS uint64) {
+	fmt.Fprintf(b, "packets:%d, bytes:%d, used:", st.Packets, st.Bytes)
+	if st.Used != 0 {
+		fmt.Fprintf(b, "%.3fs", float64(int64(nowMS)-int64(st.Used))/1000)
+	} else {
+		b.WriteString("never")
+	}
+	if st.TCPFlags != 0 {
+		b.WriteString(", flags:")
+		b.WriteString(tcpFlagsString(st.TCPFlags))
+	}
+}
+
+// tcpFlagsString abbreviates TCP flags as Open vSwitch does
+// (packet_format_tcp_flags): S F P R U . E C N.
+func tcpFlagsString(f uint16) string {
+	if f == 0 {
+		return "none"
+	}
+	var b strings.Builder
+	for _, x := range []struct {
+		bit uint16
+		s   string
+	}{{0x002, "S"}, {0x001, "F"}, {0x008, "P"}, {0x004, "R"}, {0x020, "U"}, {0x010, "."},
+		{0x040, "E"}, {0x080, "C"}, {0x100, "N"}, {0x200, "[200]"}, {0x400, "[400]"}, {0x800, "[800]"}} {
+		if f&x.bit != 0 {
+			b.WriteString(x.s)
+		}
+	}
+	return b.String()
+}
+
+// formatFlow formats one flow as ovs-dpctl dump-flows prints it. verbose
+// (-m) adds the UFID and prints wildcarded fields too.
+func formatFlow(f *odp.Flow, verbose bool, nowMS uint64) string {
+	var b strings.Builder
+	if verbose && !f.UFID.IsZero() {
+		b.WriteString(f.UFID.String())
+		b.WriteString(", ")
+	}
+	if f.Key != nil {
+		b.WriteString(odp.FormatKey(f.Key, f.Mask, verbose))
+		b.WriteString(", ")
+	}
+	formatStats(&b, f.Stats, nowMS)
+	b.WriteString(", actions:")
+	if f.Actions != nil {
+		b.WriteString(odp.FormatActions(f.Actions))
+	}
+	return b.String()
+}
+
+// humanSize is ovs-dpctl's print_human_size.
+func humanSize(v uint64) string {
+	switch {
+	case v >= 1<<40:
+		return fmt.Sprintf(" (%.1f TiB)", float64(v)/(1<<40))
+	case v >= 1<<30:
+		return fmt.Sprintf(" (%.1f GiB)", float64(v)/(1<<30))
+	case v >= 1<<20:
+		return fmt.Sprintf(" (%.1f MiB)", float64(v)/(1<<20))
+	case v >= 1<<10:
+		return fmt.Sprintf(" (%.1f KiB)", float64(v)/(1<<10))
+	}
+	return ""
+}
+
+// formatShow formats one datapath as ovs-dpctl show does.
+func formatShow(b *strings.Builder, name dpName, info odp.DatapathInfo, ports []odp.Port, stats bool) {
+	fmt.Fprintf(b, "%s:\n", name)
+	st := info.Stats
+	fmt.Fprintf(b, "  lookups: hit:%d missed:%d lost:%d\n  flows: %d\n", st.Hit, st.Missed, st.Lost, st.Flows)
+	n := st.Hit + st.Missed
+	avg := 0.0
+	if n > 0 {
+		avg = float64(st.MaskHits) / float64(n)
+	}
+	fmt.Fprintf(b, "  masks: hit:%d total:%d hit/pkt:%.2f\n", st.MaskHits, st.Masks, avg)
+	rate := 0.0
+	if n > 0 {
+		rate = float64(st.CacheHits) / float64(n) * 100
+	}
+	fmt.Fprintf(b, "  cache: hit:%d hit-rate:%.2f%%\n", st.CacheHits, rate)
+	if info.MasksCacheSize != 0 || name.typ == "system" {
+		fmt.Fprintf(b, "  caches:\n    masks-cache: size:%d\n", info.MasksCacheSize)
+	}
+	for _, p := range ports {
+		fmt.Fprintf(b, "  port %d: %s", p.Number, p.Name)
+		if p.Type != odp.PortNetdev && p.Type != "" {
+			fmt.Fprintf(b, " (%s", p.Type)
+			for i, k := range sortedKeys(p.Options) {
+				sep := ','
+				if i == 0 {
+					sep = ':'
+				}
+				fmt.Fprintf(b, "%c %s=%s", sep, k, p.Options[k])
+			}
+			b.WriteString(")")
+		}
+		b.WriteString("\n")
+		if stats {
+			s := p.Stats
+			fmt.Fprintf(b, "    RX packets:%d errors:%d dropped:%d overruns:? frame:?\n", s.RxPackets, s.RxErrors, s.RxDropped)
+			fmt.Fprintf(b, "    TX packets:%d errors:%d dropped:%d aborted:? carrier:?\n", s.TxPackets, s.TxErrors, s.TxDropped)
+			fmt.Fprintf(b, "    collisions:?\n")
+			fmt.Fprintf(b, "    RX bytes:%d%s  TX bytes:%d%s\n", s.RxBytes, humanSize(s.RxBytes), s.TxBytes, humanSize(s.TxBytes))
+		}
+	}
+}
