@@ -1,0 +1,107 @@
+package flowkeys
+
+import (
+	crand "crypto/rand"
+	"encoding/binary"
+	)
+
+// KeyedHasher hashes keys with a secret of its own, so that nobody who
+// does not know the secret can choose keys that collide. Give every hash
+// table its own KeyedHasher (NewKeyedHasher); see the comment at the top
+// of hash.go for why a table fed by the network must not use Hash.
+//
+// The hash is NH (the universal hash of UMAC): each 64-bit word w_i is
+// split into 32-bit halves which are added to secret halves and
+// multiplied, and the 64-bit products are summed; a final 64-bit mixer
+// (the murmur3 finaliser) spreads the sum over the 32 result bits. Two
+// distinct keys of the same range collide in the NH sum with probability
+// at most 2^-32 over the choice of secret.
+type KeyedHasher struct {
+	secret [KeyWords]uint64
+	final  uint64
+}
+
+// NewKeyedHasher returns a KeyedHasher with a secret from crypto/rand.
+func NewKeyedHasher() *KeyedHasher {
+	var b [8 * (KeyWords + 1)]byte
+	if _, err := crand.Read(b[:]); err != nil {
+		// crypto/rand.Read does not fail on supported platforms
+		// (it panics itself if the OS source breaks).
+		panic("flowkeys: crypto/rand: " + err.Error())
+	}
+	return NewKeyedHasherFromSecret(b[:])
+}
+
+// NewKeyedHasherFromSecret returns a KeyedHasher whose secret is derived
+// from secret (for reproducible tests; use NewKeyedHasher otherwise).
+// Secrets shorter than 8*(KeyWords+1) bytes are stretched with a
+// SplitMix64 sequence seeded by them.
+func NewKeyedHasherFromSecret(secret []byte) *KeyedHasher {
+	h := &KeyedHasher{}
+	var s uint64
+	for i, c := range secret {
+		s ^= uint64(c) << (8 * (i % 8))
+		if i%8 == 7 {
+			s = splitmix(&s)
+		}
+	}
+	for i := range h.secret {
+		if 8*i+8 <= len(secret) {
+			h.secret[i] = binary.LittleEndian.Uint64(secret[8*i:])
+		} else {
+			h.secret[i] = splitmix(&s)
+		}
+	}
+	if 8*KeyWords+8 <= len(secret) {
+		h.final = binary.LittleEndian.Uint64(secret[8*KeyWords:])
+	} else {
+		h.final = splitmix(&s)
+	}
+	return h
+}
+
+func splitmix(s *uint64) uint64 {
+	*s += 0x9e3779b97f4a7c15
+	z := *s
+	z = (z ^ z>>30) * 0xbf58476d1ce4e5b9
+	z = (z ^ z>>27) * 0x94d049bb133111eb
+	return z ^ z>>31
+}
+
+// Hash returns the keyed hash of the words of k in r, with seed mixed in
+// (a table may pass its own seed, or 0). It panics if r is not Valid.
+func (h *KeyedHasher) Hash(k *Key, r Range, seed uint32) uint32 {
+	return HashKeyed(k, r, h, seed)
+}
+
+// HashKeyed returns the keyed hash of the words of k in r under h's
+// secret. This is the hash a flow table should use.
+func HashKeyed(k *Key, r Range, h *KeyedHasher, seed uint32) uint32 {
+	w := k.Words()[r.Start:r.End]
+	s := h.secret[r.Start:r.End]
+	s = s[:len(w)]
+	var sum0, sum1 uint64
+	i := 0
+	for ; i+1 < len(w); i += 2 {
+		sum0 += nh(w[i], s[i])
+		sum1 += nh(w[i+1], s[i+1])
+	}
+	if i < len(w) {
+		sum0 += nh(w[i], s[i])
+	}
+	x := (sum0 + sum1) ^ h.final ^ uint64(seed)<<32 ^ uint64(r.Start)<<8 ^ uint64(r.End)
+	x ^= x >> 33
+	x *= 0xff51afd7ed558ccd
+	x ^= x >> 33
+	x *= 0xc4ceb9fe1a85ec53
+	x ^= x >> 33
+	return uint32(x)
+}
+
+// nh is one NH term: the two 32-bit halves of w, each added to the
+// matching half of the secret word modulo 2^32, multiplied to 64 bits.
+func nh(w, s uint64) uint64 {
+	lo := uint32(w) + uint32(s)
+	hi := uint32(w>>32) + uint32(s>>32)
+	return uint64(lo) * uint64(hi)
+}
