@@ -50,7 +50,7 @@ func NewNetns(t testing.TB) *Netns {
 			t.Errorf("testenv: deleting network namespace %s: %v", name, err)
 		}
 	})
-	nl, err := netlink.NewHandleAt(h)
+	nl, err := netlink.NewHandleAt(h, unix.NETLINK_ROUTE)
 	if err != nil {
 		t.Fatalf("testenv: netlink handle in namespace %s: %v", name, err)
 	}
@@ -70,7 +70,7 @@ func Current(t testing.TB) *Netns {
 	if err != nil {
 		t.Fatalf("testenv: opening the process's network namespace: %v", err)
 	}
-	nl, err := netlink.NewHandleAt(h)
+	nl, err := netlink.NewHandleAt(h, unix.NETLINK_ROUTE)
 	if err != nil {
 		h.Close()
 		t.Fatalf("testenv: netlink handle in the process's namespace: %v", err)
