@@ -1,0 +1,198 @@
+package userdp
+
+import (
+	"encoding/binary"
+	"fmt"
+)
+
+// Length-changing operations (push/pop VLAN and MPLS) work on a Frame and
+// keep the bytes after the inserted or removed header where they are:
+// only the Ethernet header (and in-line VLAN tags) move, into or out of
+// the headroom. After one of them, re-parse the frame's Headers (the
+// kernel likewise invalidates the flow key).
+//
+// Frames carry every VLAN tag in-line. The kernel keeps the outermost tag
+// out of the packet data (the skb's accelerated tag): its skb->protocol is
+// the EtherType after that tag, and its skb->len excludes it. SkbProtocol
+// and SkbLen give those values, for the operations that depend on them.
+
+// isVLANType reports whether et is a VLAN tag protocol identifier.
+func isVLANType(et uint16) bool { return et == EthTypeVLAN || et == EthTypeQinQ }
+
+// SkbProtocol returns the EtherType the kernel's datapath would see as
+// skb->protocol for frame: the EtherType after the outermost VLAN tag (which
+// the kernel holds out of band), or the frame's EtherType when untagged.
+// With two tags it is the inner tag's TPID. It returns 0 for a frame too
+// short to have one.
+func SkbProtocol(frame []byte) uint16 {
+	if len(frame) < 14 {
+		return 0
+	}
+	et := binary.BigEndian.Uint16(frame[12:])
+	if isVLANType(et) {
+		if len(frame) < 18 {
+			return 0
+		}
+		et = binary.BigEndian.Uint16(frame[16:])
+	}
+	return et
+}
+
+// SkbLen returns the length the kernel would count for frame (skb->len):
+// without the outermost VLAN tag, which the kernel holds out of band.
+// Flow statistics, trunc and check_pkt_len use this length.
+func SkbLen(frame []byte) int {
+	if len(frame) >= 18 && isVLANType(binary.BigEndian.Uint16(frame[12:])) {
+		return len(frame) - 4
+	}
+	return len(frame)
+}
+
+// PushVLAN inserts a VLAN tag (TPID tpid, 0x8100 or 0x88a8, and TCI tci)
+// as the outermost tag, after the Ethernet addresses, as the kernel's
+// push_vlan: the CFI/DEI bit (0x1000) of tci is cleared (OVS uses it in
+// the action to mean "tag present"). It needs 4 bytes of headroom
+// (ErrNoHeadroom) and a frame of at least 14 bytes (ErrTooShort).
+func PushVLAN(f *Frame, tpid, tci uint16) error {
+	if err := f.check(); err != nil {
+		return fmt.Errorf("push_vlan: %w", err)
+	}
+	if f.Len < 14 {
+		return fmt.Errorf("push_vlan: %w: %d bytes, the Ethernet header needs 14", ErrTooShort, f.Len)
+	}
+	if f.Off < 4 {
+		return fmt.Errorf("push_vlan: %w: %d bytes in front of the frame, 4 needed", ErrNoHeadroom, f.Off)
+	}
+	b := f.Buf[f.Off-4:]
+	copy(b[:12], b[4:16])
+	binary.BigEndian.PutUint16(b[12:], tpid)
+	binary.BigEndian.PutUint16(b[14:], tci&^0x1000)
+	f.Off -= 4
+	f.Len += 4
+	return nil
+}
+
+// PopVLAN removes the outermost VLAN tag, as the kernel's pop_vlan. A
+// frame without a tag is left unchanged (the kernel does nothing). A
+// tagged frame shorter than 18 bytes gives ErrTooShort.
+func PopVLAN(f *Frame) error {
+	if err := f.check(); err != nil {
+		return fmt.Errorf("pop_vlan: %w", err)
+	}
+	b := f.Bytes()
+	if len(b) < 14 {
+		return fmt.Errorf("pop_vlan: %w: %d bytes, the Ethernet header needs 14", ErrTooShort, len(b))
+	}
+	if !isVLANType(binary.BigEndian.Uint16(b[12:])) {
+		return nil
+	}
+	if len(b) < 18 {
+		return fmt.Errorf("pop_vlan: %w: %d bytes, a tagged Ethernet header needs 18", ErrTooShort, len(b))
+	}
+	copy(b[4:16], b[:12])
+	f.Off += 4
+	f.Len -= 4
+	return nil
+}
+
+// isMPLSType reports whether et is an MPLS EtherType.
+func isMPLSType(et uint16) bool { return et == EthTypeMPLS || et == EthTypeMPLSMC }
+
+// PushMPLS inserts the MPLS label stack entry lse at h.MACLen (after the
+// Ethernet header and its VLAN tags: on top of the label stack if the
+// frame is MPLS already) and sets the EtherType in front of it to
+// ethertype (0x8847 or 0x8848, which the kernel requires when the flow is
+// put), as the kernel's push_mpls. It needs 4 bytes of headroom.
+func PushMPLS(f *Frame, h *Headers, lse uint32, ethertype uint16) error {
+	if err := f.check(); err != nil {
+		return fmt.Errorf("push_mpls: %w", err)
+	}
+	if !isMPLSType(ethertype) {
+		return fmt.Errorf("push_mpls: EtherType %#04x is not MPLS (0x8847 or 0x8848): %w", ethertype, ErrNotSettable)
+	}
+	ml := h.MACLen
+	if ml < 14 || ml > f.Len {
+		return fmt.Errorf("push_mpls: %w: MAC header length %d, frame %d bytes", ErrTooShort, ml, f.Len)
+	}
+	if f.Off < 4 {
+		return fmt.Errorf("push_mpls: %w: %d bytes in front of the frame, 4 needed", ErrNoHeadroom, f.Off)
+	}
+	b := f.Buf[f.Off-4:]
+	copy(b[:ml], b[4:4+ml])
+	binary.BigEndian.PutUint32(b[ml:], lse)
+	binary.BigEndian.PutUint16(b[ml-2:], ethertype)
+	f.Off -= 4
+	f.Len += 4
+	return nil
+}
+
+// PopMPLS removes the outermost MPLS label stack entry (at h.MACLen) and
+// sets the EtherType in front of it to ethertype, as the kernel's
+// pop_mpls. A frame that is not MPLS (by SkbProtocol, as the kernel
+// checks skb->protocol) is left unchanged. ErrTooShort if the label is
+// not all in the frame.
+func PopMPLS(f *Frame, h *Headers, ethertype uint16) error {
+	if err := f.check(); err != nil {
+		return fmt.Errorf("pop_mpls: %w", err)
+	}
+	b := f.Bytes()
+	if !isMPLSType(SkbProtocol(b)) {
+		return nil
+	}
+	ml := h.MACLen
+	if ml < 14 || len(b) < ml+4 {
+		return fmt.Errorf("pop_mpls: %w: %d bytes, the label ends at %d", ErrTooShort, len(b), ml+4)
+	}
+	copy(b[4:4+ml], b[:ml])
+	binary.BigEndian.PutUint16(b[4+ml-2:], ethertype)
+	f.Off += 4
+	f.Len -= 4
+	return nil
+}
+
+// TruncLen returns the length frame has when output after a
+// trunc(maxLen) action, as the kernel's do_output: the kernel trims
+// skb->len (SkbLen, without the out-of-band outermost VLAN tag) to
+// max(maxLen, 14) when maxLen is smaller; the tag, if any, is sent too.
+func TruncLen(frame []byte, maxLen uint32) int {
+	sl := SkbLen(frame)
+	if uint64(maxLen) >= uint64(sl) {
+		return len(frame)
+	}
+	cut := int(max(maxLen, 14))
+	return cut + (len(frame) - sl)
+}
+
+// DecTTL decrements the IPv4 TTL (updating the header checksum
+// incrementally) or the IPv6 hop limit, as the kernel's execute_dec_ttl.
+// The kernel decides by skb->protocol (SkbProtocol): a frame that is
+// neither IPv4 nor IPv6 by it (e.g. two VLAN tags, MPLS) is left
+// unchanged. When the TTL is 1 or 0 the frame is not changed and expired
+// is true: the datapath then runs the action's le_1 nested actions (none:
+// the packet is dropped). ErrTooShort when the IP header (at h.L3) is not
+// all in the frame.
+func DecTTL(frame []byte, h *Headers) (expired bool, err error) {
+	switch SkbProtocol(frame) {
+	case EthTypeIPv4:
+		if h.L3 < 0 || len(frame) < h.L3+20 {
+			return false, fmt.Errorf("dec_ttl: %w: %d bytes, the IPv4 header ends at %d", ErrTooShort, len(frame), h.L3+20)
+		}
+		ip := frame[h.L3:]
+		if ip[8] <= 1 {
+			return true, nil
+		}
+		ip[8]--
+		c := CsumReplace2(binary.BigEndian.Uint16(ip[10:]), uint16(ip[8]+1)<<8, uint16(ip[8])<<8)
+		binary.BigEndian.PutUint16(ip[10:], c)
+	case EthTypeIPv6:
+		if h.L3 < 0 || len(frame) < h.L3+40 {
+			return false, fmt.Errorf("dec_ttl: %w: %d bytes, the IPv6 header ends at %d", ErrTooShort, len(frame), h.L3+40)
+		}
+		ip := frame[h.L3:]
+		if ip[7] <= 1 {
+			return true, nil
+		}
+		ip[7]--
+	}
+	return false, nil
+}
