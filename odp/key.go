@@ -159,9 +159,12 @@ func (u UnknownKey) KeyType() KeyType { return u.Type }
 
 func (u UnknownKey) appendPayload(b []byte) ([]byte, error) { return append(b, u.Data...), nil }
 
+// format writes the payload as hex, and the mask's whenever a mask is
+// given: Open vSwitch never treats a mask of an attribute it does not know
+// as exact.
 func (u UnknownKey) format(f *strings.Builder, mask KeyAttr, verbose bool) {
 	writeHex(f, u.Data)
-	if m, ok := mask.(UnknownKey); ok && !allOnes(m.Data) {
+	if m, ok := mask.(UnknownKey); ok {
 		f.WriteByte('/')
 		writeHex(f, m.Data)
 	}

@@ -2,6 +2,7 @@ package odp
 
 import (
 	"fmt"
+	"net/netip"
 	"strconv"
 	"strings"
 )
@@ -40,6 +41,8 @@ type scanner struct {
 	pos int
 	// depth counts nested encap()/clone()-like constructs, to bound recursion.
 	depth int
+	// noMask makes "/mask" forms an error (exact-match keys).
+	noMask bool
 }
 
 func newScanner(s string) *scanner { return &scanner{s: s} }
@@ -134,4 +137,229 @@ func (sc *scanner) uint(bits int) (uint64, error) {
 		return 0, sc.errorAt(start, "bad %d-bit number %q", bits, tok)
 	}
 	return v, nil
+}
+
+// isSpace reports whether c is a C isspace() blank.
+func isSpace(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'
+}
+
+// hexVal returns the value of the hex digit c, or -1.
+func hexVal(c byte) int {
+	switch {
+	case c >= '0' && c <= '9':
+		return int(c - '0')
+	case c >= 'a' && c <= 'f':
+		return int(c-'a') + 10
+	case c >= 'A' && c <= 'F':
+		return int(c-'A') + 10
+	}
+	return -1
+}
+
+// cnum scans an integer the way Open vSwitch's ovs_scan("%i") does:
+// leading blanks, an optional sign, then "0x" hexadecimal, "0" octal or
+// decimal. Unlike Open vSwitch, which silently truncates, a value that
+// does not fit in bits bits is an error; a negative value wraps as in C
+// ("-1" is all ones).
+func (sc *scanner) cnum(bits int) (uint64, error) {
+	start := sc.pos
+	for sc.pos < len(sc.s) && isSpace(sc.s[sc.pos]) {
+		sc.pos++
+	}
+	neg := false
+	if c := sc.peek(); c == '-' || c == '+' {
+		neg = c == '-'
+		sc.pos++
+	}
+	base := uint64(10)
+	if strings.HasPrefix(sc.s[sc.pos:], "0x") || strings.HasPrefix(sc.s[sc.pos:], "0X") {
+		base = 16
+		sc.pos += 2
+	} else if sc.peek() == '0' {
+		base = 8
+	}
+	digits := sc.pos
+	var v uint64
+	overflow := false
+	for sc.pos < len(sc.s) {
+		d := hexVal(sc.s[sc.pos])
+		if d < 0 || uint64(d) >= base {
+			break
+		}
+		if v > (^uint64(0)-uint64(d))/base {
+			overflow = true
+		}
+		v = v*base + uint64(d)
+		sc.pos++
+	}
+	if sc.pos == digits {
+		sc.pos = start
+		return 0, sc.errorAt(start, "expected a number")
+	}
+	max := ^uint64(0) >> (64 - bits)
+	if overflow || v > max {
+		end := sc.pos
+		sc.pos = start
+		return 0, sc.errorAt(start, "number %q does not fit in %d bits", sc.s[start:end], bits)
+	}
+	if neg {
+		v = -v & max
+	}
+	return v, nil
+}
+
+// maskSep consumes the "/" that introduces a mask. It fails when masks are
+// not allowed (ParseKey) and reports false when there is no mask.
+func (sc *scanner) maskSep() (bool, error) {
+	if sc.peek() != '/' {
+		return false, nil
+	}
+	if sc.noMask {
+		return false, sc.errorf("a mask is not allowed here (use the masked key syntax)")
+	}
+	sc.pos++
+	return true, nil
+}
+
+// maskedNum scans "N" or "N/M"; the mask is all ones without "/M".
+func (sc *scanner) maskedNum(bits int) (v, m uint64, err error) {
+	if v, err = sc.cnum(bits); err != nil {
+		return
+	}
+	m = ^uint64(0) >> (64 - bits)
+	var has bool
+	if has, err = sc.maskSep(); err != nil || !has {
+		return
+	}
+	m, err = sc.cnum(bits)
+	return
+}
+
+// ipv4 scans a dotted quad.
+func (sc *scanner) ipv4() ([4]byte, error) {
+	var a [4]byte
+	start := sc.pos
+	for i := 0; i < 4; i++ {
+		if i > 0 && !sc.accept(".") {
+			return a, sc.errorf("expected '.' in IPv4 address")
+		}
+		ds := sc.pos
+		v := 0
+		for sc.pos < len(sc.s) && sc.s[sc.pos] >= '0' && sc.s[sc.pos] <= '9' && sc.pos-ds < 3 {
+			v = v*10 + int(sc.s[sc.pos]-'0')
+			sc.pos++
+		}
+		if sc.pos == ds {
+			return a, sc.errorf("expected an IPv4 address")
+		}
+		if v > 255 {
+			return a, sc.errorAt(start, "bad IPv4 address (octet %d > 255)", v)
+		}
+		a[i] = byte(v)
+	}
+	return a, nil
+}
+
+// ipv6 scans an IPv6 address in inet_pton syntax.
+func (sc *scanner) ipv6() ([16]byte, error) {
+	start := sc.pos
+	for sc.pos < len(sc.s) && (hexVal(sc.s[sc.pos]) >= 0 || sc.s[sc.pos] == ':' || sc.s[sc.pos] == '.') {
+		sc.pos++
+	}
+	tok := sc.s[start:sc.pos]
+	a, err := netip.ParseAddr(tok)
+	if tok == "" || err != nil || !a.Is6() || a.Zone() != "" {
+		sc.pos = start
+		return [16]byte{}, sc.errorAt(start, "expected an IPv6 address")
+	}
+	return a.As16(), nil
+}
+
+// mac scans an Ethernet address xx:xx:xx:xx:xx:xx.
+func (sc *scanner) mac() ([6]byte, error) {
+	var a [6]byte
+	start := sc.pos
+	for i := 0; i < 6; i++ {
+		if i > 0 && !sc.accept(":") {
+			sc.pos = start
+			return a, sc.errorAt(start, "expected an Ethernet address xx:xx:xx:xx:xx:xx")
+		}
+		ds := sc.pos
+		v := 0
+		for sc.pos < len(sc.s) && hexVal(sc.s[sc.pos]) >= 0 && sc.pos-ds < 2 {
+			v = v*16 + hexVal(sc.s[sc.pos])
+			sc.pos++
+		}
+		if sc.pos == ds {
+			sc.pos = start
+			return a, sc.errorAt(start, "expected an Ethernet address xx:xx:xx:xx:xx:xx")
+		}
+		a[i] = byte(v)
+	}
+	return a, nil
+}
+
+// intString scans a value into out, right-aligned, the way Open vSwitch's
+// parse_int_string does: "0x" followed by any number of hex digits
+// (leading zeros ignored; too many digits is an error), or a decimal or
+// octal number that must fit in out.
+func (sc *scanner) intString(out []byte) error {
+	start := sc.pos
+	clear(out)
+	if sc.accept("0x") || sc.accept("0X") {
+		var nibbles []byte
+		for sc.pos < len(sc.s) {
+			d := hexVal(sc.s[sc.pos])
+			if d < 0 {
+				break
+			}
+			if d != 0 || len(nibbles) > 0 {
+				if (len(nibbles)+2)/2 > len(out) {
+					return sc.errorAt(start, "hex value longer than %d bytes", len(out))
+				}
+				nibbles = append(nibbles, byte(d))
+			}
+			sc.pos++
+		}
+		j := len(out) - 1
+		for i := len(nibbles) - 1; i >= 0; i -= 2 {
+			out[j] = nibbles[i]
+			if i > 0 {
+				out[j] |= nibbles[i-1] << 4
+			}
+			j--
+		}
+		return nil
+	}
+	bits := 64
+	if len(out) < 8 {
+		bits = 8 * len(out)
+	}
+	v, err := sc.cnum(bits)
+	if err != nil {
+		return err
+	}
+	for i := len(out) - 1; i >= 0 && v != 0; i-- {
+		out[i] = byte(v)
+		v >>= 8
+	}
+	return nil
+}
+
+// hexBytes scans an even number of hex digits (no "0x").
+func (sc *scanner) hexBytes() ([]byte, error) {
+	start := sc.pos
+	for sc.pos < len(sc.s) && hexVal(sc.s[sc.pos]) >= 0 {
+		sc.pos++
+	}
+	tok := sc.s[start:sc.pos]
+	if len(tok)%2 != 0 {
+		return nil, sc.errorAt(start, "odd number of hex digits")
+	}
+	b := make([]byte, len(tok)/2)
+	for i := range b {
+		b[i] = byte(hexVal(tok[2*i])<<4 | hexVal(tok[2*i+1]))
+	}
+	return b, nil
 }
