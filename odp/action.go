@@ -3,6 +3,7 @@ package odp
 import (
 	"encoding/binary"
 	"fmt"
+	"strconv"
 	"strings"
 )
 
@@ -116,7 +117,7 @@ func decodeActions(b []byte, base int, path string, depth int) (Actions, error) 
 		if dec, ok := actionDecoders[t]; ok {
 			act, err = dec(&a, p, depth)
 		} else {
-			act = UnknownAction{Type: t, Data: append([]byte(nil), a.Data...)}
+			act = UnknownAction{Type: t, Data: append([]byte{}, a.Data...)}
 		}
 		if err != nil {
 			return nil, err
@@ -155,8 +156,13 @@ func formatActions(f *strings.Builder, as Actions) {
 }
 
 // ParseActions parses an action list in the ovs-dpctl syntax
-// ("set(ipv4(ttl=63)),push_vlan(vid=10,pcp=0),2"). "drop" alone, or an
-// empty string, is the empty list.
+// ("set(ipv4(ttl=63)),push_vlan(vid=10,pcp=0),2"). The bare word "drop"
+// alone, or an empty string, is the empty list (which drops); "drop"
+// among other actions, or "drop(N)", is an explicit Drop action.
+//
+// The list must fit in a netlink attribute when encoded (65,531 bytes),
+// and nesting is bounded (maxActionDepth): both are reported as a
+// SyntaxError, as Open vSwitch rejects them when parsing.
 func ParseActions(s string) (Actions, error) {
 	sc := newScanner(s)
 	as, err := parseActionList(sc, 0)
@@ -165,54 +171,90 @@ func ParseActions(s string) (Actions, error) {
 	}
 	sc.skipSpace()
 	if !sc.eof() {
-		return nil, sc.errorf("unexpected text after the actions")
+		if sc.peek() == ')' {
+			return nil, sc.errorf("unbalanced ')'")
+		}
+		return nil, sc.errorf("expected ',' between actions")
 	}
 	return as, nil
 }
 
 // parseActionList parses comma-separated actions up to the end of the
-// input or an unbalanced ')'. TODO(actions): drop rules, depth limits.
+// input or an unbalanced ')', which it does not consume. It checks that
+// the encoded list fits in a netlink attribute.
 func parseActionList(sc *scanner, depth int) (Actions, error) {
+	if depth > maxActionDepth {
+		return nil, sc.errorf("actions nested more than %d deep", maxActionDepth)
+	}
 	as := Actions{}
+	size := 0
+	onlyDrop := false
 	for {
 		sc.skipSpace()
 		if sc.eof() || sc.peek() == ')' {
-			return as, nil
+			break
 		}
+		start := sc.pos
 		a, err := parseAction(sc, depth)
 		if err != nil {
 			return nil, err
 		}
-		if a != nil {
-			as = append(as, a)
+		n, err := actEncodedLen(a)
+		if err != nil {
+			return nil, sc.errorAt(start, "%v", err)
 		}
+		size += n
+		if size > maxAttrLen {
+			return nil, sc.errorAt(start, "action list exceeds the netlink attribute limit of %d bytes", maxAttrLen)
+		}
+		onlyDrop = len(as) == 0 && sc.s[start:sc.pos] == "drop"
+		as = append(as, a)
 		sc.skipSpace()
 		if !sc.accept(",") {
-			return as, nil
+			break
 		}
+		onlyDrop = false
 	}
+	if onlyDrop && len(as) == 1 {
+		// A bare "drop" is how an empty list is written.
+		return Actions{}, nil
+	}
+	return as, nil
 }
 
 // parseAction parses one action.
 func parseAction(sc *scanner, depth int) (Action, error) {
 	start := sc.pos
 	if c := sc.peek(); c >= '0' && c <= '9' {
-		n, err := sc.uint(32)
+		n, err := sc.actUint(32, "output port")
 		if err != nil {
 			return nil, err
 		}
 		return Output{Port: uint32(n)}, nil
 	}
 	name := sc.ident()
-	p, ok := actionParsers[name]
-	if !ok {
-		return nil, sc.errorAt(start, "unknown action %q", name)
+	if p, ok := actionParsers[name]; ok {
+		a, err := p(sc, depth)
+		if err != nil {
+			return nil, err
+		}
+		return a, nil
 	}
-	return p(sc, depth)
+	if num, ok := strings.CutPrefix(name, "action"); ok && num != "" {
+		if t, err := strconv.ParseUint(num, 10, 14); err == nil {
+			return parseUnknownAction(sc, ActionType(t))
+		}
+	}
+	if name == "" {
+		return nil, sc.errorAt(start, "expected an action")
+	}
+	return nil, sc.errorAt(start, "unknown action %q", name)
 }
 
-// Output sends the packet to a datapath port (OVS_ACTION_ATTR_OUTPUT).
+// Output sends the packet to a datapath port (OVS_ACTION_ATTR_OUTPUT,
+// a u32 port number). Its text form is the bare port number.
 type Output struct {
+	// Port is the datapath port number.
 	Port uint32
 }
 
@@ -237,7 +279,9 @@ func init() {
 // UnknownAction is an action whose type this package does not know. It is
 // kept as raw bytes and formatted as "actionN(HEX)".
 type UnknownAction struct {
+	// Type is the attribute type.
 	Type ActionType
+	// Data is the raw payload.
 	Data []byte
 }
 
@@ -246,8 +290,36 @@ func (u UnknownAction) ActionType() ActionType { return u.Type }
 
 func (u UnknownAction) appendPayload(b []byte) ([]byte, error) { return append(b, u.Data...), nil }
 
+// format writes "actionN(xx xx ...)" (bytes separated by blanks), or
+// "actionN" when the payload is empty, as Open vSwitch does.
 func (u UnknownAction) format(f *strings.Builder) {
-	fmt.Fprintf(f, "action%d(", u.Type)
-	writeHex(f, u.Data)
-	f.WriteByte(')')
+	fmt.Fprintf(f, "action%d", u.Type)
+	for i, c := range u.Data {
+		if i == 0 {
+			f.WriteByte('(')
+		} else {
+			f.WriteByte(' ')
+		}
+		writeHex(f, []byte{c})
+	}
+	if len(u.Data) > 0 {
+		f.WriteByte(')')
+	}
+}
+
+// parseUnknownAction parses the "(xx xx ...)" after "actionN".
+func parseUnknownAction(sc *scanner, t ActionType) (Action, error) {
+	u := UnknownAction{Type: t, Data: []byte{}}
+	if !sc.accept("(") {
+		return u, nil
+	}
+	d, err := sc.actHexBytes("action payload")
+	if err != nil {
+		return nil, err
+	}
+	u.Data = d
+	if err := sc.actExpect(")", "action payload"); err != nil {
+		return nil, err
+	}
+	return u, nil
 }
