@@ -1,0 +1,272 @@
+package genl
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/mdlayher/genetlink"
+	"github.com/mdlayher/netlink"
+	"golang.org/x/sys/unix"
+)
+
+// Client talks to the kernel's Open vSwitch generic netlink families. It
+// resolves every family once, when it is created, and has one method per
+// kernel command. It is safe for concurrent use; dumps and upcall sockets
+// use sockets of their own, so a dump's callback may call the Client.
+type Client struct {
+	dial  func() (*netlink.Conn, error)
+	mu    sync.Mutex // serializes requests on conn
+	conn  *netlink.Conn
+	gconn *genetlink.Conn
+
+	dp, vport, flow, packet genetlink.Family
+	meter, ctLimit          *genetlink.Family // nil when the kernel lacks them
+	vportGroup              uint32            // 0 when missing
+}
+
+// Dial opens a generic netlink socket and resolves the Open vSwitch
+// families. If the kernel has none of them the error wraps
+// ErrModuleNotLoaded.
+func Dial() (*Client, error) {
+	return NewClient(dialGeneric)
+}
+
+// dialGeneric opens a NETLINK_GENERIC socket with extended
+// acknowledgements when the kernel has them.
+func dialGeneric() (*netlink.Conn, error) {
+	c, err := netlink.Dial(unix.NETLINK_GENERIC, nil)
+	if err != nil {
+		return nil, wrapErr("dial generic netlink", err)
+	}
+	// Extended acks give the kernel's reason for a rejection; kernels
+	// without them still work.
+	_ = c.SetOption(netlink.ExtendedAcknowledge, true)
+	return c, nil
+}
+
+// NewClient creates a Client whose sockets come from dial: the first for
+// requests, further ones for dumps, upcalls and notifications. It exists
+// so that tests can supply fake sockets (e.g. from nltest.Dial); most
+// programs call Dial.
+func NewClient(dial func() (*netlink.Conn, error)) (*Client, error) {
+	conn, err := dial()
+	if err != nil {
+		return nil, err
+	}
+	c := &Client{dial: dial, conn: conn, gconn: genetlink.NewConn(conn)}
+	if err := c.resolve(); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// resolve looks up the families.
+func (c *Client) resolve() error {
+	get := func(name string) (genetlink.Family, error) {
+		f, err := c.gconn.GetFamily(name)
+		if err != nil {
+			if errors.Is(err, unix.ENOENT) {
+				return f, fmt.Errorf("genl: generic netlink family %q: %w (%w)", name, ErrModuleNotLoaded, wrapErr("resolve family "+name, err))
+			}
+			return f, wrapErr("resolve family "+name, err)
+		}
+		return f, nil
+	}
+	var err error
+	for _, p := range []struct {
+		name string
+		f    *genetlink.Family
+	}{{familyDatapath, &c.dp}, {familyVport, &c.vport}, {familyFlow, &c.flow}, {familyPacket, &c.packet}} {
+		if *p.f, err = get(p.name); err != nil {
+			return err
+		}
+	}
+	for _, g := range c.vport.Groups {
+		if g.Name == groupVport {
+			c.vportGroup = g.ID
+		}
+	}
+	// Meters (4.15) and conntrack limits (4.18) are optional.
+	if f, err := c.gconn.GetFamily(familyMeter); err == nil {
+		c.meter = &f
+	} else if !errors.Is(err, unix.ENOENT) {
+		return wrapErr("resolve family "+familyMeter, err)
+	}
+	if f, err := c.gconn.GetFamily(familyCTLimit); err == nil {
+		c.ctLimit = &f
+	} else if !errors.Is(err, unix.ENOENT) {
+		return wrapErr("resolve family "+familyCTLimit, err)
+	}
+	return nil
+}
+
+// Close closes the Client's request socket.
+func (c *Client) Close() error { return c.conn.Close() }
+
+// HasMeters reports whether the kernel has the ovs_meter family.
+func (c *Client) HasMeters() bool { return c.meter != nil }
+
+// HasCTLimits reports whether the kernel has the ovs_ct_limit family.
+func (c *Client) HasCTLimits() bool { return c.ctLimit != nil }
+
+// request is one generic netlink command.
+type request struct {
+	op      string // for errors: "ovs_flow new"
+	family  uint16
+	cmd     uint8
+	version uint8
+	flags   netlink.HeaderFlags
+	data    []byte
+}
+
+// do sends r on the Client's socket and calls fn for every reply message
+// (the generic netlink payload and command). Non-dump requests ask for an
+// acknowledgement, so the end of the reply is always known.
+func (c *Client) do(r request, fn func(cmd uint8, data []byte) error) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, err := exchange(c.conn, r, fn)
+	return err
+}
+
+// exchange sends r on conn and reads replies until the acknowledgement
+// (or the end of a dump). Replies to other sequence numbers (left over
+// from an earlier, abandoned request) are skipped. It reports whether any
+// reply carried NLM_F_DUMP_INTR. If fn fails, the rest of the replies is
+// read and dropped and fn's error returned.
+func exchange(conn *netlink.Conn, r request, fn func(cmd uint8, data []byte) error) (interrupted bool, err error) {
+	dump := r.flags&netlink.Dump == netlink.Dump
+	flags := netlink.Request | r.flags
+	if !dump {
+		flags |= netlink.Acknowledge
+	}
+	gm := genetlink.Message{Header: genetlink.Header{Command: r.cmd, Version: r.version}, Data: r.data}
+	b, err := gm.MarshalBinary()
+	if err != nil {
+		return false, wrapErr(r.op, err)
+	}
+	req, err := conn.Send(netlink.Message{Header: netlink.Header{Type: netlink.HeaderType(r.family), Flags: flags}, Data: b})
+	if err != nil {
+		return false, wrapErr(r.op, err)
+	}
+	var fnErr error
+	for {
+		n, done := 0, false
+		for m, err := range conn.ReceiveIter() {
+			n++
+			if err != nil {
+				var oe *netlink.OpError
+				if errors.As(err, &oe) && oe.Sequence != 0 && oe.Sequence != req.Header.Sequence {
+					// An error for an earlier request; ours is still coming.
+					continue
+				}
+				return interrupted, wrapErr(r.op, err)
+			}
+			if m.Header.Sequence != req.Header.Sequence {
+				continue
+			}
+			if m.Header.Flags&netlink.DumpInterrupted != 0 {
+				interrupted = true
+			}
+			switch m.Header.Type {
+			case netlink.Error: // the acknowledgement (errors were returned above)
+				done = true
+				continue
+			case netlink.Done:
+				done = true
+				continue
+			}
+			if fnErr != nil {
+				continue
+			}
+			if len(m.Data) < 4 {
+				fnErr = &DecodeError{What: r.op + " reply", Err: fmt.Errorf("%d bytes, too short for a generic netlink header", len(m.Data))}
+				continue
+			}
+			fnErr = fn(m.Data[0], m.Data[4:])
+			if dump && fnErr != nil {
+				// Abandon the dump: the socket is the dump's own and is
+				// closed by the caller.
+				return interrupted, fnErr
+			}
+		}
+		if done {
+			break
+		}
+		if n == 0 {
+			return interrupted, wrapErr(r.op, errors.New("the socket returned no reply"))
+		}
+	}
+	return interrupted, fnErr
+}
+
+// dumpOn runs a dump request on a socket of its own, so that fn may use
+// the Client.
+func (c *Client) dumpOn(r request, fn func(cmd uint8, data []byte) error) (bool, error) {
+	conn, err := c.dial()
+	if err != nil {
+		return false, err
+	}
+	defer conn.Close()
+	r.flags |= netlink.Dump
+	return exchange(conn, r, fn)
+}
+
+// collectDump runs a small dump (datapaths, vports) into memory,
+// restarting it when the kernel reports NLM_F_DUMP_INTR.
+func (c *Client) collectDump(r request, reset func(), fn func(cmd uint8, data []byte) error) error {
+	const tries = 5
+	for i := 0; i < tries; i++ {
+		reset()
+		c.mu.Lock()
+		r.flags |= netlink.Dump
+		intr, err := exchange(c.conn, r, fn)
+		c.mu.Unlock()
+		if err != nil {
+			return err
+		}
+		if !intr {
+			return nil
+		}
+	}
+	return fmt.Errorf("genl: %s: %w %d times in a row", r.op, ErrDumpInterrupted, tries)
+}
+
+// ovsHeader returns a struct ovs_header followed by attrs.
+func ovsHeader(dpIndex int32, ae *netlink.AttributeEncoder) ([]byte, error) {
+	var attrs []byte
+	if ae != nil {
+		var err error
+		if attrs, err = ae.Encode(); err != nil {
+			return nil, err
+		}
+	}
+	b := make([]byte, ovsHeaderLen, ovsHeaderLen+len(attrs))
+	putU32(b, uint32(dpIndex))
+	return append(b, attrs...), nil
+}
+
+// single expects exactly one reply message and decodes it with dec.
+func single[T any](c *Client, r request, dec func([]byte) (T, error)) (T, error) {
+	var (
+		out T
+		got bool
+	)
+	err := c.do(r, func(_ uint8, data []byte) error {
+		if got {
+			return nil
+		}
+		v, err := dec(data)
+		if err != nil {
+			return fmt.Errorf("genl: %s: %w", r.op, err)
+		}
+		out, got = v, true
+		return nil
+	})
+	if err == nil && !got {
+		err = fmt.Errorf("genl: %s: the kernel acknowledged without a reply message", r.op)
+	}
+	return out, err
+}

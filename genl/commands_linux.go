@@ -1,0 +1,658 @@
+package genl
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/mdlayher/netlink"
+	"golang.org/x/sys/unix"
+
+	"github.com/ovsdp/ovsdp/odp"
+)
+
+// NewDatapath creates a datapath (OVS_DP_CMD_NEW) with exactly the given
+// features; CreateDatapath negotiates them instead.
+func (c *Client) NewDatapath(spec DatapathSpec) (*DPInfo, error) {
+	ae := netlink.NewAttributeEncoder()
+	ae.String(dpAttrName, spec.Name)
+	ae.Uint32(dpAttrUpcallPID, spec.UpcallPID)
+	ae.Uint32(dpAttrUserFeatures, spec.Features)
+	if spec.Ifindex != 0 {
+		ae.Uint32(dpAttrIfindex, spec.Ifindex)
+	}
+	return c.dpCommand("ovs_datapath new "+spec.Name, dpCmdNew, 0, ae)
+}
+
+// dpCommand runs a datapath command expecting one datapath back.
+func (c *Client) dpCommand(op string, cmd uint8, idx int32, ae *netlink.AttributeEncoder) (*DPInfo, error) {
+	b, err := ovsHeader(idx, ae)
+	if err != nil {
+		return nil, err
+	}
+	return single(c, request{op: op, family: c.dp.ID, cmd: cmd, version: versionDatapath, flags: netlink.Echo, data: b}, DecodeDatapath)
+}
+
+// GetDatapath returns the datapath with the given name.
+func (c *Client) GetDatapath(name string) (*DPInfo, error) {
+	ae := netlink.NewAttributeEncoder()
+	ae.String(dpAttrName, name)
+	return c.dpCommand("ovs_datapath get "+name, dpCmdGet, 0, ae)
+}
+
+// GetDatapathByIndex returns the datapath whose local port has the given
+// ifindex.
+func (c *Client) GetDatapathByIndex(index int32) (*DPInfo, error) {
+	return c.dpCommand(fmt.Sprintf("ovs_datapath get ifindex %d", index), dpCmdGet, index, nil)
+}
+
+// SetDatapath changes a datapath's settings (OVS_DP_CMD_SET).
+func (c *Client) SetDatapath(index int32, s DatapathSettings) (*DPInfo, error) {
+	ae := netlink.NewAttributeEncoder()
+	ae.Uint32(dpAttrUserFeatures, s.Features)
+	if s.MasksCacheSize != nil {
+		ae.Uint32(dpAttrMasksCacheSize, *s.MasksCacheSize)
+	}
+	if s.PerCPUPIDs != nil {
+		ae.Bytes(dpAttrPerCPUPIDs, u32Bytes(s.PerCPUPIDs))
+	}
+	return c.dpCommand(fmt.Sprintf("ovs_datapath set ifindex %d", index), dpCmdSet, index, ae)
+}
+
+// MasksCacheSize returns a datapath's mask cache size.
+func (c *Client) MasksCacheSize(index int32) (uint32, error) {
+	d, err := c.GetDatapathByIndex(index)
+	if err != nil {
+		return 0, err
+	}
+	if !d.HasMasksCacheSize {
+		return 0, fmt.Errorf("genl: datapath %s: the kernel does not report a mask cache size (added in Linux 5.9)", d.Name)
+	}
+	return d.MasksCacheSize, nil
+}
+
+// SetMasksCacheSize sets a datapath's mask cache size, keeping its
+// features.
+func (c *Client) SetMasksCacheSize(index int32, size uint32) error {
+	d, err := c.GetDatapathByIndex(index)
+	if err != nil {
+		return err
+	}
+	_, err = c.SetDatapath(index, DatapathSettings{Features: d.UserFeatures, MasksCacheSize: &size})
+	return err
+}
+
+// DelDatapath deletes a datapath and all its ports and flows.
+func (c *Client) DelDatapath(index int32) error {
+	b, _ := ovsHeader(index, nil)
+	return c.do(request{op: fmt.Sprintf("ovs_datapath del ifindex %d", index), family: c.dp.ID, cmd: dpCmdDel, version: versionDatapath, data: b}, ignoreReply)
+}
+
+// DelDatapathByName deletes the datapath with the given name.
+func (c *Client) DelDatapathByName(name string) error {
+	ae := netlink.NewAttributeEncoder()
+	ae.String(dpAttrName, name)
+	b, err := ovsHeader(0, ae)
+	if err != nil {
+		return err
+	}
+	return c.do(request{op: "ovs_datapath del " + name, family: c.dp.ID, cmd: dpCmdDel, version: versionDatapath, data: b}, ignoreReply)
+}
+
+func ignoreReply(uint8, []byte) error { return nil }
+
+// Datapaths lists every datapath (a dump).
+func (c *Client) Datapaths() ([]*DPInfo, error) {
+	b, _ := ovsHeader(0, nil)
+	var out []*DPInfo
+	err := c.collectDump(request{op: "ovs_datapath dump", family: c.dp.ID, cmd: dpCmdGet, version: versionDatapath, data: b},
+		func() { out = out[:0] },
+		func(_ uint8, data []byte) error {
+			d, err := DecodeDatapath(data)
+			if err != nil {
+				return err
+			}
+			out = append(out, d)
+			return nil
+		})
+	return out, err
+}
+
+// isUnsupported reports whether err is the kernel refusing a feature.
+func isUnsupported(err error) bool {
+	return errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.EINVAL)
+}
+
+// negotiate runs Open vSwitch's feature negotiation with apply (a NEW or
+// a SET with the given features): first a feature bit no kernel knows, to
+// detect a kernel that does not check features; then per-CPU upcall
+// dispatch; then per-vport PIDs.
+func negotiate(base uint32, apply func(features uint32) (*DPInfo, error), fixLegacy func(*DPInfo) (*DPInfo, error)) (*DPInfo, error) {
+	base &^= FeatureDispatchUpcallPerCPU | FeatureVportPIDs | featureProbeUnknown
+	base |= FeatureUnaligned
+	d, err := apply(base | FeatureVportPIDs | featureProbeUnknown)
+	if err == nil {
+		// The kernel took a bit it cannot know: it does not check
+		// features, so per-CPU dispatch cannot be trusted. Use the
+		// standard features.
+		return fixLegacy(d)
+	}
+	if !isUnsupported(err) {
+		return nil, err
+	}
+	d, err = apply(base | FeatureDispatchUpcallPerCPU)
+	if err == nil {
+		return d, nil
+	}
+	if !isUnsupported(err) {
+		return nil, err
+	}
+	return apply(base | FeatureVportPIDs)
+}
+
+// CreateDatapath creates a datapath, negotiating its features as Open
+// vSwitch does: per-CPU upcall dispatch where the kernel has it, per-vport
+// upcall PIDs otherwise. DPInfo.UpcallMode tells which was chosen.
+func (c *Client) CreateDatapath(name string) (*DPInfo, error) {
+	return negotiate(0,
+		func(f uint32) (*DPInfo, error) { return c.NewDatapath(DatapathSpec{Name: name, Features: f}) },
+		func(d *DPInfo) (*DPInfo, error) {
+			return c.SetDatapath(d.Index, DatapathSettings{Features: FeatureUnaligned | FeatureVportPIDs})
+		})
+}
+
+// NegotiateFeatures negotiates the features of an existing datapath as
+// CreateDatapath does, keeping its other feature bits.
+func (c *Client) NegotiateFeatures(index int32) (*DPInfo, error) {
+	cur, err := c.GetDatapathByIndex(index)
+	if err != nil {
+		return nil, err
+	}
+	set := func(f uint32) (*DPInfo, error) {
+		return c.SetDatapath(index, DatapathSettings{Features: f})
+	}
+	return negotiate(cur.UserFeatures, set, func(*DPInfo) (*DPInfo, error) {
+		return set(FeatureUnaligned | FeatureVportPIDs)
+	})
+}
+
+func encodeVportOptions(ae *netlink.AttributeEncoder, o *VportOptions) {
+	ae.Nested(vportAttrOptions, func(ne *netlink.AttributeEncoder) error {
+		if o.DstPort != 0 {
+			ne.Uint16(tunnelAttrDstPort, o.DstPort)
+		}
+		if o.GBP {
+			ne.Nested(tunnelAttrExtension, func(xe *netlink.AttributeEncoder) error {
+				xe.Flag(vxlanExtGBP, true)
+				return nil
+			})
+		}
+		return nil
+	})
+}
+
+// vportCommand runs a vport command expecting one vport back.
+func (c *Client) vportCommand(op string, cmd uint8, dpIndex int32, ae *netlink.AttributeEncoder) (*VportInfo, error) {
+	b, err := ovsHeader(dpIndex, ae)
+	if err != nil {
+		return nil, err
+	}
+	return single(c, request{op: op, family: c.vport.ID, cmd: cmd, version: versionVport, flags: netlink.Echo, data: b}, DecodeVport)
+}
+
+// NewVport adds a vport to a datapath.
+func (c *Client) NewVport(dpIndex int32, spec VportSpec) (*VportInfo, error) {
+	if spec.Type == 0 {
+		return nil, fmt.Errorf("genl: new vport %q: no type", spec.Name)
+	}
+	ae := netlink.NewAttributeEncoder()
+	ae.String(vportAttrName, spec.Name)
+	ae.Uint32(vportAttrType, uint32(spec.Type))
+	if spec.PortNo != 0 {
+		ae.Uint32(vportAttrPortNo, spec.PortNo)
+	}
+	pids := spec.UpcallPIDs
+	if len(pids) == 0 {
+		pids = []uint32{0}
+	}
+	ae.Bytes(vportAttrUpcallPID, u32Bytes(pids))
+	if spec.Options != nil {
+		encodeVportOptions(ae, spec.Options)
+	}
+	if spec.Ifindex != 0 {
+		ae.Uint32(vportAttrIfindex, spec.Ifindex)
+	}
+	return c.vportCommand(fmt.Sprintf("ovs_vport new %s (%s)", spec.Name, spec.Type), vportCmdNew, dpIndex, ae)
+}
+
+// vportID encodes the vport's identity: its number or its name.
+func vportID(ae *netlink.AttributeEncoder, portNo uint32, name string) string {
+	if portNo != 0 || name == "" {
+		ae.Uint32(vportAttrPortNo, portNo)
+		return fmt.Sprintf("port %d", portNo)
+	}
+	ae.String(vportAttrName, name)
+	return name
+}
+
+// SetVport changes a vport's options or upcall PIDs. The vport is named
+// by spec.PortNo, or by spec.Name when PortNo is zero.
+func (c *Client) SetVport(dpIndex int32, spec VportSpec) (*VportInfo, error) {
+	ae := netlink.NewAttributeEncoder()
+	id := vportID(ae, spec.PortNo, spec.Name)
+	if spec.Type != 0 {
+		ae.Uint32(vportAttrType, uint32(spec.Type))
+	}
+	if spec.UpcallPIDs != nil {
+		ae.Bytes(vportAttrUpcallPID, u32Bytes(spec.UpcallPIDs))
+	}
+	if spec.Options != nil {
+		encodeVportOptions(ae, spec.Options)
+	}
+	return c.vportCommand("ovs_vport set "+id, vportCmdSet, dpIndex, ae)
+}
+
+// GetVport returns a datapath's vport by number.
+func (c *Client) GetVport(dpIndex int32, portNo uint32) (*VportInfo, error) {
+	ae := netlink.NewAttributeEncoder()
+	id := vportID(ae, portNo, "")
+	return c.vportCommand("ovs_vport get "+id, vportCmdGet, dpIndex, ae)
+}
+
+// GetVportByName returns the vport with the given name (in any datapath).
+func (c *Client) GetVportByName(name string) (*VportInfo, error) {
+	ae := netlink.NewAttributeEncoder()
+	ae.String(vportAttrName, name)
+	return c.vportCommand("ovs_vport get "+name, vportCmdGet, 0, ae)
+}
+
+// DelVport removes a datapath's vport by number and returns it as it was.
+func (c *Client) DelVport(dpIndex int32, portNo uint32) (*VportInfo, error) {
+	ae := netlink.NewAttributeEncoder()
+	id := vportID(ae, portNo, "")
+	return c.vportCommand("ovs_vport del "+id, vportCmdDel, dpIndex, ae)
+}
+
+// DelVportByName removes the vport with the given name.
+func (c *Client) DelVportByName(name string) (*VportInfo, error) {
+	ae := netlink.NewAttributeEncoder()
+	ae.String(vportAttrName, name)
+	return c.vportCommand("ovs_vport del "+name, vportCmdDel, 0, ae)
+}
+
+// Vports lists a datapath's vports (a dump), ordered as the kernel gives
+// them.
+func (c *Client) Vports(dpIndex int32) ([]*VportInfo, error) {
+	b, _ := ovsHeader(dpIndex, nil)
+	var out []*VportInfo
+	err := c.collectDump(request{op: fmt.Sprintf("ovs_vport dump ifindex %d", dpIndex), family: c.vport.ID, cmd: vportCmdGet, version: versionVport, data: b},
+		func() { out = out[:0] },
+		func(_ uint8, data []byte) error {
+			v, err := DecodeVport(data)
+			if err != nil {
+				return err
+			}
+			out = append(out, v)
+			return nil
+		})
+	return out, err
+}
+
+// flowAttrs encodes a flow's identity and match.
+func flowAttrs(ae *netlink.AttributeEncoder, ufid odp.UFID, key, mask odp.FlowKey, o FlowOptions) error {
+	if key != nil {
+		kb, err := odp.MarshalKey(key)
+		if err != nil {
+			return err
+		}
+		ae.Bytes(flowAttrKey, kb)
+	}
+	if mask != nil {
+		mb, err := odp.MarshalKey(mask)
+		if err != nil {
+			return err
+		}
+		ae.Bytes(flowAttrMask, mb)
+	}
+	if !ufid.IsZero() {
+		ae.Bytes(flowAttrUFID, ufid[:])
+		if o.UFIDFlags != 0 {
+			ae.Uint32(flowAttrUFIDFlags, uint32(o.UFIDFlags))
+		}
+	}
+	if o.Probe {
+		ae.Flag(flowAttrProbe, true)
+	}
+	return nil
+}
+
+// flowOp names a flow for errors.
+func flowOp(cmd string, ufid odp.UFID, key odp.FlowKey) string {
+	if !ufid.IsZero() {
+		return "ovs_flow " + cmd + " " + ufid.String()
+	}
+	return "ovs_flow " + cmd + " " + odp.FormatKey(key, nil, false)
+}
+
+// PutFlow creates or modifies a flow, as flags say: odp.PutCreate alone
+// creates (ErrExist if it exists); odp.PutModify alone modifies (ErrNotExist
+// if it does not), clearing the statistics with odp.PutZeroStats; both
+// create or modify. It returns the statistics the flow had before a
+// modification.
+func (c *Client) PutFlow(dpIndex int32, f *odp.Flow, flags odp.PutFlags, o FlowOptions) (odp.FlowStats, error) {
+	var cmd uint8 = flowCmdNew
+	var nlf netlink.HeaderFlags
+	name := "new"
+	switch {
+	case flags&odp.PutCreate != 0 && flags&odp.PutModify != 0:
+		nlf = netlink.Create | netlink.Echo
+		name = "put"
+	case flags&odp.PutCreate != 0:
+		nlf = netlink.Create | netlink.Excl
+	case flags&odp.PutModify != 0:
+		cmd, nlf, name = flowCmdSet, netlink.Echo, "set"
+	default:
+		return odp.FlowStats{}, fmt.Errorf("genl: put flow: flags %#x ask neither to create nor to modify", flags)
+	}
+	op := flowOp(name, f.UFID, f.Key)
+	ae := netlink.NewAttributeEncoder()
+	if err := flowAttrs(ae, f.UFID, f.Key, f.Mask, o); err != nil {
+		return odp.FlowStats{}, fmt.Errorf("genl: %s: %w", op, err)
+	}
+	acts, err := odp.MarshalActions(f.Actions)
+	if err != nil {
+		return odp.FlowStats{}, fmt.Errorf("genl: %s: %w", op, err)
+	}
+	ae.Bytes(flowAttrActions, acts)
+	if flags&odp.PutZeroStats != 0 {
+		ae.Flag(flowAttrClear, true)
+	}
+	b, err := ovsHeader(dpIndex, ae)
+	if err != nil {
+		return odp.FlowStats{}, fmt.Errorf("genl: %s: %w", op, err)
+	}
+	var st odp.FlowStats
+	err = c.do(request{op: op, family: c.flow.ID, cmd: cmd, version: versionFlow, flags: nlf, data: b}, func(_ uint8, data []byte) error {
+		var rf odp.Flow
+		if err := decodeFlowInto(data, &rf); err != nil {
+			return fmt.Errorf("genl: %s: %w", op, err)
+		}
+		st = rf.Stats
+		return nil
+	})
+	return st, err
+}
+
+// GetFlow returns one flow, by UFID when id.UFID is set, else by key.
+func (c *Client) GetFlow(dpIndex int32, id odp.FlowID, o FlowOptions) (*odp.Flow, error) {
+	op := flowOp("get", id.UFID, id.Key)
+	ae := netlink.NewAttributeEncoder()
+	if err := flowAttrs(ae, id.UFID, id.Key, nil, o); err != nil {
+		return nil, fmt.Errorf("genl: %s: %w", op, err)
+	}
+	b, err := ovsHeader(dpIndex, ae)
+	if err != nil {
+		return nil, err
+	}
+	return single(c, request{op: op, family: c.flow.ID, cmd: flowCmdGet, version: versionFlow, data: b}, DecodeFlow)
+}
+
+// DelFlow deletes one flow and returns its last statistics.
+func (c *Client) DelFlow(dpIndex int32, id odp.FlowID, o FlowOptions) (odp.FlowStats, error) {
+	if id.UFID.IsZero() && len(id.Key) == 0 {
+		return odp.FlowStats{}, errors.New("genl: delete flow: neither UFID nor key given (FlushFlows deletes all)")
+	}
+	op := flowOp("del", id.UFID, id.Key)
+	ae := netlink.NewAttributeEncoder()
+	if err := flowAttrs(ae, id.UFID, id.Key, nil, o); err != nil {
+		return odp.FlowStats{}, fmt.Errorf("genl: %s: %w", op, err)
+	}
+	b, err := ovsHeader(dpIndex, ae)
+	if err != nil {
+		return odp.FlowStats{}, err
+	}
+	var st odp.FlowStats
+	err = c.do(request{op: op, family: c.flow.ID, cmd: flowCmdDel, version: versionFlow, flags: netlink.Echo, data: b}, func(_ uint8, data []byte) error {
+		var rf odp.Flow
+		if err := decodeFlowInto(data, &rf); err != nil {
+			return fmt.Errorf("genl: %s: %w", op, err)
+		}
+		st = rf.Stats
+		return nil
+	})
+	return st, err
+}
+
+// FlushFlows deletes every flow of a datapath.
+func (c *Client) FlushFlows(dpIndex int32) error {
+	b, _ := ovsHeader(dpIndex, nil)
+	return c.do(request{op: "ovs_flow flush", family: c.flow.ID, cmd: flowCmdDel, version: versionFlow, data: b}, ignoreReply)
+}
+
+// DumpFlows calls fn for every flow of a datapath, reading the kernel's
+// replies one datagram at a time on a socket of its own, so that memory
+// stays bounded however large the table and fn may use the Client. An
+// error from fn stops the dump. If the kernel reports NLM_F_DUMP_INTR,
+// the dump runs to its end and then returns an error wrapping
+// ErrDumpInterrupted. The *odp.Flow passed to fn is fn's to keep.
+func (c *Client) DumpFlows(dpIndex int32, o FlowOptions, fn func(*odp.Flow) error) error {
+	ae := netlink.NewAttributeEncoder()
+	if o.UFIDFlags != 0 {
+		ae.Uint32(flowAttrUFIDFlags, uint32(o.UFIDFlags))
+	}
+	b, err := ovsHeader(dpIndex, ae)
+	if err != nil {
+		return err
+	}
+	intr, err := c.dumpOn(request{op: "ovs_flow dump", family: c.flow.ID, cmd: flowCmdGet, version: versionFlow, data: b}, func(_ uint8, data []byte) error {
+		f, err := DecodeFlow(data)
+		if err != nil {
+			return fmt.Errorf("genl: ovs_flow dump: %w", err)
+		}
+		return fn(f)
+	})
+	if err != nil {
+		return err
+	}
+	if intr {
+		return fmt.Errorf("genl: ovs_flow dump: %w", ErrDumpInterrupted)
+	}
+	return nil
+}
+
+// Execute runs actions on a packet (OVS_PACKET_CMD_EXECUTE). p.Key holds
+// the packet's metadata (in_port, ...); MRU, Hash and Probe are sent when
+// set.
+func (c *Client) Execute(dpIndex int32, p *odp.Packet) error {
+	const op = "ovs_packet execute"
+	kb, err := odp.MarshalKey(p.Key)
+	if err != nil {
+		return fmt.Errorf("genl: %s: %w", op, err)
+	}
+	ab, err := odp.MarshalActions(p.Actions)
+	if err != nil {
+		return fmt.Errorf("genl: %s: %w", op, err)
+	}
+	ae := netlink.NewAttributeEncoder()
+	ae.Bytes(packetAttrPacket, p.Data)
+	ae.Bytes(packetAttrKey, kb)
+	ae.Bytes(packetAttrActions, ab)
+	if p.Probe {
+		ae.Flag(packetAttrProbe, true)
+	}
+	if p.MRU != 0 {
+		ae.Uint16(packetAttrMRU, p.MRU)
+	}
+	if p.Hash != 0 {
+		ae.Uint64(packetAttrHash, p.Hash)
+	}
+	b, err := ovsHeader(dpIndex, ae)
+	if err != nil {
+		return fmt.Errorf("genl: %s: %w", op, err)
+	}
+	return c.do(request{op: op, family: c.packet.ID, cmd: packetCmdExecute, version: versionPacket, data: b}, ignoreReply)
+}
+
+// meterFamily returns the meter family or an error wrapping
+// ErrFamilyMissing.
+func (c *Client) meterFamily() (uint16, error) {
+	if c.meter == nil {
+		return 0, fmt.Errorf("genl: meters: %w: %s (Linux 4.15 and newer)", ErrFamilyMissing, familyMeter)
+	}
+	return c.meter.ID, nil
+}
+
+// MeterFeatures returns what the kernel's meters support.
+func (c *Client) MeterFeatures(dpIndex int32) (*MeterFeatures, error) {
+	fam, err := c.meterFamily()
+	if err != nil {
+		return nil, err
+	}
+	b, _ := ovsHeader(dpIndex, nil)
+	return single(c, request{op: "ovs_meter features", family: fam, cmd: meterCmdFeatures, version: versionMeter, data: b}, decodeMeterFeatures)
+}
+
+// SetMeter adds or replaces meter m.ID with m's bands. With clear, the
+// statistics of a replaced meter restart from zero.
+func (c *Client) SetMeter(dpIndex int32, m Meter, clear bool) error {
+	fam, err := c.meterFamily()
+	if err != nil {
+		return err
+	}
+	ae := netlink.NewAttributeEncoder()
+	ae.Uint32(meterAttrID, m.ID)
+	if m.KBPS {
+		ae.Flag(meterAttrKbps, true)
+	}
+	if clear {
+		ae.Flag(meterAttrClear, true)
+	}
+	ae.Nested(meterAttrBands, func(be *netlink.AttributeEncoder) error {
+		for _, band := range m.Bands {
+			be.Nested(0, func(e *netlink.AttributeEncoder) error {
+				t := band.Type
+				if t == 0 {
+					t = MeterBandDrop
+				}
+				e.Uint32(bandAttrType, t)
+				e.Uint32(bandAttrRate, band.Rate)
+				e.Uint32(bandAttrBurst, band.Burst)
+				return nil
+			})
+		}
+		return nil
+	})
+	b, err := ovsHeader(dpIndex, ae)
+	if err != nil {
+		return err
+	}
+	return c.do(request{op: fmt.Sprintf("ovs_meter set %d", m.ID), family: fam, cmd: meterCmdSet, version: versionMeter, data: b}, ignoreReply)
+}
+
+// GetMeter returns a meter with its statistics.
+func (c *Client) GetMeter(dpIndex int32, id uint32) (*Meter, error) {
+	return c.meterByID("get", meterCmdGet, dpIndex, id)
+}
+
+// DelMeter deletes a meter and returns its last statistics.
+func (c *Client) DelMeter(dpIndex int32, id uint32) (*Meter, error) {
+	return c.meterByID("del", meterCmdDel, dpIndex, id)
+}
+
+func (c *Client) meterByID(name string, cmd uint8, dpIndex int32, id uint32) (*Meter, error) {
+	fam, err := c.meterFamily()
+	if err != nil {
+		return nil, err
+	}
+	ae := netlink.NewAttributeEncoder()
+	ae.Uint32(meterAttrID, id)
+	b, err := ovsHeader(dpIndex, ae)
+	if err != nil {
+		return nil, err
+	}
+	m, err := single(c, request{op: fmt.Sprintf("ovs_meter %s %d", name, id), family: fam, cmd: cmd, version: versionMeter, data: b}, decodeMeter)
+	if err != nil {
+		return nil, err
+	}
+	m.ID = id
+	return m, nil
+}
+
+// ctLimitFamily returns the conntrack-limit family or an error.
+func (c *Client) ctLimitFamily() (uint16, error) {
+	if c.ctLimit == nil {
+		return 0, fmt.Errorf("genl: conntrack limits: %w: %s (Linux 4.18 and newer, with conntrack)", ErrFamilyMissing, familyCTLimit)
+	}
+	return c.ctLimit.ID, nil
+}
+
+func zoneLimitBytes(ls []ZoneLimit) []byte {
+	vs := make([]uint32, 0, 3*len(ls))
+	for _, l := range ls {
+		vs = append(vs, uint32(l.Zone), l.Limit, l.Count)
+	}
+	return u32Bytes(vs)
+}
+
+// SetZoneLimits sets connection limits per conntrack zone (Zone
+// DefaultZone sets the default).
+func (c *Client) SetZoneLimits(dpIndex int32, limits []ZoneLimit) error {
+	fam, err := c.ctLimitFamily()
+	if err != nil {
+		return err
+	}
+	ae := netlink.NewAttributeEncoder()
+	ae.Bytes(ctLimitAttrZoneLimit, zoneLimitBytes(limits))
+	b, err := ovsHeader(dpIndex, ae)
+	if err != nil {
+		return err
+	}
+	return c.do(request{op: "ovs_ct_limit set", family: fam, cmd: ctLimitCmdSet, version: versionCTLimit, data: b}, ignoreReply)
+}
+
+// ZoneLimits returns the limits and connection counts of the given zones,
+// or of the default and every zone with a limit when zones is empty.
+func (c *Client) ZoneLimits(dpIndex int32, zones ...int32) ([]ZoneLimit, error) {
+	fam, err := c.ctLimitFamily()
+	if err != nil {
+		return nil, err
+	}
+	ae := netlink.NewAttributeEncoder()
+	if len(zones) > 0 {
+		ls := make([]ZoneLimit, len(zones))
+		for i, z := range zones {
+			ls[i].Zone = z
+		}
+		ae.Bytes(ctLimitAttrZoneLimit, zoneLimitBytes(ls))
+	}
+	b, err := ovsHeader(dpIndex, ae)
+	if err != nil {
+		return nil, err
+	}
+	var out []ZoneLimit
+	err = c.do(request{op: "ovs_ct_limit get", family: fam, cmd: ctLimitCmdGet, version: versionCTLimit, data: b}, func(_ uint8, data []byte) error {
+		ls, err := decodeZoneLimits(data)
+		out = append(out, ls...)
+		return err
+	})
+	return out, err
+}
+
+// DelZoneLimits removes the limits of the given zones (DefaultZone resets
+// the default to unlimited).
+func (c *Client) DelZoneLimits(dpIndex int32, zones ...int32) error {
+	fam, err := c.ctLimitFamily()
+	if err != nil {
+		return err
+	}
+	ls := make([]ZoneLimit, len(zones))
+	for i, z := range zones {
+		ls[i].Zone = z
+	}
+	ae := netlink.NewAttributeEncoder()
+	ae.Bytes(ctLimitAttrZoneLimit, zoneLimitBytes(ls))
+	b, err := ovsHeader(dpIndex, ae)
+	if err != nil {
+		return err
+	}
+	return c.do(request{op: "ovs_ct_limit del", family: fam, cmd: ctLimitCmdDel, version: versionCTLimit, data: b}, ignoreReply)
+}

@@ -1,0 +1,233 @@
+package genl
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/mdlayher/netlink"
+	"golang.org/x/sys/unix"
+
+	"github.com/ovsdp/ovsdp/odp"
+)
+
+// upcallBufSize is the receive buffer for one datagram: an upcall carries
+// at most a 64 KiB packet plus its key and metadata.
+const upcallBufSize = 128 << 10
+
+// upcallSockBuf is the kernel socket buffer asked for upcall sockets.
+const upcallSockBuf = 4 << 20
+
+// UpcallSocket is one handler's upcall socket: a netlink socket whose PID
+// is registered with the datapath (per CPU or per vport), from which the
+// kernel's MISS and ACTION upcalls are read. It implements
+// odp.UpcallReceiver. Methods other than PID, Lost and Close must not be
+// called concurrently.
+type UpcallSocket struct {
+	conn *netlink.Conn
+	pid  uint32
+	// read reads one datagram into buf; a test may replace it.
+	read func(buf []byte) (int, error)
+	// readNB reads one datagram without waiting (EAGAIN when none).
+	readNB func(buf []byte) (int, error)
+
+	buf  []byte
+	lost atomic.Uint64
+	bad  atomic.Uint64
+	raw  RawUpcall
+
+	// state for the zero-allocation raw read
+	rc     syscall.RawConn
+	n      int
+	rerr   error
+	block  func(fd uintptr) bool
+	nowait func(fd uintptr) bool
+}
+
+// NewUpcallSocket opens an upcall socket. Register its PID with the
+// datapath (Datapath.Upcalls does this) to receive upcalls on it.
+func (c *Client) NewUpcallSocket() (*UpcallSocket, error) {
+	conn, err := c.dial()
+	if err != nil {
+		return nil, err
+	}
+	s, err := newUpcallSocket(conn)
+	if err != nil {
+		conn.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func newUpcallSocket(conn *netlink.Conn) (*UpcallSocket, error) {
+	s := &UpcallSocket{conn: conn, pid: conn.PID(), buf: make([]byte, upcallBufSize)}
+	rc, err := conn.SyscallConn()
+	if err != nil {
+		return nil, fmt.Errorf("genl: upcall socket: %w", err)
+	}
+	s.rc = rc
+	// Larger than the default so that bursts of misses are not lost;
+	// SO_RCVBUFFORCE (CAP_NET_ADMIN) goes past net.core.rmem_max.
+	_ = rc.Control(func(fd uintptr) {
+		if unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, upcallSockBuf) != nil {
+			_ = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUF, upcallSockBuf)
+		}
+	})
+	s.block = func(fd uintptr) bool {
+		s.n, s.rerr = unix.Read(int(fd), s.buf)
+		return s.rerr != unix.EAGAIN
+	}
+	s.nowait = func(fd uintptr) bool {
+		s.n, s.rerr = unix.Read(int(fd), s.buf)
+		return true
+	}
+	s.read = func([]byte) (int, error) {
+		if err := s.rc.Read(s.block); err != nil {
+			return 0, err
+		}
+		return s.n, s.rerr
+	}
+	s.readNB = func([]byte) (int, error) {
+		if err := s.rc.Read(s.nowait); err != nil {
+			return 0, err
+		}
+		return s.n, s.rerr
+	}
+	return s, nil
+}
+
+// PID is the socket's netlink port ID, which the kernel sends upcalls to.
+func (s *UpcallSocket) PID() uint32 { return s.pid }
+
+// Lost counts the upcalls lost because the socket's buffer overflowed
+// (ENOBUFS): the kernel drops them and reports how many only as an error,
+// so each ENOBUFS counts one (at least one upcall was lost).
+func (s *UpcallSocket) Lost() uint64 { return s.lost.Load() }
+
+// Malformed counts datagrams that were not valid upcalls and were skipped.
+func (s *UpcallSocket) Malformed() uint64 { return s.bad.Load() }
+
+// Close closes the socket; a blocked read returns.
+func (s *UpcallSocket) Close() error { return s.conn.Close() }
+
+// ReadRaw blocks until a datagram arrives, then calls fn for every upcall
+// in it. The RawUpcall and the slices in it are only valid during the
+// call. It returns how many upcalls it passed to fn. A full socket buffer
+// (ENOBUFS) is counted in Lost and reading goes on. ReadRaw does not
+// allocate. It fails with os.ErrDeadlineExceeded after SetReadDeadline,
+// and with net.ErrClosed (wrapped) after Close.
+func (s *UpcallSocket) ReadRaw(fn func(*RawUpcall)) (int, error) {
+	for {
+		n, err := s.read(s.buf)
+		if err != nil {
+			if err == unix.ENOBUFS {
+				s.lost.Add(1)
+				continue
+			}
+			if err == unix.EINTR {
+				continue
+			}
+			return 0, err
+		}
+		if c := s.parseDatagram(s.buf[:n], fn); c > 0 {
+			return c, nil
+		}
+	}
+}
+
+// SetReadDeadline sets a deadline for ReadRaw and Recv.
+func (s *UpcallSocket) SetReadDeadline(t time.Time) error { return s.conn.SetReadDeadline(t) }
+
+// parseDatagram calls fn for each upcall in one datagram and returns how
+// many it found. Messages that are not upcalls are counted as malformed.
+func (s *UpcallSocket) parseDatagram(b []byte, fn func(*RawUpcall)) int {
+	count := 0
+	for len(b) >= 16 {
+		l := int(binary.NativeEndian.Uint32(b))
+		typ := binary.NativeEndian.Uint16(b[4:])
+		if l < 16 || l > len(b) {
+			s.bad.Add(1)
+			return count
+		}
+		msg := b[16:l]
+		if al := (l + 3) &^ 3; al <= len(b) {
+			b = b[al:]
+		} else {
+			b = b[len(b):]
+		}
+		if typ == uint16(netlink.Error) || typ == uint16(netlink.Done) || typ == uint16(netlink.Noop) || len(msg) < 4 {
+			continue
+		}
+		if err := ParseUpcall(msg[0], msg[4:], &s.raw); err != nil {
+			s.bad.Add(1)
+			continue
+		}
+		fn(&s.raw)
+		count++
+	}
+	return count
+}
+
+// Recv implements odp.UpcallReceiver: it blocks until at least one upcall
+// arrives (or ctx is done), then fills ups with it and with whatever else
+// is already queued, up to len(ups). Each Upcall owns its data.
+func (s *UpcallSocket) Recv(ctx context.Context, ups []odp.Upcall) (int, error) {
+	if len(ups) == 0 {
+		return 0, nil
+	}
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	if ctx.Done() != nil {
+		_ = s.conn.SetReadDeadline(time.Time{})
+		stop := context.AfterFunc(ctx, func() { _ = s.conn.SetReadDeadline(time.Unix(1, 0)) })
+		defer stop()
+	}
+	filled := 0
+	var decodeErr error
+	take := func(r *RawUpcall) {
+		if filled >= len(ups) {
+			s.lost.Add(1) // more upcalls in one datagram than room: cannot happen with the kernel's one per datagram
+			return
+		}
+		if err := r.decode(&ups[filled]); err != nil {
+			s.bad.Add(1)
+			if decodeErr == nil {
+				decodeErr = err
+			}
+			return
+		}
+		filled++
+	}
+	for filled == 0 {
+		if _, err := s.ReadRaw(take); err != nil {
+			if errors.Is(err, os.ErrDeadlineExceeded) && ctx.Err() != nil {
+				return 0, ctx.Err()
+			}
+			return 0, fmt.Errorf("genl: upcall socket %d: %w", s.pid, err)
+		}
+		if filled == 0 && decodeErr != nil {
+			return 0, decodeErr
+		}
+	}
+	// Take what is already queued, without waiting.
+	for filled < len(ups) {
+		n, err := s.readNB(s.buf)
+		if err == unix.ENOBUFS {
+			s.lost.Add(1)
+			continue
+		}
+		if err != nil {
+			break
+		}
+		s.parseDatagram(s.buf[:n], take)
+	}
+	return filled, nil
+}
+
+var _ odp.UpcallReceiver = (*UpcallSocket)(nil)
