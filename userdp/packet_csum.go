@@ -112,3 +112,54 @@ func SCTPChecksum(sctp []byte) uint32 {
 	c = crc32.Update(c, castagnoli, sctp[12:])
 	return c
 }
+
+// CompleteChecksum computes the TCP or UDP checksum of an IPv4 or IPv6
+// frame from scratch and stores it, for frames whose sender left the
+// checksum to offload (the field then holds only the pseudo-header sum).
+// The segment's length comes from the IP header's length field, not the
+// frame's (which may be padded). Frames that are not TCP/UDP, later
+// fragments, and frames whose lengths are inconsistent are left as they
+// are. It allocates nothing.
+func CompleteChecksum(frame []byte) {
+	var h Headers
+	if ParseHeaders(frame, &h) != nil || h.L4 < 0 || h.Frag == FragLater {
+		return
+	}
+	var end int
+	var s uint64
+	switch h.EthType {
+	case EthTypeIPv4:
+		ip := frame[h.L3:]
+		end = h.L3 + int(binary.BigEndian.Uint16(ip[2:]))
+		s = CsumPartial(ip[12:20], 0)
+	case EthTypeIPv6:
+		ip := frame[h.L3:]
+		end = h.L3 + 40 + int(binary.BigEndian.Uint16(ip[4:]))
+		s = CsumPartial(ip[8:40], 0)
+	default:
+		return
+	}
+	if end > len(frame) || end < h.L4 {
+		return
+	}
+	seg := frame[h.L4:end]
+	var co int
+	switch h.Proto {
+	case ProtoTCP:
+		co = 16
+	case ProtoUDP:
+		co = 6
+	default:
+		return
+	}
+	if len(seg) < co+2 {
+		return
+	}
+	s += uint64(h.Proto) + uint64(len(seg))
+	seg[co], seg[co+1] = 0, 0
+	c := Csum(CsumPartial(seg, s))
+	if h.Proto == ProtoUDP && c == 0 {
+		c = 0xffff
+	}
+	binary.BigEndian.PutUint16(seg[co:], c)
+}
