@@ -43,6 +43,9 @@ func CanonicalModuleName(s string) string {
 // OpenModuleTree indexes the .ko files under dir (a /lib/modules/<release>
 // directory) and reads its modules.builtin list if present.
 func OpenModuleTree(dir string) (*ModuleTree, error) {
+	if real, err := filepath.EvalSymlinks(dir); err == nil {
+		dir = real
+	}
 	t := &ModuleTree{Dir: dir, byName: map[string]string{}, builtin: map[string]bool{}, deps: map[string][]string{}}
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
