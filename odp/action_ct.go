@@ -219,7 +219,7 @@ func (c CT) format(f *strings.Builder) {
 		parts = append(parts, fmt.Sprintf("zone=%d", c.Zone))
 	}
 	if c.HasMark {
-		parts = append(parts, fmt.Sprintf("mark=%#x/%#x", c.MarkValue, c.MarkMask))
+		parts = append(parts, "mark="+cAltHex(uint64(c.MarkValue))+"/"+cAltHex(uint64(c.MarkMask)))
 	}
 	if c.HasLabels {
 		var l strings.Builder
@@ -238,7 +238,7 @@ func (c CT) format(f *strings.Builder) {
 		parts = append(parts, "timeout="+c.Timeout)
 	}
 	if c.HasEventmask {
-		parts = append(parts, fmt.Sprintf("eventmask=%#x", c.Eventmask))
+		parts = append(parts, "eventmask="+cAltHex(uint64(c.Eventmask)))
 	}
 	if c.NAT != nil {
 		var n strings.Builder

@@ -2,6 +2,7 @@ package odp
 
 import (
 	"encoding/binary"
+	"encoding/hex"
 	"fmt"
 	"math"
 	"strings"
@@ -335,8 +336,15 @@ func (p Psample) appendPayload(b []byte) ([]byte, error) {
 func (p Psample) format(f *strings.Builder) {
 	fmt.Fprintf(f, "psample(group=%d", p.Group)
 	if len(p.Cookie) > 0 {
-		f.WriteString(",cookie=0x")
-		writeHex(f, p.Cookie)
+		f.WriteString(",cookie=")
+		if p.Cookie[0] != 0 {
+			// Open vSwitch's form (ds_put_hex): first byte unpadded.
+			actFormatHexStripped(f, p.Cookie)
+		} else {
+			// Open vSwitch would drop leading zero bytes; keep them.
+			f.WriteString("0x")
+			writeHex(f, p.Cookie)
+		}
 	}
 	f.WriteByte(')')
 }
@@ -382,9 +390,17 @@ func parsePsample(sc *scanner, _ int) (Action, error) {
 			if !sc.accept("0x") && !sc.accept("0X") {
 				return sc.errorf("psample cookie must be hex starting with 0x")
 			}
-			d, err := sc.actHexBytes("psample cookie")
+			d0 := sc.pos
+			for actIsHex(sc.peek()) {
+				sc.pos++
+			}
+			digits := sc.s[d0:sc.pos]
+			if len(digits)%2 != 0 {
+				digits = "0" + digits
+			}
+			d, err := hex.DecodeString(digits)
 			if err != nil {
-				return err
+				return sc.errorAt(start, "bad psample cookie")
 			}
 			if len(d) == 0 {
 				return sc.errorAt(start, "empty psample cookie")

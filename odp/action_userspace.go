@@ -364,8 +364,8 @@ func (c UserActionCookie) format(f *strings.Builder) {
 	case CookieIPFIX:
 		fmt.Fprintf(f, "ipfix(output_port=%d)", c.OutputPort)
 	case CookieController:
-		fmt.Fprintf(f, "controller(reason=%d,dont_send=%d,continuation=%d,recirc_id=%d,rule_cookie=%#x,controller_id=%d,max_len=%d)",
-			uint16(c.Reason), b2i(c.DontSend != 0), b2i(c.Continuation != 0), c.RecircID, c.RuleCookie, c.ControllerID, c.MaxLen)
+		fmt.Fprintf(f, "controller(reason=%d,dont_send=%d,continuation=%d,recirc_id=%d,rule_cookie=%s,controller_id=%d,max_len=%d)",
+			uint16(c.Reason), b2i(c.DontSend != 0), b2i(c.Continuation != 0), c.RecircID, cAltHex(c.RuleCookie), c.ControllerID, c.MaxLen)
 	}
 }
 

@@ -312,3 +312,11 @@ func actEncodedLen(a Action) (int, error) {
 	b, err := appendAction(nil, a)
 	return len(b), err
 }
+
+// cAltHex formats v as C's printf "%#x": "0x..." but plain "0" for zero.
+func cAltHex(v uint64) string {
+	if v == 0 {
+		return "0"
+	}
+	return "0x" + strconv.FormatUint(v, 16)
+}
