@@ -153,7 +153,7 @@ func exchange(conn *netlink.Conn, r request, fn func(cmd uint8, data []byte) err
 	}
 	var fnErr error
 	for {
-		n, done := 0, false
+		n, ours, done := 0, false, false
 		for m, err := range conn.ReceiveIter() {
 			n++
 			if err != nil {
@@ -167,6 +167,7 @@ func exchange(conn *netlink.Conn, r request, fn func(cmd uint8, data []byte) err
 			if m.Header.Sequence != req.Header.Sequence {
 				continue
 			}
+			ours = true
 			if m.Header.Flags&netlink.DumpInterrupted != 0 {
 				interrupted = true
 			}
@@ -192,7 +193,10 @@ func exchange(conn *netlink.Conn, r request, fn func(cmd uint8, data []byte) err
 				return interrupted, fnErr
 			}
 		}
-		if done {
+		// netlink.Conn reads a multi-part reply up to its NLMSG_DONE,
+		// which it does not pass on: one pass ends a dump, and a pass with
+		// nothing at all is an empty dump.
+		if done || (dump && (ours || n == 0)) {
 			break
 		}
 		if n == 0 {

@@ -68,7 +68,10 @@ func newUpcallSocket(conn *netlink.Conn) (*UpcallSocket, error) {
 	s := &UpcallSocket{conn: conn, pid: conn.PID(), buf: make([]byte, upcallBufSize)}
 	rc, err := conn.SyscallConn()
 	if err != nil {
-		return nil, fmt.Errorf("genl: upcall socket: %w", err)
+		// A socket without a file descriptor (a test fake) cannot be read.
+		fail := func([]byte) (int, error) { return 0, fmt.Errorf("genl: upcall socket: %w", err) }
+		s.read, s.readNB = fail, fail
+		return s, nil
 	}
 	s.rc = rc
 	// Larger than the default so that bursts of misses are not lost;
