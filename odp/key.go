@@ -128,10 +128,7 @@ func decodeKey(b []byte, base int, path string, depth int) (FlowKey, error) {
 		k = append(k, ka)
 	}
 	if w.err != nil {
-		if de, ok := w.err.(*DecodeError); ok && de.Attr == "" {
-			de.Attr = path
-		}
-		return nil, w.err
+		return nil, walkErr(w.err, path)
 	}
 	return k, nil
 }
@@ -197,4 +194,18 @@ func allZero(b []byte) bool {
 		}
 	}
 	return true
+}
+
+// walkErr names the containing attribute path in an attrWalker error:
+// "key.encap" or, when the walker knew the bad attribute's type,
+// "key.encap.type 6".
+func walkErr(err error, path string) error {
+	if de, ok := err.(*DecodeError); ok {
+		if de.Attr == "" {
+			de.Attr = path
+		} else if !strings.HasPrefix(de.Attr, path) {
+			de.Attr = path + "." + de.Attr
+		}
+	}
+	return err
 }

@@ -358,15 +358,16 @@ func parseFlags(sc *scanner, names func(uint32) string, allowed uint32, what str
 					return 0, 0, sc.errorf("%s flag must be preceded by '+' (set) or '-' (not set)", what)
 				}
 				sc.pos++
+				at := sc.pos
 				bit := matchFlag(sc, names, "+-)")
 				if bit == 0 {
 					return 0, 0, sc.errorf("unknown %s flag", what)
 				}
 				if mask&bit != 0 {
-					return 0, 0, sc.errorf("each %s flag can be given only once", what)
+					return 0, 0, sc.errorAt(at, "each %s flag can be given only once", what)
 				}
 				if bit&allowed == 0 {
-					return 0, 0, sc.errorf("%s flag not allowed here", what)
+					return 0, 0, sc.errorAt(at, "%s flag not allowed here", what)
 				}
 				if c == '+' {
 					flags |= bit

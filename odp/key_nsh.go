@@ -167,8 +167,7 @@ func init() {
 			}
 		}
 		if w.err != nil {
-			w.err.(*DecodeError).Attr = path
-			return nil, w.err
+			return nil, walkErr(w.err, path)
 		}
 		return n, nil
 	}

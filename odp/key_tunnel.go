@@ -480,8 +480,7 @@ func decodeTunnel(a *rawAttr, path string, _ int) (KeyAttr, error) {
 				}
 			}
 			if vw.err != nil {
-				vw.err.(*DecodeError).Attr = path + ".vxlan"
-				return nil, vw.err
+				return nil, walkErr(vw.err, path + ".vxlan")
 			}
 			t.Present |= TunnelHasVXLAN
 		case tunPad:
@@ -505,8 +504,7 @@ func decodeTunnel(a *rawAttr, path string, _ int) (KeyAttr, error) {
 		}
 	}
 	if w.err != nil {
-		w.err.(*DecodeError).Attr = path
-		return nil, w.err
+		return nil, walkErr(w.err, path)
 	}
 	return t, nil
 }
@@ -700,7 +698,9 @@ func parseVXLANGBP(sc *scanner, k, m *Tunnel) error {
 
 func parseERSPAN(sc *scanner, k, m *Tunnel) error {
 	var ver, mver uint8
+	verAt := sc.pos
 	if sc.accept("ver=") {
+		verAt = sc.pos
 		if err := pU8(&ver, &mver)(sc); err != nil {
 			return err
 		}
@@ -736,7 +736,7 @@ func parseERSPAN(sc *scanner, k, m *Tunnel) error {
 		m.ERSPAN.SetDir(mdir)
 		m.ERSPAN.SetHWID(mhwid)
 	default:
-		return sc.errorf("erspan ver must be 1 or 2")
+		return sc.errorAt(verAt, "erspan ver must be 1 or 2")
 	}
 	k.Present |= TunnelHasERSPAN
 	m.Present |= TunnelHasERSPAN
