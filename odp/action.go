@@ -52,15 +52,22 @@ var (
 // more so that the kernel, not us, gives its own error for 17.
 const maxActionDepth = 32
 
+// maxActionsLen is the longest encoded action list accepted: Open
+// vSwitch's limit (nl_attr_oversized on the list less one header), which
+// lets a list reach 65,535 bytes. The kernel itself accepts at most 32 KiB
+// of actions per flow (MAX_ACTIONS_BUFSIZE) and says so with EINVAL.
+const maxActionsLen = 0xffff
+
 // MarshalActions encodes an action list as netlink attributes (the payload
-// of OVS_FLOW_ATTR_ACTIONS or OVS_PACKET_ATTR_ACTIONS).
+// of OVS_FLOW_ATTR_ACTIONS or OVS_PACKET_ATTR_ACTIONS). A list longer than
+// 65,535 bytes is an error.
 func MarshalActions(as Actions) ([]byte, error) {
 	b, err := appendActions(nil, as)
 	if err != nil {
 		return nil, err
 	}
-	if len(b) > maxAttrLen {
-		return nil, fmt.Errorf("odp: actions of %d bytes exceed the netlink attribute limit of %d", len(b), maxAttrLen)
+	if len(b) > maxActionsLen {
+		return nil, fmt.Errorf("odp: actions of %d bytes exceed the limit of %d", len(b), maxActionsLen)
 	}
 	return b, nil
 }
@@ -125,7 +132,8 @@ func decodeActions(b []byte, base int, path string, depth int) (Actions, error) 
 		as = append(as, act)
 	}
 	if w.err != nil {
-		if de, ok := w.err.(*DecodeError); ok && de.Attr == "" {
+		if de, ok := w.err.(*DecodeError); ok {
+			// The walker does not know names: the list is what is malformed.
 			de.Attr = path
 		}
 		return nil, w.err
@@ -204,8 +212,8 @@ func parseActionList(sc *scanner, depth int) (Actions, error) {
 			return nil, sc.errorAt(start, "%v", err)
 		}
 		size += n
-		if size > maxAttrLen {
-			return nil, sc.errorAt(start, "action list exceeds the netlink attribute limit of %d bytes", maxAttrLen)
+		if size > maxActionsLen {
+			return nil, sc.errorAt(start, "action list exceeds the netlink limit of %d bytes", maxActionsLen)
 		}
 		onlyDrop = len(as) == 0 && sc.s[start:sc.pos] == "drop"
 		as = append(as, a)

@@ -156,7 +156,7 @@ func actSingleKeyAttr(a *rawAttr, path string) (rawAttr, error) {
 	var k rawAttr
 	if !w.next(&k) {
 		if w.err != nil {
-			if de, ok := w.err.(*DecodeError); ok && de.Attr == "" {
+			if de, ok := w.err.(*DecodeError); ok {
 				de.Attr = path
 			}
 			return k, w.err
@@ -201,7 +201,7 @@ func decodeSetMasked(a *rawAttr, path string, _ int) (Action, error) {
 			md = appendAttr(md, n.Type, n.Data[h:])
 		}
 		if w.err != nil {
-			if de, ok := w.err.(*DecodeError); ok && de.Attr == "" {
+			if de, ok := w.err.(*DecodeError); ok {
 				de.Attr = p
 			}
 			return nil, w.err

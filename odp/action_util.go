@@ -264,7 +264,7 @@ func actNested(a *rawAttr, path string, names map[uint16]string, fn func(n *rawA
 		}
 	}
 	if w.err != nil {
-		if de, ok := w.err.(*DecodeError); ok && de.Attr == "" {
+		if de, ok := w.err.(*DecodeError); ok {
 			de.Attr = path
 		}
 		return w.err
