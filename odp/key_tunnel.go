@@ -480,7 +480,7 @@ func decodeTunnel(a *rawAttr, path string, _ int) (KeyAttr, error) {
 				}
 			}
 			if vw.err != nil {
-				return nil, walkErr(vw.err, path + ".vxlan")
+				return nil, walkErr(vw.err, path+".vxlan")
 			}
 			t.Present |= TunnelHasVXLAN
 		case tunPad:
