@@ -1,0 +1,379 @@
+package policy
+
+import (
+	"encoding/binary"
+	"unsafe"
+
+	"github.com/ovsdp/ovsdp/flowkeys"
+)
+
+// Decision is what the policy decided for a flow key.
+type Decision struct {
+	// Actions are the matched rule's actions (shared with the rule set:
+	// do not modify). Empty means drop.
+	Actions []Action
+	// Mask has a one bit for every key bit the decision depended on: the
+	// megaflow mask. Every key k2 with k2&Mask == k&Mask gets the same
+	// Actions and, with the same learning-switch state and port list,
+	// the same datapath actions from Translate.
+	Mask flowkeys.Key
+	// Rule is the index in RuleSet.Rules of the matched rule, or -1 when
+	// no rule matched (the packet is dropped).
+	Rule int
+	// Normal is set when a "normal" action was reached: the datapath
+	// actions then depend on the learning switch, and a flow installed
+	// from this decision must be revalidated when the switch learns,
+	// moves or forgets the flow's Ethernet destination.
+	Normal bool
+}
+
+// bug selects deliberately unsound variants of Decide, for the property
+// test to prove that it can fail. Zero is the real thing.
+type bug uint8
+
+const (
+	bugNone         bug = iota
+	bugNoFailMask       // failing rules add nothing to the mask
+	bugNoTTLMask        // dec_ttl does not mask the TTL
+	bugNoInPortMask     // output and flood do not mask in_port
+	bugFailFieldOnly    // failing rules mask only the failing field
+)
+
+// Decide evaluates the rules for k in priority order and returns the
+// first matching rule's actions with the megaflow mask (see the package
+// documentation for how the mask is built). It allocates nothing and is
+// safe for concurrent use.
+func (rs *RuleSet) Decide(k *flowkeys.Key) Decision {
+	var d Decision
+	rs.decide(k, &d, bugNone)
+	return d
+}
+
+// DecideInto is Decide writing into d, for callers that reuse Decisions.
+func (rs *RuleSet) DecideInto(k *flowkeys.Key, d *Decision) {
+	*d = Decision{}
+	rs.decide(k, d, bugNone)
+}
+
+func (rs *RuleSet) decide(k *flowkeys.Key, d *Decision, b bug) {
+	d.Rule = -1
+	mask := &d.Mask
+	for i := range rs.Rules {
+		r := &rs.Rules[i]
+		if flowkeys.EqualMasked(k, &r.Match.Value, &r.Match.Mask, r.rng) {
+			// Every field of the rule was consulted and matched.
+			orKey(mask, &r.Match.Mask, r.rng)
+			if r.l4 {
+				mask.IPFrag = 0xff
+			}
+			d.Rule = i
+			d.Actions = r.Actions
+			var w walker
+			w.init(k, mask, nil, b)
+			w.run(r.Actions)
+			d.Normal = w.normal
+			return
+		}
+		if b == bugNoFailMask {
+			continue
+		}
+		// The rule failed: consult its fields in the fixed order, adding
+		// the bits of each matching field, up to the first that fails,
+		// of which only the bits proving the failure are added.
+		for _, f := range r.fieldOrder {
+			fi := &fields[f]
+			rv, rm, pv := get(&r.Match.Value, f), get(&r.Match.Mask, f), get(k, f)
+			fb, failed := failBits(pv, rv, rm, fi.size)
+			if fi.exact {
+				fb = fullMask(f)
+			}
+			if failed || b != bugFailFieldOnly {
+				orField(mask, f, fb)
+				if fi.l4 {
+					mask.IPFrag = 0xff
+				}
+			}
+			if failed {
+				break
+			}
+		}
+	}
+}
+
+// Offsets of the key fields the actions read and write.
+var (
+	offInPort    = int(unsafe.Offsetof(kz.InPort))
+	offEthSrc    = int(unsafe.Offsetof(kz.EthSrc))
+	offEthDst    = int(unsafe.Offsetof(kz.EthDst))
+	offEthType   = int(unsafe.Offsetof(kz.EthType))
+	offVLANTCI   = int(unsafe.Offsetof(kz.VLANTCI))
+	offVLANTPID  = int(unsafe.Offsetof(kz.VLANTPID))
+	offCVLANTCI  = int(unsafe.Offsetof(kz.CVLANTCI))
+	offCVLANTPID = int(unsafe.Offsetof(kz.CVLANTPID))
+	offIPProto   = int(unsafe.Offsetof(kz.IPProto))
+	offIPTOS     = int(unsafe.Offsetof(kz.IPTOS))
+	offIPTTL     = int(unsafe.Offsetof(kz.IPTTL))
+	offIPFrag    = int(unsafe.Offsetof(kz.IPFrag))
+	offTpSrc     = int(unsafe.Offsetof(kz.TpSrc))
+	offTpDst     = int(unsafe.Offsetof(kz.TpDst))
+	offIPv4Src   = int(unsafe.Offsetof(kz.IPv4Src))
+	offIPv4Dst   = int(unsafe.Offsetof(kz.IPv4Dst))
+)
+
+// walker runs a rule's actions over a model of the packet. cur is the
+// packet as the actions have modified it so far; written marks the bits
+// the actions have overwritten (their value no longer comes from the
+// packet, so reading them adds nothing to the mask); pending marks
+// written bits not yet emitted as set actions. Every read of a packet
+// bit ORs it into mask. When tr is non-nil the walker also emits
+// datapath operations.
+type walker struct {
+	k       *flowkeys.Key
+	mask    *flowkeys.Key
+	cur     flowkeys.Key
+	written flowkeys.Key
+	pending flowkeys.Key
+	tr      *translator
+	bug     bug
+	normal  bool
+}
+
+func (w *walker) init(k, mask *flowkeys.Key, tr *translator, b bug) {
+	w.k, w.mask, w.tr, w.bug = k, mask, tr, b
+	w.cur = *k
+}
+
+// read marks the bits m (n bytes, in memory layout) at off as consulted.
+func (w *walker) read(off int, m []byte) {
+	mb := w.mask.Bytes()[off:]
+	wb := w.written.Bytes()[off:]
+	for i, c := range m {
+		mb[i] |= c &^ wb[i]
+	}
+}
+
+var ones = [16]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
+
+func (w *walker) read8(off int, m uint8) uint8 {
+	w.read(off, []byte{m})
+	return w.cur.Bytes()[off]
+}
+
+func (w *walker) read16(off int, m uint16) uint16 {
+	var mb [2]byte
+	binary.NativeEndian.PutUint16(mb[:], m)
+	w.read(off, mb[:])
+	return binary.NativeEndian.Uint16(w.cur.Bytes()[off:])
+}
+
+func (w *walker) read32(off int) uint32 {
+	w.read(off, ones[:4])
+	return binary.NativeEndian.Uint32(w.cur.Bytes()[off:])
+}
+
+// write sets the bits m of the n bytes at off to v (both in memory
+// layout); pend makes them pending set actions.
+func (w *walker) write(off int, v, m []byte, pend bool) {
+	cb := w.cur.Bytes()[off:]
+	wb := w.written.Bytes()[off:]
+	pb := w.pending.Bytes()[off:]
+	for i, c := range m {
+		cb[i] = cb[i]&^c | v[i]&c
+		wb[i] |= c
+		if pend {
+			pb[i] |= c
+		}
+	}
+}
+
+func (w *walker) write8(off int, v, m uint8) { w.write(off, []byte{v}, []byte{m}, true) }
+
+func (w *walker) write16(off int, v, m uint16, pend bool) {
+	var vb, mb [2]byte
+	binary.NativeEndian.PutUint16(vb[:], v)
+	binary.NativeEndian.PutUint16(mb[:], m)
+	w.write(off, vb[:], mb[:], pend)
+}
+
+// ipKind reads the Ethernet type and returns it if the packet is IPv4 or
+// IPv6, else 0.
+func (w *walker) ipKind() uint16 {
+	t := w.read16(offEthType, 0xffff)
+	if t == ethIPv4 || t == ethIPv6 {
+		return t
+	}
+	return 0
+}
+
+// run executes the actions.
+func (w *walker) run(as []Action) {
+	for i := range as {
+		a := &as[i]
+		switch a.Type {
+		case ActOutput:
+			w.commit()
+			inPort := w.inPort()
+			if a.Port != inPort && w.tr != nil {
+				w.tr.output(a.Port)
+			}
+		case ActFlood, ActAll:
+			w.commit()
+			w.flood()
+		case ActNormal:
+			w.commit()
+			w.normal = true
+			inPort := w.inPort()
+			w.read(offEthSrc, ones[:6])
+			w.read(offEthDst, ones[:6])
+			if w.tr != nil {
+				dst := w.cur.EthDst
+				port, ok := uint32(0), false
+				if dst[0]&1 == 0 && w.tr.sw != nil {
+					port, ok = w.tr.sw.Lookup(dst)
+				}
+				if !ok {
+					w.flood()
+				} else if port != inPort {
+					w.tr.output(port)
+				}
+			}
+		case ActController:
+			w.commit()
+			if w.tr != nil {
+				w.tr.userspace(a.Userdata)
+			}
+		case ActSetVLAN:
+			w.commit()
+			tci := w.read16(offVLANTCI, flowkeys.VLANTagPresent)
+			if tci&flowkeys.VLANTagPresent != 0 {
+				pcp := w.read16(offVLANTCI, 0xe000) & 0xe000
+				tpid := w.read16(offVLANTPID, 0xffff)
+				ntci := pcp | flowkeys.VLANTagPresent | a.Arg&0xfff
+				if w.tr != nil {
+					w.tr.popVLAN()
+					w.tr.pushVLAN(tpid, ntci)
+				}
+				w.write16(offVLANTCI, ntci, 0xffff, false)
+			} else {
+				ntci := flowkeys.VLANTagPresent | a.Arg&0xfff
+				if w.tr != nil {
+					w.tr.pushVLAN(flowkeys.EthTypeVLAN, ntci)
+				}
+				// The packet had no tag: the new one is the only one.
+				w.write16(offVLANTCI, ntci, 0xffff, false)
+				w.write16(offVLANTPID, flowkeys.EthTypeVLAN, 0xffff, false)
+				w.write16(offCVLANTCI, 0, 0xffff, false)
+				w.write16(offCVLANTPID, 0, 0xffff, false)
+			}
+		case ActStripVLAN:
+			w.commit()
+			tci := w.read16(offVLANTCI, flowkeys.VLANTagPresent)
+			if tci&flowkeys.VLANTagPresent != 0 {
+				if w.tr != nil {
+					w.tr.popVLAN()
+				}
+				// The inner tag, if any, becomes the outer one.
+				itci := w.read16(offCVLANTCI, 0xffff)
+				itpid := w.read16(offCVLANTPID, 0xffff)
+				w.write16(offVLANTCI, itci, 0xffff, false)
+				w.write16(offVLANTPID, itpid, 0xffff, false)
+				w.write16(offCVLANTCI, 0, 0xffff, false)
+				w.write16(offCVLANTPID, 0, 0xffff, false)
+			}
+		case ActSetDlSrc:
+			w.write(offEthSrc, a.MAC[:], ones[:6], true)
+		case ActSetDlDst:
+			w.write(offEthDst, a.MAC[:], ones[:6], true)
+		case ActSetNwSrc, ActSetNwDst:
+			if w.read16(offEthType, 0xffff) == ethIPv4 {
+				off := offIPv4Src
+				if a.Type == ActSetNwDst {
+					off = offIPv4Dst
+				}
+				w.write(off, a.IP[:], ones[:4], true)
+			}
+		case ActSetNwTOS:
+			if w.ipKind() != 0 {
+				w.write8(offIPTOS, uint8(a.Arg), 0xfc)
+			}
+		case ActSetNwTTL:
+			if w.ipKind() != 0 {
+				w.write8(offIPTTL, uint8(a.Arg), 0xff)
+			}
+		case ActDecTTL:
+			if w.ipKind() == 0 {
+				continue
+			}
+			m := uint8(0xfe)
+			if w.bug == bugNoTTLMask {
+				m = 0
+			}
+			// The bits above the lowest tell whether TTL <= 1.
+			if ttl := w.read8(offIPTTL, m); ttl <= 1 {
+				// The packet goes no further: pending sets are moot.
+				return
+			}
+			if w.bug != bugNoTTLMask {
+				w.read8(offIPTTL, 0xff)
+			}
+			w.write8(offIPTTL, w.cur.IPTTL-1, 0xff)
+		case ActSetTpSrc, ActSetTpDst:
+			if w.ipKind() == 0 {
+				continue
+			}
+			p := w.read8(offIPProto, 0xff)
+			frag := w.read8(offIPFrag, 0xff)
+			if p != protoTCP && p != protoUDP || frag == flowkeys.FragLater {
+				continue
+			}
+			off := offTpSrc
+			if a.Type == ActSetTpDst {
+				off = offTpDst
+			}
+			w.write16(off, a.Arg, 0xffff, true)
+		}
+	}
+}
+
+// inPort reads the input port.
+func (w *walker) inPort() uint32 {
+	if w.bug == bugNoInPortMask {
+		return w.cur.InPort
+	}
+	return w.read32(offInPort)
+}
+
+// flood outputs to every port but the input port.
+func (w *walker) flood() {
+	in := w.inPort()
+	if w.tr == nil {
+		return
+	}
+	for _, p := range w.tr.ports {
+		if p != in {
+			w.tr.output(p)
+		}
+	}
+}
+
+// commit emits the pending modifications as masked sets, one per
+// header, before an action that sends or reshapes the packet.
+func (w *walker) commit() {
+	if w.pending.IsZero() {
+		return
+	}
+	if w.tr != nil {
+		w.tr.commit(w)
+	}
+	w.pending = flowkeys.Key{}
+}
+
+// orKey ORs the words of src in r into dst.
+func orKey(dst, src *flowkeys.Key, r flowkeys.Range) {
+	d := dst.Words()[r.Start:r.End]
+	s := src.Words()[r.Start:r.End]
+	s = s[:len(d)]
+	for i := range d {
+		d[i] |= s[i]
+	}
+}

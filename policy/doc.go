@@ -1,0 +1,111 @@
+// Package policy is the decision engine of the upcall daemon: given a
+// missed packet's flow key it decides the actions and the megaflow mask,
+// and turns the decision into datapath actions.
+//
+// # Rules
+//
+// ParseRules reads a subset of the ovs-ofctl flow syntax, one rule per
+// line, "#" comments and blank lines allowed:
+//
+//	priority=100,tcp,nw_dst=10.0.0.0/8,tp_dst=80,actions=dec_ttl,output:2
+//
+// priority=N (0-65535, default 32768) and the match fields are separated
+// by commas or blanks; actions= comes last and takes the rest of the
+// line. Numbers are decimal or 0x-prefixed hexadecimal.
+//
+// Match fields: in_port=N; dl_src, dl_dst=MAC[/MASK]; dl_type=N;
+// dl_vlan=VID (0-4095; 0xffff matches packets without a tag);
+// nw_src, nw_dst=IP[/LEN|/MASK] (IPv4, or ARP's addresses with arp);
+// arp_spa, arp_tpa (same, ARP only); nw_proto=N (the ARP opcode with
+// arp); nw_tos=N (the DSCP bits: a multiple of 4); nw_ttl=N;
+// tp_src, tp_dst=N[/MASK]; icmp_type, icmp_code=N;
+// ipv6_src, ipv6_dst=IP6[/LEN|/MASK]. Shorthands: ip, ipv6, arp, tcp,
+// udp, icmp, tcp6, udp6, icmp6.
+//
+// Prerequisites are enforced as Open vSwitch does for OpenFlow: nw_src
+// and nw_dst need ip or arp; arp_* need arp; ipv6_* need ipv6; nw_proto
+// needs ip, ipv6 or arp; nw_tos and nw_ttl need ip or ipv6; tp_* need
+// tcp or udp (IPv4 or IPv6); icmp_* need icmp or icmp6. SCTP, names for
+// ports and the other OpenFlow fields are outside the subset. A field
+// given twice with conflicting values ("tcp,udp") is an error.
+//
+// Actions: output:N and bare N (datapath port numbers); normal (the
+// learning switch); flood and all (every port but the input port: there
+// are no no-flood ports, so they are the same); drop (alone);
+// mod_vlan_vid:N; strip_vlan; mod_dl_src:MAC; mod_dl_dst:MAC;
+// mod_nw_src:IP; mod_nw_dst:IP; mod_nw_tos:N; mod_nw_ttl:N; dec_ttl;
+// mod_tp_src:N; mod_tp_dst:N; controller, or controller(userdata=HEX)
+// with 1-256 bytes of hex (dots between bytes allowed) passed back in the
+// userspace upcall. Actions run in order on the packet as modified so
+// far. As in Open vSwitch, modifications apply only where the header
+// exists (mod_nw_src to IPv4, mod_nw_tos/ttl and dec_ttl to IPv4 and
+// IPv6, mod_tp_* to TCP and UDP that are not later fragments); output to
+// the input port is skipped; dec_ttl on a TTL of 0 or 1 stops the actions
+// there (the packet is dropped after any outputs already done).
+//
+// Errors are *ParseError with file, line, column and what was expected,
+// e.g. "rules.txt:3:17: expected an IPv4 address or CIDR after nw_src=".
+// Reload keeps the old rules when the new file is bad. (*RuleSet).String
+// prints canonical rules that parse back to an equal rule set.
+//
+// # Decisions and megaflow masks
+//
+// (*RuleSet).Decide evaluates the rules in priority order (ties: file
+// order); no match drops. The mask accumulates every key bit consulted:
+//
+//   - A rule that matches contributes its whole match mask (with its
+//     prerequisites, which are part of the match).
+//   - A rule that fails is examined field by field in a fixed order
+//     (in_port, dl_type, nw_proto, dl_src, dl_dst, dl_vlan, nw_src,
+//     nw_dst, ipv6_src, ipv6_dst, nw_tos, nw_ttl, tp_src, tp_dst): each
+//     field that matches contributes its rule mask, and the first that
+//     fails contributes only the bits that prove the failure, namely
+//     the rule's mask bits from the field's top bit down to the first
+//     bit where packet and rule differ. Fields after it are not
+//     consulted. Soundness: a packet that agrees with this one on those
+//     bits agrees on every consulted field that matched, and differs
+//     from the rule on the differing bit, so it fails the same rule at
+//     the same place; every rule before the matching one fails for it,
+//     and the matching one matches, so it gets the same rule. For
+//     nw_src=10.0.0.0/8 and a packet from 11.0.0.1 that is the 8 bits
+//     (/8); for 192.168.0.1 only the first bit (/1).
+//   - in_port, dl_type and nw_proto are always masked whole when
+//     consulted: the kernel forces exact in_port and Ethernet type masks,
+//     and L4 masks need an exact IP protocol. The fixed order puts them
+//     before the fields that depend on them, so every L3/L4 bit in a mask
+//     comes with an exact Ethernet type (and protocol).
+//   - Consulting tp_src/tp_dst (or the ICMP type/code stored there) also
+//     masks the fragment type whole: a later fragment has no L4 header
+//     (its ports are zero in the key and absent from the kernel's), so a
+//     megaflow from a later fragment must not match first fragments or
+//     whole packets, and vice versa.
+//   - Actions add what they read: output, flood, all and normal read
+//     in_port (output to the input port is skipped); normal reads dl_src
+//     (so that every new source address misses and is learned) and
+//     dl_dst; the mod_nw_* actions, dec_ttl and mod_tp_* read dl_type
+//     (mod_tp_* also nw_proto and the fragment type); dec_ttl reads the
+//     TTL bits above the lowest (enough to tell a TTL of 0 or 1) and,
+//     when the packet goes on, the whole TTL (the new value is written
+//     as a constant); mod_vlan_vid and strip_vlan read the tag-present
+//     bit, mod_vlan_vid on a tagged packet the PCP and TPID it keeps,
+//     strip_vlan on a tagged packet the inner tag that becomes the outer
+//     one. A field an earlier action overwrote is a constant and adds
+//     nothing.
+//
+// The mask never depends on the learning switch's state: normal always
+// masks in_port, dl_src and dl_dst. Which port normal picks is resolved
+// by Translate from the switch; the switch's Learned, Moved and Expired
+// events name the MAC address whose flows (Decision.Normal, with that
+// dl_dst) the daemon must revalidate.
+//
+// # Datapath actions
+//
+// Translate produces odp actions: modifications are collected and
+// emitted just before the next output, userspace or VLAN action, as one
+// set_masked per header (eth, ipv4, ipv6, tcp or udp) whose mask is
+// exactly the modified bits (mod_nw_tos masks 0xfc of the TOS); trailing
+// modifications with no output after them are dropped. mod_vlan_vid on
+// a tagged packet is pop_vlan then push_vlan; on an untagged one
+// push_vlan with TPID 0x8100 and PCP 0. controller is a userspace action
+// to Env.ControllerPID.
+package policy

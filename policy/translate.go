@@ -1,0 +1,106 @@
+package policy
+
+import (
+	"github.com/ovsdp/ovsdp/flowkeys"
+	"github.com/ovsdp/ovsdp/odp"
+)
+
+// Env is what Translate needs besides the decision and the key.
+type Env struct {
+	// Ports are the datapath's port numbers, in the order flood and all
+	// output to (the input port is skipped).
+	Ports []uint32
+	// Switch resolves "normal"; nil floods every normal packet.
+	Switch *LearningSwitch
+	// ControllerPID is the netlink port ID (or userdp handler ID) that
+	// receives the upcalls of "controller" actions.
+	ControllerPID uint32
+}
+
+// Translate turns a decision for key k into datapath actions: output
+// ports, masked sets of only the modified fields (set_masked of eth,
+// ipv4, ipv6, tcp or udp, emitted just before the action that needs
+// them, one per header), pop_vlan/push_vlan, and userspace. It depends
+// only on the bits of k in d.Mask, on env, and (for "normal") on the
+// learning switch's state. A decision that drops gives an empty list.
+func Translate(d *Decision, k *flowkeys.Key, env *Env) odp.Actions {
+	return AppendTranslate(odp.Actions{}, d, k, env)
+}
+
+// AppendTranslate is Translate appending to dst.
+func AppendTranslate(dst odp.Actions, d *Decision, k *flowkeys.Key, env *Env) odp.Actions {
+	tr := translator{out: dst}
+	if env != nil {
+		tr.ports, tr.sw, tr.pid = env.Ports, env.Switch, env.ControllerPID
+	}
+	var mask flowkeys.Key
+	var w walker
+	w.init(k, &mask, &tr, bugNone)
+	w.run(d.Actions)
+	return tr.out
+}
+
+// translator collects the datapath actions a walker emits.
+type translator struct {
+	ports []uint32
+	sw    *LearningSwitch
+	pid   uint32
+	out   odp.Actions
+}
+
+func (t *translator) output(port uint32) { t.out = append(t.out, odp.Output{Port: port}) }
+
+func (t *translator) userspace(userdata string) {
+	u := odp.Userspace{PID: t.pid}
+	if userdata != "" {
+		u.Userdata = []byte(userdata)
+	}
+	t.out = append(t.out, u)
+}
+
+func (t *translator) popVLAN() { t.out = append(t.out, odp.PopVLAN{}) }
+
+func (t *translator) pushVLAN(tpid, tci uint16) {
+	t.out = append(t.out, odp.PushVLAN{TPID: tpid, TCI: tci})
+}
+
+// commit emits the walker's pending modifications as set_masked
+// actions whose masks are exactly the modified bits.
+func (t *translator) commit(w *walker) {
+	p, c := &w.pending, &w.cur
+	if p.EthSrc != [6]byte{} || p.EthDst != [6]byte{} {
+		var v odp.Ethernet
+		for i := range 6 {
+			v.Src[i] = c.EthSrc[i] & p.EthSrc[i]
+			v.Dst[i] = c.EthDst[i] & p.EthDst[i]
+		}
+		t.out = append(t.out, odp.SetMasked{Key: v, Mask: odp.Ethernet{Src: p.EthSrc, Dst: p.EthDst}})
+	}
+	if p.IPv4Src != [4]byte{} || p.IPv4Dst != [4]byte{} || p.IPTOS != 0 || p.IPTTL != 0 {
+		// The action that made these pending has read the Ethernet type.
+		switch w.read16(offEthType, 0xffff) {
+		case ethIPv4:
+			var v odp.IPv4
+			for i := range 4 {
+				v.Src[i] = c.IPv4Src[i] & p.IPv4Src[i]
+				v.Dst[i] = c.IPv4Dst[i] & p.IPv4Dst[i]
+			}
+			v.TOS, v.TTL = c.IPTOS&p.IPTOS, c.IPTTL&p.IPTTL
+			m := odp.IPv4{Src: p.IPv4Src, Dst: p.IPv4Dst, TOS: p.IPTOS, TTL: p.IPTTL}
+			t.out = append(t.out, odp.SetMasked{Key: v, Mask: m})
+		case ethIPv6:
+			v := odp.IPv6{TClass: c.IPTOS & p.IPTOS, HLimit: c.IPTTL & p.IPTTL}
+			m := odp.IPv6{TClass: p.IPTOS, HLimit: p.IPTTL}
+			t.out = append(t.out, odp.SetMasked{Key: v, Mask: m})
+		}
+	}
+	if p.TpSrc != 0 || p.TpDst != 0 {
+		vs, vd := c.TpSrc&p.TpSrc, c.TpDst&p.TpDst
+		switch w.read8(offIPProto, 0xff) {
+		case protoTCP:
+			t.out = append(t.out, odp.SetMasked{Key: odp.TCP{Src: vs, Dst: vd}, Mask: odp.TCP{Src: p.TpSrc, Dst: p.TpDst}})
+		case protoUDP:
+			t.out = append(t.out, odp.SetMasked{Key: odp.UDP{Src: vs, Dst: vd}, Mask: odp.UDP{Src: p.TpSrc, Dst: p.TpDst}})
+		}
+	}
+}
