@@ -76,59 +76,12 @@ func roundTripLines(r io.Reader, w io.Writer, fn func(string) (string, error)) e
 
 // roundTripKey parses an exact key, encodes and decodes it, and formats
 // it as ovs-dpctl formats keys without masks.
-func roundTripKey(s string) (string, error) {
-	k, err := odp.ParseKey(s)
-	if err != nil {
-		return "", err
-	}
-	b, err := odp.MarshalKey(k)
-	if err != nil {
-		return "", err
-	}
-	k, err = odp.UnmarshalKey(b)
-	if err != nil {
-		return "", err
-	}
-	return odp.FormatKey(k, nil, true), nil
-}
+func roundTripKey(s string) (string, error) { return odp.RoundTripKey(s, false) }
 
 // roundTripMaskedKey parses a key with masks, encodes and decodes both,
 // and formats them as ovs-dpctl dump-flows does.
-func roundTripMaskedKey(s string) (string, error) {
-	k, m, err := odp.ParseMaskedKey(s)
-	if err != nil {
-		return "", err
-	}
-	kb, err := odp.MarshalKey(k)
-	if err != nil {
-		return "", err
-	}
-	mb, err := odp.MarshalKey(m)
-	if err != nil {
-		return "", err
-	}
-	if k, err = odp.UnmarshalKey(kb); err != nil {
-		return "", err
-	}
-	if m, err = odp.UnmarshalKey(mb); err != nil {
-		return "", err
-	}
-	return odp.FormatKey(k, m, false), nil
-}
+func roundTripMaskedKey(s string) (string, error) { return odp.RoundTripKey(s, true) }
 
 // roundTripActions parses an action list, encodes and decodes it, and
 // formats it.
-func roundTripActions(s string) (string, error) {
-	as, err := odp.ParseActions(s)
-	if err != nil {
-		return "", err
-	}
-	b, err := odp.MarshalActions(as)
-	if err != nil {
-		return "", err
-	}
-	if as, err = odp.UnmarshalActions(b); err != nil {
-		return "", err
-	}
-	return odp.FormatActions(as), nil
-}
+func roundTripActions(s string) (string, error) { return odp.RoundTripActions(s) }
