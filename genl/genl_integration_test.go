@@ -1,0 +1,602 @@
+//go:build integration && linux
+
+package genl
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"os"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ovsdp/ovsdp/odp"
+	"github.com/ovsdp/ovsdp/testenv"
+)
+
+// kernelClient fails the test (never skips) unless the openvswitch module
+// is there, and dials a Client.
+func kernelClient(t testing.TB) *Client {
+	t.Helper()
+	testenv.RequireRoot(t)
+	testenv.RequireKernelModule(t, "openvswitch")
+	c, err := Dial()
+	if err != nil {
+		t.Fatalf("Dial: %v", err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// dpName returns a short unique datapath name (IFNAMSIZ is 16).
+func dpName() string { return fmt.Sprintf("gdp%06d", rand.IntN(1000000)) }
+
+// newKernelDP creates a datapath deleted when the test ends.
+func newKernelDP(t testing.TB, c *Client) *Datapath {
+	t.Helper()
+	d, err := c.CreateDatapathHandle(dpName())
+	if err != nil {
+		t.Fatalf("CreateDatapathHandle: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := d.Delete(); err != nil && !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("delete datapath: %v", err)
+		}
+		d.Close()
+	})
+	return d
+}
+
+func TestIntegrationDatapathLifecycle(t *testing.T) {
+	c := kernelClient(t)
+	name := dpName()
+	info, err := c.CreateDatapath(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.DelDatapathByName(name)
+	// Debian's 6.1 kernel checks features and has per-CPU dispatch.
+	if info.UpcallMode() != UpcallModePerCPU || info.UserFeatures&FeatureUnaligned == 0 {
+		t.Errorf("negotiated features %#x (mode %s), want unaligned|dispatch-upcall-per-cpu", info.UserFeatures, info.UpcallMode())
+	}
+	t.Logf("negotiated user features %#x: %s", info.UserFeatures, info.UpcallMode())
+	if _, err := c.CreateDatapath(name); !errors.Is(err, os.ErrExist) {
+		t.Errorf("second create: %v, want ErrExist", err)
+	}
+	byName, err := c.GetDatapath(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byIndex, err := c.GetDatapathByIndex(info.Index)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if byName.Index != info.Index || byIndex.Name != name || !byIndex.HasMegaflowStats || !byIndex.HasMasksCacheSize {
+		t.Errorf("get by name %+v, by index %+v", byName, byIndex)
+	}
+	all, err := c.Datapaths()
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, d := range all {
+		found = found || d.Name == name
+	}
+	if !found {
+		t.Errorf("dump of %d datapaths lacks %s", len(all), name)
+	}
+	if err := c.SetMasksCacheSize(info.Index, 512); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := c.MasksCacheSize(info.Index); err != nil || n != 512 {
+		t.Errorf("masks cache size %d, %v; want 512", n, err)
+	}
+	after, _ := c.GetDatapathByIndex(info.Index)
+	if after.UserFeatures != info.UserFeatures {
+		t.Errorf("setting the cache size changed the features from %#x to %#x", info.UserFeatures, after.UserFeatures)
+	}
+	if err := c.DelDatapath(info.Index); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.GetDatapath(name); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("get after delete: %v, want ErrNotExist", err)
+	}
+	if _, err := Open(name); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("Open after delete: %v, want ErrNotExist", err)
+	}
+}
+
+func TestIntegrationVportLifecycle(t *testing.T) {
+	c := kernelClient(t)
+	d := newKernelDP(t, c)
+	w, err := c.WatchVports()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	veth := testenv.NewVeth(t, nil, testenv.NewNetns(t))
+	for _, tc := range []struct {
+		name string
+		typ  VportType
+		opts *VportOptions
+	}{
+		{veth.Name, VportNetdev, nil},
+		{"gint0", VportInternal, nil},
+		{"gvx0", VportVXLAN, &VportOptions{DstPort: 4790}},
+		{"ggnv0", VportGeneve, &VportOptions{DstPort: 6082}},
+		{"ggre0", VportGRE, nil},
+	} {
+		t.Run(tc.typ.String(), func(t *testing.T) {
+			v, err := c.NewVport(d.Index(), VportSpec{Name: tc.name, Type: tc.typ, Options: tc.opts})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v.Name != tc.name || v.Type != tc.typ || v.PortNo == 0 || v.DPIndex != d.Index() {
+				t.Errorf("new: %+v", v)
+			}
+			if tc.opts != nil && v.Options.DstPort != tc.opts.DstPort {
+				t.Errorf("dst_port %d, want %d", v.Options.DstPort, tc.opts.DstPort)
+			}
+			ev := nextEvent(t, w, tc.name)
+			if ev.Kind != VportAdded {
+				t.Errorf("event %v, want added", ev.Kind)
+			}
+			got, err := c.GetVport(d.Index(), v.PortNo)
+			if err != nil || got.Name != tc.name {
+				t.Fatalf("get by number: %+v %v", got, err)
+			}
+			if got, err = c.GetVportByName(tc.name); err != nil || got.PortNo != v.PortNo {
+				t.Fatalf("get by name: %+v %v", got, err)
+			}
+			set, err := c.SetVport(d.Index(), VportSpec{PortNo: v.PortNo, UpcallPIDs: []uint32{1234}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(set.UpcallPIDs) != 1 || set.UpcallPIDs[0] != 1234 {
+				t.Errorf("upcall PIDs after set: %v", set.UpcallPIDs)
+			}
+			if ev := nextEvent(t, w, tc.name); ev.Kind != VportChanged {
+				t.Errorf("event %v, want changed", ev.Kind)
+			}
+			ps, err := d.Ports(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(ps) != 2 || ps[0].Number != 0 || ps[0].Type != odp.PortInternal || ps[1].Name != tc.name || string(ps[1].Type) != tc.typ.String() {
+				t.Errorf("ports %+v", ps)
+			}
+			if _, err := c.DelVport(d.Index(), v.PortNo); err != nil {
+				t.Fatal(err)
+			}
+			if ev := nextEvent(t, w, tc.name); ev.Kind != VportDeleted {
+				t.Errorf("event %v, want deleted", ev.Kind)
+			}
+			if _, err := c.GetVport(d.Index(), v.PortNo); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("get after delete: %v", err)
+			}
+		})
+	}
+	// Through odp.Datapath, with options as text.
+	p, err := d.AddPort(context.Background(), odp.PortSpec{Name: "gvx1", Type: odp.PortVXLAN, Options: map[string]string{"dst_port": "4791"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Options["dst_port"] != "4791" {
+		t.Errorf("AddPort = %+v", p)
+	}
+	if err := d.DelPort(context.Background(), p.Number); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// nextEvent returns the next vport notification about name.
+func nextEvent(t *testing.T, w *VportWatcher, name string) VportEvent {
+	t.Helper()
+	type res struct {
+		ev  VportEvent
+		err error
+	}
+	for {
+		ch := make(chan res, 1)
+		go func() { ev, err := w.Recv(); ch <- res{ev, err} }()
+		select {
+		case r := <-ch:
+			if r.err != nil {
+				t.Fatalf("vport notification: %v", r.err)
+			}
+			if r.ev.Vport.Name == name {
+				return r.ev
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("no vport notification about %s within 5 s", name)
+		}
+	}
+}
+
+// testFlows are flows in the kernel's attribute order, so that the text
+// read back is the text written. The kernel keeps 8 bits of the ARP
+// opcode (it shares the IP protocol field), hence op=1/0xff.
+var testFlows = []struct{ key, actions string }{
+	{"in_port(1),eth(src=00:00:00:00:00:01,dst=00:00:00:00:00:02),eth_type(0x0800),ipv4(src=10.0.0.1,dst=10.0.0.0/255.255.255.0,proto=6,tos=0,ttl=64,frag=no),tcp(src=80,dst=8080),tcp_flags(0/0)",
+		"set(ipv4(ttl=63)),push_vlan(vid=10,pcp=0),2"},
+	{"in_port(2),eth(src=00:00:00:00:00:03,dst=00:00:00:00:00:04),eth_type(0x86dd),ipv6(src=2001:db8::1,dst=2001:db8::2,label=0,proto=17,tclass=0,hlimit=64,frag=no),udp(src=53,dst=5353)",
+		"1"},
+	{"in_port(2),eth(src=00:00:00:00:00:03,dst=00:00:00:00:00:04),eth_type(0x0800),ipv4(src=10.9.0.1,dst=10.9.0.2,proto=17,tos=0,ttl=64,frag=no),udp(src=53,dst=5353)",
+		"userspace(pid=0,userdata(01020304)),1"},
+	{"in_port(1),eth(src=00:00:00:00:00:05,dst=ff:ff:ff:ff:ff:ff),eth_type(0x0806),arp(sip=10.0.0.1,tip=10.0.0.2,op=1/0xff,sha=00:00:00:00:00:05,tha=00:00:00:00:00:00)",
+		"drop"},
+	{"in_port(3),eth(src=00:00:00:00:00:06,dst=00:00:00:00:00:07),eth_type(0x0800),ipv4(src=192.168.1.1,dst=192.168.1.2,proto=1,tos=0,ttl=64,frag=no),icmp(type=8,code=0)",
+		"set(skb_mark(0x5)),1,2"},
+	{"skb_priority(0x7),in_port(1),skb_mark(0x9),eth(src=00:00:00:00:00:08,dst=00:00:00:00:00:09),eth_type(0x8100),vlan(vid=10,pcp=3),encap(eth_type(0x0800),ipv4(src=10.1.0.1,dst=10.1.0.2,proto=17,tos=0,ttl=64,frag=no),udp(src=1000,dst=2000))",
+		"pop_vlan,2"},
+	{"recirc_id(0),in_port(4),ct_state(-trk),eth(src=00:00:00:00:00:0a,dst=00:00:00:00:00:0b),eth_type(0x0800),ipv4(frag=no)",
+		"ct(zone=5),recirc(0x1)"},
+}
+
+// flowText is a flow's key/mask and actions as ovs-dpctl prints them.
+func flowText(f *odp.Flow) string {
+	return odp.FormatKey(f.Key, f.Mask, false) + " actions:" + odp.FormatActions(f.Actions)
+}
+
+func TestIntegrationFlows(t *testing.T) {
+	c := kernelClient(t)
+	d := newKernelDP(t, c)
+	idx := d.Index()
+	written := map[odp.UFID]string{}
+	for i, tf := range testFlows {
+		key, mask, err := odp.ParseMaskedKey(tf.key)
+		if err != nil {
+			t.Fatalf("flow %d: %v", i, err)
+		}
+		acts, err := odp.ParseActions(tf.actions)
+		if err != nil {
+			t.Fatalf("flow %d: %v", i, err)
+		}
+		f := &odp.Flow{UFID: odp.UFID{byte(i + 1), 0xaa}, Key: key, Mask: mask, Actions: acts}
+		want := flowText(f)
+		if _, err := c.PutFlow(idx, f, odp.PutCreate, FlowOptions{}); err != nil {
+			t.Errorf("put %s: %v", want, err)
+			continue
+		}
+		written[f.UFID] = want
+		got, err := c.GetFlow(idx, odp.FlowID{UFID: f.UFID}, FlowOptions{})
+		if err != nil {
+			t.Errorf("get %s: %v", f.UFID, err)
+			continue
+		}
+		if g := flowText(got); g != want {
+			t.Errorf("flow read back differs:\nwrote %s\nread  %s", want, g)
+		}
+		if _, err := c.PutFlow(idx, f, odp.PutCreate, FlowOptions{}); !errors.Is(err, os.ErrExist) {
+			t.Errorf("second create: %v, want ErrExist", err)
+		}
+	}
+	if len(written) == 0 {
+		t.Fatal("no flow was accepted")
+	}
+	// A flow without a UFID is found by its key (flows with one only by
+	// their UFID).
+	{
+		key, mask, _ := odp.ParseMaskedKey("in_port(7),eth(),eth_type(0x0800),ipv4(src=10.7.0.1,frag=no)")
+		acts, _ := odp.ParseActions("1")
+		if _, err := c.PutFlow(idx, &odp.Flow{Key: key, Mask: mask, Actions: acts}, odp.PutCreate, FlowOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		got, err := c.GetFlow(idx, odp.FlowID{Key: key}, FlowOptions{})
+		if err != nil || odp.FormatKey(got.Key, got.Mask, false) != odp.FormatKey(key, mask, false) {
+			t.Errorf("get by key: %v %v", got, err)
+		}
+		if _, err := c.DelFlow(idx, odp.FlowID{Key: key}, FlowOptions{}); err != nil {
+			t.Errorf("delete by key: %v", err)
+		}
+	}
+	// Full and terse dumps.
+	full := map[odp.UFID]string{}
+	if err := c.DumpFlows(idx, FlowOptions{}, func(f *odp.Flow) error { full[f.UFID] = flowText(f); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	for u, want := range written {
+		if full[u] != want {
+			t.Errorf("dump of %s:\nwrote %s\ndump  %s", u, want, full[u])
+		}
+	}
+	terse := 0
+	err := c.DumpFlows(idx, FlowOptions{UFIDFlags: Terse}, func(f *odp.Flow) error {
+		terse++
+		if f.Key != nil || f.Mask != nil || f.Actions != nil {
+			t.Errorf("terse dump of %s has key/mask/actions", f.UFID)
+		}
+		if _, ok := written[f.UFID]; !ok {
+			t.Errorf("terse dump: unknown UFID %s", f.UFID)
+		}
+		return nil
+	})
+	if err != nil || terse != len(written) {
+		t.Errorf("terse dump: %d flows, %v; want %d", terse, err, len(written))
+	}
+	// Modify the first flow's actions, clearing its stats.
+	u1 := odp.UFID{1, 0xaa}
+	key, mask, _ := odp.ParseMaskedKey(testFlows[0].key)
+	newActs, _ := odp.ParseActions("3")
+	if _, err := c.PutFlow(idx, &odp.Flow{UFID: u1, Key: key, Mask: mask, Actions: newActs}, odp.PutModify|odp.PutZeroStats, FlowOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := c.GetFlow(idx, odp.FlowID{UFID: u1}, FlowOptions{})
+	if err != nil || odp.FormatActions(got.Actions) != "3" {
+		t.Errorf("after modify: %v, %v", got, err)
+	}
+	missing := odp.UFID{0xee}
+	if _, err := c.PutFlow(idx, &odp.Flow{UFID: missing, Key: key, Mask: mask, Actions: newActs}, odp.PutModify, FlowOptions{}); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("modify of a missing flow: %v, want ErrNotExist", err)
+	}
+	if _, err := c.DelFlow(idx, odp.FlowID{UFID: u1}, FlowOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.GetFlow(idx, odp.FlowID{UFID: u1}, FlowOptions{}); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("get after delete: %v", err)
+	}
+	if err := c.FlushFlows(idx); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	c.DumpFlows(idx, FlowOptions{}, func(*odp.Flow) error { n++; return nil })
+	if n != 0 {
+		t.Errorf("%d flows after flush", n)
+	}
+	info, err := d.Info(context.Background())
+	if err != nil || info.Stats.Flows != 0 || info.UpcallMode != UpcallModePerCPU {
+		t.Errorf("Info = %+v, %v", info, err)
+	}
+	// A kernel rejection keeps the kernel's message (trunc needs >= 14).
+	bad, _ := odp.ParseActions("trunc(13)")
+	_, err = c.PutFlow(idx, &odp.Flow{Key: key, Mask: mask, Actions: bad}, odp.PutCreate, FlowOptions{Probe: true})
+	var ge *Error
+	if !errors.As(err, &ge) {
+		t.Errorf("trunc(13): %v, want a kernel error", err)
+	} else {
+		t.Logf("trunc(13) rejected: %v", err)
+	}
+}
+
+// udpFrame builds an Ethernet/IPv4/UDP frame.
+func udpFrame(src, dst net.HardwareAddr) []byte {
+	f := append(append(append([]byte{}, dst...), src...), 0x08, 0x00)
+	ip := []byte{0x45, 0, 0, 28, 0, 0, 0, 0, 64, 17, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2}
+	var sum uint32
+	for i := 0; i < 20; i += 2 {
+		sum += uint32(ip[i])<<8 | uint32(ip[i+1])
+	}
+	for sum > 0xffff {
+		sum = sum&0xffff + sum>>16
+	}
+	ip[10], ip[11] = byte(^sum>>8), byte(^sum)
+	f = append(f, ip...)
+	return append(f, 0x04, 0xd2, 0x16, 0x2e, 0, 8, 0, 0)
+}
+
+func TestIntegrationUpcallsAndExecute(t *testing.T) {
+	c := kernelClient(t)
+	d := newKernelDP(t, c)
+	ns := testenv.NewNetns(t)
+	veth := testenv.NewVeth(t, nil, ns)
+	ctx := context.Background()
+	port, err := d.AddPort(ctx, odp.PortSpec{Name: veth.Name, Type: odp.PortNetdev})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs, err := d.Upcalls(ctx, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mac := ns.MAC(t, veth.PeerName)
+	dst := net.HardwareAddr{0x02, 0, 0, 0, 0, 0x99}
+	frame := udpFrame(mac, dst)
+
+	// recv waits for an upcall of the given kind on any handler.
+	recv := func(kind odp.UpcallKind) odp.Upcall {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		ch := make(chan odp.Upcall, len(rs))
+		for _, r := range rs {
+			go func() {
+				ups := make([]odp.Upcall, 4)
+				for {
+					n, err := r.Recv(ctx, ups)
+					if err != nil {
+						return
+					}
+					for _, u := range ups[:n] {
+						if u.Kind == kind && bytes.Equal(u.Packet, frame) {
+							ch <- u
+							return
+						}
+					}
+				}
+			}()
+		}
+		for range 5 {
+			ns.SendFrame(t, veth.PeerName, frame)
+			select {
+			case u := <-ch:
+				return u
+			case <-time.After(time.Second):
+			}
+		}
+		t.Fatalf("no %v upcall within 5 s", kind)
+		return odp.Upcall{}
+	}
+
+	// A miss: no flows.
+	u := recv(odp.UpcallMiss)
+	if u.Port != port.Number {
+		t.Errorf("miss on port %d, want %d", u.Port, port.Number)
+	}
+	keyText := odp.FormatKey(u.Key, nil, false)
+	for _, want := range []string{"in_port(" + fmt.Sprint(port.Number) + ")", "eth(src=" + mac.String() + ",dst=02:00:00:00:00:99)", "eth_type(0x0800)", "ipv4(src=10.0.0.1,dst=10.0.0.2,proto=17", "udp(src=1234,dst=5678)"} {
+		if !strings.Contains(keyText, want) {
+			t.Errorf("miss key %s lacks %s", keyText, want)
+		}
+	}
+
+	// A userspace action with userdata.
+	userdata := []byte{0xde, 0xad, 0xbe, 0xef, 1, 2, 3, 4}
+	key, mask, err := odp.ParseMaskedKey(fmt.Sprintf("in_port(%d),eth(),eth_type(0x0800),ipv4(frag=no)", port.Number))
+	if err != nil {
+		t.Fatal(err)
+	}
+	acts := odp.Actions{odp.Userspace{PID: rs[0].(*UpcallSocket).PID(), Userdata: userdata}}
+	if _, err := d.PutFlow(ctx, &odp.Flow{UFID: odp.UFID{9}, Key: key, Mask: mask, Actions: acts}, odp.PutCreate); err != nil {
+		t.Fatal(err)
+	}
+	u = recv(odp.UpcallAction)
+	if !bytes.Equal(u.Userdata, userdata) {
+		t.Errorf("userdata %x, want %x", u.Userdata, userdata)
+	}
+	f, err := d.GetFlow(ctx, odp.FlowID{UFID: odp.UFID{9}})
+	if err != nil || f.Stats.Packets == 0 {
+		t.Errorf("flow stats after traffic: %+v, %v", f, err)
+	}
+	info, _ := d.Info(ctx)
+	if info.Stats.Missed == 0 || info.Stats.Hit == 0 {
+		t.Errorf("datapath stats did not move: %+v", info.Stats)
+	}
+
+	// Execute with an output action delivers into the namespace.
+	capt := ns.Capture(t, veth.PeerName)
+	out := udpFrame(net.HardwareAddr{0x02, 0, 0, 0, 0, 0x55}, mac)
+	inKey, err := odp.ParseKey("in_port(0)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = d.Execute(ctx, &odp.Packet{Data: out, Key: inKey, Actions: odp.Actions{odp.Output{Port: port.Number}}, MRU: 1500, Hash: 0x1234})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := capt.WaitFor(5*time.Second, func(fr testenv.Frame) bool { return bytes.Equal(fr.Data, out) }); err != nil {
+		t.Errorf("executed packet not received in the namespace: %v", err)
+	}
+	for _, r := range rs {
+		if s := r.(*UpcallSocket); s.Malformed() != 0 {
+			t.Errorf("socket %d: %d malformed upcalls", s.PID(), s.Malformed())
+		}
+	}
+}
+
+func TestIntegrationMetersAndZoneLimits(t *testing.T) {
+	c := kernelClient(t)
+	d := newKernelDP(t, c)
+	if !c.HasMeters() || !c.HasCTLimits() {
+		t.Fatalf("Debian's 6.1 kernel has ovs_meter and ovs_ct_limit; HasMeters=%v HasCTLimits=%v", c.HasMeters(), c.HasCTLimits())
+	}
+	mf, err := c.MeterFeatures(d.Index())
+	if err != nil || mf.MaxMeters == 0 || mf.MaxBands == 0 {
+		t.Fatalf("MeterFeatures = %+v, %v", mf, err)
+	}
+	t.Logf("meter features: %+v", mf)
+	if err := c.SetMeter(d.Index(), Meter{ID: 3, KBPS: true, Bands: []MeterBand{{Type: MeterBandDrop, Rate: 1000, Burst: 100}}}, false); err != nil {
+		t.Fatal(err)
+	}
+	m, err := c.GetMeter(d.Index(), 3)
+	if err != nil || len(m.Bands) != 1 {
+		t.Fatalf("GetMeter = %+v, %v", m, err)
+	}
+	if _, err := c.DelMeter(d.Index(), 3); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.GetMeter(d.Index(), 3); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("GetMeter after delete: %v", err)
+	}
+	if err := c.SetZoneLimits(d.Index(), []ZoneLimit{{Zone: DefaultZone, Limit: 100}, {Zone: 7, Limit: 5}}); err != nil {
+		t.Fatal(err)
+	}
+	ls, err := c.ZoneLimits(d.Index(), 7)
+	if err != nil || len(ls) != 1 || ls[0].Zone != 7 || ls[0].Limit != 5 {
+		t.Fatalf("ZoneLimits(7) = %+v, %v", ls, err)
+	}
+	all, err := c.ZoneLimits(d.Index())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].Zone < all[j].Zone })
+	if len(all) < 2 || all[0].Zone != DefaultZone || all[0].Limit != 100 {
+		t.Errorf("ZoneLimits() = %+v", all)
+	}
+	if err := c.DelZoneLimits(d.Index(), 7); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestIntegrationModuleMessages(t *testing.T) {
+	// Errors name the missing datapath.
+	c := kernelClient(t)
+	_, err := c.GetDatapath("gdp-none")
+	if !errors.Is(err, os.ErrNotExist) || !strings.Contains(err.Error(), "gdp-none") {
+		t.Errorf("GetDatapath(missing) = %v", err)
+	}
+}
+
+// benchFlows builds n distinct flows (exact IPv4 source, /32).
+func benchFlows(tb testing.TB, n int) []*odp.Flow {
+	acts, err := odp.ParseActions("2")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	fs := make([]*odp.Flow, n)
+	for i := range fs {
+		key, mask, err := odp.ParseMaskedKey(fmt.Sprintf("in_port(1),eth(),eth_type(0x0800),ipv4(src=10.%d.%d.%d,frag=no)", i>>16&255, i>>8&255, i&255))
+		if err != nil {
+			tb.Fatal(err)
+		}
+		fs[i] = &odp.Flow{UFID: odp.UFID{byte(i), byte(i >> 8), byte(i >> 16), 0x77}, Key: key, Mask: mask, Actions: acts}
+	}
+	return fs
+}
+
+// BenchmarkIntegrationFlows installs and dumps 10,000 flows per iteration
+// through genl and reports flows/s for each.
+func BenchmarkIntegrationFlows(b *testing.B) {
+	const n = 10000
+	c := kernelClient(b)
+	d := newKernelDP(b, c)
+	fs := benchFlows(b, n)
+	var install, dump, terse time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		t0 := time.Now()
+		for _, f := range fs {
+			if _, err := c.PutFlow(d.Index(), f, odp.PutCreate, FlowOptions{}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		t1 := time.Now()
+		got := 0
+		if err := c.DumpFlows(d.Index(), FlowOptions{}, func(*odp.Flow) error { got++; return nil }); err != nil {
+			b.Fatal(err)
+		}
+		t2 := time.Now()
+		if err := c.DumpFlows(d.Index(), FlowOptions{UFIDFlags: Terse}, func(*odp.Flow) error { got++; return nil }); err != nil {
+			b.Fatal(err)
+		}
+		t3 := time.Now()
+		if got != 2*n {
+			b.Fatalf("dumps saw %d flows, want %d", got, 2*n)
+		}
+		install += t1.Sub(t0)
+		dump += t2.Sub(t1)
+		terse += t3.Sub(t2)
+		b.StopTimer()
+		if err := c.FlushFlows(d.Index()); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(n*b.N)/install.Seconds(), "install-flows/s")
+	b.ReportMetric(float64(n*b.N)/dump.Seconds(), "dump-flows/s")
+	b.ReportMetric(float64(n*b.N)/terse.Seconds(), "terse-dump-flows/s")
+}
