@@ -8,18 +8,28 @@ func EqualMasked(a, b, mask *Key, r Range) bool {
 	x := a.Words()[r.Start:r.End]
 	y := b.Words()[r.Start:r.End]
 	m := mask.Words()[r.Start:r.End]
-	y = y[:len(x)]
-	m = m[:len(x)]
-	var acc0, acc1, acc2, acc3 uint64
-	i := 0
-	for ; i+4 <= len(x); i += 4 {
-		acc0 |= (x[i] ^ y[i]) & m[i]
-		acc1 |= (x[i+1] ^ y[i+1]) & m[i+1]
-		acc2 |= (x[i+2] ^ y[i+2]) & m[i+2]
-		acc3 |= (x[i+3] ^ y[i+3]) & m[i+3]
+	if len(x) == 0 {
+		return true
 	}
-	for ; i < len(x); i++ {
-		acc0 |= (x[i] ^ y[i]) & m[i]
+	return equalMasked(&x[0], &y[0], &m[0], len(x))
+}
+
+// equalMaskedGeneric is the portable comparator over n words.
+func equalMaskedGeneric(a, b, m *uint64, n int) bool {
+	x := wordsAt(a, n)
+	y := wordsAt(b, n)
+	z := wordsAt(m, n)
+	var acc0, acc1, acc2, acc3 uint64
+	for len(x) >= 4 && len(y) >= 4 && len(z) >= 4 {
+		acc0 |= (x[0] ^ y[0]) & z[0]
+		acc1 |= (x[1] ^ y[1]) & z[1]
+		acc2 |= (x[2] ^ y[2]) & z[2]
+		acc3 |= (x[3] ^ y[3]) & z[3]
+		x, y, z = x[4:], y[4:], z[4:]
+	}
+	for len(x) > 0 && len(y) > 0 && len(z) > 0 {
+		acc0 |= (x[0] ^ y[0]) & z[0]
+		x, y, z = x[1:], y[1:], z[1:]
 	}
 	return acc0|acc1|acc2|acc3 == 0
 }

@@ -253,3 +253,6 @@ func (k *Key) IsZero() bool {
 	}
 	return acc == 0
 }
+
+// wordsAt returns the n words at p as a slice.
+func wordsAt(p *uint64, n int) []uint64 { return unsafe.Slice(p, n) }

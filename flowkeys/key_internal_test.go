@@ -85,3 +85,25 @@ func TestCRCHardwareMatchesGeneric(t *testing.T) {
 		}
 	}
 }
+
+func TestEqualMaskedAsmMatchesGeneric(t *testing.T) {
+	rng := rand.New(rand.NewSource(8))
+	var a, b, m Key
+	for i := 0; i < 20000; i++ {
+		for j := range a.Words() {
+			a.Words()[j] = rng.Uint64()
+			m.Words()[j] = rng.Uint64()
+		}
+		b = a
+		if rng.Intn(2) == 0 {
+			b.Words()[rng.Intn(KeyWords)] ^= 1 << rng.Intn(64)
+		}
+		s := rng.Intn(KeyWords)
+		e := s + 1 + rng.Intn(KeyWords-s)
+		got := equalMasked(&a.Words()[s], &b.Words()[s], &m.Words()[s], e-s)
+		want := equalMaskedGeneric(&a.Words()[s], &b.Words()[s], &m.Words()[s], e-s)
+		if got != want {
+			t.Fatalf("words %d-%d: equalMasked = %v, generic %v", s, e, got, want)
+		}
+	}
+}

@@ -3,7 +3,7 @@ package flowkeys
 import (
 	crand "crypto/rand"
 	"encoding/binary"
-	)
+)
 
 // KeyedHasher hashes keys with a secret of its own, so that nobody who
 // does not know the secret can choose keys that collide. Give every hash
@@ -79,15 +79,14 @@ func (h *KeyedHasher) Hash(k *Key, r Range, seed uint32) uint32 {
 func HashKeyed(k *Key, r Range, h *KeyedHasher, seed uint32) uint32 {
 	w := k.Words()[r.Start:r.End]
 	s := h.secret[r.Start:r.End]
-	s = s[:len(w)]
 	var sum0, sum1 uint64
-	i := 0
-	for ; i+1 < len(w); i += 2 {
-		sum0 += nh(w[i], s[i])
-		sum1 += nh(w[i+1], s[i+1])
+	for len(w) >= 2 && len(s) >= 2 {
+		sum0 += nh(w[0], s[0])
+		sum1 += nh(w[1], s[1])
+		w, s = w[2:], s[2:]
 	}
-	if i < len(w) {
-		sum0 += nh(w[i], s[i])
+	if len(w) > 0 && len(s) > 0 {
+		sum0 += nh(w[0], s[0])
 	}
 	x := (sum0 + sum1) ^ h.final ^ uint64(seed)<<32 ^ uint64(r.Start)<<8 ^ uint64(r.End)
 	x ^= x >> 33
