@@ -250,6 +250,9 @@ func parseAction(sc *scanner, depth int) (Action, error) {
 	}
 	if num, ok := strings.CutPrefix(name, "action"); ok && num != "" {
 		if t, err := strconv.ParseUint(num, 10, 14); err == nil {
+			if _, known := actionDecoders[ActionType(t)]; known {
+				return nil, sc.errorAt(start, "%q is %s: write it in that action's syntax", name, ActionType(t))
+			}
 			return parseUnknownAction(sc, ActionType(t))
 		}
 	}
