@@ -32,11 +32,12 @@ type Decision struct {
 type bug uint8
 
 const (
-	bugNone         bug = iota
-	bugNoFailMask       // failing rules add nothing to the mask
-	bugNoTTLMask        // dec_ttl does not mask the TTL
-	bugNoInPortMask     // output and flood do not mask in_port
-	bugFailFieldOnly    // failing rules mask only the failing field
+	bugNone          bug = iota
+	bugNoFailMask        // failing rules add nothing to the mask
+	bugNoTTLMask         // dec_ttl does not mask the TTL
+	bugNoInPortMask      // output and flood do not mask in_port
+	bugFailBitsShort     // a failing field's proof stops above the differing bit
+	bugNoPrereq          // a failing field's proof comes without its prerequisites
 )
 
 // Decide evaluates the rules for k in priority order and returns the
@@ -71,33 +72,106 @@ func (rs *RuleSet) decide(k *flowkeys.Key, d *Decision, b bug) {
 			var w walker
 			w.init(k, mask, nil, b)
 			w.run(r.Actions)
+			d.Mask = w.mask
 			d.Normal = w.normal
 			return
 		}
-		if b == bugNoFailMask {
-			continue
-		}
-		// The rule failed: consult its fields in the fixed order, adding
-		// the bits of each matching field, up to the first that fails,
-		// of which only the bits proving the failure are added.
-		for _, f := range r.fieldOrder {
-			fi := &fields[f]
-			rv, rm, pv := get(&r.Match.Value, f), get(&r.Match.Mask, f), get(k, f)
-			fb, failed := failBits(pv, rv, rm, fi.size)
-			if fi.exact {
-				fb = fullMask(f)
-			}
-			if failed || b != bugFailFieldOnly {
-				orField(mask, f, fb)
-				if fi.l4 {
-					mask.IPFrag = 0xff
-				}
-			}
-			if failed {
-				break
-			}
+		if b != bugNoFailMask {
+			addFailProof(r, k, mask, b)
 		}
 	}
+}
+
+// addFailProof adds to mask the bits that prove that rule r fails for
+// k: for one failing field, its proof (failBits) with the field's
+// prerequisites masked exactly (the Ethernet type for L3 fields, also
+// the IP protocol and fragment type for L4 fields). A failing field whose
+// proof the mask already holds is preferred (it adds nothing); otherwise
+// the first failing field in the fixed order is taken. Fields that
+// match are not needed: any packet that agrees with k on the proof fails
+// the rule on that field, whatever its other fields.
+func addFailProof(r *Rule, k, mask *flowkeys.Key, b bug) {
+	first := numFields
+	var firstBits be
+	for _, f := range r.fieldOrder {
+		fi := &fields[f]
+		rv, rm, pv := get(&r.Match.Value, f), get(&r.Match.Mask, f), get(k, f)
+		fb, failed := failBits(pv, rv, rm, fi.size)
+		if !failed {
+			continue
+		}
+		if fi.exact {
+			fb = fullMask(f)
+		} else if b == bugFailBitsShort {
+			// Drop the differing bit (the lowest one of the proof).
+			for i := fi.size - 1; i >= 0; i-- {
+				if fb[i] != 0 {
+					fb[i] &= fb[i] - 1
+					break
+				}
+			}
+		}
+		if covered(mask, f, fb) {
+			return
+		}
+		if first == numFields {
+			first, firstBits = f, fb
+		}
+	}
+	if first == numFields {
+		return // cannot happen: the rule failed on some field
+	}
+	orField(mask, first, firstBits)
+	if b == bugNoPrereq {
+		return
+	}
+	switch p := prereqOf(first); p {
+	case prereqL4:
+		mask.IPProto = 0xff
+		mask.IPFrag = 0xff
+		fallthrough
+	case prereqL3:
+		mask.EthType = 0xffff
+	}
+}
+
+type prereqKind uint8
+
+const (
+	prereqNone prereqKind = iota
+	prereqL3              // needs an exact Ethernet type
+	prereqL4              // needs exact Ethernet type, IP protocol and fragment type
+)
+
+func prereqOf(f fieldID) prereqKind {
+	switch f {
+	case fNwProto, fNwSrc, fNwDst, fIPv6Src, fIPv6Dst, fNwTOS, fNwTTL:
+		return prereqL3
+	case fTpSrc, fTpDst:
+		return prereqL4
+	}
+	return prereqNone
+}
+
+// covered reports whether mask already holds the bits fb of field f and
+// the field's prerequisites.
+func covered(mask *flowkeys.Key, f fieldID, fb be) bool {
+	mv := get(mask, f)
+	for i := range fields[f].size {
+		if fb[i]&^mv[i] != 0 {
+			return false
+		}
+	}
+	switch prereqOf(f) {
+	case prereqL4:
+		if mask.IPProto != 0xff || mask.IPFrag != 0xff {
+			return false
+		}
+		fallthrough
+	case prereqL3:
+		return mask.EthType == 0xffff
+	}
+	return true
 }
 
 // Offsets of the key fields the actions read and write.
@@ -128,8 +202,7 @@ var (
 // bit ORs it into mask. When tr is non-nil the walker also emits
 // datapath operations.
 type walker struct {
-	k       *flowkeys.Key
-	mask    *flowkeys.Key
+	mask    flowkeys.Key
 	cur     flowkeys.Key
 	written flowkeys.Key
 	pending flowkeys.Key
@@ -138,8 +211,9 @@ type walker struct {
 	normal  bool
 }
 
+// init starts a walk over packet k with the mask accumulated so far.
 func (w *walker) init(k, mask *flowkeys.Key, tr *translator, b bug) {
-	w.k, w.mask, w.tr, w.bug = k, mask, tr, b
+	w.mask, w.tr, w.bug = *mask, tr, b
 	w.cur = *k
 }
 

@@ -13,12 +13,12 @@ import (
 
 // Ethernet types and IP protocols that the rule syntax names.
 const (
-	ethIPv4   = flowkeys.EthTypeIPv4
-	ethIPv6   = flowkeys.EthTypeIPv6
-	ethARP    = flowkeys.EthTypeARP
-	protoICMP = 1
-	protoTCP  = 6
-	protoUDP  = 17
+	ethIPv4    = flowkeys.EthTypeIPv4
+	ethIPv6    = flowkeys.EthTypeIPv6
+	ethARP     = flowkeys.EthTypeARP
+	protoICMP  = 1
+	protoTCP   = 6
+	protoUDP   = 17
 	protoICMP6 = 58
 )
 
@@ -52,11 +52,14 @@ type ParseError struct {
 	Msg  string
 }
 
-// Error formats the error as "FILE:LINE:COL: MSG" (or "column COL: MSG"
-// when there is no file and line).
+// Error formats the error as "FILE:LINE:COL: MSG", or without a file
+// "line LINE, column COL: MSG", or without a line "column COL: MSG".
 func (e *ParseError) Error() string {
-	if e.File == "" && e.Line == 0 {
-		return fmt.Sprintf("column %d: %s", e.Col, e.Msg)
+	if e.File == "" {
+		if e.Line == 0 {
+			return fmt.Sprintf("column %d: %s", e.Col, e.Msg)
+		}
+		return fmt.Sprintf("line %d, column %d: %s", e.Line, e.Col, e.Msg)
 	}
 	return fmt.Sprintf("%s:%d:%d: %s", e.File, e.Line, e.Col, e.Msg)
 }
