@@ -53,7 +53,7 @@ func FuzzParseTimeout(f *testing.F) {
 
 // FuzzShellQuote: the quoted word has no unquoted special characters: it
 // is either all safe characters or a single-quoted string in which every
-// quote is the '\'' sequence.
+// quote is the '\” sequence.
 func FuzzShellQuote(f *testing.F) {
 	for _, s := range []string{"", "a b", "it's", "''", "$x"} {
 		f.Add(s)
