@@ -291,3 +291,40 @@ func TestRealKernelModules(t *testing.T) {
 	}
 	t.Logf("%d modules, %d bytes uncompressed", len(mods), n)
 }
+
+func TestTestFlag(t *testing.T) {
+	args := []string{"-test.v=true", "-test.run=^TestIntegration", "-test.timeout=10m0s", "--test.bench", "BenchX", "--", "-test.run=after"}
+	if v, ok := testFlag(args, "run"); !ok || v != "^TestIntegration" {
+		t.Errorf("run = %q, %v", v, ok)
+	}
+	if v, ok := testFlag(args, "bench"); !ok || v != "BenchX" {
+		t.Errorf("bench = %q, %v", v, ok)
+	}
+	if _, ok := testFlag(args, "fuzz"); ok {
+		t.Errorf("fuzz found")
+	}
+}
+
+// TestSelectsNothing asks this very test binary.
+func TestSelectsNothing(t *testing.T) {
+	bin, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasSuffix(bin, ".test") {
+		t.Fatalf("test binary %s does not end in .test", bin)
+	}
+	env := os.Environ()
+	if !SelectsNothing([]string{bin, "-test.run=^TestNoSuchThing$"}, env, "") {
+		t.Errorf("a pattern matching nothing was not recognised")
+	}
+	if SelectsNothing([]string{bin, "-test.run=^TestTestFlag$"}, env, "") {
+		t.Errorf("a pattern matching a test was taken for nothing")
+	}
+	if SelectsNothing([]string{bin, "-test.run=^TestNoSuchThing$", "-test.bench=."}, env, "") {
+		t.Errorf("benchmarks selected by -test.bench were ignored")
+	}
+	if SelectsNothing([]string{bin}, env, "") || SelectsNothing([]string{"/bin/true", "-test.run=x"}, env, "") {
+		t.Errorf("no -test.run, or not a test binary, must go to the VM")
+	}
+}

@@ -67,7 +67,10 @@ func run() int {
 	cfg.Timeout, cfg.Mode, cfg.Debug, cfg.Cache = *timeout, *mode, *debug, *cache
 	argv := fs.Args()
 
-	if !vm.NeedVM(cfg) {
+	// A test binary whose -test.run/-test.bench select nothing (a package
+	// without kernel tests under -run '^TestIntegration') needs no VM.
+	direct := !vm.NeedVM(cfg) || vm.SelectsNothing(argv, os.Environ(), "")
+	if direct {
 		prog, err := exec.LookPath(argv[0])
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "vmrun: %v\n", err)
