@@ -220,14 +220,15 @@ func nextEvent(t *testing.T, w *VportWatcher, name string) VportEvent {
 
 // testFlows are flows in the kernel's attribute order, so that the text
 // read back is the text written. The kernel keeps 8 bits of the ARP
-// opcode (it shares the IP protocol field), hence op=1/0xff.
+// opcode (it shares the IP protocol field), hence op=1/0xff; it rejects
+// a userspace action with PID 0.
 var testFlows = []struct{ key, actions string }{
 	{"in_port(1),eth(src=00:00:00:00:00:01,dst=00:00:00:00:00:02),eth_type(0x0800),ipv4(src=10.0.0.1,dst=10.0.0.0/255.255.255.0,proto=6,tos=0,ttl=64,frag=no),tcp(src=80,dst=8080),tcp_flags(0/0)",
 		"set(ipv4(ttl=63)),push_vlan(vid=10,pcp=0),2"},
 	{"in_port(2),eth(src=00:00:00:00:00:03,dst=00:00:00:00:00:04),eth_type(0x86dd),ipv6(src=2001:db8::1,dst=2001:db8::2,label=0,proto=17,tclass=0,hlimit=64,frag=no),udp(src=53,dst=5353)",
 		"1"},
 	{"in_port(2),eth(src=00:00:00:00:00:03,dst=00:00:00:00:00:04),eth_type(0x0800),ipv4(src=10.9.0.1,dst=10.9.0.2,proto=17,tos=0,ttl=64,frag=no),udp(src=53,dst=5353)",
-		"userspace(pid=0,userdata(01020304)),1"},
+		"userspace(pid=1,userdata(01020304)),1"},
 	{"in_port(1),eth(src=00:00:00:00:00:05,dst=ff:ff:ff:ff:ff:ff),eth_type(0x0806),arp(sip=10.0.0.1,tip=10.0.0.2,op=1/0xff,sha=00:00:00:00:00:05,tha=00:00:00:00:00:00)",
 		"drop"},
 	{"in_port(3),eth(src=00:00:00:00:00:06,dst=00:00:00:00:00:07),eth_type(0x0800),ipv4(src=192.168.1.1,dst=192.168.1.2,proto=1,tos=0,ttl=64,frag=no),icmp(type=8,code=0)",
