@@ -226,5 +226,6 @@ var RequiredModules = []string{
 var OptionalModules = []string{
 	"8021q", "udp_tunnel", "ip6_udp_tunnel", "ip_tunnel", "gre", "ip_gre", "ip6_gre",
 	"vxlan", "geneve", "vport_vxlan", "vport_geneve", "vport_gre",
-	"nf_conntrack_netlink", "bridge", "dummy", "af_packet",
+	"nf_conntrack_netlink", "nf_conntrack_ftp", "nf_conntrack_tftp", "nf_nat_ftp", "nf_nat_tftp",
+	"bridge", "dummy", "af_packet",
 }
