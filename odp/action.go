@@ -20,7 +20,7 @@ type Action interface {
 	appendPayload(b []byte) ([]byte, error)
 
 	// format writes the action's text form.
-	format(f *strings.Builder)
+	format(f *textBuf)
 }
 
 // Actions is an action list, executed in order. An empty list drops the
@@ -144,13 +144,13 @@ func decodeActions(b []byte, base int, path string, depth int) (Actions, error) 
 // FormatActions formats an action list as ovs-dpctl prints it: actions
 // separated by commas, "drop" for an empty list.
 func FormatActions(as Actions) string {
-	var f strings.Builder
+	var f textBuf
 	formatActions(&f, as)
 	return f.String()
 }
 
 // formatActions writes as to f ("drop" when empty).
-func formatActions(f *strings.Builder, as Actions) {
+func formatActions(f *textBuf, as Actions) {
 	if len(as) == 0 {
 		f.WriteString("drop")
 		return
@@ -276,7 +276,7 @@ func (o Output) appendPayload(b []byte) ([]byte, error) {
 	return binary.NativeEndian.AppendUint32(b, o.Port), nil
 }
 
-func (o Output) format(f *strings.Builder) { fmt.Fprintf(f, "%d", o.Port) }
+func (o Output) format(f *textBuf) { f.writePort(o.Port) }
 
 func init() {
 	actionDecoders[ActionOutput] = func(a *rawAttr, path string, _ int) (Action, error) {
@@ -303,7 +303,7 @@ func (u UnknownAction) appendPayload(b []byte) ([]byte, error) { return append(b
 
 // format writes "actionN(xx xx ...)" (bytes separated by blanks), or
 // "actionN" when the payload is empty, as Open vSwitch does.
-func (u UnknownAction) format(f *strings.Builder) {
+func (u UnknownAction) format(f *textBuf) {
 	fmt.Fprintf(f, "action%d", u.Type)
 	for i, c := range u.Data {
 		if i == 0 {

@@ -16,7 +16,7 @@ type PopVLAN struct{}
 // ActionType implements Action.
 func (PopVLAN) ActionType() ActionType                 { return ActionPopVLAN }
 func (PopVLAN) appendPayload(b []byte) ([]byte, error) { return b, nil }
-func (PopVLAN) format(f *strings.Builder)              { f.WriteString("pop_vlan") }
+func (PopVLAN) format(f *textBuf)                      { f.WriteString("pop_vlan") }
 
 // PopEth removes the Ethernet header (OVS_ACTION_ATTR_POP_ETH, no
 // payload). Text: "pop_eth".
@@ -25,7 +25,7 @@ type PopEth struct{}
 // ActionType implements Action.
 func (PopEth) ActionType() ActionType                 { return ActionPopEth }
 func (PopEth) appendPayload(b []byte) ([]byte, error) { return b, nil }
-func (PopEth) format(f *strings.Builder)              { f.WriteString("pop_eth") }
+func (PopEth) format(f *textBuf)                      { f.WriteString("pop_eth") }
 
 // CTClear clears the packet's conntrack state (OVS_ACTION_ATTR_CT_CLEAR,
 // no payload). Text: "ct_clear".
@@ -34,7 +34,7 @@ type CTClear struct{}
 // ActionType implements Action.
 func (CTClear) ActionType() ActionType                 { return ActionCTClear }
 func (CTClear) appendPayload(b []byte) ([]byte, error) { return b, nil }
-func (CTClear) format(f *strings.Builder)              { f.WriteString("ct_clear") }
+func (CTClear) format(f *textBuf)                      { f.WriteString("ct_clear") }
 
 // PopNSH removes the NSH header (OVS_ACTION_ATTR_POP_NSH, no payload).
 // Text: "pop_nsh()".
@@ -43,7 +43,7 @@ type PopNSH struct{}
 // ActionType implements Action.
 func (PopNSH) ActionType() ActionType                 { return ActionPopNSH }
 func (PopNSH) appendPayload(b []byte) ([]byte, error) { return b, nil }
-func (PopNSH) format(f *strings.Builder)              { f.WriteString("pop_nsh()") }
+func (PopNSH) format(f *textBuf)                      { f.WriteString("pop_nsh()") }
 
 // EthTypeVLAN and EthTypeQinQ are the 802.1Q and 802.1ad TPIDs.
 const (
@@ -78,7 +78,7 @@ func (p PushVLAN) appendPayload(b []byte) ([]byte, error) {
 	return binary.BigEndian.AppendUint16(b, p.TCI), nil
 }
 
-func (p PushVLAN) format(f *strings.Builder) {
+func (p PushVLAN) format(f *textBuf) {
 	f.WriteString("push_vlan(")
 	if p.TPID != EthTypeVLAN {
 		fmt.Fprintf(f, "tpid=0x%04x,", p.TPID)
@@ -179,7 +179,7 @@ const (
 )
 
 // formatLSE writes "label=L,tc=T,ttl=TTL,bos=B".
-func formatLSE(f *strings.Builder, lse uint32) {
+func formatLSE(f *textBuf, lse uint32) {
 	fmt.Fprintf(f, "label=%d,tc=%d,ttl=%d,bos=%d", lse>>mplsLabelShift, (lse>>mplsTCShift)&7, lse&0xff, (lse>>mplsBOSShift)&1)
 }
 
@@ -246,7 +246,7 @@ func (p PushMPLS) appendPayload(b []byte) ([]byte, error) {
 	return append(b, 0, 0), nil
 }
 
-func (p PushMPLS) format(f *strings.Builder) {
+func (p PushMPLS) format(f *textBuf) {
 	f.WriteString("push_mpls(")
 	formatLSE(f, p.LSE)
 	fmt.Fprintf(f, ",eth_type=0x%x)", p.EthType)
@@ -277,7 +277,7 @@ func (p AddMPLS) appendPayload(b []byte) ([]byte, error) {
 	return binary.NativeEndian.AppendUint16(b, p.TunFlags), nil
 }
 
-func (p AddMPLS) format(f *strings.Builder) {
+func (p AddMPLS) format(f *textBuf) {
 	f.WriteString("add_mpls(")
 	formatLSE(f, p.LSE)
 	fmt.Fprintf(f, ",eth_type=0x%x", p.EthType)
@@ -302,7 +302,7 @@ func (p PopMPLS) appendPayload(b []byte) ([]byte, error) {
 	return binary.BigEndian.AppendUint16(b, p.EthType), nil
 }
 
-func (p PopMPLS) format(f *strings.Builder) { fmt.Fprintf(f, "pop_mpls(eth_type=0x%x)", p.EthType) }
+func (p PopMPLS) format(f *textBuf) { fmt.Fprintf(f, "pop_mpls(eth_type=0x%x)", p.EthType) }
 
 // Recirc recirculates the packet with a new recirculation ID
 // (OVS_ACTION_ATTR_RECIRC, u32). Text: "recirc(0x1)" (hex, as Open vSwitch
@@ -319,7 +319,7 @@ func (r Recirc) appendPayload(b []byte) ([]byte, error) {
 	return binary.NativeEndian.AppendUint32(b, r.ID), nil
 }
 
-func (r Recirc) format(f *strings.Builder) {
+func (r Recirc) format(f *textBuf) {
 	if r.ID == 0 {
 		f.WriteString("recirc(0)")
 		return
@@ -355,7 +355,7 @@ func (h Hash) appendPayload(b []byte) ([]byte, error) {
 	return binary.NativeEndian.AppendUint32(b, h.Basis), nil
 }
 
-func (h Hash) format(f *strings.Builder) {
+func (h Hash) format(f *textBuf) {
 	switch h.Alg {
 	case HashL4:
 		fmt.Fprintf(f, "hash(l4(%d))", h.Basis)
@@ -415,7 +415,7 @@ func (t Trunc) appendPayload(b []byte) ([]byte, error) {
 	return binary.NativeEndian.AppendUint32(b, t.MaxLen), nil
 }
 
-func (t Trunc) format(f *strings.Builder) { fmt.Fprintf(f, "trunc(%d)", t.MaxLen) }
+func (t Trunc) format(f *textBuf) { fmt.Fprintf(f, "trunc(%d)", t.MaxLen) }
 
 // Meter applies a meter (OVS_ACTION_ATTR_METER, u32 meter ID). Text:
 // "meter(N)".
@@ -431,7 +431,7 @@ func (m Meter) appendPayload(b []byte) ([]byte, error) {
 	return binary.NativeEndian.AppendUint32(b, m.ID), nil
 }
 
-func (m Meter) format(f *strings.Builder) { fmt.Fprintf(f, "meter(%d)", m.ID) }
+func (m Meter) format(f *textBuf) { fmt.Fprintf(f, "meter(%d)", m.ID) }
 
 // Drop drops the packet explicitly (OVS_ACTION_ATTR_DROP, u32 error
 // code: zero for a plain drop, else the reason counted by the kernel as
@@ -449,7 +449,7 @@ func (d Drop) appendPayload(b []byte) ([]byte, error) {
 	return binary.NativeEndian.AppendUint32(b, d.Reason), nil
 }
 
-func (d Drop) format(f *strings.Builder) {
+func (d Drop) format(f *textBuf) {
 	if d.Reason == 0 {
 		f.WriteString("drop")
 		return
@@ -486,7 +486,7 @@ func (l LBOutput) appendPayload(b []byte) ([]byte, error) {
 	return binary.NativeEndian.AppendUint32(b, l.BondID), nil
 }
 
-func (l LBOutput) format(f *strings.Builder) { fmt.Fprintf(f, "lb_output(%d)", l.BondID) }
+func (l LBOutput) format(f *textBuf) { fmt.Fprintf(f, "lb_output(%d)", l.BondID) }
 
 // TunnelPop decapsulates a tunnel packet and receives it on a tunnel port
 // (Open vSwitch's userspace OVS_ACTION_ATTR_TUNNEL_POP, u32 port; the
@@ -503,7 +503,11 @@ func (t TunnelPop) appendPayload(b []byte) ([]byte, error) {
 	return binary.NativeEndian.AppendUint32(b, t.Port), nil
 }
 
-func (t TunnelPop) format(f *strings.Builder) { fmt.Fprintf(f, "tnl_pop(%d)", t.Port) }
+func (t TunnelPop) format(f *textBuf) {
+	f.WriteString("tnl_pop(")
+	f.writePort(t.Port)
+	f.WriteByte(')')
+}
 
 // PushEth pushes an Ethernet header (OVS_ACTION_ATTR_PUSH_ETH, struct
 // ovs_action_push_eth: source then destination address). Text:
@@ -521,7 +525,7 @@ func (p PushEth) appendPayload(b []byte) ([]byte, error) {
 	return append(b, p.Dst[:]...), nil
 }
 
-func (p PushEth) format(f *strings.Builder) {
+func (p PushEth) format(f *textBuf) {
 	f.WriteString("push_eth(src=")
 	actFormatMAC(f, p.Src)
 	f.WriteString(",dst=")

@@ -193,7 +193,7 @@ func (n *NAT) append(b []byte) ([]byte, error) {
 
 // actFormatHex128 writes 16 bytes as Open vSwitch's ds_put_hex does: "0x"
 // and the hex digits without leading zeros, or "0".
-func actFormatHex128(f *strings.Builder, v [16]byte) {
+func actFormatHex128(f *textBuf, v [16]byte) {
 	i := 0
 	for i < len(v) && v[i] == 0 {
 		i++
@@ -206,7 +206,7 @@ func actFormatHex128(f *strings.Builder, v [16]byte) {
 	writeHex(f, v[i+1:])
 }
 
-func (c CT) format(f *strings.Builder) {
+func (c CT) format(f *textBuf) {
 	f.WriteString("ct")
 	var parts []string
 	if c.Commit {
@@ -222,7 +222,7 @@ func (c CT) format(f *strings.Builder) {
 		parts = append(parts, "mark="+cAltHex(uint64(c.MarkValue))+"/"+cAltHex(uint64(c.MarkMask)))
 	}
 	if c.HasLabels {
-		var l strings.Builder
+		var l textBuf
 		l.WriteString("label=")
 		actFormatHex128(&l, actLabelBE(c.LabelsValue))
 		if !allOnes(c.LabelsMask[:]) {
@@ -241,7 +241,7 @@ func (c CT) format(f *strings.Builder) {
 		parts = append(parts, "eventmask="+cAltHex(uint64(c.Eventmask)))
 	}
 	if c.NAT != nil {
-		var n strings.Builder
+		var n textBuf
 		c.NAT.format(&n)
 		parts = append(parts, n.String())
 	}
@@ -268,11 +268,11 @@ func actLabelBE(v [16]byte) [16]byte {
 	return v
 }
 
-func (n *NAT) format(f *strings.Builder) {
+func (n *NAT) format(f *textBuf) {
 	f.WriteString("nat")
 	var parts []string
 	addRange := func(kind string) {
-		var r strings.Builder
+		var r textBuf
 		r.WriteString(kind)
 		if n.IPMin.IsValid() {
 			r.WriteByte('=')
@@ -317,7 +317,7 @@ func (n *NAT) format(f *strings.Builder) {
 	}
 }
 
-func actFormatNATAddr(f *strings.Builder, a netip.Addr, bracket bool) {
+func actFormatNATAddr(f *textBuf, a netip.Addr, bracket bool) {
 	if a.Is4() {
 		actFormatIPv4(f, a.As4())
 		return

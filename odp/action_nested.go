@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"math"
-	"strings"
 )
 
 // Actions that carry nested action lists: sample, clone, check_pkt_len
@@ -37,7 +36,7 @@ func (s Sample) appendPayload(b []byte) ([]byte, error) {
 	return actAppendNestedActions(b, sampleAttrActions, s.Actions)
 }
 
-func (s Sample) format(f *strings.Builder) {
+func (s Sample) format(f *textBuf) {
 	pct := 100.0 * float64(s.Probability) / math.MaxUint32
 	fmt.Fprintf(f, "sample(sample=%.1f%%,actions(", pct)
 	formatActions(f, s.Actions)
@@ -119,7 +118,7 @@ func (Clone) ActionType() ActionType { return ActionClone }
 
 func (c Clone) appendPayload(b []byte) ([]byte, error) { return appendActions(b, c.Actions) }
 
-func (c Clone) format(f *strings.Builder) {
+func (c Clone) format(f *textBuf) {
 	f.WriteString("clone(")
 	formatActions(f, c.Actions)
 	f.WriteByte(')')
@@ -178,7 +177,7 @@ func (c CheckPktLen) appendPayload(b []byte) ([]byte, error) {
 	return actAppendNestedActions(b, cplAttrLessEqual, c.LessEqual)
 }
 
-func (c CheckPktLen) format(f *strings.Builder) {
+func (c CheckPktLen) format(f *textBuf) {
 	fmt.Fprintf(f, "check_pkt_len(size=%d,gt(", c.PktLen)
 	formatActions(f, c.Greater)
 	f.WriteString("),le(")
@@ -260,7 +259,7 @@ func (d DecTTL) appendPayload(b []byte) ([]byte, error) {
 	return actAppendNestedActions(b, decTTLAttrAction, d.LE1)
 }
 
-func (d DecTTL) format(f *strings.Builder) {
+func (d DecTTL) format(f *textBuf) {
 	f.WriteString("dec_ttl(le_1(")
 	formatActions(f, d.LE1)
 	f.WriteString("))")
@@ -333,7 +332,7 @@ func (p Psample) appendPayload(b []byte) ([]byte, error) {
 	return b, nil
 }
 
-func (p Psample) format(f *strings.Builder) {
+func (p Psample) format(f *textBuf) {
 	fmt.Fprintf(f, "psample(group=%d", p.Group)
 	if len(p.Cookie) > 0 {
 		f.WriteString(",cookie=")

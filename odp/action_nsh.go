@@ -3,7 +3,6 @@ package odp
 import (
 	"encoding/binary"
 	"fmt"
-	"strings"
 )
 
 // OVS_NSH_KEY_ATTR_* types.
@@ -68,7 +67,7 @@ func (p PushNSH) appendPayload(b []byte) ([]byte, error) {
 	return endNested(b, start)
 }
 
-func (p PushNSH) format(f *strings.Builder) {
+func (p PushNSH) format(f *textBuf) {
 	fmt.Fprintf(f, "push_nsh(flags=%d,ttl=%d,mdtype=%d,np=%d,spi=0x%x,si=%d", p.Flags, p.TTL, p.MDType, p.NP, p.SPI, p.SI)
 	switch p.MDType {
 	case NSHMDType1:

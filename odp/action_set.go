@@ -3,7 +3,6 @@ package odp
 import (
 	"bytes"
 	"fmt"
-	"strings"
 )
 
 // Set overwrites packet fields with a key attribute's value
@@ -31,7 +30,7 @@ func (s Set) appendPayload(b []byte) ([]byte, error) {
 	return appendKeyAttr(b, s.Key)
 }
 
-func (s Set) format(f *strings.Builder) {
+func (s Set) format(f *textBuf) {
 	f.WriteString("set(")
 	if s.Key != nil {
 		formatKeyAttr(f, s.Key, nil, true)
@@ -91,7 +90,7 @@ func (s SetMasked) appendPayload(b []byte) ([]byte, error) {
 	return appendAttr(b, uint16(s.Key.KeyType()), payload), nil
 }
 
-func (s SetMasked) format(f *strings.Builder) {
+func (s SetMasked) format(f *textBuf) {
 	f.WriteString("set(")
 	if s.Key != nil {
 		formatKeyAttr(f, s.Key, s.Mask, false)

@@ -57,9 +57,9 @@ func (t TunnelPush) appendPayload(b []byte) ([]byte, error) {
 	return append(b, t.Header...), nil
 }
 
-func (t TunnelPush) format(f *strings.Builder) {
+func (t TunnelPush) format(f *textBuf) {
 	fmt.Fprintf(f, "tnl_push(tnl_port(%d),", t.TnlPort)
-	var h strings.Builder
+	var h textBuf
 	ok := formatTnlHeader(&h, t.TnlType, t.Header)
 	if ok {
 		// Keep the Open vSwitch form only if it gives back the same bytes.
@@ -121,7 +121,7 @@ func parseTunnelPush(sc *scanner, _ int) (Action, error) {
 
 // formatTnlHeader writes "header(...)" in Open vSwitch's form. It reports
 // false when the header is not one it can show.
-func formatTnlHeader(f *strings.Builder, typ uint32, h []byte) bool {
+func formatTnlHeader(f *textBuf, typ uint32, h []byte) bool {
 	be := binary.BigEndian
 	if len(h) < 14 {
 		return false
@@ -268,7 +268,7 @@ func formatTnlHeader(f *strings.Builder, typ uint32, h []byte) bool {
 
 // actFormatHexStripped writes bytes as Open vSwitch's ds_put_hex: "0x"
 // then the digits without leading zeros, or "0" when all are zero.
-func actFormatHexStripped(f *strings.Builder, d []byte) {
+func actFormatHexStripped(f *textBuf, d []byte) {
 	i := 0
 	for i < len(d) && d[i] == 0 {
 		i++

@@ -3,7 +3,6 @@ package odp
 import (
 	"encoding/binary"
 	"fmt"
-	"strings"
 )
 
 // OVS_USERSPACE_ATTR_* types.
@@ -69,7 +68,7 @@ func (u Userspace) appendPayload(b []byte) ([]byte, error) {
 	return b, nil
 }
 
-func (u Userspace) format(f *strings.Builder) {
+func (u Userspace) format(f *textBuf) {
 	fmt.Fprintf(f, "userspace(pid=%d", u.PID)
 	if u.Userdata != nil {
 		if c, ok := ParseUserActionCookie(u.Userdata); ok {
@@ -85,7 +84,8 @@ func (u Userspace) format(f *strings.Builder) {
 		f.WriteString(",actions")
 	}
 	if u.HasEgressTunPort {
-		fmt.Fprintf(f, ",tunnel_out_port=%d", u.EgressTunPort)
+		f.WriteString(",tunnel_out_port=")
+		f.writePort(u.EgressTunPort)
 	}
 	f.WriteByte(')')
 }
@@ -319,7 +319,7 @@ func (c UserActionCookie) Marshal() []byte {
 // slowPathReasons are the slow-path reason bit names, bit 0 first.
 var slowPathReasons = []string{"cfm", "bfd", "lacp", "stp", "lldp", "action", "match"}
 
-func (c UserActionCookie) format(f *strings.Builder) {
+func (c UserActionCookie) format(f *textBuf) {
 	switch c.Type {
 	case CookieSFlow:
 		fmt.Fprintf(f, "sFlow(vid=%d,pcp=%d,output=%d)", c.VLANTCI&vlanVIDMask, c.VLANTCI>>vlanPCPShift, c.Output)

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/netip"
 	"strconv"
-	"strings"
 )
 
 // Helpers for the action codec and the action text syntax. They only add
@@ -182,7 +181,7 @@ func (sc *scanner) actHexBytes(what string) ([]byte, error) {
 // actFormatIPv6 formats an IPv6 address as glibc's inet_ntop does (which
 // is what Open vSwitch prints): RFC 5952 zero compression, and the dotted
 // IPv4 tail for IPv4-mapped and IPv4-compatible addresses.
-func actFormatIPv6(f *strings.Builder, a [16]byte) {
+func actFormatIPv6(f *textBuf, a [16]byte) {
 	var w [8]uint16
 	for i := range w {
 		w[i] = binary.BigEndian.Uint16(a[2*i:])
@@ -227,12 +226,12 @@ func actFormatIPv6(f *strings.Builder, a [16]byte) {
 }
 
 // actFormatIPv4 writes a dotted quad.
-func actFormatIPv4(f *strings.Builder, a [4]byte) {
+func actFormatIPv4(f *textBuf, a [4]byte) {
 	fmt.Fprintf(f, "%d.%d.%d.%d", a[0], a[1], a[2], a[3])
 }
 
 // actFormatMAC writes an Ethernet address as xx:xx:xx:xx:xx:xx.
-func actFormatMAC(f *strings.Builder, m [6]byte) {
+func actFormatMAC(f *textBuf, m [6]byte) {
 	fmt.Fprintf(f, "%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4], m[5])
 }
 

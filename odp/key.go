@@ -25,7 +25,7 @@ type KeyAttr interface {
 	// mask is nil for an exact match, or a KeyAttr of the same type.
 	// verbose is Open vSwitch's verbose flag: print fields whose mask is
 	// zero too.
-	format(f *strings.Builder, mask KeyAttr, verbose bool)
+	format(f *textBuf, mask KeyAttr, verbose bool)
 }
 
 // FlowKey is a flow key or a flow mask: OVS_KEY_ATTR_* attributes in
@@ -159,7 +159,7 @@ func (u UnknownKey) appendPayload(b []byte) ([]byte, error) { return append(b, u
 // format writes the payload as hex, and the mask's whenever a mask is
 // given: Open vSwitch never treats a mask of an attribute it does not know
 // as exact.
-func (u UnknownKey) format(f *strings.Builder, mask KeyAttr, verbose bool) {
+func (u UnknownKey) format(f *textBuf, mask KeyAttr, verbose bool) {
 	writeHex(f, u.Data)
 	if m, ok := mask.(UnknownKey); ok {
 		f.WriteByte('/')
@@ -168,7 +168,7 @@ func (u UnknownKey) format(f *strings.Builder, mask KeyAttr, verbose bool) {
 }
 
 // writeHex writes b as lowercase hex digits.
-func writeHex(f *strings.Builder, b []byte) {
+func writeHex(f *textBuf, b []byte) {
 	const digits = "0123456789abcdef"
 	for _, c := range b {
 		f.WriteByte(digits[c>>4])

@@ -22,13 +22,13 @@ func cx(v uint64) string {
 // fw writes comma-separated "name=value" fields. masked says whether a
 // mask was given (false: exact match, every mask counts as all ones).
 type fw struct {
-	f       *strings.Builder
+	f       *textBuf
 	verbose bool
 	masked  bool
 	n       int
 }
 
-func newFW(f *strings.Builder, mask KeyAttr, ok, verbose bool) fw {
+func newFW(f *textBuf, mask KeyAttr, ok, verbose bool) fw {
 	return fw{f: f, verbose: verbose, masked: ok && mask != nil}
 }
 
@@ -180,7 +180,7 @@ func fragName(k uint8) string {
 	return "<error>"
 }
 
-func writeIPv4(f *strings.Builder, a [4]byte) {
+func writeIPv4(f *textBuf, a [4]byte) {
 	for i, b := range a {
 		if i > 0 {
 			f.WriteByte('.')
@@ -189,7 +189,7 @@ func writeIPv4(f *strings.Builder, a [4]byte) {
 	}
 }
 
-func writeMAC(f *strings.Builder, a [6]byte) {
+func writeMAC(f *textBuf, a [6]byte) {
 	const digits = "0123456789abcdef"
 	for i, b := range a {
 		if i > 0 {
@@ -202,7 +202,7 @@ func writeMAC(f *strings.Builder, a [6]byte) {
 
 // writeIPv6 formats an IPv6 address as glibc's inet_ntop does (which
 // differs from net/netip for IPv4-compatible addresses such as ::1.2.3.4).
-func writeIPv6(f *strings.Builder, a [16]byte) {
+func writeIPv6(f *textBuf, a [16]byte) {
 	var w [8]uint16
 	for i := range w {
 		w[i] = binary.BigEndian.Uint16(a[2*i:])
@@ -249,7 +249,7 @@ func writeIPv6(f *strings.Builder, a [16]byte) {
 
 // writeCHex is Open vSwitch's ds_put_hex: the bytes as one big-endian
 // number, "0x" and no leading zeros, "0" when all zero.
-func writeCHex(f *strings.Builder, b []byte) {
+func writeCHex(f *textBuf, b []byte) {
 	printed := false
 	const digits = "0123456789abcdef"
 	for _, c := range b {
@@ -276,7 +276,7 @@ func writeCHex(f *strings.Builder, b []byte) {
 // formatFlags is Open vSwitch's format_flags: names joined by del,
 // lowest bit first, unknown bits as one hex number at the end, "0" when
 // no bit is set.
-func formatFlags(f *strings.Builder, names func(uint32) string, flags uint32, del byte) {
+func formatFlags(f *textBuf, names func(uint32) string, flags uint32, del byte) {
 	if flags == 0 {
 		f.WriteByte('0')
 		return
@@ -307,7 +307,7 @@ func formatFlags(f *strings.Builder, names func(uint32) string, flags uint32, de
 
 // formatFlagsMasked is format_flags_masked: "+name-name" for the bits in
 // mask, or formatFlags when mask is max.
-func formatFlagsMasked(f *strings.Builder, names func(uint32) string, flags, mask, max uint32) {
+func formatFlagsMasked(f *textBuf, names func(uint32) string, flags, mask, max uint32) {
 	if mask == max {
 		formatFlags(f, names, flags, '|')
 		return

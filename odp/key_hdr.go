@@ -269,14 +269,14 @@ func (k CTTupleIPv6) appendPayload(b []byte) ([]byte, error) {
 	return append(b, k.Proto, 0, 0, 0), nil
 }
 
-func (k Ethernet) format(f *strings.Builder, mask KeyAttr, verbose bool) {
+func (k Ethernet) format(f *textBuf, mask KeyAttr, verbose bool) {
 	m, ok := mask.(Ethernet)
 	w := newFW(f, mask, ok, verbose)
 	w.eth("src", k.Src, m.Src)
 	w.eth("dst", k.Dst, m.Dst)
 }
 
-func (k VLAN) format(f *strings.Builder, mask KeyAttr, verbose bool) {
+func (k VLAN) format(f *textBuf, mask KeyAttr, verbose bool) {
 	m, ok := mask.(VLAN)
 	if !ok {
 		m = 0xffff
@@ -302,7 +302,7 @@ func (k VLAN) format(f *strings.Builder, mask KeyAttr, verbose bool) {
 	}
 }
 
-func (k Encap) format(f *strings.Builder, mask KeyAttr, verbose bool) {
+func (k Encap) format(f *textBuf, mask KeyAttr, verbose bool) {
 	m, ok := mask.(Encap)
 	if ok && len(m.Key) > 0 && len(k.Key) > 0 {
 		formatKey(f, k.Key, m.Key, verbose)
@@ -311,7 +311,7 @@ func (k Encap) format(f *strings.Builder, mask KeyAttr, verbose bool) {
 	}
 }
 
-func (k MPLS) format(f *strings.Builder, mask KeyAttr, _ bool) {
+func (k MPLS) format(f *textBuf, mask KeyAttr, _ bool) {
 	m, ok := mask.(MPLS)
 	exact := !ok
 	if ok {
@@ -340,7 +340,7 @@ func (k MPLS) format(f *strings.Builder, mask KeyAttr, _ bool) {
 	}
 }
 
-func (k IPv4) format(f *strings.Builder, mask KeyAttr, verbose bool) {
+func (k IPv4) format(f *textBuf, mask KeyAttr, verbose bool) {
 	m, ok := mask.(IPv4)
 	w := newFW(f, mask, ok, verbose)
 	w.ipv4("src", k.Src, m.Src)
@@ -351,7 +351,7 @@ func (k IPv4) format(f *strings.Builder, mask KeyAttr, verbose bool) {
 	w.frag("frag", k.Frag, m.Frag)
 }
 
-func (k IPv6) format(f *strings.Builder, mask KeyAttr, verbose bool) {
+func (k IPv6) format(f *textBuf, mask KeyAttr, verbose bool) {
 	m, ok := mask.(IPv6)
 	w := newFW(f, mask, ok, verbose)
 	w.ipv6("src", k.Src, m.Src)
@@ -363,42 +363,42 @@ func (k IPv6) format(f *strings.Builder, mask KeyAttr, verbose bool) {
 	w.frag("frag", k.Frag, m.Frag)
 }
 
-func formatPorts(f *strings.Builder, src, dst, msrc, mdst uint16, mask KeyAttr, ok, verbose bool) {
+func formatPorts(f *textBuf, src, dst, msrc, mdst uint16, mask KeyAttr, ok, verbose bool) {
 	w := newFW(f, mask, ok, verbose)
 	w.be16("src", src, msrc)
 	w.be16("dst", dst, mdst)
 }
 
-func (k TCP) format(f *strings.Builder, mask KeyAttr, verbose bool) {
+func (k TCP) format(f *textBuf, mask KeyAttr, verbose bool) {
 	m, ok := mask.(TCP)
 	formatPorts(f, k.Src, k.Dst, m.Src, m.Dst, mask, ok, verbose)
 }
 
-func (k UDP) format(f *strings.Builder, mask KeyAttr, verbose bool) {
+func (k UDP) format(f *textBuf, mask KeyAttr, verbose bool) {
 	m, ok := mask.(UDP)
 	formatPorts(f, k.Src, k.Dst, m.Src, m.Dst, mask, ok, verbose)
 }
 
-func (k SCTP) format(f *strings.Builder, mask KeyAttr, verbose bool) {
+func (k SCTP) format(f *textBuf, mask KeyAttr, verbose bool) {
 	m, ok := mask.(SCTP)
 	formatPorts(f, k.Src, k.Dst, m.Src, m.Dst, mask, ok, verbose)
 }
 
-func (k ICMP) format(f *strings.Builder, mask KeyAttr, verbose bool) {
+func (k ICMP) format(f *textBuf, mask KeyAttr, verbose bool) {
 	m, ok := mask.(ICMP)
 	w := newFW(f, mask, ok, verbose)
 	w.u8u("type", k.Type, m.Type)
 	w.u8u("code", k.Code, m.Code)
 }
 
-func (k ICMPv6) format(f *strings.Builder, mask KeyAttr, verbose bool) {
+func (k ICMPv6) format(f *textBuf, mask KeyAttr, verbose bool) {
 	m, ok := mask.(ICMPv6)
 	w := newFW(f, mask, ok, verbose)
 	w.u8u("type", k.Type, m.Type)
 	w.u8u("code", k.Code, m.Code)
 }
 
-func (k ARP) format(f *strings.Builder, mask KeyAttr, verbose bool) {
+func (k ARP) format(f *textBuf, mask KeyAttr, verbose bool) {
 	m, ok := mask.(ARP)
 	w := newFW(f, mask, ok, verbose)
 	w.ipv4("sip", k.SIP, m.SIP)
@@ -408,7 +408,7 @@ func (k ARP) format(f *strings.Builder, mask KeyAttr, verbose bool) {
 	w.eth("tha", k.THA, m.THA)
 }
 
-func (k ND) format(f *strings.Builder, mask KeyAttr, verbose bool) {
+func (k ND) format(f *textBuf, mask KeyAttr, verbose bool) {
 	m, ok := mask.(ND)
 	w := newFW(f, mask, ok, verbose)
 	w.ipv6("target", k.Target, m.Target)
@@ -416,7 +416,7 @@ func (k ND) format(f *strings.Builder, mask KeyAttr, verbose bool) {
 	w.eth("tll", k.TLL, m.TLL)
 }
 
-func (k NDExtensions) format(f *strings.Builder, mask KeyAttr, verbose bool) {
+func (k NDExtensions) format(f *textBuf, mask KeyAttr, verbose bool) {
 	m, ok := mask.(NDExtensions)
 	w := newFW(f, mask, ok, verbose)
 	// Open vSwitch prints nd_reserved as if it were always exact.
@@ -425,7 +425,7 @@ func (k NDExtensions) format(f *strings.Builder, mask KeyAttr, verbose bool) {
 	w.u8u("nd_options_type", k.OptionsType, m.OptionsType)
 }
 
-func (k CTTupleIPv4) format(f *strings.Builder, mask KeyAttr, verbose bool) {
+func (k CTTupleIPv4) format(f *textBuf, mask KeyAttr, verbose bool) {
 	m, ok := mask.(CTTupleIPv4)
 	w := newFW(f, mask, ok, verbose)
 	w.ipv4("src", k.Src, m.Src)
@@ -435,7 +435,7 @@ func (k CTTupleIPv4) format(f *strings.Builder, mask KeyAttr, verbose bool) {
 	w.be16("tp_dst", k.DstPort, m.DstPort)
 }
 
-func (k CTTupleIPv6) format(f *strings.Builder, mask KeyAttr, verbose bool) {
+func (k CTTupleIPv6) format(f *textBuf, mask KeyAttr, verbose bool) {
 	m, ok := mask.(CTTupleIPv6)
 	w := newFW(f, mask, ok, verbose)
 	w.ipv6("src", k.Src, m.Src)

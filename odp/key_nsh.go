@@ -3,7 +3,6 @@ package odp
 import (
 	"encoding/binary"
 	"fmt"
-	"strings"
 )
 
 // The OVS_NSH_KEY_ATTR_* nested attribute types of OVS_KEY_ATTR_NSH.
@@ -70,7 +69,7 @@ func (n NSH) appendPayload(b []byte) ([]byte, error) {
 	return b, nil
 }
 
-func (n NSH) format(f *strings.Builder, mask KeyAttr, _ bool) {
+func (n NSH) format(f *textBuf, mask KeyAttr, _ bool) {
 	k := n
 	if !k.HasBase {
 		k.Flags, k.TTL, k.MDType, k.NP, k.PathHdr = 0, 0, 0, 0, 0

@@ -170,7 +170,7 @@ func (v IPv6ExtHdrs) appendPayload(b []byte) ([]byte, error) {
 }
 
 // formatU32 is the skb_priority/skb_mark/dp_hash/recirc_id form.
-func formatU32(f *strings.Builder, v uint32, mask KeyAttr, m uint32) {
+func formatU32(f *textBuf, v uint32, mask KeyAttr, m uint32) {
 	f.WriteString(cx(uint64(v)))
 	if mask != nil && m != ^uint32(0) {
 		f.WriteByte('/')
@@ -178,19 +178,19 @@ func formatU32(f *strings.Builder, v uint32, mask KeyAttr, m uint32) {
 	}
 }
 
-func (v Priority) format(f *strings.Builder, mask KeyAttr, _ bool) {
+func (v Priority) format(f *textBuf, mask KeyAttr, _ bool) {
 	m, _ := mask.(Priority)
 	formatU32(f, uint32(v), maskOf[Priority](mask), uint32(m))
 }
-func (v SkbMark) format(f *strings.Builder, mask KeyAttr, _ bool) {
+func (v SkbMark) format(f *textBuf, mask KeyAttr, _ bool) {
 	m, _ := mask.(SkbMark)
 	formatU32(f, uint32(v), maskOf[SkbMark](mask), uint32(m))
 }
-func (v DPHash) format(f *strings.Builder, mask KeyAttr, _ bool) {
+func (v DPHash) format(f *textBuf, mask KeyAttr, _ bool) {
 	m, _ := mask.(DPHash)
 	formatU32(f, uint32(v), maskOf[DPHash](mask), uint32(m))
 }
-func (v RecircID) format(f *strings.Builder, mask KeyAttr, _ bool) {
+func (v RecircID) format(f *textBuf, mask KeyAttr, _ bool) {
 	m, _ := mask.(RecircID)
 	formatU32(f, uint32(v), maskOf[RecircID](mask), uint32(m))
 }
@@ -203,23 +203,23 @@ func maskOf[T KeyAttr](mask KeyAttr) KeyAttr {
 	return nil
 }
 
-func (v InPort) format(f *strings.Builder, mask KeyAttr, _ bool) {
+func (v InPort) format(f *textBuf, mask KeyAttr, _ bool) {
 	m, ok := mask.(InPort)
-	f.WriteString(strconv.FormatUint(uint64(v), 10))
+	f.writePort(uint32(v))
 	if ok && m != 0xffffffff {
 		f.WriteByte('/')
 		f.WriteString(cx(uint64(m)))
 	}
 }
 
-func (v CTMark) format(f *strings.Builder, mask KeyAttr, verbose bool) {
+func (v CTMark) format(f *textBuf, mask KeyAttr, verbose bool) {
 	m, ok := mask.(CTMark)
 	if verbose || ok && m != 0 {
 		formatU32(f, uint32(v), maskOf[CTMark](mask), uint32(m))
 	}
 }
 
-func (v CTZone) format(f *strings.Builder, mask KeyAttr, verbose bool) {
+func (v CTZone) format(f *textBuf, mask KeyAttr, verbose bool) {
 	m, ok := mask.(CTZone)
 	if verbose || ok && m != 0 {
 		f.WriteString(cx(uint64(v)))
@@ -252,7 +252,7 @@ func ctStateName(bit uint32) string {
 	return ""
 }
 
-func (v CTState) format(f *strings.Builder, mask KeyAttr, verbose bool) {
+func (v CTState) format(f *textBuf, mask KeyAttr, verbose bool) {
 	m, ok := mask.(CTState)
 	exact := !ok || m == 0xffffffff
 	switch {
@@ -282,7 +282,7 @@ func (v CTLabels) u128() [16]byte {
 	return v
 }
 
-func (v CTLabels) format(f *strings.Builder, mask KeyAttr, verbose bool) {
+func (v CTLabels) format(f *textBuf, mask KeyAttr, verbose bool) {
 	m, ok := mask.(CTLabels)
 	if verbose || ok && m != (CTLabels{}) {
 		n := v.u128()
@@ -295,7 +295,7 @@ func (v CTLabels) format(f *strings.Builder, mask KeyAttr, verbose bool) {
 	}
 }
 
-func (v Ethertype) format(f *strings.Builder, mask KeyAttr, _ bool) {
+func (v Ethertype) format(f *textBuf, mask KeyAttr, _ bool) {
 	m, ok := mask.(Ethertype)
 	f.WriteString("0x" + hex04(uint16(v)))
 	if ok && m != 0xffff {
@@ -338,7 +338,7 @@ func tcpFlagName(bit uint32) string {
 	return ""
 }
 
-func (v TCPFlags) format(f *strings.Builder, mask KeyAttr, _ bool) {
+func (v TCPFlags) format(f *textBuf, mask KeyAttr, _ bool) {
 	m, ok := mask.(TCPFlags)
 	if ok && m&0x0fff != 0x0fff {
 		formatFlagsMasked(f, tcpFlagName, uint32(v), uint32(m)&0x0fff, 0x0fff)
@@ -347,7 +347,7 @@ func (v TCPFlags) format(f *strings.Builder, mask KeyAttr, _ bool) {
 	formatFlags(f, tcpFlagName, uint32(v), '|')
 }
 
-func (v PacketType) format(f *strings.Builder, mask KeyAttr, verbose bool) {
+func (v PacketType) format(f *textBuf, mask KeyAttr, verbose bool) {
 	m, ok := mask.(PacketType)
 	if !ok {
 		m = PacketType{0xffff, 0xffff}
@@ -357,7 +357,7 @@ func (v PacketType) format(f *strings.Builder, mask KeyAttr, verbose bool) {
 	w.be16x("id", v.Type, m.Type)
 }
 
-func (v IPv6ExtHdrs) format(f *strings.Builder, mask KeyAttr, _ bool) {
+func (v IPv6ExtHdrs) format(f *textBuf, mask KeyAttr, _ bool) {
 	m, ok := mask.(IPv6ExtHdrs)
 	f.WriteString(cx(uint64(v)))
 	if ok && m != 0xffff {
@@ -448,7 +448,19 @@ func init() {
 	keyParsers["skb_priority"] = p32(func(v uint32) KeyAttr { return Priority(v) })
 	keyParsers["skb_mark"] = p32(func(v uint32) KeyAttr { return SkbMark(v) })
 	keyParsers["dp_hash"] = p32(func(v uint32) KeyAttr { return DPHash(v) })
-	keyParsers["in_port"] = p32(func(v uint32) KeyAttr { return InPort(v) })
+	inPortNum := p32(func(v uint32) KeyAttr { return InPort(v) })
+	keyParsers["in_port"] = func(sc *scanner) (KeyAttr, KeyAttr, error) {
+		if c := sc.peek(); sc.portNumber != nil && !(c >= '0' && c <= '9') {
+			start := sc.pos
+			name := sc.token(")")
+			n, ok := sc.portNumber(name)
+			if !ok {
+				return nil, nil, sc.errorAt(start, "no port named %q", name)
+			}
+			return InPort(n), InPort(0xffffffff), nil
+		}
+		return inPortNum(sc)
+	}
 	keyParsers["ct_mark"] = p32(func(v uint32) KeyAttr { return CTMark(v) })
 	keyParsers["recirc_id"] = func(sc *scanner) (KeyAttr, KeyAttr, error) {
 		// Open vSwitch scans recirc_id fully masked: no "/mask".

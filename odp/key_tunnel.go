@@ -225,7 +225,7 @@ func tunFlagName(bit uint32) string {
 	return ""
 }
 
-func (t Tunnel) format(f *strings.Builder, mask KeyAttr, verbose bool) {
+func (t Tunnel) format(f *textBuf, mask KeyAttr, verbose bool) {
 	m, ok := mask.(Tunnel)
 	w := newFW(f, mask, ok, verbose)
 	if t.has(TunnelHasID) {
@@ -344,7 +344,7 @@ func (t Tunnel) format(f *strings.Builder, mask KeyAttr, verbose bool) {
 
 // formatGeneve is format_geneve_opts: each option as
 // {class=..,type=..,len=..,0xDATA[/0xMASK]}.
-func formatGeneve(f *strings.Builder, opts, mask []byte, masked, verbose bool) {
+func formatGeneve(f *textBuf, opts, mask []byte, masked, verbose bool) {
 	if masked && len(mask) != len(opts) {
 		fmt.Fprintf(f, "value len %d different from mask len %d", len(opts), len(mask))
 		return

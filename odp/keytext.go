@@ -21,13 +21,13 @@ import (
 // is FormatKey(key, nil, true); dump-flows without --more is
 // FormatKey(key, mask, false).
 func FormatKey(key, mask FlowKey, verbose bool) string {
-	var f strings.Builder
+	var f textBuf
 	formatKey(&f, key, mask, verbose)
 	return f.String()
 }
 
 // formatKey writes key (and mask) to f, following odp_flow_format.
-func formatKey(f *strings.Builder, key, mask FlowKey, verbose bool) {
+func formatKey(f *textBuf, key, mask FlowKey, verbose bool) {
 	hasMask := len(mask) > 0
 	first := true
 	hasEthtype, hasPacketType := false, false
@@ -74,7 +74,7 @@ func formatKey(f *strings.Builder, key, mask FlowKey, verbose bool) {
 
 // formatKeyAttr writes one attribute as "name(...)". mask is nil for an
 // exact match, else a KeyAttr of the same type.
-func formatKeyAttr(f *strings.Builder, a, mask KeyAttr, verbose bool) {
+func formatKeyAttr(f *textBuf, a, mask KeyAttr, verbose bool) {
 	f.WriteString(a.KeyType().String())
 	f.WriteByte('(')
 	if mask != nil && reflect.TypeOf(mask) != reflect.TypeOf(a) {
@@ -193,6 +193,15 @@ func ParseKey(s string) (FlowKey, error) {
 // mask is zero); an attribute not given is absent from both.
 func ParseMaskedKey(s string) (key, mask FlowKey, err error) {
 	return parseTopKey(newScanner(s))
+}
+
+// ParseMaskedKeyWith is ParseMaskedKey that also accepts port names in
+// in_port(NAME), resolved by portNumber (ovs-dpctl does this for flows
+// given on its command line).
+func ParseMaskedKeyWith(s string, portNumber func(string) (uint32, bool)) (key, mask FlowKey, err error) {
+	sc := newScanner(s)
+	sc.portNumber = portNumber
+	return parseTopKey(sc)
 }
 
 // parseTopKey parses a whole key and checks its encoded size.

@@ -43,6 +43,8 @@ type scanner struct {
 	depth int
 	// noMask makes "/mask" forms an error (exact-match keys).
 	noMask bool
+	// portNumber, when set, resolves port names in in_port(NAME).
+	portNumber func(string) (uint32, bool)
 }
 
 func newScanner(s string) *scanner { return &scanner{s: s} }
