@@ -36,10 +36,11 @@ type UpcallSocket struct {
 	// readNB reads one datagram without waiting (EAGAIN when none).
 	readNB func(buf []byte) (int, error)
 
-	buf  []byte
-	lost atomic.Uint64
-	bad  atomic.Uint64
-	raw  RawUpcall
+	buf         []byte
+	lost        atomic.Uint64
+	interrupted atomic.Bool // Recv's context set a past read deadline
+	bad         atomic.Uint64
+	raw         RawUpcall
 
 	// state for the zero-allocation raw read
 	rc     syscall.RawConn
@@ -186,9 +187,15 @@ func (s *UpcallSocket) Recv(ctx context.Context, ups []odp.Upcall) (int, error) 
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
-	if ctx.Done() != nil {
+	if s.interrupted.Swap(false) {
+		// An earlier Recv's context expired and left a past deadline.
 		_ = s.conn.SetReadDeadline(time.Time{})
-		stop := context.AfterFunc(ctx, func() { _ = s.conn.SetReadDeadline(time.Unix(1, 0)) })
+	}
+	if ctx.Done() != nil {
+		stop := context.AfterFunc(ctx, func() {
+			s.interrupted.Store(true)
+			_ = s.conn.SetReadDeadline(time.Unix(1, 0))
+		})
 		defer stop()
 	}
 	filled := 0
