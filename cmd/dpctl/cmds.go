@@ -76,6 +76,10 @@ type env struct {
 	c    *cli.Context
 	out  io.Writer
 	json bool
+
+	// The datapath's ports, read once when a command needs them.
+	portName map[uint32]string
+	portNum  map[string]uint32
 }
 
 func newEnv(c *cli.Context) (*env, error) {
@@ -398,13 +402,13 @@ type flowJSON struct {
 	Stats   odp.FlowStats `json:"stats"`
 }
 
-func toFlowJSON(f *odp.Flow, verbose bool) flowJSON {
-	j := flowJSON{Actions: odp.FormatActions(f.Actions), Stats: f.Stats}
+func toFlowJSON(f *odp.Flow, opts odp.FormatOptions) flowJSON {
+	j := flowJSON{Actions: odp.FormatActionsWith(f.Actions, opts), Stats: f.Stats}
 	if !f.UFID.IsZero() {
 		j.UFID = f.UFID.String()
 	}
 	if f.Key != nil {
-		j.Match = odp.FormatKey(f.Key, f.Mask, verbose)
+		j.Match = odp.FormatKeyWith(f.Key, f.Mask, opts)
 	}
 	return j
 }
@@ -427,11 +431,7 @@ func cmdDumpFlows(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	verbose := e.c.Bool("more")
-	names, err := portNames(e, dp)
-	if err != nil {
-		return err
-	}
+	opts := formatOptions(e, dp)
 	now := monotonicMS()
 	w := bufio.NewWriterSize(e.out, 64*1024)
 	defer w.Flush()
@@ -444,7 +444,7 @@ func cmdDumpFlows(e *env, args []string) error {
 			return nil
 		}
 		if e.json {
-			b, err := json.Marshal(toFlowJSON(f, verbose))
+			b, err := json.Marshal(toFlowJSON(f, opts))
 			if err != nil {
 				return err
 			}
@@ -454,11 +454,7 @@ func cmdDumpFlows(e *env, args []string) error {
 			w.WriteString("\n  ")
 			w.Write(b)
 		} else {
-			line := formatFlow(f, verbose, now)
-			if names != nil {
-				line = names(line)
-			}
-			w.WriteString(line)
+			w.WriteString(formatFlow(f, opts, now))
 			w.WriteByte('\n')
 		}
 		first = false
@@ -474,7 +470,7 @@ func cmdDumpFlows(e *env, args []string) error {
 }
 
 // parseFlowArg parses "[ufid:UFID,]FLOW" as ovs-dpctl's put and del do.
-func parseFlowArg(s string) (odp.UFID, odp.FlowKey, odp.FlowKey, error) {
+func parseFlowArg(s string, portNumber func(string) (uint32, bool)) (odp.UFID, odp.FlowKey, odp.FlowKey, error) {
 	var ufid odp.UFID
 	if strings.HasPrefix(s, "ufid:") {
 		end := strings.IndexAny(s, ", ")
@@ -491,7 +487,7 @@ func parseFlowArg(s string) (odp.UFID, odp.FlowKey, odp.FlowKey, error) {
 	if s == "" {
 		return ufid, nil, nil, nil
 	}
-	k, m, err := odp.ParseMaskedKey(s)
+	k, m, err := odp.ParseMaskedKeyWith(s, portNumber)
 	if err != nil {
 		return ufid, nil, nil, fmt.Errorf("parsing flow key: %w", err)
 	}
@@ -500,7 +496,7 @@ func parseFlowArg(s string) (odp.UFID, odp.FlowKey, odp.FlowKey, error) {
 
 // putFlow adds or modifies one flow from its text.
 func putFlow(e *env, dp odp.Datapath, flowText, actionsText string, flags odp.PutFlags) (odp.FlowStats, error) {
-	ufid, key, mask, err := parseFlowArg(flowText)
+	ufid, key, mask, err := parseFlowArg(flowText, portNumbers(e, dp))
 	if err != nil {
 		return odp.FlowStats{}, err
 	}
@@ -511,7 +507,10 @@ func putFlow(e *env, dp odp.Datapath, flowText, actionsText string, flags odp.Pu
 	if err != nil {
 		return odp.FlowStats{}, fmt.Errorf("parsing actions: %w", err)
 	}
-	f := &odp.Flow{UFID: ufid, Key: key, Mask: mask, Actions: acts}
+	// The kernel wants a tcp_flags attribute beside tcp, and no value
+	// bits outside a masked set's mask; ovs-dpctl fails on both.
+	key, mask = odp.AddTCPFlags(key, mask)
+	f := &odp.Flow{UFID: ufid, Key: key, Mask: mask, Actions: odp.NormalizeActions(acts)}
 	st, err := dp.PutFlow(e.ctx, f, flags)
 	if err != nil {
 		return st, fmt.Errorf("updating flow table: %w", err)
@@ -581,16 +580,17 @@ func cmdGetFlow(e *env, args []string) error {
 	if err != nil {
 		return fmt.Errorf("getting flow: %w", err)
 	}
+	opts := formatOptions(e, dp)
 	if e.json {
-		return e.printJSON(toFlowJSON(f, e.c.Bool("more")))
+		return e.printJSON(toFlowJSON(f, opts))
 	}
-	fmt.Fprintln(e.out, formatFlow(f, e.c.Bool("more"), monotonicMS()))
+	fmt.Fprintln(e.out, formatFlow(f, opts, monotonicMS()))
 	return nil
 }
 
 // delFlow deletes one flow given as text.
 func delFlow(e *env, dp odp.Datapath, flowText string) (odp.FlowStats, error) {
-	ufid, key, _, err := parseFlowArg(flowText)
+	ufid, key, _, err := parseFlowArg(flowText, portNumbers(e, dp))
 	if err != nil {
 		return odp.FlowStats{}, err
 	}

@@ -177,11 +177,40 @@ func newFlowFilter(filter string) (func(*odp.Flow) bool, error) {
 	return nil, fmt.Errorf("filter=%s: filters are not implemented yet", filter)
 }
 
-// portNames returns a rewrite of flow text that shows port names, when
-// --names was given. TODO(dpctl): names in keys and actions.
-func portNames(e *env, dp odp.Datapath) (func(string) string, error) {
-	if !e.c.Bool("names") {
-		return nil, nil
+// portMaps returns dp's port names by number and numbers by name, read
+// once per command.
+func portMaps(e *env, dp odp.Datapath) (map[uint32]string, map[string]uint32) {
+	if e.portName == nil {
+		e.portName, e.portNum = map[uint32]string{}, map[string]uint32{}
+		if ports, err := dp.Ports(e.ctx); err == nil {
+			for _, p := range ports {
+				e.portName[p.Number] = p.Name
+				e.portNum[p.Name] = p.Number
+			}
+		}
 	}
-	return nil, fmt.Errorf("--names is not implemented yet")
+	return e.portName, e.portNum
+}
+
+// formatOptions are the flow text options of this command: verbose with
+// -m, port names with --names or -m (unless --no-names), as ovs-dpctl.
+func formatOptions(e *env, dp odp.Datapath) odp.FormatOptions {
+	opts := odp.FormatOptions{Verbose: e.c.Bool("more")}
+	if e.c.Bool("names") || (opts.Verbose && !e.c.Bool("no-names")) {
+		names, _ := portMaps(e, dp)
+		opts.PortName = func(n uint32) (string, bool) {
+			s, ok := names[n]
+			return s, ok
+		}
+	}
+	return opts
+}
+
+// portNumbers resolves port names in flows given on the command line.
+func portNumbers(e *env, dp odp.Datapath) func(string) (uint32, bool) {
+	return func(name string) (uint32, bool) {
+		_, nums := portMaps(e, dp)
+		n, ok := nums[name]
+		return n, ok
+	}
 }

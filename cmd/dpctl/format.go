@@ -42,22 +42,28 @@ func tcpFlagsString(f uint16) string {
 	return b.String()
 }
 
-// formatFlow formats one flow as ovs-dpctl dump-flows prints it. verbose
-// (-m) adds the UFID and prints wildcarded fields too.
-func formatFlow(f *odp.Flow, verbose bool, nowMS uint64) string {
+// formatFlow formats one flow as ovs-dpctl dump-flows prints it.
+// opts.Verbose (-m) adds the UFID and the datapath layer and prints
+// wildcarded fields too.
+// Both datapaths report their flows as the "ovs" layer, as Open
+// vSwitch's kernel and userspace datapaths do (", dp:ovs" with -m).
+func formatFlow(f *odp.Flow, opts odp.FormatOptions, nowMS uint64) string {
 	var b strings.Builder
-	if verbose && !f.UFID.IsZero() {
+	if opts.Verbose && !f.UFID.IsZero() {
 		b.WriteString(f.UFID.String())
 		b.WriteString(", ")
 	}
 	if f.Key != nil {
-		b.WriteString(odp.FormatKey(f.Key, f.Mask, verbose))
+		b.WriteString(odp.FormatKeyWith(f.Key, f.Mask, opts))
 		b.WriteString(", ")
 	}
 	formatStats(&b, f.Stats, nowMS)
+	if opts.Verbose {
+		b.WriteString(", dp:ovs")
+	}
 	b.WriteString(", actions:")
 	if f.Actions != nil {
-		b.WriteString(odp.FormatActions(f.Actions))
+		b.WriteString(odp.FormatActionsWith(f.Actions, opts))
 	}
 	return b.String()
 }
@@ -88,11 +94,17 @@ func formatShow(b *strings.Builder, name dpName, info odp.DatapathInfo, ports []
 		avg = float64(st.MaskHits) / float64(n)
 	}
 	fmt.Fprintf(b, "  masks: hit:%d total:%d hit/pkt:%.2f\n", st.MaskHits, st.Masks, avg)
-	rate := 0.0
-	if n > 0 {
-		rate = float64(st.CacheHits) / float64(n) * 100
+	// Open vSwitch 3.1 does not read the kernel's cache hits, so its
+	// ovs-dpctl prints no cache line for system@ datapaths; we keep its
+	// output and print the line for our userspace datapath only (the
+	// JSON form always has the number).
+	if name.typ != "system" {
+		rate := 0.0
+		if n > 0 {
+			rate = float64(st.CacheHits) / float64(n) * 100
+		}
+		fmt.Fprintf(b, "  cache: hit:%d hit-rate:%.2f%%\n", st.CacheHits, rate)
 	}
-	fmt.Fprintf(b, "  cache: hit:%d hit-rate:%.2f%%\n", st.CacheHits, rate)
 	if info.MasksCacheSize != 0 || name.typ == "system" {
 		fmt.Fprintf(b, "  caches:\n    masks-cache: size:%d\n", info.MasksCacheSize)
 	}
