@@ -168,6 +168,9 @@ func (p *lineParser) parseActions() ([]Action, error) {
 			p.pos++
 		}
 		tok := strings.TrimRight(p.s[start:p.pos], " \t\r")
+		if tok == "" {
+			return nil, p.errAt(start, "expected an action, found ','")
+		}
 		if strings.EqualFold(tok, "drop") {
 			if len(as) > 0 {
 				return nil, p.errAt(start, "drop must be the only action")

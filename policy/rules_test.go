@@ -88,6 +88,8 @@ func TestParseRulesErrors(t *testing.T) {
 		{"priority=5,ip", "rules.txt:1:14: expected actions="},
 		{"priority=5,ip,actions=", `rules.txt:1:23: expected an action after actions= (use "drop" to drop)`},
 		{"ip,actions=1,", "rules.txt:1:14: expected an action after ','"},
+		{"ip,actions=,1", "rules.txt:1:12: expected an action, found ','"},
+		{"ip,actions=1, ,2", "rules.txt:1:15: expected an action, found ','"},
 		{"priority=5,ip,actions=1,drop", "rules.txt:1:25: drop must be the only action"},
 		{"ip,actions=drop,1", "rules.txt:1:12: drop must be the only action"},
 		{"priority=5,ip,actions=output:x", "rules.txt:1:30: expected a port number (0-4294967295) after output:"},
