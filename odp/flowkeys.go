@@ -1,0 +1,324 @@
+package odp
+
+import (
+	"github.com/ovsdp/ovsdp/flowkeys"
+)
+
+// Conversions from flowkeys.Key to key attributes, as the Linux kernel's
+// openvswitch module (6.1) writes them: __ovs_nla_put_key in
+// net/openvswitch/flow_netlink.c and ovs_ct_put_key in conntrack.c. The
+// attribute set, order and values follow those functions; the comments
+// name the kernel's rule where it is not obvious.
+
+// DPMaxPorts is the kernel's DP_MAX_PORTS: the in_port value of a flow
+// key that does not match on the input port (its OVS_KEY_ATTR_IN_PORT
+// attribute was absent). The kernel never puts an in_port attribute for
+// such a key.
+const DPMaxPorts = 0xffff
+
+// Tunnel flag bits of flowkeys.Key.TunFlags: the kernel's TUNNEL_* flags
+// of struct ip_tunnel_key (Linux 6.1), as host-order values.
+const (
+	KernelTunnelCSUM      = 0x0001 // TUNNEL_CSUM
+	KernelTunnelKey       = 0x0004 // TUNNEL_KEY: the tunnel id is valid
+	KernelTunnelDF        = 0x0100 // TUNNEL_DONT_FRAGMENT
+	KernelTunnelOAM       = 0x0200 // TUNNEL_OAM
+	KernelTunnelGeneveOpt = 0x0800 // TUNNEL_GENEVE_OPT
+	KernelTunnelVXLANOpt  = 0x1000 // TUNNEL_VXLAN_OPT: TunGBP is valid
+	KernelTunnelERSPANOpt = 0x4000 // TUNNEL_ERSPAN_OPT
+)
+
+// Values that key conversion uses often, boxed once so that putting them
+// in a FlowKey does not allocate.
+var (
+	zeroCTLabels  KeyAttr = CTLabels{}
+	ethTypeIPv4   KeyAttr = Ethertype(flowkeys.EthTypeIPv4)
+	ethTypeIPv6   KeyAttr = Ethertype(flowkeys.EthTypeIPv6)
+	ethTypeARP    KeyAttr = Ethertype(flowkeys.EthTypeARP)
+	ethTypeVLAN   KeyAttr = Ethertype(flowkeys.EthTypeVLAN)
+	ethTypeQinQ   KeyAttr = Ethertype(flowkeys.EthTypeQinQ)
+	ethTypeAllOne KeyAttr = Ethertype(0xffff)
+	zeroIPv6Ext   KeyAttr = IPv6ExtHdrs(0)
+)
+
+// boxEthertype returns t as a KeyAttr, without allocating for the common
+// types.
+func boxEthertype(t uint16) KeyAttr {
+	switch t {
+	case flowkeys.EthTypeIPv4:
+		return ethTypeIPv4
+	case flowkeys.EthTypeIPv6:
+		return ethTypeIPv6
+	case flowkeys.EthTypeARP:
+		return ethTypeARP
+	case flowkeys.EthTypeVLAN:
+		return ethTypeVLAN
+	case flowkeys.EthTypeQinQ:
+		return ethTypeQinQ
+	case 0xffff:
+		return ethTypeAllOne
+	}
+	return Ethertype(t)
+}
+
+func isVLANEthType(t uint16) bool {
+	return t == flowkeys.EthTypeVLAN || t == flowkeys.EthTypeQinQ
+}
+
+// KeyFromFlowKeys returns the key attributes that the kernel puts in an
+// upcall (OVS_PACKET_ATTR_KEY) or in a flow dump (OVS_FLOW_ATTR_KEY) for
+// the key k: the same attributes, in the same order, with the same
+// values. See AppendKeyFromFlowKeys.
+func KeyFromFlowKeys(k *flowkeys.Key) FlowKey {
+	return AppendKeyFromFlowKeys(make(FlowKey, 0, 16), k)
+}
+
+// AppendKeyFromFlowKeys appends the attributes of KeyFromFlowKeys(k) to
+// dst and returns the extended slice, reusing dst's capacity. It
+// allocates only to box attribute values into the KeyAttr interface
+// (common values are pre-boxed) and for the nested attributes of a VLAN
+// tag.
+//
+// Like the kernel, it always puts recirc_id, dp_hash, skb_priority,
+// skb_mark, ct_state, ct_zone, ct_mark and ct_label; the tunnel only when
+// k.TunProto is set; in_port unless k.InPort is DPMaxPorts; the
+// conntrack original tuple only when k.CTOrigProto is set; eth and the
+// VLAN tags only for Ethernet frames (k.MacProto); no eth_type for an
+// 802.3 frame without SNAP (EthType 0x0004); the L4 attribute only for a
+// non-later fragment; nd only for ICMPv6 neighbour solicitations and
+// advertisements; ipv6_exthdrs (type 32, added in Linux 5.19) after
+// every ipv6 attribute; and the MPLS label stack entries that
+// k.MPLSLabelsMask says are present.
+func AppendKeyFromFlowKeys(dst FlowKey, k *flowkeys.Key) FlowKey {
+	return appendPutKey(dst, k, k, false)
+}
+
+// MaskFromFlowKeys returns the mask attributes that the kernel dumps for
+// a flow (OVS_FLOW_ATTR_MASK, __ovs_nla_put_key with is_mask set): key
+// decides which attributes appear (it is the flow's key), mask gives
+// their values. As in the kernel, the tunnel attribute is always
+// present, in_port is 0xffff0000|mask (or 0xffffffff for a key without
+// in_port whose mask is 0xffff), the VLAN attributes carry an eth_type
+// of 0xffff, and ARP and MPLS values come from the mask.
+func MaskFromFlowKeys(mask, key *flowkeys.Key) FlowKey {
+	return appendPutKey(make(FlowKey, 0, 16), key, mask, true)
+}
+
+// appendPutKey is __ovs_nla_put_key: sw decides, out gives the values.
+func appendPutKey(dst FlowKey, sw, out *flowkeys.Key, isMask bool) FlowKey {
+	dst = append(dst, RecircID(out.RecircID), DPHash(out.DPHash), Priority(out.Priority))
+	if sw.TunProto != 0 || isMask {
+		dst = append(dst, tunnelAttr(sw, out))
+	}
+	if uint16(sw.InPort) == DPMaxPorts {
+		if isMask && uint16(out.InPort) == 0xffff {
+			dst = append(dst, InPort(0xffffffff))
+		}
+	} else {
+		var upper uint32
+		if isMask {
+			upper = 0xffff0000
+		}
+		dst = append(dst, InPort(upper|uint32(uint16(out.InPort))))
+	}
+	dst = append(dst, SkbMark(out.SkbMark))
+	dst = appendCTKey(dst, sw, out)
+
+	// Where the attributes go: top level, or inside one or two encaps.
+	// The kernel opens the nests and closes them at the end; here the
+	// inner attributes are collected in their own slices.
+	var outer, inner *FlowKey
+	cur := &dst
+	if sw.MacProto == flowkeys.MacProtoEthernet {
+		*cur = append(*cur, Ethernet{Src: out.EthSrc, Dst: out.EthDst})
+		if sw.VLANTCI != 0 || isVLANEthType(sw.EthType) {
+			*cur = appendVLAN(*cur, out.VLANTPID, out.VLANTCI, isMask)
+			outer = new(FlowKey)
+			cur = outer
+			if sw.VLANTCI == 0 {
+				return closeEncap(dst, outer, inner)
+			}
+			if sw.CVLANTCI != 0 || isVLANEthType(sw.EthType) {
+				*cur = appendVLAN(*cur, out.CVLANTPID, out.CVLANTCI, isMask)
+				inner = new(FlowKey)
+				cur = inner
+				if sw.CVLANTCI == 0 {
+					return closeEncap(dst, outer, inner)
+				}
+			}
+		}
+		if sw.EthType == flowkeys.EthType8022 {
+			// 802.2 is an absent eth_type in a key; in a mask the
+			// eth_type's mask is there unless it is zero.
+			if isMask && out.EthType != 0 {
+				*cur = append(*cur, boxEthertype(out.EthType))
+			}
+			return closeEncap(dst, outer, inner)
+		}
+	}
+	*cur = append(*cur, boxEthertype(out.EthType))
+	if isVLANEthType(sw.EthType) {
+		// A third tag: the kernel knows nothing about the rest.
+		return closeEncap(dst, outer, inner)
+	}
+	switch {
+	case sw.EthType == flowkeys.EthTypeIPv4:
+		*cur = append(*cur, IPv4{Src: out.IPv4Src, Dst: out.IPv4Dst, Proto: out.IPProto,
+			TOS: out.IPTOS, TTL: out.IPTTL, Frag: out.IPFrag})
+	case sw.EthType == flowkeys.EthTypeIPv6:
+		*cur = append(*cur, IPv6{Src: out.IPv6Src, Dst: out.IPv6Dst, Label: out.IPv6Label,
+			Proto: out.IPProto, TClass: out.IPTOS, HLimit: out.IPTTL, Frag: out.IPFrag})
+		if out.IPv6ExtHdrs == 0 {
+			*cur = append(*cur, zeroIPv6Ext)
+		} else {
+			*cur = append(*cur, IPv6ExtHdrs(out.IPv6ExtHdrs))
+		}
+	case sw.EthType == flowkeys.EthTypeNSH:
+		n := NSH{HasBase: true, Flags: out.NSHFlags, TTL: out.NSHTTL, MDType: out.NSHMDType,
+			NP: out.NSHNP, PathHdr: out.NSHPathHdr}
+		if isMask || out.NSHMDType == 1 {
+			n.HasMD1 = true
+			n.Context = out.NSHContext
+		}
+		*cur = append(*cur, n)
+	case sw.EthType == flowkeys.EthTypeARP || sw.EthType == flowkeys.EthTypeRARP:
+		*cur = append(*cur, ARP{SIP: out.IPv4Src, TIP: out.IPv4Dst, Op: uint16(out.IPProto),
+			SHA: out.ARPSHA, THA: out.ARPTHA})
+	case sw.EthType == flowkeys.EthTypeMPLS || sw.EthType == flowkeys.EthTypeMPLSMC:
+		n := 0
+		for m := out.MPLSLabelsMask; m != 0; m &= m - 1 {
+			n++
+		}
+		if n > len(out.MPLSLSE) {
+			// The kernel's mask never has more bits than labels;
+			// a Key could.
+			n = len(out.MPLSLSE)
+		}
+		*cur = append(*cur, MPLS(append([]uint32(nil), out.MPLSLSE[:n]...)))
+	}
+	if (sw.EthType == flowkeys.EthTypeIPv4 || sw.EthType == flowkeys.EthTypeIPv6) &&
+		sw.IPFrag != flowkeys.FragLater {
+		switch {
+		case sw.IPProto == 6:
+			*cur = append(*cur, TCP{Src: out.TpSrc, Dst: out.TpDst}, TCPFlags(out.TCPFlags))
+		case sw.IPProto == 17:
+			*cur = append(*cur, UDP{Src: out.TpSrc, Dst: out.TpDst})
+		case sw.IPProto == 132:
+			*cur = append(*cur, SCTP{Src: out.TpSrc, Dst: out.TpDst})
+		case sw.EthType == flowkeys.EthTypeIPv4 && sw.IPProto == 1:
+			// The kernel keeps ICMP type and code in the 16-bit
+			// port fields and puts their low bytes.
+			*cur = append(*cur, ICMP{Type: uint8(out.TpSrc), Code: uint8(out.TpDst)})
+		case sw.EthType == flowkeys.EthTypeIPv6 && sw.IPProto == 58:
+			*cur = append(*cur, ICMPv6{Type: uint8(out.TpSrc), Code: uint8(out.TpDst)})
+			if sw.TpSrc == 135 || sw.TpSrc == 136 {
+				*cur = append(*cur, ND{Target: out.NDTarget, SLL: out.NDSLL, TLL: out.NDTLL})
+			}
+		}
+	}
+	return closeEncap(dst, outer, inner)
+}
+
+// closeEncap nests the inner attributes into the outer ones and those
+// into dst, as the kernel's nla_nest_end calls do at "unencap".
+func closeEncap(dst FlowKey, outer, inner *FlowKey) FlowKey {
+	if inner != nil {
+		*outer = append(*outer, Encap{Key: *inner})
+	}
+	if outer != nil {
+		dst = append(dst, Encap{Key: *outer})
+	}
+	return dst
+}
+
+// appendVLAN is ovs_nla_put_vlan: the TPID as eth_type (0xffff in a
+// mask) and the TCI.
+func appendVLAN(dst FlowKey, tpid, tci uint16, isMask bool) FlowKey {
+	if isMask {
+		tpid = 0xffff
+	}
+	return append(dst, boxEthertype(tpid), VLAN(tci))
+}
+
+// appendCTKey is ovs_ct_put_key (Debian's kernel has conntrack zones,
+// marks and labels configured, so all four scalar attributes are put).
+func appendCTKey(dst FlowKey, sw, out *flowkeys.Key) FlowKey {
+	dst = append(dst, CTState(out.CTState), CTZone(out.CTZone), CTMark(out.CTMark))
+	if out.CTLabels == ([16]byte{}) {
+		dst = append(dst, zeroCTLabels)
+	} else {
+		dst = append(dst, CTLabels(out.CTLabels))
+	}
+	if sw.CTOrigProto != 0 {
+		switch sw.EthType {
+		case flowkeys.EthTypeIPv4:
+			dst = append(dst, CTTupleIPv4{Src: out.CTOrigIPv4Src, Dst: out.CTOrigIPv4Dst,
+				SrcPort: out.CTOrigTpSrc, DstPort: out.CTOrigTpDst, Proto: out.CTOrigProto})
+		case flowkeys.EthTypeIPv6:
+			dst = append(dst, CTTupleIPv6{Src: out.CTOrigIPv6Src, Dst: out.CTOrigIPv6Dst,
+				SrcPort: out.CTOrigTpSrc, DstPort: out.CTOrigTpDst, Proto: out.CTOrigProto})
+		}
+	}
+	return dst
+}
+
+// tunnelAttr is ip_tun_to_nlattr: the tunnel id when the key flag is
+// set; the addresses of the key's family when non-zero; tos when
+// non-zero; ttl always; the flag attributes; the ports when non-zero;
+// and the VXLAN options when the VXLAN option flag is set (the Key holds
+// no Geneve or ERSPAN option bytes, so those are never put).
+func tunnelAttr(sw, out *flowkeys.Key) Tunnel {
+	var t Tunnel
+	if out.TunFlags&KernelTunnelKey != 0 {
+		t.Present |= TunnelHasID
+		t.ID = out.TunID
+	}
+	switch sw.TunProto {
+	case flowkeys.TunProtoIPv4:
+		if out.TunIPv4Src != ([4]byte{}) {
+			t.Present |= TunnelHasIPv4Src
+			t.IPv4Src = out.TunIPv4Src
+		}
+		if out.TunIPv4Dst != ([4]byte{}) {
+			t.Present |= TunnelHasIPv4Dst
+			t.IPv4Dst = out.TunIPv4Dst
+		}
+	case flowkeys.TunProtoIPv6:
+		if out.TunIPv6Src != ([16]byte{}) {
+			t.Present |= TunnelHasIPv6Src
+			t.IPv6Src = out.TunIPv6Src
+		}
+		if out.TunIPv6Dst != ([16]byte{}) {
+			t.Present |= TunnelHasIPv6Dst
+			t.IPv6Dst = out.TunIPv6Dst
+		}
+	}
+	if out.TunTOS != 0 {
+		t.Present |= TunnelHasTOS
+		t.TOS = out.TunTOS
+	}
+	t.Present |= TunnelHasTTL
+	t.TTL = out.TunTTL
+	if out.TunFlags&KernelTunnelDF != 0 {
+		t.Flags |= TunnelDF
+	}
+	if out.TunFlags&KernelTunnelCSUM != 0 {
+		t.Flags |= TunnelCSUM
+	}
+	if out.TunTpSrc != 0 {
+		t.Present |= TunnelHasTPSrc
+		t.TPSrc = out.TunTpSrc
+	}
+	if out.TunTpDst != 0 {
+		t.Present |= TunnelHasTPDst
+		t.TPDst = out.TunTpDst
+	}
+	if out.TunFlags&KernelTunnelOAM != 0 {
+		t.Flags |= TunnelOAM
+	}
+	if out.TunFlags&KernelTunnelVXLANOpt != 0 && sw.TunFlags&KernelTunnelVXLANOpt != 0 {
+		t.Present |= TunnelHasVXLAN
+		t.VXLANGBP = out.TunGBP
+	}
+	return t
+}

@@ -1,0 +1,1056 @@
+package odp
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"syscall"
+
+	"github.com/ovsdp/ovsdp/flowkeys"
+)
+
+// Conversion from key and mask attributes to flowkeys.Key, with the
+// acceptance rules of the Linux kernel's openvswitch module (6.1):
+// ovs_nla_get_match and what it calls in net/openvswitch/flow_netlink.c
+// (__parse_flow_nlattrs, parse_vlan_from_nlattrs, ovs_key_from_nlattrs,
+// metadata_from_nlattrs, ip_tun_from_nlattr, nsh_key_put_from_nlattr,
+// mask_set_nlattr, match_validate). The code works on the attributes'
+// wire bytes, as the kernel does, so that lengths, duplicates, nesting
+// and the kernel's quirks (a mask attribute that is all zero counts as
+// absent; the attribute table is shared between the key and the mask
+// pass) come out the same.
+//
+// Rules implemented (each an EINVAL in the kernel):
+//   - attribute type above 32 (OVS_KEY_ATTR_MAX), or one of the
+//     userspace-only / kernel-internal types 29, 30, 31;
+//   - an attribute twice at the same level (or, inside a VLAN encap, an
+//     attribute that the outer level already had, except eth_type, vlan
+//     and encap);
+//   - a payload length other than the uapi struct's (variable for mpls,
+//     nested for encap, tunnel and nsh); trailing bytes in a nest;
+//   - VLAN: eth_type 0x8100/0x88a8 without vlan and encap; a TCI without
+//     the CFI bit that is not zero; a zero TCI with a non-empty encap; a
+//     vlan attribute where no VLAN eth_type precedes it; in the mask,
+//     encap for a key without a tag, a TPID mask other than 0xffff, a
+//     TCI mask without the CFI bit;
+//   - eth_type below 0x600 in a key; neither eth nor eth_type;
+//   - in_port of 65535 or more in a key; ct_state bits above 0xff;
+//   - tunnel: unknown or mis-sized nested attributes, two option blocks,
+//     Geneve options longer than 255 bytes or not a multiple of 4 (and a
+//     mask's option length differing from the key's), ERSPAN options
+//     longer than 255 bytes, bad VXLAN extensions, IPv4 mixed with IPv6,
+//     no destination, a zero destination, no TTL, bad bridge-mode info;
+//   - ipv4/ipv6 frag above 2, an IPv6 flow label above 20 bits, an ARP
+//     opcode above 255 (keys only);
+//   - mpls with 0 or more than 3 labels, or a length not a multiple of 4;
+//   - nsh: unknown or mis-sized nested attributes, MD type 2, MD1 context
+//     with a base MD type other than 1 (keys only);
+//   - attributes left over that the key did not use ("Unknown key
+//     attributes", e.g. tcp in an ARP key is not rejected here but by
+//     match_validate; a zero-length type 0 is);
+//   - match_validate: a key missing the attribute its eth_type / proto
+//     requires (ipv4, ipv6, arp, mpls, nsh, tcp plus tcp_flags, udp,
+//     sctp, icmp, icmpv6, nd for ICMPv6 types 135 and 136 — not for later
+//     fragments), and mask attributes that are not allowed: L3 masks need
+//     an exact eth_type mask, L4 masks an exact proto mask, nd an exact
+//     ICMPv6 type mask, and ct_tuple6 never goes with nd.
+//
+// Not reproduced: the kernel keeps the conntrack original tuple in the
+// same memory as the ARP hardware addresses (IPv4) and the ND fields
+// (IPv6); flowkeys.Key has separate fields, so a key with both keeps
+// both. Geneve and ERSPAN option bytes have no place in flowkeys.Key:
+// keys with them fail with an error wrapping errors.ErrUnsupported
+// (the kernel accepts them). The kernel's ovs_ct_verify is taken as
+// true for every conntrack attribute (Debian's kernel has conntrack
+// zones, marks and labels).
+
+// KeyError is the error of ToFlowKeys and ToFlowKeysExact: which
+// attribute was wrong and why, in the kernel's words. Err is
+// syscall.EINVAL for what the kernel rejects, errors.ErrUnsupported for
+// what the kernel accepts but flowkeys.Key cannot hold.
+type KeyError struct {
+	Attr   string // e.g. "key.encap.ipv4", "mask.tunnel", "key"
+	Reason string
+	Err    error
+}
+
+// Error implements error.
+func (e *KeyError) Error() string {
+	what := "rejected by the kernel (EINVAL)"
+	if errors.Is(e.Err, errors.ErrUnsupported) {
+		what = "not supported by flowkeys.Key"
+	}
+	return "odp: " + e.Attr + ": " + e.Reason + ": " + what
+}
+
+// Unwrap returns Err.
+func (e *KeyError) Unwrap() error { return e.Err }
+
+// The kernel's OVS_KEY_ATTR_MAX (Linux 6.1: OVS_KEY_ATTR_IPV6_EXTHDRS).
+const kernelKeyAttrMax = 32
+
+// Lengths of the kernel's ovs_key_lens table.
+const (
+	lenNested   = -1
+	lenVariable = -2
+)
+
+var kernelKeyLens = [kernelKeyAttrMax + 1]int{
+	KeyEncap: lenNested, KeyPriority: 4, KeyInPort: 4, KeySkbMark: 4,
+	KeyEthernet: 12, KeyVLAN: 2, KeyEthertype: 2, KeyIPv4: 12, KeyIPv6: 40,
+	KeyTCP: 4, KeyTCPFlags: 2, KeyUDP: 4, KeySCTP: 4, KeyICMP: 2,
+	KeyICMPv6: 2, KeyARP: 24, KeyND: 28, KeyRecircID: 4, KeyDPHash: 4,
+	KeyTunnel: lenNested, KeyMPLS: lenVariable, KeyCTState: 4, KeyCTZone: 2,
+	KeyCTMark: 4, KeyCTLabels: 16, KeyCTOrigTupleV4: 16, KeyCTOrigTupleV6: 40,
+	KeyNSH: lenNested, KeyIPv6ExtHdrs: 2,
+}
+
+// The kernel's ovs_tunnel_key_lens (OVS_TUNNEL_KEY_ATTR_MAX is 16,
+// IPV4_INFO_BRIDGE; PAD, 14, has no entry and so length 0).
+const (
+	tunInfoBridge = 16
+	tunAttrMax    = 16
+)
+
+var kernelTunLens = [tunAttrMax + 1]int{
+	tunID: 8, tunIPv4Src: 4, tunIPv4Dst: 4, tunTOS: 1, tunTTL: 1,
+	tunDF: 0, tunCSUM: 0, tunTPSrc: 2, tunTPDst: 2, tunOAM: 0,
+	tunGeneveOpts: lenVariable, tunVXLANOpts: lenNested, tunIPv6Src: 16,
+	tunIPv6Dst: 16, tunERSPANOpts: lenVariable, tunInfoBridge: 0,
+}
+
+var kernelNSHLens = [4]int{nshBase: 8, nshMD1: 16, nshMD2: lenVariable}
+
+// ctSupportedMask is the kernel's CT_SUPPORTED_MASK.
+const ctSupportedMask = 0xff
+
+// tunOptsMax is sizeof(sw_flow_key.tun_opts) (IP_TUNNEL_OPTS_MAX).
+const tunOptsMax = 255
+
+func lenOK(n, want int) bool { return n == want || want == lenNested || want == lenVariable }
+
+// nlaWalk iterates over netlink attributes like the kernel's
+// nla_for_each_attr: it stops at the first attribute that does not fit,
+// and rem() is what is left (negative when the last attribute lacks its
+// padding).
+type nlaWalk struct {
+	b   []byte
+	rem int
+}
+
+func (w *nlaWalk) next() (typ uint16, data []byte, ok bool) {
+	if w.rem < 4 {
+		return 0, nil, false
+	}
+	l := int(binary.NativeEndian.Uint16(w.b))
+	if l < 4 || l > w.rem {
+		return 0, nil, false
+	}
+	typ = binary.NativeEndian.Uint16(w.b[2:]) & nlaTypeMask
+	data = w.b[4:l:l]
+	adv := nlaAlign(l)
+	w.rem -= adv
+	if adv <= len(w.b) {
+		w.b = w.b[adv:]
+	} else {
+		w.b = nil
+	}
+	return typ, data, true
+}
+
+// kattr is one entry of the kernel's attribute table a[].
+type kattr struct {
+	data []byte
+	path string
+}
+
+// kparser holds the state of one ovs_nla_get_match.
+type kparser struct {
+	a       [kernelKeyAttrMax + 1]*kattr
+	k, m    *flowkeys.Key
+	hasMask bool // match->mask != NULL
+	// lenient suppresses the checks that only the flow-put path makes
+	// (see ToFlowKeysExact).
+	lenient bool
+	// tunOptsLen is the key's tun_opts_len.
+	tunOptsLen  int
+	unsupported *KeyError
+}
+
+func (p *kparser) fail(path, format string, args ...any) error {
+	return &KeyError{Attr: path, Reason: fmt.Sprintf(format, args...), Err: syscall.EINVAL}
+}
+
+func (p *kparser) target(isMask bool) *flowkeys.Key {
+	if isMask {
+		return p.m
+	}
+	return p.k
+}
+
+// parseAttrs is __parse_flow_nlattrs: it records the attributes of b in
+// p.a and their bits in *attrs. With nz (a mask), all-zero attributes are
+// skipped.
+func (p *kparser) parseAttrs(b []byte, path string, attrs *uint64, nz bool) error {
+	w := nlaWalk{b: b, rem: len(b)}
+	for {
+		t, data, ok := w.next()
+		if !ok {
+			break
+		}
+		name := path + "." + KeyType(t).String()
+		if t > kernelKeyAttrMax {
+			return p.fail(name, "key type %d is out of range max %d", t, kernelKeyAttrMax)
+		}
+		if t == uint16(KeyPacketType) || t == uint16(KeyNDExtensions) || t == uint16(KeyTunnelInfo) {
+			return p.fail(name, "key type %d is not supported", t)
+		}
+		if *attrs&(1<<t) != 0 {
+			return p.fail(name, "duplicate key (type %d)", t)
+		}
+		if want := kernelKeyLens[t]; !lenOK(len(data), want) {
+			return p.fail(name, "key %d has unexpected len %d expected %d", t, len(data), want)
+		}
+		if !nz || !allZero(data) {
+			*attrs |= 1 << t
+			p.a[t] = &kattr{data: data, path: name}
+		}
+	}
+	if w.rem != 0 {
+		return p.fail(path, "message has %d unknown bytes", w.rem)
+	}
+	return nil
+}
+
+func (p *kparser) be16(t KeyType) uint16 { return binary.BigEndian.Uint16(p.a[t].data) }
+func (p *kparser) u32(t KeyType) uint32  { return binary.NativeEndian.Uint32(p.a[t].data) }
+func (p *kparser) path(t KeyType) string { return p.a[t].path }
+
+func has(attrs uint64, t KeyType) bool { return attrs&(1<<t) != 0 }
+
+const tagPresent = flowkeys.VLANTagPresent
+
+// parseVLAN is parse_vlan_from_nlattrs.
+func (p *kparser) parseVLAN(attrs *uint64, isMask bool, path string) error {
+	if err := p.parseOneVLAN(attrs, false, isMask, path); err != nil {
+		return err
+	}
+	if p.k.VLANTCI&tagPresent != 0 {
+		return p.parseOneVLAN(attrs, true, isMask, path+".encap")
+	}
+	return nil
+}
+
+// parseOneVLAN is __parse_vlan_from_nlattrs.
+func (p *kparser) parseOneVLAN(attrs *uint64, inner, isMask bool, path string) error {
+	what := "VLAN"
+	if inner {
+		what = "C-VLAN"
+	}
+	var tci, tpid uint16
+	if !isMask {
+		if !(has(*attrs, KeyEthernet) && has(*attrs, KeyEthertype) && isVLANEthType(p.be16(KeyEthertype))) {
+			return nil // not a VLAN
+		}
+		if !(has(*attrs, KeyVLAN) && has(*attrs, KeyEncap)) {
+			return p.fail(path, "invalid %s frame (eth_type %#04x needs vlan and encap)", what, p.be16(KeyEthertype))
+		}
+		tci = p.be16(KeyVLAN)
+		if tci&tagPresent == 0 {
+			if tci != 0 {
+				return p.fail(p.path(KeyVLAN), "%s TCI does not have VLAN_CFI_MASK bit set", what)
+			} else if len(p.a[KeyEncap].data) != 0 {
+				return p.fail(p.path(KeyEncap), "truncated %s header has non-zero encap attribute", what)
+			}
+		}
+	} else {
+		if !has(*attrs, KeyEncap) {
+			return nil
+		}
+		valid := p.k.VLANTCI&tagPresent != 0
+		if inner {
+			valid = p.k.CVLANTCI&tagPresent != 0
+		}
+		if !valid {
+			return p.fail(p.path(KeyEncap), "encap mask attribute is set for non-%s frame", what)
+		}
+		// As in the kernel, an absent mask attribute leaves the key's
+		// entry in the shared table.
+		if p.a[KeyVLAN] != nil {
+			tci = p.be16(KeyVLAN)
+		}
+		if p.a[KeyEthertype] != nil {
+			tpid = p.be16(KeyEthertype)
+		}
+		if tpid != 0xffff {
+			return p.fail(path, "must have an exact match on %s TPID (mask=%x)", what, tpid)
+		}
+		if tci&tagPresent == 0 {
+			return p.fail(path, "%s TCI mask does not have exact match for VLAN_CFI_MASK bit", what)
+		}
+	}
+	// encode_vlan_from_nlattrs
+	tci, tpid = 0, 0
+	if p.a[KeyVLAN] != nil {
+		tci = p.be16(KeyVLAN)
+	}
+	if p.a[KeyEthertype] != nil {
+		tpid = p.be16(KeyEthertype)
+	}
+	t := p.target(isMask)
+	if !inner {
+		t.VLANTPID, t.VLANTCI = tpid, tci
+	} else {
+		t.CVLANTPID, t.CVLANTCI = tpid, tci
+	}
+	*attrs &^= 1<<KeyEncap | 1<<KeyVLAN | 1<<KeyEthertype
+	return p.parseAttrs(p.a[KeyEncap].data, p.path(KeyEncap), attrs, isMask)
+}
+
+// parseVLANLenient is the structural inverse of how the kernel writes
+// VLAN tags, for ToFlowKeysExact: it also accepts the forms the kernel
+// writes for a VLAN eth_type whose tag is truncated (eth_type(0),
+// vlan(0), encap() — the kernel's own parser refuses them).
+func (p *kparser) parseVLANLenient(attrs *uint64) error {
+	for inner := false; ; inner = true {
+		if !(has(*attrs, KeyEthernet) && has(*attrs, KeyVLAN) && has(*attrs, KeyEncap)) {
+			return nil
+		}
+		var tpid uint16
+		if has(*attrs, KeyEthertype) {
+			tpid = p.be16(KeyEthertype)
+		}
+		tci := p.be16(KeyVLAN)
+		encap := p.a[KeyEncap]
+		*attrs &^= 1<<KeyEncap | 1<<KeyVLAN | 1<<KeyEthertype
+		if !inner {
+			p.k.VLANTPID, p.k.VLANTCI = tpid, tci
+		} else {
+			p.k.CVLANTPID, p.k.CVLANTCI = tpid, tci
+		}
+		if err := p.parseAttrs(encap.data, encap.path, attrs, false); err != nil {
+			return err
+		}
+		if tci == 0 && tpid == 0 && len(encap.data) == 0 {
+			// The kernel's truncated tag: its eth_type was a VLAN
+			// TPID that the attributes do not say; 802.1Q is
+			// assumed.
+			p.k.EthType = flowkeys.EthTypeVLAN
+			return nil
+		}
+		if inner {
+			return nil
+		}
+	}
+}
+
+// parseEthType is parse_eth_type_from_nlattrs.
+func (p *kparser) parseEthType(attrs *uint64, isMask bool) error {
+	et := p.be16(KeyEthertype)
+	if isMask {
+		et = 0xffff
+	} else if et < 0x600 {
+		return p.fail(p.path(KeyEthertype), "EtherType %x is less than min %x", et, 0x600)
+	}
+	p.target(isMask).EthType = et
+	*attrs &^= 1 << KeyEthertype
+	return nil
+}
+
+// metadata is metadata_from_nlattrs.
+func (p *kparser) metadata(attrs *uint64, isMask bool) error {
+	t := p.target(isMask)
+	if has(*attrs, KeyDPHash) {
+		t.DPHash = p.u32(KeyDPHash)
+		*attrs &^= 1 << KeyDPHash
+	}
+	if has(*attrs, KeyRecircID) {
+		t.RecircID = p.u32(KeyRecircID)
+		*attrs &^= 1 << KeyRecircID
+	}
+	if has(*attrs, KeyPriority) {
+		t.Priority = p.u32(KeyPriority)
+		*attrs &^= 1 << KeyPriority
+	}
+	if has(*attrs, KeyInPort) {
+		in := p.u32(KeyInPort)
+		if isMask {
+			in = 0xffff // always exact; the kernel's in_port is 16 bits
+		} else if in >= DPMaxPorts {
+			return p.fail(p.path(KeyInPort), "port %d exceeds max allowable %d", in, DPMaxPorts)
+		}
+		t.InPort = in
+		*attrs &^= 1 << KeyInPort
+	} else if !isMask {
+		t.InPort = DPMaxPorts
+	}
+	if has(*attrs, KeySkbMark) {
+		t.SkbMark = p.u32(KeySkbMark)
+		*attrs &^= 1 << KeySkbMark
+	}
+	if has(*attrs, KeyTunnel) {
+		if err := p.tunnel(p.a[KeyTunnel], isMask); err != nil {
+			return err
+		}
+		*attrs &^= 1 << KeyTunnel
+	}
+	if has(*attrs, KeyCTState) {
+		s := p.u32(KeyCTState)
+		if s&^ctSupportedMask != 0 {
+			return p.fail(p.path(KeyCTState), "ct_state flags %08x unsupported", s)
+		}
+		t.CTState = uint8(s)
+		*attrs &^= 1 << KeyCTState
+	}
+	if has(*attrs, KeyCTZone) {
+		t.CTZone = binary.NativeEndian.Uint16(p.a[KeyCTZone].data)
+		*attrs &^= 1 << KeyCTZone
+	}
+	if has(*attrs, KeyCTMark) {
+		t.CTMark = p.u32(KeyCTMark)
+		*attrs &^= 1 << KeyCTMark
+	}
+	if has(*attrs, KeyCTLabels) {
+		copy(t.CTLabels[:], p.a[KeyCTLabels].data)
+		*attrs &^= 1 << KeyCTLabels
+	}
+	if has(*attrs, KeyCTOrigTupleV4) {
+		d := p.a[KeyCTOrigTupleV4].data
+		copy(t.CTOrigIPv4Src[:], d[0:4])
+		copy(t.CTOrigIPv4Dst[:], d[4:8])
+		t.CTOrigTpSrc = binary.BigEndian.Uint16(d[8:])
+		t.CTOrigTpDst = binary.BigEndian.Uint16(d[10:])
+		t.CTOrigProto = d[12]
+		*attrs &^= 1 << KeyCTOrigTupleV4
+	}
+	if has(*attrs, KeyCTOrigTupleV6) {
+		d := p.a[KeyCTOrigTupleV6].data
+		copy(t.CTOrigIPv6Src[:], d[0:16])
+		copy(t.CTOrigIPv6Dst[:], d[16:32])
+		t.CTOrigTpSrc = binary.BigEndian.Uint16(d[32:])
+		t.CTOrigTpDst = binary.BigEndian.Uint16(d[34:])
+		t.CTOrigProto = d[36]
+		*attrs &^= 1 << KeyCTOrigTupleV6
+	}
+	// A key with eth_type but no eth is an L3 packet; mac_proto is
+	// always matched exactly.
+	macProto := uint8(flowkeys.MacProtoEthernet)
+	if !has(*attrs, KeyEthernet) && has(*attrs, KeyEthertype) {
+		macProto = flowkeys.MacProtoNone
+	}
+	if isMask {
+		t.MacProto = 0xff
+	} else {
+		t.MacProto = macProto
+	}
+	if macProto == flowkeys.MacProtoNone {
+		return p.parseEthType(attrs, isMask)
+	}
+	return nil
+}
+
+// tunnel is ip_tun_from_nlattr.
+func (p *kparser) tunnel(ka *kattr, isMask bool) error {
+	t := p.target(isMask)
+	var ttl, ipv4, ipv6, bridge bool
+	var flags uint16
+	optsType := 0
+	w := nlaWalk{b: ka.data, rem: len(ka.data)}
+	for {
+		typ, d, ok := w.next()
+		if !ok {
+			break
+		}
+		if typ > tunAttrMax {
+			return p.fail(ka.path, "tunnel attr %d out of range max %d", typ, tunAttrMax)
+		}
+		if want := kernelTunLens[typ]; !lenOK(len(d), want) {
+			return p.fail(ka.path, "tunnel attr %d has unexpected len %d expected %d", typ, len(d), want)
+		}
+		switch typ {
+		case tunID:
+			t.TunID = binary.BigEndian.Uint64(d)
+			flags |= KernelTunnelKey
+		case tunIPv4Src:
+			copy(t.TunIPv4Src[:], d)
+			ipv4 = true
+		case tunIPv4Dst:
+			copy(t.TunIPv4Dst[:], d)
+			ipv4 = true
+		case tunIPv6Src:
+			copy(t.TunIPv6Src[:], d)
+			ipv6 = true
+		case tunIPv6Dst:
+			copy(t.TunIPv6Dst[:], d)
+			ipv6 = true
+		case tunTOS:
+			t.TunTOS = d[0]
+		case tunTTL:
+			t.TunTTL = d[0]
+			ttl = true
+		case tunDF:
+			flags |= KernelTunnelDF
+		case tunCSUM:
+			flags |= KernelTunnelCSUM
+		case tunTPSrc:
+			t.TunTpSrc = binary.BigEndian.Uint16(d)
+		case tunTPDst:
+			t.TunTpDst = binary.BigEndian.Uint16(d)
+		case tunOAM:
+			flags |= KernelTunnelOAM
+		case tunGeneveOpts, tunVXLANOpts, tunERSPANOpts:
+			if optsType != 0 {
+				return p.fail(ka.path, "multiple metadata blocks provided")
+			}
+			optsType = int(typ)
+			switch typ {
+			case tunGeneveOpts:
+				if len(d) > tunOptsMax {
+					return p.fail(ka.path, "Geneve option length err (len %d, max %d)", len(d), tunOptsMax)
+				}
+				if len(d)%4 != 0 {
+					return p.fail(ka.path, "Geneve opt len %d is not a multiple of 4", len(d))
+				}
+				if !isMask {
+					p.tunOptsLen = len(d)
+				} else if p.tunOptsLen != len(d) {
+					return p.fail(ka.path, "Geneve option len %d != mask len %d", p.tunOptsLen, len(d))
+				}
+				flags |= KernelTunnelGeneveOpt
+				p.markUnsupported(ka.path, "Geneve options")
+			case tunERSPANOpts:
+				if len(d) > tunOptsMax {
+					return p.fail(ka.path, "ERSPAN option length err (len %d, max %d)", len(d), tunOptsMax)
+				}
+				flags |= KernelTunnelERSPANOpt
+				p.markUnsupported(ka.path, "ERSPAN options")
+			case tunVXLANOpts:
+				gbp, err := p.vxlanOpts(ka.path, d)
+				if err != nil {
+					return err
+				}
+				t.TunGBP = gbp
+				flags |= KernelTunnelVXLANOpt
+			}
+		case tunPad:
+		case tunInfoBridge:
+			bridge = true
+			ipv4 = true
+		default:
+			return p.fail(ka.path, "unknown IP tunnel attribute %d", typ)
+		}
+	}
+	t.TunFlags = flags
+	if isMask {
+		t.TunProto = 0xff
+	} else if ipv6 {
+		t.TunProto = flowkeys.TunProtoIPv6
+	} else {
+		t.TunProto = flowkeys.TunProtoIPv4
+	}
+	if w.rem > 0 {
+		return p.fail(ka.path, "IP tunnel attribute has %d unknown bytes", w.rem)
+	}
+	if ipv4 && ipv6 {
+		return p.fail(ka.path, "mixed IPv4 and IPv6 tunnel attributes")
+	}
+	if !isMask {
+		if !ipv4 && !ipv6 {
+			return p.fail(ka.path, "IP tunnel dst address not specified")
+		}
+		if ipv4 {
+			if bridge {
+				if t.TunIPv4Src != ([4]byte{}) || t.TunIPv4Dst != ([4]byte{}) || t.TunTpSrc != 0 ||
+					t.TunTpDst != 0 || t.TunTTL != 0 || t.TunTOS != 0 || flags&^KernelTunnelKey != 0 {
+					return p.fail(ka.path, "IPv4 tun info is not correct")
+				}
+			} else if t.TunIPv4Dst == ([4]byte{}) {
+				return p.fail(ka.path, "IPv4 tunnel dst address is zero")
+			}
+		}
+		if ipv6 && t.TunIPv6Dst == ([16]byte{}) {
+			return p.fail(ka.path, "IPv6 tunnel dst address is zero")
+		}
+		if !ttl && !bridge {
+			return p.fail(ka.path, "IP tunnel TTL not specified")
+		}
+	}
+	return nil
+}
+
+func (p *kparser) markUnsupported(path, what string) {
+	if p.unsupported == nil {
+		p.unsupported = &KeyError{Attr: path, Reason: what + " cannot be held in a flowkeys.Key", Err: errors.ErrUnsupported}
+	}
+}
+
+// vxlanOpts is vxlan_tun_opt_from_nlattr.
+func (p *kparser) vxlanOpts(path string, b []byte) (uint32, error) {
+	var gbp uint32
+	w := nlaWalk{b: b, rem: len(b)}
+	for {
+		typ, d, ok := w.next()
+		if !ok {
+			break
+		}
+		if typ > vxlanExtGBP {
+			return 0, p.fail(path, "VXLAN extension %d out of range max %d", typ, vxlanExtGBP)
+		}
+		want := 0
+		if typ == vxlanExtGBP {
+			want = 4
+		}
+		if len(d) != want {
+			return 0, p.fail(path, "VXLAN extension %d has unexpected len %d expected %d", typ, len(d), want)
+		}
+		if typ != vxlanExtGBP {
+			return 0, p.fail(path, "unknown VXLAN extension attribute %d", typ)
+		}
+		gbp = binary.NativeEndian.Uint32(d)
+	}
+	if w.rem != 0 {
+		return 0, p.fail(path, "VXLAN extension message has %d unknown bytes", w.rem)
+	}
+	return gbp, nil
+}
+
+// nsh is nsh_key_put_from_nlattr (not for push_nsh).
+func (p *kparser) nsh(ka *kattr, isMask bool) error {
+	t := p.target(isMask)
+	var hasMD1 bool
+	var mdtype uint8
+	w := nlaWalk{b: ka.data, rem: len(ka.data)}
+	for {
+		typ, d, ok := w.next()
+		if !ok {
+			break
+		}
+		if typ > nshMD2 {
+			return p.fail(ka.path, "nsh attr %d is out of range max %d", typ, nshMD2)
+		}
+		if want := kernelNSHLens[typ]; !lenOK(len(d), want) {
+			return p.fail(ka.path, "nsh attr %d has unexpected len %d expected %d", typ, len(d), want)
+		}
+		switch typ {
+		case nshBase:
+			mdtype = d[2]
+			t.NSHFlags, t.NSHTTL, t.NSHMDType, t.NSHNP = d[0], d[1], d[2], d[3]
+			t.NSHPathHdr = binary.BigEndian.Uint32(d[4:])
+		case nshMD1:
+			hasMD1 = true
+			for i := range t.NSHContext {
+				t.NSHContext[i] = binary.BigEndian.Uint32(d[4*i:])
+			}
+		case nshMD2:
+			return p.fail(ka.path, "MD type 2 is not supported (ENOTSUPP)")
+		default:
+			return p.fail(ka.path, "unknown nsh attribute %d", typ)
+		}
+	}
+	if w.rem > 0 {
+		return p.fail(ka.path, "nsh attribute has %d unknown bytes", w.rem)
+	}
+	if !isMask && hasMD1 && mdtype != 1 {
+		return p.fail(ka.path, "nsh attribute has unmatched MD type %d", mdtype)
+	}
+	return nil
+}
+
+// keyFromAttrs is ovs_key_from_nlattrs.
+func (p *kparser) keyFromAttrs(attrs uint64, isMask bool) error {
+	if err := p.metadata(&attrs, isMask); err != nil {
+		return err
+	}
+	t := p.target(isMask)
+	strict := !p.lenient
+	if has(attrs, KeyEthernet) {
+		d := p.a[KeyEthernet].data
+		copy(t.EthSrc[:], d[0:6])
+		copy(t.EthDst[:], d[6:12])
+		attrs &^= 1 << KeyEthernet
+		if has(attrs, KeyVLAN) && strict {
+			return p.fail(p.path(KeyVLAN), "VLAN attribute unexpected")
+		}
+		if has(attrs, KeyEthertype) {
+			if err := p.parseEthType(&attrs, isMask); err != nil && strict {
+				return err
+			}
+			attrs &^= 1 << KeyEthertype
+		} else if !isMask && !(p.lenient && t.EthType != 0) {
+			t.EthType = flowkeys.EthType8022
+		}
+	} else if p.k.EthType == 0 && strict {
+		return p.fail("key", "either Ethernet header or EtherType is required")
+	}
+	if has(attrs, KeyIPv4) {
+		d := p.a[KeyIPv4].data
+		if !isMask && d[11] > flowkeys.FragLater && strict {
+			return p.fail(p.path(KeyIPv4), "IPv4 frag type %d is out of range max %d", d[11], flowkeys.FragLater)
+		}
+		copy(t.IPv4Src[:], d[0:4])
+		copy(t.IPv4Dst[:], d[4:8])
+		t.IPProto, t.IPTOS, t.IPTTL, t.IPFrag = d[8], d[9], d[10], d[11]
+		attrs &^= 1 << KeyIPv4
+	}
+	if has(attrs, KeyIPv6) {
+		d := p.a[KeyIPv6].data
+		label := binary.BigEndian.Uint32(d[32:])
+		if !isMask && d[39] > flowkeys.FragLater && strict {
+			return p.fail(p.path(KeyIPv6), "IPv6 frag type %d is out of range max %d", d[39], flowkeys.FragLater)
+		}
+		if !isMask && label&0xfff00000 != 0 && strict {
+			return p.fail(p.path(KeyIPv6), "IPv6 flow label %x is out of range (max=%x)", label, 1<<20-1)
+		}
+		copy(t.IPv6Src[:], d[0:16])
+		copy(t.IPv6Dst[:], d[16:32])
+		t.IPv6Label = label
+		t.IPProto, t.IPTOS, t.IPTTL, t.IPFrag = d[36], d[37], d[38], d[39]
+		attrs &^= 1 << KeyIPv6
+	}
+	if has(attrs, KeyIPv6ExtHdrs) {
+		t.IPv6ExtHdrs = binary.NativeEndian.Uint16(p.a[KeyIPv6ExtHdrs].data)
+		attrs &^= 1 << KeyIPv6ExtHdrs
+	}
+	if has(attrs, KeyARP) {
+		d := p.a[KeyARP].data
+		op := binary.BigEndian.Uint16(d[8:])
+		if !isMask && op&0xff00 != 0 && strict {
+			return p.fail(p.path(KeyARP), "unknown ARP opcode (opcode=%d)", op)
+		}
+		copy(t.IPv4Src[:], d[0:4])
+		copy(t.IPv4Dst[:], d[4:8])
+		t.IPProto = uint8(op)
+		copy(t.ARPSHA[:], d[10:16])
+		copy(t.ARPTHA[:], d[16:22])
+		attrs &^= 1 << KeyARP
+	}
+	if has(attrs, KeyNSH) {
+		if err := p.nsh(p.a[KeyNSH], isMask); err != nil && strict {
+			return err
+		}
+		attrs &^= 1 << KeyNSH
+	}
+	if has(attrs, KeyMPLS) {
+		d := p.a[KeyMPLS].data
+		n := len(d) / 4
+		if n == 0 || n > len(t.MPLSLSE) || len(d)%4 != 0 {
+			if strict {
+				return p.fail(p.path(KeyMPLS), "MPLS attribute of %d bytes: want 1 to %d labels of 4 bytes", len(d), len(t.MPLSLSE))
+			}
+			n = min(n, len(t.MPLSLSE))
+		}
+		for i := 0; i < n; i++ {
+			t.MPLSLSE[i] = binary.BigEndian.Uint32(d[4*i:])
+		}
+		t.MPLSLabelsMask = 1<<n - 1
+		attrs &^= 1 << KeyMPLS
+	}
+	for _, l4 := range [...]KeyType{KeyTCP, KeyUDP, KeySCTP} {
+		if has(attrs, l4) {
+			d := p.a[l4].data
+			t.TpSrc = binary.BigEndian.Uint16(d[0:])
+			t.TpDst = binary.BigEndian.Uint16(d[2:])
+			attrs &^= 1 << l4
+		}
+		if l4 == KeyTCP && has(attrs, KeyTCPFlags) {
+			t.TCPFlags = p.be16(KeyTCPFlags)
+			attrs &^= 1 << KeyTCPFlags
+		}
+	}
+	for _, icmp := range [...]KeyType{KeyICMP, KeyICMPv6} {
+		if has(attrs, icmp) {
+			d := p.a[icmp].data
+			t.TpSrc, t.TpDst = uint16(d[0]), uint16(d[1])
+			attrs &^= 1 << icmp
+		}
+	}
+	if has(attrs, KeyND) {
+		d := p.a[KeyND].data
+		copy(t.NDTarget[:], d[0:16])
+		copy(t.NDSLL[:], d[16:22])
+		copy(t.NDTLL[:], d[22:28])
+		attrs &^= 1 << KeyND
+	}
+	if attrs != 0 && strict {
+		return p.fail("key", "unknown key attributes %x", attrs)
+	}
+	return nil
+}
+
+// maskSet is mask_set_nlattr: a copy of the key's attributes with every
+// leaf byte set to 0xff (and ct_state limited to the supported bits).
+func maskSet(b []byte, lens []int, sub func(t uint16) []int) {
+	w := nlaWalk{b: b, rem: len(b)}
+	for {
+		t, d, ok := w.next()
+		if !ok {
+			return
+		}
+		l := 0
+		if int(t) < len(lens) {
+			l = lens[t]
+		}
+		if l == lenNested {
+			next := sub(t)
+			if next == nil {
+				next = lens
+			}
+			maskSet(d, next, sub)
+		} else {
+			for i := range d {
+				d[i] = 0xff
+			}
+		}
+		if t == uint16(KeyCTState) && len(d) == 4 {
+			binary.NativeEndian.PutUint32(d, binary.NativeEndian.Uint32(d)&ctSupportedMask)
+		}
+	}
+}
+
+var vxlanLens = []int{vxlanExtGBP: 4}
+
+// keyLensSub gives the nested table of a nested key attribute
+// (ovs_len_tbl.next).
+func keyLensSub(t uint16) []int {
+	switch KeyType(t) {
+	case KeyTunnel:
+		return tunLensSub
+	case KeyNSH:
+		return kernelNSHLens[:]
+	}
+	return nil
+}
+
+var tunLensSub = func() []int {
+	l := make([]int, len(kernelTunLens))
+	copy(l, kernelTunLens[:])
+	return l
+}()
+
+// maskSetKey applies maskSet with the right nested tables: the tunnel's
+// VXLAN options use the VXLAN extension table.
+func maskSetKey(b []byte) {
+	maskSet(b, kernelKeyLens[:], func(t uint16) []int {
+		if t == tunVXLANOpts {
+			// Within the tunnel table, type 11 is VXLAN_OPTS; within
+			// the key table, 11 is ICMP (not nested), so this is
+			// only reached from the tunnel.
+			return vxlanLens
+		}
+		return keyLensSub(t)
+	})
+}
+
+// matchValidate is match_validate.
+func (p *kparser) matchValidate(keyAttrs, maskAttrs uint64) error {
+	const bit = uint64(1)
+	var expected uint64
+	allowed := keyAttrs &^ (bit<<KeyIPv4 | bit<<KeyCTOrigTupleV4 | bit<<KeyIPv6 | bit<<KeyCTOrigTupleV6 |
+		bit<<KeyTCP | bit<<KeyTCPFlags | bit<<KeyUDP | bit<<KeySCTP | bit<<KeyICMP | bit<<KeyICMPv6 |
+		bit<<KeyARP | bit<<KeyND | bit<<KeyMPLS | bit<<KeyNSH)
+	allowed |= bit<<KeyTunnel | bit<<KeyInPort | bit<<KeyEthertype
+	k, m := p.k, p.m
+	exactType := p.hasMask && m.EthType == 0xffff
+	exactProto := p.hasMask && m.IPProto == 0xff
+	switch {
+	case k.EthType == flowkeys.EthTypeARP || k.EthType == flowkeys.EthTypeRARP:
+		expected |= bit << KeyARP
+		if exactType {
+			allowed |= bit << KeyARP
+		}
+	case k.EthType == flowkeys.EthTypeMPLS || k.EthType == flowkeys.EthTypeMPLSMC:
+		expected |= bit << KeyMPLS
+		if exactType {
+			allowed |= bit << KeyMPLS
+		}
+	case k.EthType == flowkeys.EthTypeIPv4 || k.EthType == flowkeys.EthTypeIPv6:
+		v4 := k.EthType == flowkeys.EthTypeIPv4
+		l3, tuple, icmp := KeyIPv6, KeyCTOrigTupleV6, KeyICMPv6
+		if v4 {
+			l3, tuple, icmp = KeyIPv4, KeyCTOrigTupleV4, KeyICMP
+		}
+		expected |= bit << l3
+		if exactType {
+			allowed |= bit<<l3 | bit<<tuple
+		}
+		if k.IPFrag != flowkeys.FragLater {
+			var l4 uint64
+			switch k.IPProto {
+			case 17:
+				l4 = bit << KeyUDP
+			case 132:
+				l4 = bit << KeySCTP
+			case 6:
+				l4 = bit<<KeyTCP | bit<<KeyTCPFlags
+			case 1:
+				if v4 {
+					l4 = bit << icmp
+				}
+			case 58:
+				if !v4 {
+					l4 = bit << icmp
+				}
+			}
+			expected |= l4
+			if exactProto {
+				allowed |= l4
+			}
+			if !v4 && k.IPProto == 58 && (k.TpSrc == 135 || k.TpSrc == 136) {
+				expected |= bit << KeyND
+				// The conntrack tuple shares the kernel's ND fields.
+				allowed &^= bit << KeyCTOrigTupleV6
+				if p.hasMask && m.TpSrc == 0xff {
+					allowed |= bit << KeyND
+				}
+			}
+		}
+	case k.EthType == flowkeys.EthTypeNSH:
+		expected |= bit << KeyNSH
+		if exactType {
+			allowed |= bit << KeyNSH
+		}
+	}
+	if keyAttrs&expected != expected {
+		return p.fail("key", "missing key attribute %s (keys=%x, expected=%x)",
+			attrNames(expected&^keyAttrs), keyAttrs, expected)
+	}
+	if maskAttrs&allowed != maskAttrs {
+		return p.fail("mask", "unexpected mask attribute %s (mask=%x, allowed=%x)",
+			attrNames(maskAttrs&^allowed), maskAttrs, allowed)
+	}
+	return nil
+}
+
+// attrNames lists the attribute names of the bits in set.
+func attrNames(set uint64) string {
+	s := ""
+	for t := 0; t < 64; t++ {
+		if set&(1<<t) != 0 {
+			if s != "" {
+				s += ","
+			}
+			s += KeyType(t).String()
+		}
+	}
+	return s
+}
+
+// ToFlowKeys converts a flow's key and mask attributes (OVS_FLOW_ATTR_KEY
+// and OVS_FLOW_ATTR_MASK) into a flowkeys.Key and its mask with the
+// kernel's rules for a new or modified flow (ovs_nla_get_match with a
+// mask, then match_validate), so that a userspace datapath accepts
+// exactly the flows the kernel accepts. The returned key is already
+// masked (k & m), as the kernel stores it.
+//
+// A nil mask means the mask attribute is absent: the key is exact in
+// every field its attributes give (including zero tunnel fields). A
+// non-nil mask gives the mask; an absent or all-zero mask attribute
+// wildcards its fields, except that in_port, eth_type and mac_proto are
+// always exact when given, and the VLAN TCIs are always exact.
+//
+// A rejected key or mask gives a *KeyError wrapping syscall.EINVAL that
+// names the attribute and the kernel's reason; the comment at the top of
+// validate.go lists the rules.
+func ToFlowKeys(key, mask FlowKey) (k, m flowkeys.Key, err error) {
+	kb, err := MarshalKey(key)
+	if err != nil {
+		return k, m, &KeyError{Attr: "key", Reason: err.Error(), Err: syscall.EINVAL}
+	}
+	var mb []byte
+	if mask != nil {
+		if mb, err = MarshalKey(mask); err != nil {
+			return k, m, &KeyError{Attr: "mask", Reason: err.Error(), Err: syscall.EINVAL}
+		}
+	}
+	k, m, err = toFlowKeysRaw(kb, mb, mask != nil)
+	if err != nil {
+		return flowkeys.Key{}, flowkeys.Key{}, err
+	}
+	return k, m, nil
+}
+
+func toFlowKeysRaw(kb, mb []byte, haveMask bool) (k, m flowkeys.Key, err error) {
+	p := kparser{k: &k, m: &m, hasMask: true}
+	var keyAttrs, maskAttrs uint64
+	if err = p.parseAttrs(kb, "key", &keyAttrs, false); err != nil {
+		return
+	}
+	if err = p.parseVLAN(&keyAttrs, false, "key"); err != nil {
+		return
+	}
+	if err = p.keyFromAttrs(keyAttrs, false); err != nil {
+		return
+	}
+	if !haveMask {
+		mb = append([]byte(nil), kb...)
+		maskSetKey(mb)
+		if k.TunProto != 0 {
+			m.TunID = ^uint64(0)
+			m.TunIPv4Src, m.TunIPv4Dst = [4]byte{255, 255, 255, 255}, [4]byte{255, 255, 255, 255}
+			for i := range m.TunIPv6Src {
+				m.TunIPv6Src[i], m.TunIPv6Dst[i] = 0xff, 0xff
+			}
+			m.TunFlags, m.TunTOS, m.TunTTL, m.TunTpSrc, m.TunTpDst = 0xffff, 0xff, 0xff, 0xffff, 0xffff
+		}
+	}
+	if err = p.parseAttrs(mb, "mask", &maskAttrs, true); err != nil {
+		return
+	}
+	m.VLANTCI, m.CVLANTCI = 0xffff, 0xffff // always match on the TCIs
+	if err = p.parseVLAN(&maskAttrs, true, "mask"); err != nil {
+		return
+	}
+	if err = p.keyFromAttrs(maskAttrs, true); err != nil {
+		return
+	}
+	if err = p.matchValidate(keyAttrs, maskAttrs); err != nil {
+		return
+	}
+	if p.unsupported != nil {
+		return k, m, p.unsupported
+	}
+	kw, mw := k.Words(), m.Words()
+	for i := range kw {
+		kw[i] &= mw[i]
+	}
+	return k, m, nil
+}
+
+// ToFlowKeysExact converts the key attributes of a packet — an upcall's
+// key, or the key of an execute request — into a flowkeys.Key. It is the
+// inverse of KeyFromFlowKeys: every key the kernel writes converts back
+// to the key it was written from, except for what the attributes do not
+// carry (the label stack entries of a truncated MPLS stack; whether a
+// truncated VLAN tag's TPID was 0x8100 or 0x88a8, taken as 0x8100).
+//
+// It fails, with a *KeyError wrapping syscall.EINVAL, where the kernel
+// fails an execute request's key (ovs_flow_key_extract_userspace):
+// attribute types, duplicates and lengths, nested attributes, and the
+// metadata rules (in_port, ct_state, the tunnel, the eth_type of an L3
+// packet). Unlike ToFlowKeys it does not apply the rules the kernel has
+// only for flows (VLAN consistency, frag, flow label, ARP opcode, MPLS
+// and NSH checks, required attributes): those fields are re-extracted
+// from the packet by an execute, and an upcall's key is never refused.
+// Without an in_port attribute, InPort is DPMaxPorts.
+func ToFlowKeysExact(key FlowKey) (flowkeys.Key, error) {
+	var k, m flowkeys.Key
+	kb, err := MarshalKey(key)
+	if err != nil {
+		return k, &KeyError{Attr: "key", Reason: err.Error(), Err: syscall.EINVAL}
+	}
+	p := kparser{k: &k, m: &m, lenient: true}
+	var attrs uint64
+	if err := p.parseAttrs(kb, "key", &attrs, false); err != nil {
+		return flowkeys.Key{}, err
+	}
+	if err := p.parseVLANLenient(&attrs); err != nil {
+		return flowkeys.Key{}, err
+	}
+	if err := p.keyFromAttrs(attrs, false); err != nil {
+		return flowkeys.Key{}, err
+	}
+	if p.unsupported != nil {
+		return flowkeys.Key{}, p.unsupported
+	}
+	return k, nil
+}
