@@ -38,6 +38,7 @@ const (
 	bugNoInPortMask      // output and flood do not mask in_port
 	bugFailBitsShort     // a failing field's proof stops above the differing bit
 	bugNoPrereq          // a failing field's proof comes without its prerequisites
+	bugNoPCPMask         // mod_vlan_vid keeps the PCP without masking it
 )
 
 // Decide evaluates the rules for k in priority order and returns the
@@ -209,12 +210,45 @@ type walker struct {
 	tr      *translator
 	bug     bug
 	normal  bool
+	// outer and inner are the packet's VLAN tags as modified so far.
+	outer, inner vlanTag
+}
+
+// vlanTag is a VLAN tag of the packet being modified, and where its
+// value comes from: the key's outer tag, its inner tag, or an action.
+type vlanTag struct {
+	tci, tpid uint16
+	src       uint8
+}
+
+// Sources of a vlanTag.
+const (
+	tagOuter uint8 = iota // the key's VLANTCI and VLANTPID
+	tagInner              // the key's CVLANTCI and CVLANTPID
+	tagConst              // written by an action
+)
+
+// tagRead marks the bits tciMask of the tag's TCI and tpidMask of its
+// TPID as consulted, in the key fields the tag comes from, and returns
+// the TCI.
+func (w *walker) tagRead(t *vlanTag, tciMask, tpidMask uint16) uint16 {
+	switch t.src {
+	case tagOuter:
+		w.read16(offVLANTCI, tciMask)
+		w.read16(offVLANTPID, tpidMask)
+	case tagInner:
+		w.read16(offCVLANTCI, tciMask)
+		w.read16(offCVLANTPID, tpidMask)
+	}
+	return t.tci
 }
 
 // init starts a walk over packet k with the mask accumulated so far.
 func (w *walker) init(k, mask *flowkeys.Key, tr *translator, b bug) {
 	w.mask, w.tr, w.bug = *mask, tr, b
 	w.cur = *k
+	w.outer = vlanTag{tci: k.VLANTCI, tpid: k.VLANTPID, src: tagOuter}
+	w.inner = vlanTag{tci: k.CVLANTCI, tpid: k.CVLANTPID, src: tagInner}
 }
 
 // read marks the bits m (n bytes, in memory layout) at off as consulted.
@@ -285,16 +319,13 @@ func (w *walker) run(as []Action) {
 		a := &as[i]
 		switch a.Type {
 		case ActOutput:
-			w.commit()
 			inPort := w.inPort()
-			if a.Port != inPort && w.tr != nil {
-				w.tr.output(a.Port)
+			if a.Port != inPort {
+				w.emitOutput(a.Port)
 			}
 		case ActFlood, ActAll:
-			w.commit()
 			w.flood()
 		case ActNormal:
-			w.commit()
 			w.normal = true
 			inPort := w.inPort()
 			w.read(offEthSrc, ones[:6])
@@ -308,51 +339,38 @@ func (w *walker) run(as []Action) {
 				if !ok {
 					w.flood()
 				} else if port != inPort {
-					w.tr.output(port)
+					w.emitOutput(port)
 				}
 			}
 		case ActController:
-			w.commit()
-			if w.tr != nil {
-				w.tr.userspace(a.Userdata)
-			}
+			w.emitUserspace(a.Userdata)
 		case ActSetVLAN:
-			w.commit()
-			tci := w.read16(offVLANTCI, flowkeys.VLANTagPresent)
-			if tci&flowkeys.VLANTagPresent != 0 {
-				pcp := w.read16(offVLANTCI, 0xe000) & 0xe000
-				tpid := w.read16(offVLANTPID, 0xffff)
-				ntci := pcp | flowkeys.VLANTagPresent | a.Arg&0xfff
-				if w.tr != nil {
-					w.tr.popVLAN()
-					w.tr.pushVLAN(tpid, ntci)
+			ntci := flowkeys.VLANTagPresent | a.Arg&0xfff
+			if w.tagRead(&w.outer, flowkeys.VLANTagPresent, 0)&flowkeys.VLANTagPresent != 0 {
+				// Keep the tag's PCP and TPID.
+				pcpMask := uint16(0xe000)
+				if w.bug == bugNoPCPMask {
+					pcpMask = 0
 				}
-				w.write16(offVLANTCI, ntci, 0xffff, false)
+				ntci |= w.tagRead(&w.outer, pcpMask, 0xffff) & 0xe000
+				tpid := w.outer.tpid
+				w.emitPopVLAN()
+				w.emitPushVLAN(tpid, ntci)
+				w.outer = vlanTag{tci: ntci, tpid: tpid, src: tagConst}
 			} else {
-				ntci := flowkeys.VLANTagPresent | a.Arg&0xfff
-				if w.tr != nil {
-					w.tr.pushVLAN(flowkeys.EthTypeVLAN, ntci)
-				}
-				// The packet had no tag: the new one is the only one.
-				w.write16(offVLANTCI, ntci, 0xffff, false)
-				w.write16(offVLANTPID, flowkeys.EthTypeVLAN, 0xffff, false)
-				w.write16(offCVLANTCI, 0, 0xffff, false)
-				w.write16(offCVLANTPID, 0, 0xffff, false)
+				w.emitPushVLAN(flowkeys.EthTypeVLAN, ntci)
+				// The absent outer tag becomes the absent inner one.
+				w.inner = w.outer
+				w.outer = vlanTag{tci: ntci, tpid: flowkeys.EthTypeVLAN, src: tagConst}
 			}
 		case ActStripVLAN:
-			w.commit()
-			tci := w.read16(offVLANTCI, flowkeys.VLANTagPresent)
-			if tci&flowkeys.VLANTagPresent != 0 {
-				if w.tr != nil {
-					w.tr.popVLAN()
-				}
-				// The inner tag, if any, becomes the outer one.
-				itci := w.read16(offCVLANTCI, 0xffff)
-				itpid := w.read16(offCVLANTPID, 0xffff)
-				w.write16(offVLANTCI, itci, 0xffff, false)
-				w.write16(offVLANTPID, itpid, 0xffff, false)
-				w.write16(offCVLANTCI, 0, 0xffff, false)
-				w.write16(offCVLANTPID, 0, 0xffff, false)
+			if w.tagRead(&w.outer, flowkeys.VLANTagPresent, 0)&flowkeys.VLANTagPresent != 0 {
+				w.emitPopVLAN()
+				// The inner tag, if any, becomes the outer one. (The key
+				// knows two tags at most: after both are gone, the packet
+				// is taken to have none.)
+				w.outer = w.inner
+				w.inner = vlanTag{src: tagConst}
 			}
 		case ActSetDlSrc:
 			w.write(offEthSrc, a.MAC[:], ones[:6], true)
@@ -425,7 +443,7 @@ func (w *walker) flood() {
 	}
 	for _, p := range w.tr.ports {
 		if p != in {
-			w.tr.output(p)
+			w.emitOutput(p)
 		}
 	}
 }
@@ -436,10 +454,39 @@ func (w *walker) commit() {
 	if w.pending.IsZero() {
 		return
 	}
-	if w.tr != nil {
-		w.tr.commit(w)
-	}
+	w.tr.commit(w)
 	w.pending = flowkeys.Key{}
+}
+
+// The emit functions add a datapath action, after the pending sets, when
+// translating; they do nothing when only deciding.
+
+func (w *walker) emitOutput(port uint32) {
+	if w.tr != nil {
+		w.commit()
+		w.tr.output(port)
+	}
+}
+
+func (w *walker) emitUserspace(userdata string) {
+	if w.tr != nil {
+		w.commit()
+		w.tr.userspace(userdata)
+	}
+}
+
+func (w *walker) emitPopVLAN() {
+	if w.tr != nil {
+		w.commit()
+		w.tr.popVLAN()
+	}
+}
+
+func (w *walker) emitPushVLAN(tpid, tci uint16) {
+	if w.tr != nil {
+		w.commit()
+		w.tr.pushVLAN(tpid, tci)
+	}
 }
 
 // orKey ORs the words of src in r into dst.

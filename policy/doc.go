@@ -87,10 +87,11 @@
 //     TTL bits above the lowest (enough to tell a TTL of 0 or 1) and,
 //     when the packet goes on, the whole TTL (the new value is written
 //     as a constant); mod_vlan_vid and strip_vlan read the tag-present
-//     bit, mod_vlan_vid on a tagged packet the PCP and TPID it keeps,
-//     strip_vlan on a tagged packet the inner tag that becomes the outer
-//     one. A field an earlier action overwrote is a constant and adds
-//     nothing.
+//     bit, mod_vlan_vid on a tagged packet the PCP and TPID it keeps.
+//     After strip_vlan the key's inner tag is the outer one, so later
+//     VLAN actions read the inner tag's bits (the key knows two tags:
+//     after both are stripped the packet is taken to have none). A field
+//     an earlier action overwrote is a constant and adds nothing.
 //
 // The mask never depends on the learning switch's state: normal always
 // masks in_port, dl_src and dl_dst. Which port normal picks is resolved
@@ -101,7 +102,8 @@
 // # Datapath actions
 //
 // Translate produces odp actions: modifications are collected and
-// emitted just before the next output, userspace or VLAN action, as one
+// emitted just before the next output, userspace or VLAN action that is
+// really emitted (not a skipped output to the input port), as one
 // set_masked per header (eth, ipv4, ipv6, tcp or udp) whose mask is
 // exactly the modified bits (mod_nw_tos masks 0xfc of the TOS); trailing
 // modifications with no output after them are dropped. mod_vlan_vid on

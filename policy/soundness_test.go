@@ -294,6 +294,7 @@ func TestSoundnessCatchesBugs(t *testing.T) {
 		{"output does not mask in_port", bugNoInPortMask},
 		{"a failing field's proof misses the differing bit", bugFailBitsShort},
 		{"a failing field's proof misses its prerequisites", bugNoPrereq},
+		{"mod_vlan_vid does not mask the PCP it keeps", bugNoPCPMask},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := checkSoundness(t, 1, 3000, 150, tc.b)
@@ -455,6 +456,8 @@ func maskInvalid(m *flowkeys.Key) string {
 		return "L4 fields without an exact IP protocol and fragment type"
 	case m.VLANTCI != 0 && m.VLANTCI&flowkeys.VLANTagPresent == 0:
 		return "VLAN TCI mask without the tag-present bit"
+	case (m.CVLANTCI != 0 || m.CVLANTPID != 0) && (m.VLANTCI&flowkeys.VLANTagPresent == 0 || m.CVLANTCI&flowkeys.VLANTagPresent == 0):
+		return "inner VLAN mask without both tag-present bits"
 	}
 	return ""
 }
