@@ -45,6 +45,7 @@ const (
 	Expired
 )
 
+// String names the kind.
 func (k EventKind) String() string {
 	switch k {
 	case Learned:
@@ -68,6 +69,7 @@ type Event struct {
 	OldPort uint32 // previous port (Moved, Expired)
 }
 
+// String describes the event.
 func (e Event) String() string {
 	switch e.Kind {
 	case Learned:
