@@ -651,3 +651,47 @@ func TestVportWatcher(t *testing.T) {
 		t.Error(VportChanged.String())
 	}
 }
+
+func TestPutFlows(t *testing.T) {
+	seen := 0
+	k := newFake(t, func(r fakeReq) ([]fakeMsg, error) {
+		if r.Family != familyFlow || r.Cmd != flowCmdNew || r.Flags&(netlink.Create|netlink.Excl) != netlink.Create|netlink.Excl {
+			t.Fatalf("request %+v", r)
+		}
+		seen++
+		if binary.NativeEndian.Uint32(r.Attrs[flowAttrKey][4:])%7 == 3 {
+			return nil, kerr{errno: unix.EEXIST, msg: "exists"}
+		}
+		return nil, nil
+	})
+	c := k.client()
+	acts, _ := odp.UnmarshalActions(rawActions(t))
+	var fs []*odp.Flow
+	for i := 0; i < 120; i++ {
+		key, err := odp.UnmarshalKey(rawKey(t, uint32(i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		fs = append(fs, &odp.Flow{Key: key, Actions: acts})
+	}
+	errs, err := c.PutFlows(1, fs, odp.PutCreate, FlowOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if seen != 120 {
+		t.Errorf("kernel saw %d requests, want 120", seen)
+	}
+	for i, e := range errs {
+		if wantErr := i%7 == 3; wantErr != (e != nil) || (wantErr && !errors.Is(e, os.ErrExist)) {
+			t.Errorf("flow %d: %v", i, e)
+		}
+	}
+	// The socket is in step afterwards.
+	k.handle = func(r fakeReq) ([]fakeMsg, error) { return []fakeMsg{{Cmd: 1, Data: dpReply(t, 1, "x", 0, nil)}}, nil }
+	if _, err := c.GetDatapath("x"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.PutFlows(1, fs, 0, FlowOptions{}); err == nil {
+		t.Error("PutFlows without create or modify succeeded")
+	}
+}

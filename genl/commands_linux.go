@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/mdlayher/genetlink"
 	"github.com/mdlayher/netlink"
 	"golang.org/x/sys/unix"
 
@@ -655,4 +656,106 @@ func (c *Client) DelZoneLimits(dpIndex int32, zones ...int32) error {
 		return err
 	}
 	return c.do(request{op: "ovs_ct_limit del", family: fam, cmd: ctLimitCmdDel, version: versionCTLimit, data: b}, ignoreReply)
+}
+
+// putBatch is how many flow requests PutFlows sends in one sendmsg; their
+// acknowledgements (one datagram each) fit the default socket buffer.
+const putBatch = 50
+
+// PutFlows puts many flows as PutFlow does (without returning their
+// statistics), sending putBatch requests per system call and then reading
+// their acknowledgements, as ovs-dpctl add-flows does. errs[i] is the
+// error for flows[i], nil when it succeeded; err reports a failure of the
+// socket itself, after which errs is incomplete.
+func (c *Client) PutFlows(dpIndex int32, flows []*odp.Flow, flags odp.PutFlags, o FlowOptions) (errs []error, err error) {
+	var cmd uint8 = flowCmdNew
+	var nlf netlink.HeaderFlags
+	switch {
+	case flags&odp.PutCreate != 0 && flags&odp.PutModify != 0:
+		nlf = netlink.Create
+	case flags&odp.PutCreate != 0:
+		nlf = netlink.Create | netlink.Excl
+	case flags&odp.PutModify != 0:
+		cmd = flowCmdSet
+	default:
+		return nil, fmt.Errorf("genl: put flows: flags %#x ask neither to create nor to modify", flags)
+	}
+	errs = make([]error, len(flows))
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for start := 0; start < len(flows); start += putBatch {
+		end := min(start+putBatch, len(flows))
+		var msgs []netlink.Message
+		var idx []int
+		for i := start; i < end; i++ {
+			f := flows[i]
+			ae := netlink.NewAttributeEncoder()
+			if err := flowAttrs(ae, f.UFID, f.Key, f.Mask, o); err != nil {
+				errs[i] = fmt.Errorf("genl: %s: %w", flowOp("put", f.UFID, f.Key), err)
+				continue
+			}
+			acts, err := odp.MarshalActions(f.Actions)
+			if err != nil {
+				errs[i] = fmt.Errorf("genl: %s: %w", flowOp("put", f.UFID, f.Key), err)
+				continue
+			}
+			ae.Bytes(flowAttrActions, acts)
+			if flags&odp.PutZeroStats != 0 {
+				ae.Flag(flowAttrClear, true)
+			}
+			b, err := ovsHeader(dpIndex, ae)
+			if err != nil {
+				errs[i] = err
+				continue
+			}
+			gm := genetlink.Message{Header: genetlink.Header{Command: cmd, Version: versionFlow}, Data: b}
+			gb, err := gm.MarshalBinary()
+			if err != nil {
+				errs[i] = err
+				continue
+			}
+			msgs = append(msgs, netlink.Message{Header: netlink.Header{Type: netlink.HeaderType(c.flow.ID), Flags: netlink.Request | netlink.Acknowledge | nlf}, Data: gb})
+			idx = append(idx, i)
+		}
+		if len(msgs) == 0 {
+			continue
+		}
+		sent, err := c.conn.SendMessages(msgs)
+		if err != nil {
+			return errs, wrapErr("ovs_flow put batch", err)
+		}
+		bySeq := make(map[uint32]int, len(sent))
+		for j, m := range sent {
+			bySeq[m.Header.Sequence] = idx[j]
+		}
+		for len(bySeq) > 0 {
+			n := 0
+			for m, err := range c.conn.ReceiveIter() {
+				n++
+				seq := m.Header.Sequence
+				if err != nil {
+					var oe *netlink.OpError
+					if !errors.As(err, &oe) || oe.Sequence == 0 {
+						return errs, wrapErr("ovs_flow put batch", err)
+					}
+					seq = oe.Sequence
+				}
+				i, ok := bySeq[seq]
+				if !ok {
+					continue
+				}
+				if err != nil {
+					f := flows[i]
+					errs[i] = wrapErr(flowOp("put", f.UFID, f.Key), err)
+					delete(bySeq, seq)
+				} else if m.Header.Type == netlink.Error {
+					delete(bySeq, seq) // the acknowledgement
+				}
+			}
+			if n == 0 {
+				return errs, wrapErr("ovs_flow put batch", errors.New("the socket returned no reply"))
+			}
+		}
+	}
+	return errs, nil
 }

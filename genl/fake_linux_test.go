@@ -11,7 +11,6 @@ import (
 
 	"github.com/mdlayher/genetlink"
 	"github.com/mdlayher/netlink"
-	"github.com/mdlayher/netlink/nltest"
 	"golang.org/x/sys/unix"
 )
 
@@ -92,7 +91,60 @@ func (k *fakeKernel) dial() (*netlink.Conn, error) {
 	if mc {
 		return netlink.NewConn(&mcastSock{k: k}, 1), nil
 	}
-	return nltest.Dial(k.serve), nil
+	return netlink.NewConn(&fakeSock{k: k}, 77), nil
+}
+
+// fakeSock is a netlink.Socket on the fake kernel that, like the kernel,
+// delivers each reply message as a datagram of its own, except the parts
+// of a dump, which come together.
+type fakeSock struct {
+	k     *fakeKernel
+	queue [][]netlink.Message
+}
+
+func (s *fakeSock) Close() error { return nil }
+func (s *fakeSock) Send(m netlink.Message) error {
+	return s.SendMessages([]netlink.Message{m})
+}
+func (s *fakeSock) SendMessages(ms []netlink.Message) error {
+	for _, m := range ms {
+		out, err := s.k.serve([]netlink.Message{m})
+		if err != nil {
+			return err
+		}
+		if m.Header.Flags&netlink.Dump == netlink.Dump {
+			s.queue = append(s.queue, out)
+			continue
+		}
+		for _, o := range out {
+			s.queue = append(s.queue, []netlink.Message{o})
+		}
+	}
+	return nil
+}
+func (s *fakeSock) Receive() ([]netlink.Message, error) {
+	var out []netlink.Message
+	for m, err := range s.ReceiveIter() {
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}
+func (s *fakeSock) ReceiveIter() iter.Seq2[netlink.Message, error] {
+	return func(yield func(netlink.Message, error) bool) {
+		if len(s.queue) == 0 {
+			return
+		}
+		d := s.queue[0]
+		s.queue = s.queue[1:]
+		for _, m := range d {
+			if !yield(m, nil) {
+				return
+			}
+		}
+	}
 }
 
 // requests returns the requests seen so far (family lookups excluded).

@@ -559,14 +559,16 @@ func benchFlows(tb testing.TB, n int) []*odp.Flow {
 	return fs
 }
 
-// BenchmarkIntegrationFlows installs and dumps 10,000 flows per iteration
-// through genl and reports flows/s for each.
+// BenchmarkIntegrationFlows installs 10,000 flows one request at a time
+// (PutFlow) and batched (PutFlows), and dumps them in full and terse,
+// reporting flows/s for each. The one-at-a-time install is the baseline
+// for the batched one.
 func BenchmarkIntegrationFlows(b *testing.B) {
 	const n = 10000
 	c := kernelClient(b)
 	d := newKernelDP(b, c)
 	fs := benchFlows(b, n)
-	var install, dump, terse time.Duration
+	var install, batched, dump, terse time.Duration
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		t0 := time.Now()
@@ -596,7 +598,24 @@ func BenchmarkIntegrationFlows(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.StartTimer()
+		t4 := time.Now()
+		errs, err := c.PutFlows(d.Index(), fs, odp.PutCreate, FlowOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, e := range errs {
+			if e != nil {
+				b.Fatal(e)
+			}
+		}
+		batched += time.Since(t4)
+		b.StopTimer()
+		if err := c.FlushFlows(d.Index()); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
 	}
+	b.ReportMetric(float64(n*b.N)/batched.Seconds(), "batched-install-flows/s")
 	b.ReportMetric(float64(n*b.N)/install.Seconds(), "install-flows/s")
 	b.ReportMetric(float64(n*b.N)/dump.Seconds(), "dump-flows/s")
 	b.ReportMetric(float64(n*b.N)/terse.Seconds(), "terse-dump-flows/s")
