@@ -1,0 +1,201 @@
+package userdp
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"syscall"
+
+	"github.com/ovsdp/ovsdp/flowkeys"
+	"github.com/ovsdp/ovsdp/odp"
+)
+
+// PutFlow creates or modifies a flow as flags say (odp.PutCreate alone:
+// create, EEXIST if it exists; odp.PutModify alone: replace the actions
+// of an existing flow, ENOENT if there is none, odp.PutZeroStats clearing
+// its statistics; both: either). The key and mask are accepted or
+// rejected (EINVAL) by the kernel's rules (odp.ToFlowKeys), and so are
+// the actions, validated against the flow's masked key; an action this
+// datapath cannot execute is refused with an error wrapping
+// odp.ErrUnsupported. It returns the statistics a modified flow had.
+// See table_ops.go for how flows are identified and which duplicates
+// are refused.
+func (dp *Datapath) PutFlow(ctx context.Context, f *odp.Flow, flags odp.PutFlags) (odp.FlowStats, error) {
+	s, err := dp.flowSpec(f)
+	if err != nil {
+		return odp.FlowStats{}, err
+	}
+	st, err := dp.table.put(s, flags)
+	if err != nil {
+		return st, fmt.Errorf("userdp: %w", err)
+	}
+	return st, nil
+}
+
+// flowSpec converts and validates a flow to put.
+func (dp *Datapath) flowSpec(f *odp.Flow) (*flowSpec, error) {
+	name := flowName(f.UFID, f.Key)
+	k, m, err := odp.ToFlowKeys(f.Key, f.Mask)
+	if err != nil {
+		return nil, fmt.Errorf("userdp: put flow %s: %w", name, err)
+	}
+	prog, err := compileActions(f.Actions, &k)
+	if err != nil {
+		return nil, fmt.Errorf("userdp: put flow %s: %w", name, err)
+	}
+	s := &flowSpec{ufid: f.UFID, key: k, mask: m, name: name,
+		acts: &flowActions{odp: append(odp.Actions{}, f.Actions...), prog: prog}}
+	if f.UFID.IsZero() {
+		// A flow without UFID is identified by its key as given.
+		if uk, _, err := odp.ToFlowKeys(f.Key, nil); err == nil {
+			s.ukey = uk
+		} else {
+			s.ukey = k
+		}
+	}
+	return s, nil
+}
+
+// flowID converts a FlowID: the UFID, or the key as given.
+func flowID(id odp.FlowID, op string) (odp.UFID, flowkeys.Key, error) {
+	var k flowkeys.Key
+	if id.UFID.IsZero() {
+		if len(id.Key) == 0 {
+			return id.UFID, k, fmt.Errorf("userdp: %s flow: neither UFID nor key given: %w", op, syscall.EINVAL)
+		}
+		var err error
+		if k, _, err = odp.ToFlowKeys(id.Key, nil); err != nil {
+			return id.UFID, k, fmt.Errorf("userdp: %s flow %s: %w", op, flowName(id.UFID, id.Key), err)
+		}
+	}
+	return id.UFID, k, nil
+}
+
+// GetFlow returns one flow, by UFID or (for a flow put without UFID) by
+// key; ENOENT if there is none.
+func (dp *Datapath) GetFlow(ctx context.Context, id odp.FlowID) (*odp.Flow, error) {
+	u, k, err := flowID(id, "get")
+	if err != nil {
+		return nil, err
+	}
+	f := dp.table.get(u, &k)
+	if f == nil {
+		return nil, fmt.Errorf("userdp: get flow %s: %w", flowName(id.UFID, id.Key), errFlowNotFound)
+	}
+	return flowOut(f, false), nil
+}
+
+// DelFlow deletes one flow and returns its final statistics; ENOENT if
+// there is none.
+func (dp *Datapath) DelFlow(ctx context.Context, id odp.FlowID) (odp.FlowStats, error) {
+	u, k, err := flowID(id, "delete")
+	if err != nil {
+		return odp.FlowStats{}, err
+	}
+	f := dp.table.del(u, &k)
+	if f == nil {
+		return odp.FlowStats{}, fmt.Errorf("userdp: delete flow %s: %w", flowName(id.UFID, id.Key), errFlowNotFound)
+	}
+	return f.stats(), nil
+}
+
+// FlushFlows deletes every flow.
+func (dp *Datapath) FlushFlows(ctx context.Context) error {
+	dp.table.mu.Lock()
+	dp.table.flush()
+	dp.table.mu.Unlock()
+	return nil
+}
+
+// DumpFlows calls fn for every flow, reading the table as lookups do
+// (without a lock, so fn may put and delete flows; flows put or deleted
+// during the dump may or may not be seen). The *odp.Flow is fn's to
+// keep. An error from fn, or ctx being done, stops the dump.
+//
+// As the kernel dumps them, the key is the flow's masked key and the
+// mask is given in full (odp.KeyFromFlowKeys, odp.MaskFromFlowKeys);
+// opts.Terse gives only the UFID (or, for a flow without UFID, its key)
+// and the statistics.
+func (dp *Datapath) DumpFlows(ctx context.Context, opts odp.DumpOptions, fn func(*odp.Flow) error) error {
+	var err error
+	dp.table.each(func(f *megaflow) bool {
+		if err = ctx.Err(); err != nil {
+			return false
+		}
+		err = fn(flowOut(f, opts.Terse))
+		return err == nil
+	})
+	return err
+}
+
+// flowOut converts a flow for Get and Dump.
+func flowOut(f *megaflow, terse bool) *odp.Flow {
+	out := &odp.Flow{UFID: f.ufid, Stats: f.stats()}
+	if terse {
+		if f.ufid.IsZero() && f.ukey != nil {
+			out.Key = odp.KeyFromFlowKeys(f.ukey)
+		}
+		return out
+	}
+	out.Key = odp.KeyFromFlowKeys(&f.key)
+	out.Mask = odp.MaskFromFlowKeys(&f.st.mask, &f.key)
+	out.Actions = append(odp.Actions{}, f.acts.Load().odp...)
+	return out
+}
+
+// Execute runs actions on a packet, as the kernel's packet execute: the
+// metadata (in_port, priority, skb_mark, recirc_id, dp_hash, conntrack
+// fields) comes from p.Key, the rest of the key is extracted from
+// p.Data, and the actions are validated against that key. A packet
+// shorter than an Ethernet header is EINVAL. Flow statistics are not
+// changed; a recirculation looks the packet up as if it had been
+// received.
+func (dp *Datapath) Execute(ctx context.Context, p *odp.Packet) error {
+	if len(p.Data) < 14 {
+		return fmt.Errorf("userdp: execute: packet of %d bytes is shorter than an Ethernet header: %w", len(p.Data), syscall.EINVAL)
+	}
+	if len(p.Data) > MaxFrameLen {
+		return fmt.Errorf("userdp: execute: packet of %d bytes exceeds %d: %w", len(p.Data), MaxFrameLen, syscall.EINVAL)
+	}
+	mk, err := odp.ToFlowKeysExact(p.Key)
+	if err != nil {
+		return fmt.Errorf("userdp: execute: %w", err)
+	}
+	md := flowkeys.Metadata{
+		InPort: mk.InPort, Priority: mk.Priority, SkbMark: mk.SkbMark, RecircID: mk.RecircID, DPHash: mk.DPHash,
+		CTState: mk.CTState, CTOrigProto: mk.CTOrigProto, CTZone: mk.CTZone, CTMark: mk.CTMark, CTLabels: mk.CTLabels,
+		CTOrigIPv4Src: mk.CTOrigIPv4Src, CTOrigIPv4Dst: mk.CTOrigIPv4Dst, CTOrigIPv6Src: mk.CTOrigIPv6Src,
+		CTOrigIPv6Dst: mk.CTOrigIPv6Dst, CTOrigTpSrc: mk.CTOrigTpSrc, CTOrigTpDst: mk.CTOrigTpDst,
+	}
+	var key flowkeys.Key
+	if err := flowkeys.Extract(p.Data, &md, &key); err != nil {
+		return fmt.Errorf("userdp: execute: %w: %w", err, syscall.EINVAL)
+	}
+	prog, err := compileActions(p.Actions, &key)
+	if err != nil {
+		return fmt.Errorf("userdp: execute: %w", err)
+	}
+	dp.mu.Lock()
+	closed := dp.closed
+	dp.mu.Unlock()
+	if closed {
+		return fmt.Errorf("userdp: execute: datapath %s is closed: %w", dp.name, os.ErrClosed)
+	}
+
+	dp.execMu.Lock()
+	defer dp.execMu.Unlock()
+	w := dp.execW
+	need := DefaultHeadroom + len(p.Data)
+	if cap(w.execBuf) < need {
+		w.execBuf = make([]byte, max(need, 2048))
+	}
+	buf := w.execBuf[:cap(w.execBuf)]
+	copy(buf[DefaultHeadroom:], p.Data)
+	w.now = dp.nowMs()
+	c := &w.ctx
+	*c = pktCtx{f: Frame{Buf: buf, Off: DefaultHeadroom, Len: len(p.Data)}, key: key, keyValid: true, steal: true,
+		acts: &flowActions{odp: p.Actions, prog: prog}}
+	w.run(c, prog)
+	w.flush()
+	return nil
+}

@@ -1,0 +1,233 @@
+package userdp
+
+import (
+	"github.com/ovsdp/ovsdp/flowkeys"
+	"github.com/ovsdp/ovsdp/odp"
+)
+
+// worker is the forwarding state of one goroutine: a port's receive loop,
+// or the Execute path (under the datapath's execute mutex). Nothing in it
+// is shared, so the per-packet path updates plain fields and publishes
+// them to the datapath's atomics once per batch.
+type worker struct {
+	dp    *Datapath
+	cache *flowCache
+	ctx   pktCtx
+
+	// Transmit queues, indexed by port number, and the ports that have
+	// frames queued.
+	txq   []txQueue
+	dirty []uint32
+
+	// Scratch copies for nested action lists (a stack).
+	copyStack [maxCloneDepth + maxRecirc + 2]copySlot
+	copies    int
+
+	// Per-flow statistics of the current run of packets of one flow.
+	acc flowAcc
+
+	execBuf  []byte // Execute's packet buffer
+	slab     upcallSlab
+	rng      uint64
+	now      uint64 // CLOCK_MONOTONIC ms of the current batch
+	counters workerCounters
+}
+
+// copySlot is one scratch packet copy.
+type copySlot struct {
+	buf []byte
+	ctx pktCtx
+}
+
+// workerCounters are counted per worker and published per batch.
+type workerCounters struct {
+	lost, actionErrors, explicitDrops, recircDrops, extractErrors, txNoPort uint64
+}
+
+// flowAcc accumulates statistics for consecutive packets of one flow.
+type flowAcc struct {
+	f       *megaflow
+	packets uint64
+	bytes   uint64
+	flags   uint16
+}
+
+// txQueue holds the frames queued for one output port.
+type txQueue struct {
+	pkts [][]byte // queued frames
+	bufs [][]byte // our copies (pkts[i] aliases bufs[i] unless stolen)
+	n    int
+}
+
+// txBatch is the number of frames queued per port before a write.
+const txBatch = 64
+
+func newWorker(dp *Datapath, cacheEntries int) *worker {
+	w := &worker{dp: dp, cache: newFlowCache(dp.table, cacheEntries), rng: 0x9e3779b97f4a7c15}
+	if dp != nil {
+		w.rng ^= uint64(dp.seq.Add(1)) * 0xbf58476d1ce4e5b9
+	}
+	return w
+}
+
+// process runs one received frame, at buf[off:off+n], from port inPort.
+func (w *worker) process(buf []byte, off, n int, inPort uint32) {
+	c := &w.ctx
+	c.f = Frame{Buf: buf, Off: off, Len: n}
+	c.hValid, c.cutlen, c.recirc, c.steal = false, 0, 0, true
+	md := flowkeys.Metadata{InPort: inPort}
+	if err := flowkeys.Extract(c.f.Bytes(), &md, &c.key); err != nil {
+		w.counters.extractErrors++
+		return
+	}
+	c.keyValid = true
+	w.lookupAndRun(c)
+}
+
+// lookupAndRun looks the packet's key up and executes the flow's actions,
+// or sends a miss upcall.
+func (w *worker) lookupAndRun(c *pktCtx) {
+	f := w.cache.lookup(&c.key)
+	if f == nil {
+		w.miss(c)
+		return
+	}
+	w.account(f, c)
+	a := f.acts.Load()
+	c.acts = a
+	w.run(c, a.prog)
+}
+
+// account adds the packet to f's statistics.
+func (w *worker) account(f *megaflow, c *pktCtx) {
+	if w.acc.f != f {
+		w.flushAcc()
+		w.acc.f = f
+	}
+	w.acc.packets++
+	w.acc.bytes += uint64(SkbLen(c.f.Bytes()))
+	// The kernel records TCP flags when the flow's (masked) key says
+	// TCP over IP and the packet is not a later fragment.
+	if fk := &f.key; fk.IPProto == ProtoTCP && (fk.EthType == EthTypeIPv4 || fk.EthType == EthTypeIPv6) && c.key.IPFrag != flowkeys.FragLater {
+		w.acc.flags |= c.key.TCPFlags
+	}
+}
+
+// flushAcc publishes the accumulated flow statistics.
+func (w *worker) flushAcc() {
+	a := &w.acc
+	if a.f == nil {
+		return
+	}
+	a.f.packets.Add(a.packets)
+	a.f.bytes.Add(a.bytes)
+	if a.f.used.Load() < w.now {
+		a.f.used.Store(w.now)
+	}
+	if a.flags != 0 {
+		a.f.tcpFlags.Or(uint32(a.flags))
+	}
+	*a = flowAcc{}
+}
+
+// miss sends a miss upcall for the packet.
+func (w *worker) miss(c *pktCtx) {
+	if w.dp == nil {
+		return
+	}
+	m := upcallMsg{kind: odp.UpcallMiss, key: c.key, pkt: w.slab.copyOf(c.f.Bytes())}
+	if !w.dp.upcalls.send(&m, 0) {
+		w.counters.lost++
+	}
+}
+
+// userspace sends an action upcall.
+func (w *worker) userspace(c *pktCtx, o *op) {
+	if w.dp == nil {
+		return
+	}
+	if err := c.validKey(); err != nil {
+		w.actionError()
+		return
+	}
+	b := c.f.Bytes()
+	if c.cutlen > 0 {
+		b = b[:TruncLen(b, c.cutlen)]
+	}
+	m := upcallMsg{kind: odp.UpcallAction, key: c.key, pkt: w.slab.copyOf(b), userdata: o.user.userdata}
+	if o.user.actions && c.acts != nil {
+		m.acts = c.acts.odp
+	}
+	if !w.dp.upcalls.send(&m, o.user.pid) {
+		w.counters.lost++
+	}
+}
+
+// output queues frame for port. steal says frame is the receive buffer,
+// not needed any more, and may be queued without a copy.
+func (w *worker) output(port uint32, frame []byte, steal bool) {
+	if int(port) >= len(w.txq) {
+		if port > maxPortNumber {
+			w.counters.txNoPort++
+			return
+		}
+		n := make([]txQueue, port+1)
+		copy(n, w.txq)
+		w.txq = n
+	}
+	q := &w.txq[port]
+	if q.pkts == nil {
+		q.pkts = make([][]byte, txBatch)
+		q.bufs = make([][]byte, txBatch)
+	}
+	if q.n == txBatch {
+		w.flushPort(port)
+	}
+	if q.n == 0 {
+		w.dirty = append(w.dirty, port)
+	}
+	if steal {
+		q.pkts[q.n] = frame
+	} else {
+		b := q.bufs[q.n]
+		if cap(b) < len(frame) {
+			b = make([]byte, max(len(frame), 2048))
+			q.bufs[q.n] = b
+		}
+		q.pkts[q.n] = b[:copy(b[:cap(b)], frame)]
+	}
+	q.n++
+}
+
+// flushPort writes port's queued frames.
+func (w *worker) flushPort(port uint32) {
+	q := &w.txq[port]
+	if q.n == 0 {
+		return
+	}
+	p := w.dp.portByNumber(port)
+	if p == nil {
+		w.counters.txNoPort += uint64(q.n)
+	} else {
+		p.port.WriteBatch(q.pkts[:q.n]) // drops are counted by the port
+	}
+	for i := 0; i < q.n; i++ {
+		q.pkts[i] = nil
+	}
+	q.n = 0
+}
+
+// flush ends a batch: transmits the queued frames and publishes the
+// statistics.
+func (w *worker) flush() {
+	w.flushAcc()
+	for _, p := range w.dirty {
+		w.flushPort(p)
+	}
+	w.dirty = w.dirty[:0]
+	if w.dp != nil {
+		w.cache.publish(&w.dp.counters)
+		w.dp.publish(&w.counters)
+	}
+	w.counters = workerCounters{}
+}

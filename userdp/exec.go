@@ -1,0 +1,450 @@
+package userdp
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+
+	"github.com/ovsdp/ovsdp/flowkeys"
+	"github.com/ovsdp/ovsdp/odp"
+)
+
+// Actions are compiled when a flow is put (or a packet executed) into a
+// program of ops: validated against the flow's key as the kernel's
+// ovs_nla_copy_actions does (EINVAL where the kernel says EINVAL), with
+// every set action's value and mask converted once to the packet
+// operations' types, so that executing allocates nothing. An action the
+// userspace datapath cannot execute (conntrack, meters, Ethernet and NSH
+// push/pop, tunnels, add_mpls, psample, lb_output, set(tunnel),
+// set(nsh), set(ct_mark), set(ct_label), and any action type the odp
+// package does not know) is rejected with an error that names it and
+// wraps odp.ErrUnsupported: never accepted and ignored.
+//
+// Beyond the kernel: set and set_masked of icmp, icmpv6, arp and nd are
+// executed (as Open vSwitch's userspace datapath does); the kernel
+// rejects them with EINVAL.
+
+// opKind is the kind of a compiled action.
+type opKind uint8
+
+const (
+	opOutput opKind = iota + 1
+	opUserspace
+	opDrop
+	opSetEth
+	opSetIPv4
+	opSetIPv6
+	opSetTCP
+	opSetUDP
+	opSetSCTP
+	opSetICMP
+	opSetICMPv6
+	opSetARP
+	opSetND
+	opSetMPLS
+	opSetPriority
+	opSetMark
+	opPushVLAN
+	opPopVLAN
+	opPushMPLS
+	opPopMPLS
+	opTrunc
+	opSample
+	opClone
+	opCheckPktLen
+	opRecirc
+	opHash
+	opDecTTL
+	opCTClear
+)
+
+// op is one compiled action.
+type op struct {
+	kind opKind
+	last bool   // the last action of its list
+	a, b uint32 // port, ID, length, probability, reason, value and mask, hash algorithm and basis
+	c, d uint16 // TPID and TCI, EtherType, packet length
+	set  *setArgs
+	user *userspaceArgs
+	// Nested lists: sample, clone, dec_ttl (sub); check_pkt_len
+	// (sub: greater, sub2: less or equal).
+	sub, sub2 []op
+}
+
+// setArgs are a set action's value and mask.
+type setArgs struct {
+	eth   [2]EthernetKey
+	ip4   [2]IPv4Key
+	ip6   [2]IPv6Key
+	ports [2]PortsKey
+	icmp  [2][2]uint8 // type, code
+	arp   [2]odp.ARP
+	nd    [2]odp.ND
+	mpls  [2]uint32
+}
+
+// userspaceArgs are a userspace action's arguments.
+type userspaceArgs struct {
+	pid      uint32
+	userdata []byte
+	actions  bool
+}
+
+// Limits the kernel applies to action lists.
+const (
+	// maxCloneDepth is OVS_COPY_ACTIONS_MAX_DEPTH: nested clone,
+	// sample, check_pkt_len and dec_ttl lists.
+	maxCloneDepth = 16
+	// maxActionsBytes is MAX_ACTIONS_BUFSIZE, the encoded size of a
+	// flow's actions.
+	maxActionsBytes = 32 * 1024
+)
+
+// compileActions validates as against the flow key k (the flow's key as
+// given, or the executed packet's key) and compiles it.
+func compileActions(as odp.Actions, k *flowkeys.Key) ([]op, error) {
+	b, err := odp.MarshalActions(as)
+	if err != nil {
+		return nil, einval("actions: %v", err)
+	}
+	if len(b) > maxActionsBytes {
+		return nil, einval("actions: %d bytes exceed the kernel's limit of %d", len(b), maxActionsBytes)
+	}
+	c := compiler{key: *k}
+	return c.list(as, 0, "actions")
+}
+
+// compiler tracks the key as the actions change it, as the kernel's
+// validation does for push/pop (eth_type) and for nesting.
+type compiler struct {
+	key flowkeys.Key
+}
+
+func (c *compiler) list(as odp.Actions, depth int, path string) ([]op, error) {
+	if depth > maxCloneDepth {
+		return nil, einval("%s: actions nested more than %d deep", path, maxCloneDepth)
+	}
+	ops := make([]op, 0, len(as))
+	for i, a := range as {
+		if a == nil {
+			return nil, einval("%s[%d]: nil action", path, i)
+		}
+		p := fmt.Sprintf("%s[%d] %s", path, i, a.ActionType())
+		o, err := c.action(a, depth, p, i == len(as)-1)
+		if err != nil {
+			return nil, err
+		}
+		o.last = i == len(as)-1
+		ops = append(ops, o)
+	}
+	return ops, nil
+}
+
+func unsupported(path string, a odp.Action) error {
+	return fmt.Errorf("%s: action %q: %w", path, odp.FormatActions(odp.Actions{a}), odp.ErrUnsupported)
+}
+
+func (c *compiler) action(a odp.Action, depth int, path string, last bool) (op, error) {
+	switch a := a.(type) {
+	case odp.Output:
+		return op{kind: opOutput, a: a.Port}, nil
+	case odp.Userspace:
+		if a.HasEgressTunPort {
+			return op{}, unsupported(path, a)
+		}
+		return op{kind: opUserspace, user: &userspaceArgs{pid: a.PID, userdata: a.Userdata, actions: a.Actions}}, nil
+	case odp.Drop:
+		if !last {
+			return op{}, einval("%s: drop must be the last action", path)
+		}
+		return op{kind: opDrop, a: a.Reason}, nil
+	case odp.Set:
+		return c.set(a.Key, nil, path)
+	case odp.SetMasked:
+		if a.Key == nil || a.Mask == nil || a.Key.KeyType() != a.Mask.KeyType() {
+			return op{}, einval("%s: set_masked needs a value and a mask of the same type", path)
+		}
+		return c.set(a.Key, a.Mask, path)
+	case odp.PushVLAN:
+		if a.TPID != odp.EthTypeVLAN && a.TPID != odp.EthTypeQinQ {
+			return op{}, einval("%s: TPID %#04x is neither 0x8100 nor 0x88a8", path, a.TPID)
+		}
+		if a.TCI&0x1000 == 0 {
+			return op{}, einval("%s: TCI %#04x lacks the CFI (tag present) bit", path, a.TCI)
+		}
+		if c.key.MacProto != flowkeys.MacProtoEthernet {
+			return op{}, einval("%s: packet has no Ethernet header", path)
+		}
+		return op{kind: opPushVLAN, c: a.TPID, d: a.TCI}, nil
+	case odp.PopVLAN:
+		return op{kind: opPopVLAN}, nil
+	case odp.PushMPLS:
+		if a.EthType != EthTypeMPLS && a.EthType != EthTypeMPLSMC {
+			return op{}, einval("%s: EtherType %#04x is not MPLS", path, a.EthType)
+		}
+		if c.key.MacProto != flowkeys.MacProtoEthernet {
+			return op{}, einval("%s: packet has no Ethernet header", path)
+		}
+		c.key.EthType = a.EthType
+		return op{kind: opPushMPLS, a: a.LSE, c: a.EthType}, nil
+	case odp.PopMPLS:
+		if c.key.EthType != EthTypeMPLS && c.key.EthType != EthTypeMPLSMC {
+			return op{}, einval("%s: the flow's EtherType %#04x is not MPLS", path, c.key.EthType)
+		}
+		c.key.EthType = a.EthType
+		return op{kind: opPopMPLS, c: a.EthType}, nil
+	case odp.Trunc:
+		if a.MaxLen < 14 {
+			return op{}, einval("%s: max_len %d is shorter than an Ethernet header", path, a.MaxLen)
+		}
+		return op{kind: opTrunc, a: a.MaxLen}, nil
+	case odp.Recirc:
+		return op{kind: opRecirc, a: a.ID}, nil
+	case odp.Hash:
+		if a.Alg != odp.HashL4 && a.Alg != odp.HashSymL4 {
+			return op{}, einval("%s: unknown hash algorithm %d", path, a.Alg)
+		}
+		return op{kind: opHash, a: a.Alg, b: a.Basis}, nil
+	case odp.CTClear:
+		return op{kind: opCTClear}, nil
+	case odp.Sample:
+		sub, err := c.nested(a.Actions, depth, path)
+		if err != nil {
+			return op{}, err
+		}
+		return op{kind: opSample, a: a.Probability, sub: sub}, nil
+	case odp.Clone:
+		sub, err := c.nested(a.Actions, depth, path)
+		if err != nil {
+			return op{}, err
+		}
+		return op{kind: opClone, sub: sub}, nil
+	case odp.CheckPktLen:
+		gt, err := c.nested(a.Greater, depth, path+" gt")
+		if err != nil {
+			return op{}, err
+		}
+		le, err := c.nested(a.LessEqual, depth, path+" le")
+		if err != nil {
+			return op{}, err
+		}
+		return op{kind: opCheckPktLen, c: a.PktLen, sub: gt, sub2: le}, nil
+	case odp.DecTTL:
+		if c.key.EthType != EthTypeIPv4 && c.key.EthType != EthTypeIPv6 {
+			return op{}, einval("%s: the flow's EtherType %#04x is neither IPv4 nor IPv6", path, c.key.EthType)
+		}
+		sub, err := c.nested(a.LE1, depth, path+" le_1")
+		if err != nil {
+			return op{}, err
+		}
+		return op{kind: opDecTTL, sub: sub}, nil
+	}
+	return op{}, unsupported(path, a)
+}
+
+// nested compiles a nested list with its own copy of the key state, as
+// the kernel validates nested lists.
+func (c *compiler) nested(as odp.Actions, depth int, path string) ([]op, error) {
+	sub := compiler{key: c.key}
+	return sub.list(as, depth+1, path)
+}
+
+// set compiles set (mask nil) and set_masked actions.
+func (c *compiler) set(key, mask odp.KeyAttr, path string) (op, error) {
+	if key == nil {
+		return op{}, einval("%s: no key attribute", path)
+	}
+	masked := mask != nil
+	if masked {
+		if err := checkValueInMask(key, mask); err != nil {
+			return op{}, einval("%s: %v", path, err)
+		}
+	}
+	k := &c.key
+	et := k.EthType
+	s := &setArgs{}
+	switch v := key.(type) {
+	case odp.Priority:
+		m := uint32(math.MaxUint32)
+		if masked {
+			m = uint32(mask.(odp.Priority))
+		}
+		return op{kind: opSetPriority, a: uint32(v), b: m}, nil
+	case odp.SkbMark:
+		m := uint32(math.MaxUint32)
+		if masked {
+			m = uint32(mask.(odp.SkbMark))
+		}
+		return op{kind: opSetMark, a: uint32(v), b: m}, nil
+	case odp.Ethernet:
+		if k.MacProto != flowkeys.MacProtoEthernet {
+			return op{}, einval("%s: packet has no Ethernet header", path)
+		}
+		s.eth[0] = EthernetKey{Src: v.Src, Dst: v.Dst}
+		s.eth[1] = EthernetKey{Src: ones6, Dst: ones6}
+		if masked {
+			m := mask.(odp.Ethernet)
+			s.eth[1] = EthernetKey{Src: m.Src, Dst: m.Dst}
+		}
+		return op{kind: opSetEth, set: s}, nil
+	case odp.IPv4:
+		if et != EthTypeIPv4 {
+			return op{}, einval("%s: the flow's EtherType %#04x is not IPv4", path, et)
+		}
+		s.ip4[0] = IPv4Key{Src: v.Src, Dst: v.Dst, TOS: v.TOS, TTL: v.TTL}
+		if masked {
+			m := mask.(odp.IPv4)
+			if m.Proto != 0 || m.Frag != 0 {
+				return op{}, einval("%s: the IPv4 protocol and fragment type cannot be set", path)
+			}
+			s.ip4[1] = IPv4Key{Src: m.Src, Dst: m.Dst, TOS: m.TOS, TTL: m.TTL}
+		} else {
+			if v.Proto != k.IPProto || v.Frag != k.IPFrag {
+				return op{}, einval("%s: proto %d and frag %d differ from the flow's (%d, %d)", path, v.Proto, v.Frag, k.IPProto, k.IPFrag)
+			}
+			s.ip4[1] = IPv4Key{Src: ones4, Dst: ones4, TOS: 0xff, TTL: 0xff}
+		}
+		return op{kind: opSetIPv4, set: s}, nil
+	case odp.IPv6:
+		if et != EthTypeIPv6 {
+			return op{}, einval("%s: the flow's EtherType %#04x is not IPv6", path, et)
+		}
+		s.ip6[0] = IPv6Key{Src: v.Src, Dst: v.Dst, Label: v.Label, TClass: v.TClass, HLimit: v.HLimit}
+		if masked {
+			m := mask.(odp.IPv6)
+			if m.Proto != 0 || m.Frag != 0 {
+				return op{}, einval("%s: the IPv6 next header and fragment type cannot be set", path)
+			}
+			if m.Label&^0xfffff != 0 {
+				return op{}, einval("%s: label mask %#x has bits beyond the 20-bit label", path, m.Label)
+			}
+			s.ip6[1] = IPv6Key{Src: m.Src, Dst: m.Dst, Label: m.Label, TClass: m.TClass, HLimit: m.HLimit}
+		} else {
+			if v.Proto != k.IPProto || v.Frag != k.IPFrag {
+				return op{}, einval("%s: proto %d and frag %d differ from the flow's (%d, %d)", path, v.Proto, v.Frag, k.IPProto, k.IPFrag)
+			}
+			if v.Label&^0xfffff != 0 {
+				return op{}, einval("%s: label %#x has bits beyond the 20-bit label", path, v.Label)
+			}
+			s.ip6[1] = IPv6Key{Src: ones16, Dst: ones16, Label: 0xfffff, TClass: 0xff, HLimit: 0xff}
+		}
+		return op{kind: opSetIPv6, set: s}, nil
+	case odp.TCP:
+		return c.setPorts(opSetTCP, ProtoTCP, v.Src, v.Dst, mask, path, s, func(m odp.KeyAttr) (uint16, uint16) { t := m.(odp.TCP); return t.Src, t.Dst })
+	case odp.UDP:
+		return c.setPorts(opSetUDP, ProtoUDP, v.Src, v.Dst, mask, path, s, func(m odp.KeyAttr) (uint16, uint16) { t := m.(odp.UDP); return t.Src, t.Dst })
+	case odp.SCTP:
+		return c.setPorts(opSetSCTP, ProtoSCTP, v.Src, v.Dst, mask, path, s, func(m odp.KeyAttr) (uint16, uint16) { t := m.(odp.SCTP); return t.Src, t.Dst })
+	case odp.ICMP:
+		if et != EthTypeIPv4 || k.IPProto != ProtoICMP {
+			return op{}, einval("%s: the flow is not ICMP over IPv4", path)
+		}
+		s.icmp[0] = [2]uint8{v.Type, v.Code}
+		s.icmp[1] = [2]uint8{0xff, 0xff}
+		if masked {
+			m := mask.(odp.ICMP)
+			s.icmp[1] = [2]uint8{m.Type, m.Code}
+		}
+		return op{kind: opSetICMP, set: s}, nil
+	case odp.ICMPv6:
+		if et != EthTypeIPv6 || k.IPProto != ProtoICMPv6 {
+			return op{}, einval("%s: the flow is not ICMPv6", path)
+		}
+		s.icmp[0] = [2]uint8{v.Type, v.Code}
+		s.icmp[1] = [2]uint8{0xff, 0xff}
+		if masked {
+			m := mask.(odp.ICMPv6)
+			s.icmp[1] = [2]uint8{m.Type, m.Code}
+		}
+		return op{kind: opSetICMPv6, set: s}, nil
+	case odp.ARP:
+		if et != EthTypeARP && et != EthTypeRARP {
+			return op{}, einval("%s: the flow's EtherType %#04x is not ARP", path, et)
+		}
+		s.arp[0] = v
+		s.arp[1] = odp.ARP{SIP: ones4, TIP: ones4, Op: 0xffff, SHA: ones6, THA: ones6}
+		if masked {
+			s.arp[1] = mask.(odp.ARP)
+		}
+		return op{kind: opSetARP, set: s}, nil
+	case odp.ND:
+		if et != EthTypeIPv6 || k.IPProto != ProtoICMPv6 || (k.TpSrc != 135 && k.TpSrc != 136) {
+			return op{}, einval("%s: the flow is not an ICMPv6 neighbour solicitation or advertisement", path)
+		}
+		s.nd[0] = v
+		s.nd[1] = odp.ND{Target: ones16, SLL: ones6, TLL: ones6}
+		if masked {
+			s.nd[1] = mask.(odp.ND)
+		}
+		return op{kind: opSetND, set: s}, nil
+	case odp.MPLS:
+		if et != EthTypeMPLS && et != EthTypeMPLSMC {
+			return op{}, einval("%s: the flow's EtherType %#04x is not MPLS", path, et)
+		}
+		if len(v) != 1 {
+			return op{}, einval("%s: set(mpls) takes exactly one label stack entry, not %d", path, len(v))
+		}
+		s.mpls = [2]uint32{v[0], math.MaxUint32}
+		if masked {
+			m := mask.(odp.MPLS)
+			if len(m) != 1 {
+				return op{}, einval("%s: mpls mask has %d entries", path, len(m))
+			}
+			s.mpls[1] = m[0]
+		}
+		return op{kind: opSetMPLS, set: s}, nil
+	}
+	name := "set"
+	if masked {
+		name = "set_masked"
+	}
+	return op{}, fmt.Errorf("%s: %s(%s): %w", path, name, key.KeyType(), odp.ErrUnsupported)
+}
+
+// setPorts compiles set(tcp|udp|sctp): the kernel requires the flow to
+// be of that protocol over IPv4 or IPv6 with a port in its key.
+func (c *compiler) setPorts(kind opKind, proto uint8, src, dst uint16, mask odp.KeyAttr, path string, s *setArgs, mk func(odp.KeyAttr) (uint16, uint16)) (op, error) {
+	k := &c.key
+	if k.IPProto != proto || (k.EthType != EthTypeIPv4 && k.EthType != EthTypeIPv6) {
+		return op{}, einval("%s: the flow is not IP protocol %d", path, proto)
+	}
+	if k.TpSrc == 0 && k.TpDst == 0 {
+		return op{}, einval("%s: the flow's key has no transport ports", path)
+	}
+	s.ports[0] = PortsKey{Src: src, Dst: dst}
+	s.ports[1] = PortsKey{Src: 0xffff, Dst: 0xffff}
+	if mask != nil {
+		ms, md := mk(mask)
+		s.ports[1] = PortsKey{Src: ms, Dst: md}
+	}
+	return op{kind: kind, set: s}, nil
+}
+
+var (
+	ones4  = [4]byte{0xff, 0xff, 0xff, 0xff}
+	ones6  = [6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
+	ones16 = [16]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
+)
+
+// checkValueInMask returns an error if the value of a masked set has a
+// bit set where its mask has none (the kernel's validate_masked).
+func checkValueInMask(key, mask odp.KeyAttr) error {
+	kb, err := odp.MarshalKey(odp.FlowKey{key})
+	if err != nil {
+		return err
+	}
+	mb, err := odp.MarshalKey(odp.FlowKey{mask})
+	if err != nil {
+		return err
+	}
+	if len(kb) != len(mb) || len(kb) < 4 {
+		return fmt.Errorf("value and mask of %s differ in size", key.KeyType())
+	}
+	n := int(binary.NativeEndian.Uint16(kb))
+	for i := 4; i < n && i < len(kb); i++ {
+		if kb[i]&^mb[i] != 0 {
+			return fmt.Errorf("value of %s has bits outside its mask (byte %d)", key.KeyType(), i-4)
+		}
+	}
+	return nil
+}

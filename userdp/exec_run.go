@@ -1,0 +1,409 @@
+package userdp
+
+import (
+	"encoding/binary"
+
+	"github.com/ovsdp/ovsdp/flowkeys"
+	"github.com/ovsdp/ovsdp/odp"
+)
+
+// Executing compiled actions on a packet, as the kernel's
+// do_execute_actions (net/openvswitch/actions.c).
+//
+// The flow key. As in the kernel, a set action updates the packet's key
+// along with the packet (later actions, a recirculation and an upcall
+// see the new values; dec_ttl updates the TTL too), while push/pop of a
+// VLAN tag or MPLS label invalidates the key: it is extracted again from
+// the packet when an action needs it (recirc, hash, userspace).
+//
+// Packet copies. An output that is not the last action sends a copy (the
+// kernel's skb_clone); nested lists (clone, sample, check_pkt_len) run
+// on a copy unless they are the last action, as the kernel's
+// clone_execute; dec_ttl's le_1 list consumes the packet.
+//
+// Errors. When an action fails on a packet (too short for the header it
+// sets, no headroom for a push), the packet is dropped and counted, as
+// the kernel drops it (OVS_DROP_ACTION_ERROR).
+
+// maxRecirc bounds recirculation of one packet (the kernel's
+// OVS_RECURSION_LIMIT and deferred-action limits drop beyond a few).
+const maxRecirc = 6
+
+// pktCtx is a packet being executed.
+type pktCtx struct {
+	f        Frame
+	key      flowkeys.Key
+	keyValid bool
+	h        Headers
+	hValid   bool
+	cutlen   uint32
+	// steal: the frame is the receive buffer and may be queued for
+	// transmission without a copy by its last output.
+	steal  bool
+	acts   *flowActions // the flow's actions (userspace actions=true)
+	recirc int
+}
+
+// headers returns the packet's parsed headers.
+func (c *pktCtx) headers() (*Headers, error) {
+	if !c.hValid {
+		if err := ParseHeaders(c.f.Bytes(), &c.h); err != nil {
+			return nil, err
+		}
+		c.hValid = true
+	}
+	return &c.h, nil
+}
+
+// validKey re-extracts the key if an action invalidated it, keeping the
+// metadata.
+func (c *pktCtx) validKey() error {
+	if c.keyValid {
+		return nil
+	}
+	k := &c.key
+	md := flowkeys.Metadata{
+		InPort: k.InPort, Priority: k.Priority, SkbMark: k.SkbMark,
+		RecircID: k.RecircID, DPHash: k.DPHash,
+		CTState: k.CTState, CTOrigProto: k.CTOrigProto, CTZone: k.CTZone, CTMark: k.CTMark,
+		CTLabels: k.CTLabels,
+	}
+	if k.TunProto != 0 {
+		md.Tunnel = flowkeys.Tunnel{Proto: k.TunProto, ID: k.TunID, IPv4Src: k.TunIPv4Src, IPv4Dst: k.TunIPv4Dst,
+			IPv6Src: k.TunIPv6Src, IPv6Dst: k.TunIPv6Dst, Flags: k.TunFlags, TOS: k.TunTOS, TTL: k.TunTTL,
+			TpSrc: k.TunTpSrc, TpDst: k.TunTpDst, GBP: k.TunGBP}
+	}
+	if err := flowkeys.Extract(c.f.Bytes(), &md, k); err != nil {
+		return err
+	}
+	c.keyValid = true
+	return nil
+}
+
+// invalidate marks key and headers stale after a length-changing action.
+func (c *pktCtx) invalidate() { c.keyValid, c.hValid = false, false }
+
+// run executes ops on the packet.
+func (w *worker) run(c *pktCtx, ops []op) {
+	for i := range ops {
+		o := &ops[i]
+		switch o.kind {
+		case opOutput:
+			n := c.f.Len
+			if c.cutlen > 0 {
+				n = TruncLen(c.f.Bytes(), c.cutlen)
+				c.cutlen = 0
+			}
+			w.output(o.a, c.f.Buf[c.f.Off:c.f.Off+n], o.last && c.steal)
+			if o.last {
+				return
+			}
+		case opUserspace:
+			w.userspace(c, o)
+			c.cutlen = 0
+		case opDrop:
+			w.counters.explicitDrops++
+			return
+		case opTrunc:
+			c.cutlen = o.a
+		case opPushVLAN:
+			if err := PushVLAN(&c.f, o.c, o.d); err != nil {
+				w.actionError()
+				return
+			}
+			c.invalidate()
+		case opPopVLAN:
+			if err := PopVLAN(&c.f); err != nil {
+				w.actionError()
+				return
+			}
+			c.invalidate()
+		case opPushMPLS, opPopMPLS:
+			h, err := c.headers()
+			if err == nil {
+				if o.kind == opPushMPLS {
+					err = PushMPLS(&c.f, h, o.a, o.c)
+				} else {
+					err = PopMPLS(&c.f, h, o.c)
+				}
+			}
+			if err != nil {
+				w.actionError()
+				return
+			}
+			c.invalidate()
+		case opSetPriority:
+			c.key.Priority = c.key.Priority&^o.b | o.a&o.b
+		case opSetMark:
+			c.key.SkbMark = c.key.SkbMark&^o.b | o.a&o.b
+		case opSetEth, opSetIPv4, opSetIPv6, opSetTCP, opSetUDP, opSetSCTP,
+			opSetICMP, opSetICMPv6, opSetARP, opSetND, opSetMPLS:
+			if err := c.set(o); err != nil {
+				w.actionError()
+				return
+			}
+		case opDecTTL:
+			h, err := c.headers()
+			var expired bool
+			if err == nil {
+				expired, err = DecTTL(c.f.Bytes(), h)
+			}
+			if err != nil {
+				w.actionError()
+				return
+			}
+			if expired {
+				// The packet is consumed by the le_1 actions.
+				w.nested(c, o.sub, true)
+				return
+			}
+			if c.keyValid && c.key.IPTTL > 0 {
+				c.key.IPTTL--
+			}
+		case opCTClear:
+			k := &c.key
+			k.CTState, k.CTOrigProto, k.CTZone, k.CTMark = 0, 0, 0, 0
+			k.CTLabels = [16]byte{}
+			k.CTOrigIPv4Src, k.CTOrigIPv4Dst = [4]byte{}, [4]byte{}
+			k.CTOrigIPv6Src, k.CTOrigIPv6Dst = [16]byte{}, [16]byte{}
+			k.CTOrigTpSrc, k.CTOrigTpDst = 0, 0
+		case opSample:
+			if o.a != 0xffffffff && (o.a == 0 || w.random() > o.a) {
+				continue
+			}
+			w.nested(c, o.sub, o.last)
+			if o.last {
+				return
+			}
+		case opClone:
+			w.nested(c, o.sub, o.last)
+			if o.last {
+				return
+			}
+		case opCheckPktLen:
+			sub := o.sub2
+			if SkbLen(c.f.Bytes()) > int(o.c) {
+				sub = o.sub
+			}
+			w.nested(c, sub, o.last)
+			if o.last {
+				return
+			}
+		case opHash:
+			if err := c.validKey(); err != nil {
+				w.actionError()
+				return
+			}
+			c.key.DPHash = l4Hash(&c.key, o.a == odp.HashSymL4, o.b)
+		case opRecirc:
+			if c.recirc >= maxRecirc {
+				w.counters.recircDrops++
+				return
+			}
+			if o.last {
+				w.recirculate(c, o.a)
+				return
+			}
+			cc := w.copyCtx(c)
+			if cc == nil {
+				return
+			}
+			w.recirculate(cc, o.a)
+			w.releaseCopy()
+		}
+	}
+}
+
+// nested runs a nested action list: on the packet itself when the
+// nesting action is the last one (the packet is not needed afterwards),
+// else on a copy.
+func (w *worker) nested(c *pktCtx, ops []op, last bool) {
+	if last {
+		w.run(c, ops)
+		return
+	}
+	cc := w.copyCtx(c)
+	if cc == nil {
+		return
+	}
+	w.run(cc, ops)
+	w.releaseCopy()
+}
+
+// recirculate looks the packet up again with recirculation ID id.
+func (w *worker) recirculate(c *pktCtx, id uint32) {
+	if err := c.validKey(); err != nil {
+		w.actionError()
+		return
+	}
+	c.key.RecircID = id
+	c.recirc++
+	c.cutlen = 0
+	w.lookupAndRun(c)
+}
+
+// copyCtx returns a copy of c with its own copy of the packet, from the
+// worker's stack of scratch buffers (released by releaseCopy, in LIFO
+// order). It returns nil if the copies nest too deep.
+func (w *worker) copyCtx(c *pktCtx) *pktCtx {
+	if w.copies >= len(w.copyStack) {
+		w.actionError()
+		return nil
+	}
+	s := &w.copyStack[w.copies]
+	need := DefaultHeadroom + c.f.Len
+	if cap(s.buf) < need {
+		s.buf = make([]byte, max(need, 2048))
+	}
+	s.ctx = *c
+	s.ctx.f = Frame{Buf: s.buf[:cap(s.buf)], Off: DefaultHeadroom, Len: c.f.Len}
+	copy(s.ctx.f.Buf[DefaultHeadroom:], c.f.Bytes())
+	s.ctx.steal = false
+	w.copies++
+	return &s.ctx
+}
+
+// releaseCopy releases the last copy made by copyCtx.
+func (w *worker) releaseCopy() { w.copies-- }
+
+// set executes a set or set_masked action on the packet and its key.
+func (c *pktCtx) set(o *op) error {
+	s := o.set
+	if o.kind == opSetEth {
+		if err := SetEthernetMasked(c.f.Bytes(), &s.eth[0], &s.eth[1]); err != nil {
+			return err
+		}
+		if c.keyValid {
+			for i := 0; i < 6; i++ {
+				c.key.EthSrc[i] = c.key.EthSrc[i]&^s.eth[1].Src[i] | s.eth[0].Src[i]&s.eth[1].Src[i]
+				c.key.EthDst[i] = c.key.EthDst[i]&^s.eth[1].Dst[i] | s.eth[0].Dst[i]&s.eth[1].Dst[i]
+			}
+		}
+		return nil
+	}
+	h, err := c.headers()
+	if err != nil {
+		return err
+	}
+	b := c.f.Bytes()
+	k := &c.key
+	switch o.kind {
+	case opSetIPv4:
+		if err := SetIPv4Masked(b, h, &s.ip4[0], &s.ip4[1]); err != nil {
+			return err
+		}
+		if c.keyValid {
+			ip := b[h.L3:]
+			copy(k.IPv4Src[:], ip[12:16])
+			copy(k.IPv4Dst[:], ip[16:20])
+			k.IPTOS, k.IPTTL = ip[1], ip[8]
+		}
+	case opSetIPv6:
+		if err := SetIPv6Masked(b, h, &s.ip6[0], &s.ip6[1]); err != nil {
+			return err
+		}
+		if c.keyValid {
+			ip := b[h.L3:]
+			copy(k.IPv6Src[:], ip[8:24])
+			copy(k.IPv6Dst[:], ip[24:40])
+			w := binary.BigEndian.Uint32(ip)
+			k.IPTOS = uint8(w >> 20)
+			k.IPv6Label = w & 0xfffff
+			k.IPTTL = ip[7]
+		}
+	case opSetTCP, opSetUDP, opSetSCTP:
+		switch o.kind {
+		case opSetTCP:
+			err = SetTCPMasked(b, h, &s.ports[0], &s.ports[1])
+		case opSetUDP:
+			err = SetUDPMasked(b, h, &s.ports[0], &s.ports[1])
+		default:
+			err = SetSCTPMasked(b, h, &s.ports[0], &s.ports[1])
+		}
+		if err != nil {
+			return err
+		}
+		if c.keyValid {
+			k.TpSrc = binary.BigEndian.Uint16(b[h.L4:])
+			k.TpDst = binary.BigEndian.Uint16(b[h.L4+2:])
+		}
+	case opSetICMP, opSetICMPv6:
+		proto, et := uint8(ProtoICMP), uint16(EthTypeIPv4)
+		if o.kind == opSetICMPv6 {
+			proto, et = ProtoICMPv6, EthTypeIPv6
+		}
+		if err := setICMPMasked(b, h, et, proto, &s.icmp[0], &s.icmp[1]); err != nil {
+			return err
+		}
+		if c.keyValid {
+			k.TpSrc, k.TpDst = uint16(b[h.L4]), uint16(b[h.L4+1])
+		}
+	case opSetARP:
+		if err := setARPMasked(b, h, &s.arp[0], &s.arp[1]); err != nil {
+			return err
+		}
+		if c.keyValid {
+			a := b[h.L3:]
+			k.IPProto = a[7]
+			copy(k.ARPSHA[:], a[8:14])
+			copy(k.IPv4Src[:], a[14:18])
+			copy(k.ARPTHA[:], a[18:24])
+			copy(k.IPv4Dst[:], a[24:28])
+		}
+	case opSetND:
+		if err := setNDMasked(b, h, &s.nd[0], &s.nd[1]); err != nil {
+			return err
+		}
+		c.keyValid = false // the options may have moved bits the key shows
+	case opSetMPLS:
+		if err := SetMPLSMasked(b, h, s.mpls[0], s.mpls[1]); err != nil {
+			return err
+		}
+		if c.keyValid {
+			k.MPLSLSE[0] = binary.BigEndian.Uint32(b[h.L3:])
+		}
+	}
+	return nil
+}
+
+// l4Hash computes a dp_hash for the hash action from the packet's
+// addresses, protocol and ports (symmetric: the same for both
+// directions), mixed with basis; never zero, as the kernel's.
+func l4Hash(k *flowkeys.Key, sym bool, basis uint32) uint32 {
+	var w [11]uint32
+	s4, d4 := binary.BigEndian.Uint32(k.IPv4Src[:]), binary.BigEndian.Uint32(k.IPv4Dst[:])
+	sp, dp := uint32(k.TpSrc), uint32(k.TpDst)
+	w[0], w[1], w[2] = s4, d4, sp<<16|dp
+	for i := 0; i < 4; i++ {
+		w[3+i] = binary.BigEndian.Uint32(k.IPv6Src[4*i:])
+		w[7+i] = binary.BigEndian.Uint32(k.IPv6Dst[4*i:])
+	}
+	if sym {
+		// Order-independent: sum and xor of the two endpoints.
+		w[0], w[1] = s4+d4, s4^d4
+		w[2] = (sp + dp) | (sp^dp)<<16
+		for i := 0; i < 4; i++ {
+			a, b := w[3+i], w[7+i]
+			w[3+i], w[7+i] = a+b, a^b
+		}
+	}
+	h := flowkeys.JHash2(w[:], uint32(k.IPProto)|uint32(k.EthType)<<8)
+	h = flowkeys.JHash2([]uint32{h}, basis)
+	if h == 0 {
+		h = 1
+	}
+	return h
+}
+
+// random returns a pseudo-random 32-bit number (xorshift64*), for sample.
+func (w *worker) random() uint32 {
+	x := w.rng
+	x ^= x >> 12
+	x ^= x << 25
+	x ^= x >> 27
+	w.rng = x
+	return uint32((x * 0x2545f4914f6cdd1d) >> 32)
+}
+
+// actionError counts a packet dropped because an action failed on it.
+func (w *worker) actionError() { w.counters.actionErrors++ }

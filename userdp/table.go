@@ -1,0 +1,496 @@
+package userdp
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"syscall"
+
+	"github.com/ovsdp/ovsdp/flowkeys"
+	"github.com/ovsdp/ovsdp/odp"
+)
+
+// The megaflow table: tuple-space search, one hash table (a subtable) per
+// distinct mask.
+//
+// Concurrency. Lookups take no lock. Every structure a lookup reads is
+// either immutable once published or an atomic value:
+//
+//   - the table's list of subtables is an immutable slice behind an
+//     atomic.Pointer; adding or removing a mask, and re-ranking, publish a
+//     new slice;
+//   - a subtable's bucket array is an immutable array of atomic bucket
+//     pointers; growing it publishes a new array;
+//   - a bucket (up to bucketSlots flows and an overflow link) is never
+//     changed once published: inserting into or removing from a chain
+//     publishes a new copy of that chain.
+//
+// Writers (insert, remove, rebalance) are serialised by the table's
+// mutex, which lookups never take. Memory that a reader may still be
+// looking at is reclaimed by the garbage collector once no reader holds
+// it, which is what RCU's grace period gives the kernel.
+//
+// Hashing. Each subtable hashes the packet's words in the mask's word
+// range, ANDed with the mask, with a flowkeys.KeyedHasher of its own (a
+// secret per subtable, from crypto/rand): a linear hash such as CRC32C
+// would let anyone who can choose packet fields put every flow in one
+// chain (flowkeys.CRCCollisions); the keyed hash does not.
+//
+// Lookup order. A packet is looked up in the subtables in rank order:
+// subtables are re-sorted by the number of lookups they answered since
+// the last re-sort (rebalance, run periodically by the datapath). The
+// first subtable that has a matching flow answers. When megaflows
+// overlap (one packet matches flows of several masks), which one answers
+// therefore depends on the traffic seen, as in the kernel, whose mask
+// list is likewise re-sorted by use: installing non-overlapping
+// megaflows is the installer's business.
+
+// bucketSlots is the number of flows in one bucket before the overflow
+// link is used.
+const bucketSlots = 4
+
+// bucket is an immutable group of flows of one hash chain.
+type bucket struct {
+	hash [bucketSlots]uint32
+	flow [bucketSlots]*megaflow
+	next *bucket
+}
+
+// bucketArray is a subtable's hash table: a power-of-two array of chain
+// heads.
+type bucketArray struct {
+	mask  uint32
+	heads []atomic.Pointer[bucket]
+}
+
+// subtable holds the flows of one mask.
+type subtable struct {
+	mask   flowkeys.Key
+	rng    flowkeys.Range
+	hasher *flowkeys.KeyedHasher
+	arr    atomic.Pointer[bucketArray]
+	n      int           // flows; written under the table's mutex
+	hits   atomic.Uint64 // lookups answered since the last rebalance
+}
+
+// subtableList is an immutable, ranked list of subtables.
+type subtableList struct {
+	st []*subtable
+}
+
+// megaflow is one flow of the table.
+type megaflow struct {
+	key  flowkeys.Key // the masked key
+	st   *subtable    // its mask
+	ufid odp.UFID
+	// ukey is the key as given, for flows without a UFID (they are
+	// identified by it); nil for flows with a UFID.
+	ukey *flowkeys.Key
+
+	acts atomic.Pointer[flowActions]
+	dead atomic.Bool
+
+	packets  atomic.Uint64
+	bytes    atomic.Uint64
+	used     atomic.Uint64 // CLOCK_MONOTONIC ms
+	tcpFlags atomic.Uint32
+	hash     uint32 // hash of key in st
+}
+
+// flowActions are a flow's actions, as given and as compiled.
+type flowActions struct {
+	odp  odp.Actions
+	prog []op
+}
+
+// stats returns the flow's counters.
+func (f *megaflow) stats() odp.FlowStats {
+	return odp.FlowStats{
+		Packets:  f.packets.Load(),
+		Bytes:    f.bytes.Load(),
+		Used:     f.used.Load(),
+		TCPFlags: uint16(f.tcpFlags.Load()),
+	}
+}
+
+// clearStats zeroes the flow's counters.
+func (f *megaflow) clearStats() {
+	f.packets.Store(0)
+	f.bytes.Store(0)
+	f.used.Store(0)
+	f.tcpFlags.Store(0)
+}
+
+// table is the megaflow table.
+type table struct {
+	mu     sync.Mutex // serialises writers
+	list   atomic.Pointer[subtableList]
+	byUFID map[odp.UFID]*megaflow // writers only
+	nflows atomic.Int64
+	// newHasher makes each subtable's hasher (tests may fix secrets).
+	newHasher func() *flowkeys.KeyedHasher
+}
+
+func newTable() *table {
+	t := &table{byUFID: map[odp.UFID]*megaflow{}, newHasher: flowkeys.NewKeyedHasher}
+	t.list.Store(&subtableList{})
+	return t
+}
+
+// Errors of the flow table, wrapping the errors the kernel returns.
+var (
+	errFlowExists   = fmt.Errorf("flow exists: %w", syscall.EEXIST)
+	errFlowNotFound = fmt.Errorf("flow not found: %w", syscall.ENOENT)
+)
+
+// einval wraps syscall.EINVAL with a reason.
+func einval(format string, args ...any) error {
+	return fmt.Errorf(format+": %w", append(args, syscall.EINVAL)...)
+}
+
+// hashMasked returns the subtable's hash of k's words under the mask.
+// scratch is a key the caller lends for the masked words.
+func (st *subtable) hashMasked(k, scratch *flowkeys.Key) uint32 {
+	flowkeys.ApplyMask(scratch, k, &st.mask, st.rng)
+	return flowkeys.HashKeyed(scratch, st.rng, st.hasher, 0)
+}
+
+// find returns the flow of st whose masked key matches k (hash h), or nil.
+func (st *subtable) find(k *flowkeys.Key, h uint32) *megaflow {
+	arr := st.arr.Load()
+	for b := arr.heads[h&arr.mask].Load(); b != nil; b = b.next {
+		for i := 0; i < bucketSlots; i++ {
+			f := b.flow[i]
+			if f != nil && b.hash[i] == h && flowkeys.EqualMasked(k, &f.key, &st.mask, st.rng) {
+				return f
+			}
+		}
+	}
+	return nil
+}
+
+// lookup finds the flow that matches the packet key k, trying the
+// subtables in rank order. probed is the number of subtables looked at
+// (the kernel's n_mask_hit contribution).
+func (t *table) lookup(k, scratch *flowkeys.Key) (f *megaflow, probed int) {
+	l := t.list.Load()
+	for i, st := range l.st {
+		if f = st.find(k, st.hashMasked(k, scratch)); f != nil {
+			st.hits.Add(1)
+			return f, i + 1
+		}
+	}
+	return nil, len(l.st)
+}
+
+// findExact returns the flow whose mask is m and masked key is k's (both
+// already masked), or nil. Writers only.
+func (t *table) findExact(k, m *flowkeys.Key) (*megaflow, *subtable) {
+	var scratch flowkeys.Key
+	for _, st := range t.list.Load().st {
+		if st.mask == *m {
+			return st.find(k, st.hashMasked(k, &scratch)), st
+		}
+	}
+	return nil, nil
+}
+
+// subtableFor returns the subtable of mask m, creating it (unpublished
+// in the list: the caller publishes) if needed. Writers only.
+func (t *table) subtableFor(m *flowkeys.Key) (st *subtable, created bool) {
+	for _, s := range t.list.Load().st {
+		if s.mask == *m {
+			return s, false
+		}
+	}
+	st = &subtable{mask: *m, rng: m.Range(), hasher: t.newHasher()}
+	arr := &bucketArray{mask: 7, heads: make([]atomic.Pointer[bucket], 8)}
+	st.arr.Store(arr)
+	return st, true
+}
+
+// insert adds f (its key masked with mask m) to the table. The caller
+// holds t.mu and has checked for duplicates.
+func (t *table) insert(f *megaflow, m *flowkeys.Key) {
+	st, created := t.subtableFor(m)
+	f.st = st
+	flowkeys.ApplyMask(&f.key, &f.key, m, flowkeys.FullRange)
+	var scratch flowkeys.Key
+	f.hash = st.hashMasked(&f.key, &scratch)
+	arr := st.arr.Load()
+	if uint32(st.n+1) > 2*(arr.mask+1) {
+		arr = st.grow(arr)
+	}
+	st.chainInsert(arr, f)
+	st.n++
+	if created {
+		old := t.list.Load().st
+		nl := make([]*subtable, len(old), len(old)+1)
+		copy(nl, old)
+		t.list.Store(&subtableList{st: append(nl, st)})
+	}
+	if !f.ufid.IsZero() {
+		t.byUFID[f.ufid] = f
+	}
+	t.nflows.Add(1)
+}
+
+// chainInsert publishes a copy of f's chain with f added.
+func (st *subtable) chainInsert(arr *bucketArray, f *megaflow) {
+	head := &arr.heads[f.hash&arr.mask]
+	var flows []*megaflow
+	var hashes []uint32
+	for b := head.Load(); b != nil; b = b.next {
+		for i := 0; i < bucketSlots; i++ {
+			if b.flow[i] != nil {
+				flows = append(flows, b.flow[i])
+				hashes = append(hashes, b.hash[i])
+			}
+		}
+	}
+	head.Store(buildChain(append(flows, f), append(hashes, f.hash)))
+}
+
+// buildChain makes a new immutable chain of the flows.
+func buildChain(flows []*megaflow, hashes []uint32) *bucket {
+	var first, last *bucket
+	for i := 0; i < len(flows); i += bucketSlots {
+		b := &bucket{}
+		for j := 0; j < bucketSlots && i+j < len(flows); j++ {
+			b.flow[j] = flows[i+j]
+			b.hash[j] = hashes[i+j]
+		}
+		if first == nil {
+			first = b
+		} else {
+			last.next = b
+		}
+		last = b
+	}
+	return first
+}
+
+// grow publishes a bucket array of twice the size, with every chain
+// rebuilt; readers of the old array are not disturbed.
+func (st *subtable) grow(old *bucketArray) *bucketArray {
+	n := 2 * (old.mask + 1)
+	arr := &bucketArray{mask: n - 1, heads: make([]atomic.Pointer[bucket], n)}
+	chains := make([][]*megaflow, n)
+	for i := range old.heads {
+		for b := old.heads[i].Load(); b != nil; b = b.next {
+			for j := 0; j < bucketSlots; j++ {
+				if f := b.flow[j]; f != nil {
+					chains[f.hash&arr.mask] = append(chains[f.hash&arr.mask], f)
+				}
+			}
+		}
+	}
+	for i, c := range chains {
+		if len(c) > 0 {
+			hs := make([]uint32, len(c))
+			for j, f := range c {
+				hs[j] = f.hash
+			}
+			arr.heads[i].Store(buildChain(c, hs))
+		}
+	}
+	st.arr.Store(arr)
+	return arr
+}
+
+// remove takes f out of the table. The caller holds t.mu.
+func (t *table) remove(f *megaflow) {
+	st := f.st
+	arr := st.arr.Load()
+	head := &arr.heads[f.hash&arr.mask]
+	var flows []*megaflow
+	var hashes []uint32
+	for b := head.Load(); b != nil; b = b.next {
+		for i := 0; i < bucketSlots; i++ {
+			if g := b.flow[i]; g != nil && g != f {
+				flows = append(flows, g)
+				hashes = append(hashes, b.hash[i])
+			}
+		}
+	}
+	head.Store(buildChain(flows, hashes))
+	f.dead.Store(true)
+	st.n--
+	if st.n == 0 {
+		old := t.list.Load().st
+		nl := make([]*subtable, 0, len(old))
+		for _, s := range old {
+			if s != st {
+				nl = append(nl, s)
+			}
+		}
+		t.list.Store(&subtableList{st: nl})
+	}
+	if !f.ufid.IsZero() && t.byUFID[f.ufid] == f {
+		delete(t.byUFID, f.ufid)
+	}
+	t.nflows.Add(-1)
+}
+
+// flush removes every flow and returns them. The caller holds t.mu.
+func (t *table) flush() []*megaflow {
+	var all []*megaflow
+	t.each(func(f *megaflow) bool { all = append(all, f); return true })
+	t.list.Store(&subtableList{})
+	clear(t.byUFID)
+	for _, f := range all {
+		f.dead.Store(true)
+	}
+	t.nflows.Store(0)
+	return all
+}
+
+// each calls fn for every flow of the current list until fn returns
+// false. It reads like a lookup (no lock): flows inserted or removed
+// meanwhile may or may not be seen.
+func (t *table) each(fn func(*megaflow) bool) {
+	for _, st := range t.list.Load().st {
+		arr := st.arr.Load()
+		for i := range arr.heads {
+			for b := arr.heads[i].Load(); b != nil; b = b.next {
+				for j := 0; j < bucketSlots; j++ {
+					if f := b.flow[j]; f != nil && !f.dead.Load() {
+						if !fn(f) {
+							return
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// masks returns the number of subtables.
+func (t *table) masks() int { return len(t.list.Load().st) }
+
+// rebalance re-sorts the subtables by the lookups they answered since
+// the last call (most first) and restarts the counts.
+func (t *table) rebalance() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	old := t.list.Load().st
+	type ranked struct {
+		st   *subtable
+		hits uint64
+	}
+	r := make([]ranked, len(old))
+	for i, st := range old {
+		r[i] = ranked{st, st.hits.Swap(0)}
+	}
+	slices.SortStableFunc(r, func(a, b ranked) int {
+		switch {
+		case a.hits > b.hits:
+			return -1
+		case a.hits < b.hits:
+			return 1
+		}
+		return 0
+	})
+	nl := make([]*subtable, len(r))
+	for i := range r {
+		nl[i] = r[i].st
+	}
+	t.list.Store(&subtableList{st: nl})
+}
+
+// cacheRange is the part of a packet key the exact-match cache hashes:
+// the packet metadata, Ethernet, IP, L4 and IPv6 words. The hash only
+// picks the cache entry; a hit is validated against the flow's whole
+// mask, so packets that differ only outside this range merely share an
+// entry.
+var cacheRange = flowkeys.Range{Start: 8, End: 22}
+
+// DefaultCacheEntries is the default size of each forwarding thread's
+// exact-match cache.
+const DefaultCacheEntries = 4096
+
+// cacheEntry is one exact-match cache entry.
+type cacheEntry struct {
+	hash uint32
+	flow *megaflow
+}
+
+// flowCache is an exact-match cache in front of the table, owned by one
+// goroutine (a port's forwarding loop). An entry maps a packet-key hash
+// to the flow that answered it last; a hit is valid only if that flow
+// is still installed and matches the packet under its mask, so removing
+// or replacing flows never needs to touch the caches.
+type flowCache struct {
+	t       *table
+	hasher  *flowkeys.KeyedHasher
+	ent     []cacheEntry // nil: cache disabled
+	scratch flowkeys.Key
+
+	// Counters since the last publish (plain: one goroutine).
+	hit, missed, maskHits, cacheHits uint64
+}
+
+// newFlowCache returns a cache of n entries (rounded up to a power of
+// two); n == 0 disables it.
+func newFlowCache(t *table, n int) *flowCache {
+	c := &flowCache{t: t, hasher: flowkeys.NewKeyedHasher()}
+	if n > 0 {
+		size := 1
+		for size < n {
+			size <<= 1
+		}
+		c.ent = make([]cacheEntry, size)
+	}
+	return c
+}
+
+// lookup returns the flow for packet key k, or nil on a miss.
+func (c *flowCache) lookup(k *flowkeys.Key) *megaflow {
+	var e *cacheEntry
+	var h uint32
+	if c.ent != nil {
+		h = flowkeys.HashKeyed(k, cacheRange, c.hasher, 0)
+		e = &c.ent[h&uint32(len(c.ent)-1)]
+		if f := e.flow; f != nil && e.hash == h && !f.dead.Load() &&
+			flowkeys.EqualMasked(k, &f.key, &f.st.mask, f.st.rng) {
+			c.hit++
+			c.cacheHits++
+			c.maskHits++
+			return f
+		}
+	}
+	f, probed := c.t.lookup(k, &c.scratch)
+	c.maskHits += uint64(probed)
+	if f == nil {
+		c.missed++
+		return nil
+	}
+	c.hit++
+	if e != nil {
+		e.hash, e.flow = h, f
+	}
+	return f
+}
+
+// tableCounters are a datapath's lookup counters.
+type tableCounters struct {
+	hit, missed, lost, maskHits, cacheHits atomic.Uint64
+}
+
+// publish adds the cache's counters to tc and restarts them.
+func (c *flowCache) publish(tc *tableCounters) {
+	if c.hit != 0 {
+		tc.hit.Add(c.hit)
+	}
+	if c.missed != 0 {
+		tc.missed.Add(c.missed)
+	}
+	if c.maskHits != 0 {
+		tc.maskHits.Add(c.maskHits)
+	}
+	if c.cacheHits != 0 {
+		tc.cacheHits.Add(c.cacheHits)
+	}
+	c.hit, c.missed, c.maskHits, c.cacheHits = 0, 0, 0, 0
+}
