@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"io"
 
 	"github.com/urfave/cli/v2"
@@ -21,12 +22,34 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 		EnableBashCompletion: true,
 		HideHelpCommand:      true,
 		Flags:                globalFlags,
-		Commands: append(datapathCommands(),
-			parseKeysCommand(),
-			parseWcKeysCommand(),
-			parseActionsCommand(),
-		),
+		Commands:             commands(),
+		// Usage mistakes print one error line, not the whole help.
+		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
+			return fmt.Errorf("%w (see dpctl --help)", err)
+		},
+		Action: func(c *cli.Context) error {
+			if c.Args().Present() {
+				return fmt.Errorf("unknown command %q (see dpctl --help)", c.Args().First())
+			}
+			return errors.New("missing command name; use --help for help")
+		},
 	}
+}
+
+// commands lists every command, in the order of the help text.
+func commands() []*cli.Command {
+	cmds := datapathCommands()
+	cmds = append(cmds, kernelFamilyCommands()...)
+	cmds = append(cmds, parseKeysCommand(), parseWcKeysCommand(), parseActionsCommand())
+	cmds = append(cmds, genCommands()...)
+	for _, c := range cmds {
+		if c.OnUsageError == nil {
+			c.OnUsageError = func(_ *cli.Context, err error, _ bool) error {
+				return fmt.Errorf("%w (see dpctl --help)", err)
+			}
+		}
+	}
+	return cmds
 }
 
 // errFailedLines is returned by the round-trip commands when some input

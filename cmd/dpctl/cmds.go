@@ -220,7 +220,7 @@ func cmdShow(e *env, args []string) error {
 	for _, d := range names {
 		dp, err := openDP(e.ctx, d.String())
 		if err != nil {
-			fmt.Fprintf(e.c.App.ErrWriter, "dpctl: %v\n", err)
+			reportError(e.c.App.ErrWriter, err)
 			lastErr = err
 			continue
 		}
@@ -240,7 +240,7 @@ func cmdShow(e *env, args []string) error {
 		}
 		dp.Close()
 		if err != nil {
-			fmt.Fprintf(e.c.App.ErrWriter, "dpctl: %s: %v\n", d, err)
+			reportError(e.c.App.ErrWriter, fmt.Errorf("%s: %w", d, err))
 			lastErr = err
 		}
 	}
@@ -308,7 +308,7 @@ func cmdAddIf(e *env, args []string) error {
 			_, err = dp.AddPort(e.ctx, spec)
 		}
 		if err != nil {
-			fmt.Fprintf(e.c.App.ErrWriter, "dpctl: adding %s to %s failed: %v\n", a, args[0], err)
+			reportError(e.c.App.ErrWriter, fmt.Errorf("adding %s to %s failed: %w", a, args[0], err))
 			lastErr = err
 		}
 	}
@@ -329,7 +329,7 @@ func portByName(e *env, dp odp.Datapath, name string) (odp.Port, error) {
 			return p, nil
 		}
 	}
-	return odp.Port{}, fmt.Errorf("no port named %s in %s/%s: %w", name, dp.Type(), dp.Name(), os.ErrNotExist)
+	return odp.Port{}, fmt.Errorf("no port named %s in %s@%s: %w", name, dp.Type(), dp.Name(), os.ErrNotExist)
 }
 
 func cmdSetIf(e *env, args []string) error {
@@ -384,7 +384,7 @@ func cmdDelIf(e *env, args []string) error {
 			}
 		}
 		if err != nil {
-			fmt.Fprintf(e.c.App.ErrWriter, "dpctl: deleting port %s from %s failed: %v\n", name, args[0], err)
+			reportError(e.c.App.ErrWriter, fmt.Errorf("deleting port %s from %s failed: %w", name, args[0], err))
 			lastErr = err
 		}
 	}
@@ -427,7 +427,7 @@ func cmdDumpFlows(e *env, args []string) error {
 	if len(args) != 0 {
 		return fmt.Errorf("dump-flows: unexpected argument %q", args[0])
 	}
-	match, err := newFlowFilter(filter)
+	match, err := newFlowFilter(filter, portNumbers(e, dp))
 	if err != nil {
 		return err
 	}
@@ -510,7 +510,11 @@ func putFlow(e *env, dp odp.Datapath, flowText, actionsText string, flags odp.Pu
 	// The kernel wants a tcp_flags attribute beside tcp, and no value
 	// bits outside a masked set's mask; ovs-dpctl fails on both.
 	key, mask = odp.AddTCPFlags(key, mask)
-	f := &odp.Flow{UFID: ufid, Key: key, Mask: mask, Actions: odp.NormalizeActions(acts)}
+	acts = odp.NormalizeActions(acts)
+	if hasExplicitDrop(acts) && !supportsDrop(dp) {
+		acts = truncateAtDrop(acts)
+	}
+	f := &odp.Flow{UFID: ufid, Key: key, Mask: mask, Actions: acts}
 	st, err := dp.PutFlow(e.ctx, f, flags)
 	if err != nil {
 		return st, fmt.Errorf("updating flow table: %w", err)
@@ -555,12 +559,21 @@ func cmdModFlow(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if e.c.Bool("statistics") {
-		var b strings.Builder
-		formatStats(&b, st, monotonicMS())
-		fmt.Fprintln(e.out, b.String())
+	return printStats(e, st)
+}
+
+// printStats prints a flow's statistics with -s (mod-flow, del-flow).
+func printStats(e *env, st odp.FlowStats) error {
+	if !e.c.Bool("statistics") {
+		return nil
 	}
-	return nil
+	if e.json {
+		return e.printJSON(st)
+	}
+	var b strings.Builder
+	formatStats(&b, st, monotonicMS())
+	_, err := fmt.Fprintln(e.out, b.String())
+	return err
 }
 
 func cmdGetFlow(e *env, args []string) error {
@@ -617,12 +630,7 @@ func cmdDelFlow(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if e.c.Bool("statistics") {
-		var b strings.Builder
-		formatStats(&b, st, monotonicMS())
-		fmt.Fprintln(e.out, b.String())
-	}
-	return nil
+	return printStats(e, st)
 }
 
 func cmdDelFlows(e *env, args []string) error {
@@ -660,6 +668,11 @@ func cmdCacheGetSize(e *env, args []string) error {
 		}
 		names = all
 	}
+	type cacheJSON struct {
+		Name       string `json:"name"`
+		MasksCache uint32 `json:"masks-cache"`
+	}
+	out := []cacheJSON{}
 	for _, d := range names {
 		dp, err := openDP(e.ctx, d.String())
 		if err != nil {
@@ -671,12 +684,13 @@ func cmdCacheGetSize(e *env, args []string) error {
 			return fmt.Errorf("%s: %w", d, err)
 		}
 		if e.json {
-			if err := e.printJSON(map[string]any{"name": d.String(), "masks-cache": info.MasksCacheSize}); err != nil {
-				return err
-			}
+			out = append(out, cacheJSON{Name: d.String(), MasksCache: info.MasksCacheSize})
 			continue
 		}
 		fmt.Fprintf(e.out, "%s:\n  caches:\n    masks-cache: size:%d\n", d, info.MasksCacheSize)
+	}
+	if e.json {
+		return e.printJSON(out)
 	}
 	return nil
 }
@@ -708,6 +722,9 @@ func cmdCacheSetSize(e *env, args []string) error {
 	}
 	if err := cs.SetMasksCacheSize(e.ctx, uint32(size)); err != nil {
 		return fmt.Errorf("setting masks-cache size: %w", err)
+	}
+	if e.json {
+		return e.printJSON(map[string]uint32{"masks-cache": uint32(size)})
 	}
 	fmt.Fprintf(e.out, "Setting cache size successful, new size %d.\n", size)
 	return nil

@@ -111,6 +111,9 @@ func openDP(ctx context.Context, s string) (odp.Datapath, error) {
 	}
 	dp, err := backends[d.typ].open(ctx, d.name)
 	if err != nil {
+		if err2 := notFoundDP(d, err); err2 != err {
+			return nil, err2
+		}
 		return nil, fmt.Errorf("opening datapath %s: %w", d, err)
 	}
 	return dp, nil
@@ -126,7 +129,7 @@ func optDP(ctx context.Context, args []string, maxArgs int) (odp.Datapath, []str
 	}
 	if len(args) >= maxArgs {
 		if len(args) > 0 {
-			return nil, nil, fmt.Errorf("datapath %s not found: %w", args[0], os.ErrNotExist)
+			return nil, nil, fmt.Errorf("datapath %s does not exist: %w", args[0], os.ErrNotExist)
 		}
 	}
 	all, err := allDatapaths(ctx)

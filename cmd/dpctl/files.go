@@ -154,7 +154,7 @@ func cmdFlowsFile(def fileCmd) func(e *env, args []string) error {
 			}
 			if err != nil {
 				failed++
-				fmt.Fprintf(e.c.App.ErrWriter, "dpctl: %s:%d: %v\n", file, n, err)
+				reportError(e.c.App.ErrWriter, fmt.Errorf("%s:%d: %w", file, n, err))
 			}
 		}
 		prog.finish()
@@ -166,15 +166,6 @@ func cmdFlowsFile(def fileCmd) func(e *env, args []string) error {
 		}
 		return nil
 	}
-}
-
-// newFlowFilter returns the predicate of dump-flows' filter=FLOW.
-// TODO(dpctl): the OpenFlow match syntax of ovs-dpctl's filter.
-func newFlowFilter(filter string) (func(*odp.Flow) bool, error) {
-	if filter == "" {
-		return func(*odp.Flow) bool { return true }, nil
-	}
-	return nil, fmt.Errorf("filter=%s: filters are not implemented yet", filter)
 }
 
 // portMaps returns dp's port names by number and numbers by name, read

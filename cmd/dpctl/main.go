@@ -4,7 +4,6 @@
 package main
 
 import (
-	"fmt"
 	"os"
 )
 
@@ -12,12 +11,12 @@ func main() {
 	args := permuteFlags(os.Args)
 	if ns, rest := netnsArg(args); ns != "" && os.Getenv("OVSDP_IN_NETNS") != ns {
 		err := enterNetns(ns, rest)
-		fmt.Fprintf(os.Stderr, "dpctl: %v\n", err)
+		reportError(os.Stderr, err)
 		os.Exit(1)
 	}
 	app := newApp(os.Stdin, os.Stdout, os.Stderr)
 	if err := app.Run(args); err != nil {
-		fmt.Fprintf(os.Stderr, "dpctl: %v\n", err)
+		reportError(os.Stderr, err)
 		os.Exit(exitCode(err))
 	}
 }

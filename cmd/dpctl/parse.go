@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"fmt"
-	"io"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -18,7 +17,7 @@ func parseKeysCommand() *cli.Command {
 		Description: "Each line is parsed, encoded to netlink attributes, decoded back and\n" +
 			"printed in canonical form. Blank lines and lines starting with # are echoed.",
 		Action: func(c *cli.Context) error {
-			return roundTripLines(c.App.Reader, c.App.Writer, roundTripKey)
+			return roundTripLines(c, roundTripKey)
 		},
 	}
 }
@@ -28,7 +27,7 @@ func parseWcKeysCommand() *cli.Command {
 		Name:  "parse-wc-keys",
 		Usage: "round-trip flow keys with masks read from standard input, one per line",
 		Action: func(c *cli.Context) error {
-			return roundTripLines(c.App.Reader, c.App.Writer, roundTripMaskedKey)
+			return roundTripLines(c, roundTripMaskedKey)
 		},
 	}
 }
@@ -38,35 +37,70 @@ func parseActionsCommand() *cli.Command {
 		Name:  "parse-actions",
 		Usage: "round-trip datapath actions read from standard input, one list per line",
 		Action: func(c *cli.Context) error {
-			return roundTripLines(c.App.Reader, c.App.Writer, roundTripActions)
+			return roundTripLines(c, roundTripActions)
 		},
 	}
 }
 
-// roundTripLines applies fn to every line of r and prints the result, or
-// an error naming the line. Blank lines and comments are echoed. It
-// returns errFailedLines if any line failed.
-func roundTripLines(r io.Reader, w io.Writer, fn func(string) (string, error)) error {
-	sc := bufio.NewScanner(r)
+// roundTripResult is the JSON form of one line of the round-trip
+// commands.
+type roundTripResult struct {
+	Line   int    `json:"line"`
+	Input  string `json:"input"`
+	Output string `json:"output,omitempty"`
+	Error  string `json:"error,omitempty"`
+}
+
+// roundTripLines applies fn to every line of the standard input and
+// prints the result, or an error naming the line. Blank lines and
+// comments are echoed (left out of the JSON form). It returns an exit
+// error if any line failed.
+func roundTripLines(c *cli.Context, fn func(string) (string, error)) error {
+	e, err := newEnv(c)
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriter(e.out)
+	defer w.Flush()
+	var results []roundTripResult
+	sc := bufio.NewScanner(c.App.Reader)
 	sc.Buffer(make([]byte, 0, 64*1024), 1<<20)
 	failed := 0
 	for n := 1; sc.Scan(); n++ {
 		line := sc.Text()
 		trimmed := strings.TrimSpace(line)
 		if trimmed == "" || strings.HasPrefix(trimmed, "#") {
-			fmt.Fprintln(w, line)
+			if !e.json {
+				fmt.Fprintln(w, line)
+			}
 			continue
 		}
 		out, err := fn(trimmed)
+		r := roundTripResult{Line: n, Input: trimmed, Output: out}
 		if err != nil {
 			failed++
-			fmt.Fprintf(w, "line %d: error: %v\n", n, err)
-			continue
+			r.Output, r.Error = "", err.Error()
 		}
-		fmt.Fprintln(w, out)
+		switch {
+		case e.json:
+			results = append(results, r)
+		case err != nil:
+			fmt.Fprintf(w, "line %d: error: %v\n", n, err)
+		default:
+			fmt.Fprintln(w, out)
+		}
 	}
 	if err := sc.Err(); err != nil {
 		return fmt.Errorf("reading input: %w", err)
+	}
+	if e.json {
+		if results == nil {
+			results = []roundTripResult{}
+		}
+		w.Flush()
+		if err := e.printJSON(results); err != nil {
+			return err
+		}
 	}
 	if failed > 0 {
 		return cli.Exit(fmt.Sprintf("%d line(s) failed to parse", failed), 1)

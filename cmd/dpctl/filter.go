@@ -1,0 +1,88 @@
+package main
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/ovsdp/ovsdp/flowkeys"
+	"github.com/ovsdp/ovsdp/odp"
+	"github.com/ovsdp/ovsdp/policy"
+)
+
+// newFlowFilter returns the predicate of dump-flows' filter=FLOW. FLOW
+// is in the OpenFlow match syntax of ovs-ofctl (the subset package policy
+// parses: in_port, dl_src, dl_dst, dl_type, dl_vlan, nw_src, nw_dst,
+// nw_proto, nw_tos, nw_ttl, tp_src, tp_dst, icmp_type, icmp_code,
+// arp_spa, arp_tpa, ipv6_src, ipv6_dst and the shorthands ip, ipv6, tcp,
+// udp, icmp, icmp6, arp); in_port may name a port. As in ovs-dpctl, a
+// flow passes when its key equals the filter on every bit that both the
+// filter and the flow's mask cover: a field the flow wildcards does not
+// exclude it. A flow whose key cannot be read as a flowkeys.Key (a
+// terse flow, or a key that uses attributes outside it) does not pass.
+func newFlowFilter(filter string, portNumber func(string) (uint32, bool)) (func(*odp.Flow) bool, error) {
+	if filter == "" {
+		return func(*odp.Flow) bool { return true }, nil
+	}
+	text, err := resolvePortNames(filter, portNumber)
+	if err != nil {
+		return nil, fmt.Errorf("failed to parse filter (%w)", err)
+	}
+	m, err := policy.ParseMatch(text)
+	if err != nil {
+		return nil, fmt.Errorf("failed to parse filter %q (%w)", filter, err)
+	}
+	return func(f *odp.Flow) bool {
+		if f.Key == nil {
+			return false
+		}
+		return filterMatches(&m, f.Key, f.Mask)
+	}, nil
+}
+
+// filterMatches reports whether the flow key/mask passes filter m.
+func filterMatches(m *policy.Match, key, mask odp.FlowKey) bool {
+	k, km, err := odp.ToFlowKeys(key, mask)
+	if err != nil {
+		return false
+	}
+	both := km
+	bw, fw := both.Words(), m.Mask.Words()
+	for i := range bw {
+		bw[i] &= fw[i]
+	}
+	return flowkeys.EqualMasked(&k, &m.Value, &both, flowkeys.FullRange)
+}
+
+// resolvePortNames replaces "in_port=NAME" by the port's number.
+func resolvePortNames(s string, portNumber func(string) (uint32, bool)) (string, error) {
+	if !strings.Contains(s, "in_port=") {
+		return s, nil
+	}
+	var b strings.Builder
+	i := 0
+	for i < len(s) {
+		j := strings.Index(s[i:], "in_port=")
+		if j < 0 {
+			b.WriteString(s[i:])
+			break
+		}
+		j += i
+		start := j + len("in_port=")
+		end := start
+		for end < len(s) && !strings.ContainsRune(", \t\r", rune(s[end])) {
+			end++
+		}
+		name := s[start:end]
+		b.WriteString(s[i:start])
+		if _, err := strconv.ParseUint(name, 0, 32); err == nil || name == "" || (j > 0 && !strings.ContainsRune(", \t\r", rune(s[j-1]))) {
+			b.WriteString(name)
+		} else if n, ok := portNumber(name); ok {
+			b.WriteString(strconv.FormatUint(uint64(n), 10))
+		} else {
+			return "", fmt.Errorf("column %d: in_port=%s: no port has this name", start+1, name)
+		}
+		i = end
+	}
+	return b.String(), nil
+}
