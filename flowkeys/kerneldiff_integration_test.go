@@ -111,7 +111,8 @@ func TestIntegrationKernelExtractDifferential(t *testing.T) {
 		why     string      // why no upcall is expected
 		arrived bool
 	}
-	var compared, notExpected, noise, resent int
+	var compared, notExpected, noise, resent, mismatches int
+	keepGoing := os.Getenv("OVSDP_KDIFF_ALL") == "1"
 	md := &flowkeys.Metadata{InPort: port.Number}
 	const batch = 32
 	for start := 0; start < len(packets); start += batch {
@@ -198,8 +199,18 @@ func TestIntegrationKernelExtractDifferential(t *testing.T) {
 				t.Fatalf("packet %x: MarshalKey(%s): %v", p.data, p.want, err)
 			}
 			if !bytes.Equal(u.key, wb) {
-				t.Fatalf("key mismatch after %d packets compared\npacket: %x\nkernel: %s\nours:   %s\nkernel bytes: %x\nour bytes:    %x",
+				report := t.Fatalf
+				if keepGoing {
+					// OVSDP_KDIFF_ALL=1: list every difference
+					// (for fixing Extract), still failing.
+					report = t.Errorf
+					mismatches++
+				}
+				report("key mismatch after %d packets compared\npacket: %x\nkernel: %s\nours:   %s\nkernel bytes: %x\nour bytes:    %x",
 					compared, p.data, keyText(u.key), odp.FormatKey(p.want, nil, true), u.key, wb)
+				if mismatches >= 50 {
+					t.FailNow()
+				}
 			}
 			compared++
 		}

@@ -1,0 +1,277 @@
+package odp_test
+
+import (
+	"errors"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/ovsdp/ovsdp/flowkeys"
+	"github.com/ovsdp/ovsdp/odp"
+)
+
+var (
+	eth      = odp.Ethernet{Src: [6]byte{2, 0, 0, 0, 0, 1}, Dst: [6]byte{2, 0, 0, 0, 0, 2}}
+	ip4      = odp.IPv4{Src: [4]byte{10, 0, 0, 1}, Dst: [4]byte{10, 0, 0, 2}, Proto: 6, TTL: 64}
+	ip6ICMP  = odp.IPv6{Src: [16]byte{0: 0xfe, 1: 0x80, 15: 1}, Proto: 58, HLimit: 255}
+	tcpPorts = odp.TCP{Src: 1, Dst: 2}
+)
+
+func fk(a ...odp.KeyAttr) odp.FlowKey { return odp.FlowKey(a) }
+
+// TestToFlowKeysRules: each kernel rejection with a key (and mask) that
+// triggers it, next to an accepted neighbour. reason is a substring of
+// the error; "" means accepted. mask nil means no mask attribute.
+func TestToFlowKeysRules(t *testing.T) {
+	tests := []struct {
+		name      string
+		key, mask odp.FlowKey
+		reason    string
+	}{
+		{"ipv4 tcp with tcp_flags", fk(odp.InPort(1), eth, odp.Ethertype(0x0800), ip4, tcpPorts, odp.TCPFlags(0)), nil, ""},
+		{"ipv4 tcp without tcp_flags", fk(odp.InPort(1), eth, odp.Ethertype(0x0800), ip4, tcpPorts), nil, "missing key attribute tcp_flags"},
+		{"ipv4 without ipv4", fk(eth, odp.Ethertype(0x0800)), nil, "missing key attribute ipv4"},
+		{"ipv4 later fragment without l4", fk(eth, odp.Ethertype(0x0800), odp.IPv4{Proto: 6, Frag: 2}), nil, ""},
+		{"ipv4 first fragment needs l4", fk(eth, odp.Ethertype(0x0800), odp.IPv4{Proto: 17, Frag: 1}), nil, "missing key attribute udp"},
+		{"frag type 3", fk(eth, odp.Ethertype(0x0800), odp.IPv4{Proto: 47, Frag: 3}), nil, "IPv4 frag type 3 is out of range"},
+		{"ipv6 frag type 3", fk(eth, odp.Ethertype(0x86dd), odp.IPv6{Proto: 47, Frag: 3}), nil, "IPv6 frag type 3 is out of range"},
+		{"ipv6 label 20 bits", fk(eth, odp.Ethertype(0x86dd), odp.IPv6{Proto: 47, Label: 0xfffff}), nil, ""},
+		{"ipv6 label 21 bits", fk(eth, odp.Ethertype(0x86dd), odp.IPv6{Proto: 47, Label: 0x100000}), nil, "IPv6 flow label 100000 is out of range"},
+		{"in_port 65534", fk(odp.InPort(65534), eth), nil, ""},
+		{"in_port 65535", fk(odp.InPort(65535), eth), nil, "port 65535 exceeds max allowable 65535"},
+		{"eth_type 0x600", fk(eth, odp.Ethertype(0x0600)), nil, ""},
+		{"eth_type 0x5ff", fk(eth, odp.Ethertype(0x05ff)), nil, "EtherType 5ff is less than min 600"},
+		{"l3 eth_type 0x5ff", fk(odp.Ethertype(0x05ff)), nil, "EtherType 5ff is less than min 600"},
+		{"l3 ipv4", fk(odp.Ethertype(0x0800), ip4, tcpPorts, odp.TCPFlags(0)), nil, ""},
+		{"neither eth nor eth_type", fk(odp.InPort(1)), nil, "either Ethernet header or EtherType is required"},
+		{"802.2 (eth only)", fk(eth), nil, ""},
+		{"vlan", fk(eth, odp.Ethertype(0x8100), odp.VLAN(0x1005), odp.Encap{Key: fk(odp.Ethertype(0x0806), odp.ARP{Op: 1})}), nil, ""},
+		{"vlan eth_type without vlan", fk(eth, odp.Ethertype(0x8100)), nil, "invalid VLAN frame"},
+		{"vlan without encap", fk(eth, odp.Ethertype(0x8100), odp.VLAN(0x1005)), nil, "invalid VLAN frame"},
+		{"vlan tci without CFI", fk(eth, odp.Ethertype(0x8100), odp.VLAN(0x0005), odp.Encap{}), nil, "TCI does not have VLAN_CFI_MASK bit set"},
+		// The empty encap of a truncated tag is all zero, so as a
+		// mask attribute it counts as absent, and the mask's vlan is
+		// then unexpected: the kernel takes this key only with a
+		// mask that leaves vlan out.
+		{"truncated vlan, exact", fk(eth, odp.Ethertype(0x8100), odp.VLAN(0), odp.Encap{}), nil, "VLAN attribute unexpected"},
+		{"truncated vlan, mask without vlan", fk(eth, odp.Ethertype(0x8100), odp.VLAN(0), odp.Encap{}), fk(odp.Ethertype(0xffff)), ""},
+		{"truncated vlan, non-empty encap", fk(eth, odp.Ethertype(0x8100), odp.VLAN(0), odp.Encap{Key: fk(odp.Ethertype(0x0800))}), nil, "truncated VLAN header has non-zero encap attribute"},
+		{"vlan without vlan eth_type", fk(eth, odp.Ethertype(0x0806), odp.VLAN(0x1005), odp.ARP{}), nil, "VLAN attribute unexpected"},
+		{"inner C-VLAN without CFI", fk(eth, odp.Ethertype(0x88a8), odp.VLAN(0x1005), odp.Encap{Key: fk(odp.Ethertype(0x8100), odp.VLAN(5), odp.Encap{})}), nil, "C-VLAN TCI does not have VLAN_CFI_MASK"},
+		{"duplicate across encap", fk(eth, odp.InPort(1), odp.Ethertype(0x8100), odp.VLAN(0x1005), odp.Encap{Key: fk(odp.InPort(2), odp.Ethertype(0x0806), odp.ARP{})}), nil, "duplicate key (type 3)"},
+		{"duplicate", fk(odp.InPort(1), odp.InPort(1), eth), nil, "duplicate key (type 3)"},
+		{"packet_type", fk(eth, odp.PacketType{}), nil, "key type 29 is not supported"},
+		{"type 33", fk(eth, odp.UnknownKey{Type: 33, Data: []byte{1, 2, 3, 4}}), nil, "key type 33 is out of range max 32"},
+		{"wrong length", fk(eth, odp.UnknownKey{Type: odp.KeyPriority, Data: []byte{1, 2}}), nil, "key 2 has unexpected len 2 expected 4"},
+		{"zero-length unspec", fk(eth, odp.UnknownKey{Type: 0}), nil, "unknown key attributes 1"},
+		{"arp op 255", fk(eth, odp.Ethertype(0x0806), odp.ARP{Op: 255}), nil, ""},
+		{"arp op 256", fk(eth, odp.Ethertype(0x0806), odp.ARP{Op: 256}), nil, "unknown ARP opcode (opcode=256)"},
+		{"arp without arp", fk(eth, odp.Ethertype(0x0806)), nil, "missing key attribute arp"},
+		{"ipv4 attr in an arp key (exact mask)", fk(eth, odp.Ethertype(0x0806), odp.ARP{}, ip4), nil, "unexpected mask attribute ipv4"},
+		{"mpls 3 labels", fk(eth, odp.Ethertype(0x8847), odp.MPLS{1, 2, 0x100}), nil, ""},
+		{"mpls 4 labels", fk(eth, odp.Ethertype(0x8847), odp.MPLS{1, 2, 3, 0x100}), nil, "want 1 to 3 labels"},
+		{"mpls 0 labels", fk(eth, odp.Ethertype(0x8847), odp.MPLS{}), nil, "want 1 to 3 labels"},
+		{"ct_state 0xff", fk(eth, odp.CTState(0xff)), nil, ""},
+		{"ct_state 0x100", fk(eth, odp.CTState(0x100)), nil, "ct_state flags 00000100 unsupported"},
+		{"nd for NS", fk(eth, odp.Ethertype(0x86dd), ip6ICMP, odp.ICMPv6{Type: 135}, odp.ND{}), nil, ""},
+		{"NS without nd", fk(eth, odp.Ethertype(0x86dd), ip6ICMP, odp.ICMPv6{Type: 135}), nil, "missing key attribute nd"},
+		{"ct_tuple6 with nd", fk(eth, odp.CTTupleIPv6{Proto: 58}, odp.Ethertype(0x86dd), ip6ICMP, odp.ICMPv6{Type: 136}, odp.ND{}), nil, "unexpected mask attribute ct_tuple6"},
+		{"nsh md1", fk(eth, odp.Ethertype(0x894f), odp.NSH{HasBase: true, MDType: 1, HasMD1: true}), nil, ""},
+		{"nsh md1 with md type 2", fk(eth, odp.Ethertype(0x894f), odp.NSH{HasBase: true, MDType: 2, HasMD1: true}), nil, "unmatched MD type 2"},
+		{"nsh md2", fk(eth, odp.Ethertype(0x894f), odp.NSH{HasBase: true, MDType: 2, MD2: []byte{0, 0, 0, 0}}), nil, "MD type 2 is not supported"},
+		{"tunnel", fk(odp.Tunnel{Present: odp.TunnelHasIPv4Dst | odp.TunnelHasTTL, IPv4Dst: [4]byte{1, 2, 3, 4}, TTL: 64}, eth), nil, ""},
+		{"tunnel without ttl", fk(odp.Tunnel{Present: odp.TunnelHasIPv4Dst, IPv4Dst: [4]byte{1, 2, 3, 4}}, eth), nil, "IP tunnel TTL not specified"},
+		{"tunnel without address", fk(odp.Tunnel{Present: odp.TunnelHasTTL, TTL: 64}, eth), nil, "IP tunnel dst address not specified"},
+		{"tunnel zero dst", fk(odp.Tunnel{Present: odp.TunnelHasIPv4Src | odp.TunnelHasTTL, IPv4Src: [4]byte{1, 2, 3, 4}, TTL: 64}, eth), nil, "IPv4 tunnel dst address is zero"},
+		{"tunnel v4 and v6", fk(odp.Tunnel{Present: odp.TunnelHasIPv4Dst | odp.TunnelHasIPv6Dst | odp.TunnelHasTTL, IPv4Dst: [4]byte{1}, IPv6Dst: [16]byte{1}, TTL: 1}, eth), nil, "mixed IPv4 and IPv6"},
+		{"tunnel vxlan gbp", fk(odp.Tunnel{Present: odp.TunnelHasIPv4Dst | odp.TunnelHasTTL | odp.TunnelHasVXLAN, IPv4Dst: [4]byte{1}, TTL: 1, VXLANGBP: 7}, eth), nil, ""},
+		{"tunnel geneve odd length", fk(odp.Tunnel{Present: odp.TunnelHasIPv4Dst | odp.TunnelHasTTL | odp.TunnelHasGeneve, IPv4Dst: [4]byte{1}, TTL: 1, Geneve: []byte{1, 2, 3}}, eth), nil, "Geneve opt len 3 is not a multiple of 4"},
+
+		// Masks.
+		{"ipv4 mask with exact eth_type", fk(eth, odp.Ethertype(0x0800), ip4, tcpPorts, odp.TCPFlags(0)),
+			fk(odp.Ethertype(0xffff), odp.IPv4{Src: [4]byte{255, 255, 255, 0}}), ""},
+		{"ipv4 mask with wildcarded eth_type", fk(eth, odp.Ethertype(0x0800), ip4, tcpPorts, odp.TCPFlags(0)),
+			fk(odp.IPv4{Src: [4]byte{255, 255, 255, 0}}), "unexpected mask attribute ipv4"},
+		{"tcp mask with exact proto", fk(eth, odp.Ethertype(0x0800), ip4, tcpPorts, odp.TCPFlags(0)),
+			fk(odp.Ethertype(0xffff), odp.IPv4{Proto: 0xff}, odp.TCP{Dst: 0xffff}), ""},
+		{"tcp mask with partial proto", fk(eth, odp.Ethertype(0x0800), ip4, tcpPorts, odp.TCPFlags(0)),
+			fk(odp.Ethertype(0xffff), odp.IPv4{Proto: 0xfe}, odp.TCP{Dst: 0xffff}), "unexpected mask attribute tcp"},
+		{"nd mask with exact icmpv6 type", fk(eth, odp.Ethertype(0x86dd), ip6ICMP, odp.ICMPv6{Type: 135}, odp.ND{}),
+			fk(odp.Ethertype(0xffff), odp.IPv6{Proto: 0xff}, odp.ICMPv6{Type: 0xff}, odp.ND{Target: [16]byte{0xff}}), ""},
+		{"nd mask with wildcarded icmpv6 type", fk(eth, odp.Ethertype(0x86dd), ip6ICMP, odp.ICMPv6{Type: 135}, odp.ND{}),
+			fk(odp.Ethertype(0xffff), odp.IPv6{Proto: 0xff}, odp.ICMPv6{Code: 0xff}, odp.ND{Target: [16]byte{0xff}}), "unexpected mask attribute nd"},
+		{"vlan mask", fk(eth, odp.Ethertype(0x8100), odp.VLAN(0x1005), odp.Encap{Key: fk(odp.Ethertype(0x0806), odp.ARP{})}),
+			fk(odp.Ethertype(0xffff), odp.VLAN(0x1fff), odp.Encap{Key: fk(odp.Ethertype(0xffff))}), ""},
+		{"vlan mask, tpid not exact", fk(eth, odp.Ethertype(0x8100), odp.VLAN(0x1005), odp.Encap{Key: fk(odp.Ethertype(0x0806), odp.ARP{})}),
+			fk(odp.Ethertype(0xff00), odp.VLAN(0x1fff), odp.Encap{Key: fk(odp.Ethertype(0xffff))}), "must have an exact match on VLAN TPID"},
+		{"vlan mask without CFI", fk(eth, odp.Ethertype(0x8100), odp.VLAN(0x1005), odp.Encap{Key: fk(odp.Ethertype(0x0806), odp.ARP{})}),
+			fk(odp.Ethertype(0xffff), odp.VLAN(0x0fff), odp.Encap{Key: fk(odp.Ethertype(0xffff))}), "TCI mask does not have exact match for VLAN_CFI_MASK"},
+		{"encap mask for untagged key", fk(eth, odp.Ethertype(0x0806), odp.ARP{}),
+			fk(odp.Ethertype(0xffff), odp.Encap{Key: fk(odp.Ethertype(0xffff))}), "encap mask attribute is set for non-VLAN frame"},
+		{"mask attribute not in key", fk(eth, odp.Ethertype(0x0806), odp.ARP{}),
+			fk(odp.SkbMark(1)), "unexpected mask attribute skb_mark"},
+		{"zero mask attribute not in key", fk(eth, odp.Ethertype(0x0806), odp.ARP{}),
+			fk(odp.SkbMark(0)), ""},
+		{"in_port mask always allowed", fk(eth), fk(odp.InPort(0xffffffff)), ""},
+		{"ct_state mask 0x100", fk(eth, odp.CTState(1)), fk(odp.CTState(0x100)), "ct_state flags 00000100 unsupported"},
+	}
+	for _, tc := range tests {
+		_, _, err := odp.ToFlowKeys(tc.key, tc.mask)
+		if tc.reason == "" {
+			if err != nil {
+				t.Errorf("%s: %s / %v: rejected: %v", tc.name, tc.key, tc.mask, err)
+			}
+			continue
+		}
+		if err == nil {
+			t.Errorf("%s: %s / %v: accepted, want %q", tc.name, tc.key, tc.mask, tc.reason)
+			continue
+		}
+		if !errors.Is(err, syscall.EINVAL) || !strings.Contains(err.Error(), tc.reason) {
+			t.Errorf("%s: error %q (EINVAL %v), want EINVAL with %q", tc.name, err, errors.Is(err, syscall.EINVAL), tc.reason)
+		}
+		var ke *odp.KeyError
+		if !errors.As(err, &ke) || ke.Attr == "" {
+			t.Errorf("%s: error %v is not a *KeyError naming an attribute", tc.name, err)
+		}
+	}
+}
+
+// TestToFlowKeysValues checks what ToFlowKeys fills in: the exact mask
+// of a key without mask attribute, the always-exact fields, masking.
+func TestToFlowKeysValues(t *testing.T) {
+	key := fk(odp.InPort(3), eth, odp.Ethertype(0x0800), odp.IPv4{Src: [4]byte{10, 1, 2, 3}, Proto: 17, TTL: 9}, odp.UDP{Src: 5, Dst: 6})
+	k, m, err := odp.ToFlowKeys(key, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k.InPort != 3 || m.InPort != 0xffff || k.EthType != 0x0800 || m.EthType != 0xffff ||
+		m.MacProto != 0xff || k.MacProto != flowkeys.MacProtoEthernet || m.IPTTL != 0xff || k.IPTTL != 9 ||
+		m.TpSrc != 0xffff || k.TpDst != 6 || m.VLANTCI != 0xffff || m.CVLANTCI != 0xffff || m.SkbMark != 0 {
+		t.Errorf("exact flow: key %+v\nmask %+v", k, m)
+	}
+	mask := fk(odp.Ethertype(0xffff), odp.IPv4{Src: [4]byte{255, 255, 0, 0}, Proto: 0xff}, odp.UDP{Dst: 0xff00})
+	k, m, err = odp.ToFlowKeys(key, mask)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.InPort != 0 || k.InPort != 0 || k.IPv4Src != [4]byte{10, 1, 0, 0} || k.IPTTL != 0 || m.TpDst != 0xff00 || k.TpDst != 0 || k.TpSrc != 0 {
+		t.Errorf("masked flow: key %+v\nmask %+v", k, m)
+	}
+	// No in_port: the kernel's key has DP_MAX_PORTS, masked to 0.
+	k, err = odp.ToFlowKeysExact(fk(eth))
+	if err != nil || k.InPort != odp.DPMaxPorts || k.EthType != flowkeys.EthType8022 {
+		t.Errorf("ToFlowKeysExact(eth()) = %+v, %v", k, err)
+	}
+	// Tunnels: an exact flow matches every tunnel field.
+	tk := fk(odp.Tunnel{Present: odp.TunnelHasID | odp.TunnelHasIPv4Dst | odp.TunnelHasTTL, ID: 7, IPv4Dst: [4]byte{1, 2, 3, 4}, TTL: 3, Flags: odp.TunnelCSUM}, eth)
+	k, m, err = odp.ToFlowKeys(tk, nil)
+	if err != nil || k.TunProto != flowkeys.TunProtoIPv4 || m.TunProto != 0xff || m.TunTOS != 0xff || m.TunIPv4Src != [4]byte{255, 255, 255, 255} ||
+		k.TunID != 7 || k.TunFlags != odp.KernelTunnelKey|odp.KernelTunnelCSUM || m.TunFlags != odp.KernelTunnelKey|odp.KernelTunnelCSUM {
+		t.Errorf("tunnel flow: %v\nkey %+v\nmask %+v", err, k, m)
+	}
+	// Geneve options: the kernel accepts them, a Key cannot hold them.
+	gk := fk(odp.Tunnel{Present: odp.TunnelHasIPv4Dst | odp.TunnelHasTTL | odp.TunnelHasGeneve, IPv4Dst: [4]byte{1}, TTL: 1, Geneve: []byte{0, 1, 2, 0}}, eth)
+	if _, _, err := odp.ToFlowKeys(gk, nil); !errors.Is(err, errors.ErrUnsupported) || errors.Is(err, syscall.EINVAL) {
+		t.Errorf("geneve options: %v, want ErrUnsupported", err)
+	}
+}
+
+// TestToFlowKeysExactRules: the execute/upcall path accepts the kernel's
+// own truncated forms but keeps the metadata rules.
+func TestToFlowKeysExactRules(t *testing.T) {
+	for _, key := range []odp.FlowKey{
+		fk(eth, odp.Ethertype(0), odp.VLAN(0), odp.Encap{}),
+		fk(eth, odp.Ethertype(0x8847), odp.MPLS{}),
+		fk(eth, odp.Ethertype(0x0800), ip4, tcpPorts), // no tcp_flags
+		fk(eth, odp.Ethertype(0x0800), odp.IPv4{Frag: 7}),
+	} {
+		if _, err := odp.ToFlowKeysExact(key); err != nil {
+			t.Errorf("ToFlowKeysExact(%s): %v", key, err)
+		}
+	}
+	for _, tc := range []struct {
+		key    odp.FlowKey
+		reason string
+	}{
+		{fk(odp.InPort(65535), eth), "exceeds max allowable"},
+		{fk(odp.CTState(0x100), eth), "unsupported"},
+		{fk(odp.Ethertype(0x100)), "less than min"},
+		{fk(odp.Tunnel{Present: odp.TunnelHasTTL, TTL: 1}, eth), "dst address not specified"},
+		{fk(eth, odp.InPort(1), odp.InPort(2)), "duplicate"},
+		{fk(eth, odp.UnknownKey{Type: 31, Data: []byte{}}), "not supported"},
+	} {
+		_, err := odp.ToFlowKeysExact(tc.key)
+		if !errors.Is(err, syscall.EINVAL) || !strings.Contains(err.Error(), tc.reason) {
+			t.Errorf("ToFlowKeysExact(%s): %v, want EINVAL with %q", tc.key, err, tc.reason)
+		}
+	}
+}
+
+// FuzzToFlowKeys: decoded random attributes never make ToFlowKeys or
+// ToFlowKeysExact panic; an accepted flow dumps (KeyFromFlowKeys,
+// MaskFromFlowKeys) to attributes that encode, and converting its dump
+// is stable: dump, put, dump, put gives the same key and mask as the
+// first put of the dump.
+func FuzzToFlowKeys(f *testing.F) {
+	seeds := []string{
+		"in_port(1),eth(),eth_type(0x0800),ipv4(src=10.0.0.0/255.0.0.0,proto=6,frag=no),tcp(dst=80),tcp_flags(0/0)",
+		"in_port(2),eth(dst=01:00:00:00:00:00/01:00:00:00:00:00),eth_type(0x8100),vlan(vid=5,pcp=0),encap(eth_type(0x0806),arp(op=1))",
+		"skb_mark(0x5/0xf),eth(),eth_type(0x86dd),ipv6(proto=58,frag=no),icmpv6(type=135),nd(target=::1)",
+		"tunnel(tun_id=0x5,dst=1.2.3.4,ttl=64),eth(),eth_type(0x8847),mpls(label=5,tc=0,ttl=1,bos=1)",
+	}
+	for _, s := range seeds {
+		key, mask, err := odp.ParseMaskedKey(s)
+		if err != nil {
+			f.Fatalf("seed %s: %v", s, err)
+		}
+		kb, _ := odp.MarshalKey(key)
+		mb, _ := odp.MarshalKey(mask)
+		f.Add(kb, mb, true)
+		f.Add(kb, []byte(nil), false)
+	}
+	f.Fuzz(func(t *testing.T, kb, mb []byte, haveMask bool) {
+		key, err := odp.UnmarshalKey(kb)
+		if err != nil {
+			return
+		}
+		var mask odp.FlowKey
+		if haveMask {
+			if mask, err = odp.UnmarshalKey(mb); err != nil {
+				return
+			}
+			if mask == nil {
+				mask = odp.FlowKey{}
+			}
+		}
+		odp.ToFlowKeysExact(key)
+		k, m, err := odp.ToFlowKeys(key, mask)
+		if err != nil {
+			var ke *odp.KeyError
+			if !errors.As(err, &ke) {
+				t.Fatalf("error %v is not a *KeyError", err)
+			}
+			return
+		}
+		k1, m1, err := odp.ToFlowKeys(key, mask)
+		if err != nil || k1 != k || m1 != m {
+			t.Fatalf("ToFlowKeys is not deterministic")
+		}
+		dk, dm := odp.KeyFromFlowKeys(&k), odp.MaskFromFlowKeys(&m, &k)
+		if _, err := odp.MarshalKey(dk); err != nil {
+			t.Fatalf("dumped key %s does not encode: %v", dk, err)
+		}
+		if _, err := odp.MarshalKey(dm); err != nil {
+			t.Fatalf("dumped mask %s does not encode: %v", dm, err)
+		}
+		k2, m2, err := odp.ToFlowKeys(dk, dm)
+		if err != nil {
+			return // the kernel does not take back every dump either
+		}
+		k3, m3, err := odp.ToFlowKeys(odp.KeyFromFlowKeys(&k2), odp.MaskFromFlowKeys(&m2, &k2))
+		if err != nil || k3 != k2 || m3 != m2 {
+			t.Fatalf("dump/put is not stable for %s / %s: %v\nkey  %+v\n  -> %+v\nmask %+v\n  -> %+v",
+				odp.FormatKey(key, nil, true), odp.FormatKey(mask, nil, true), err, k2, k3, m2, m3)
+		}
+	})
+}
