@@ -1,0 +1,478 @@
+// Package daemon is the upcall handler daemon's engine: it receives the
+// misses of any odp.Datapath, decides with a policy (package policy),
+// installs megaflows, executes the packets, and keeps the flow table
+// right over time with a revalidator (idle expiry, a dynamic flow limit,
+// re-decision of affected flows on every policy change). It knows the
+// datapath only through odp.Datapath.
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ovsdp/ovsdp/odp"
+	"github.com/ovsdp/ovsdp/policy"
+)
+
+// Defaults of Config.
+const (
+	DefaultIdleTimeout        = 10 * time.Second
+	DefaultFlowLimit          = 200000
+	DefaultRevalidateInterval = 500 * time.Millisecond
+	// DefaultBatch is how many upcalls a handler reads at once.
+	DefaultBatch = 64
+	// initialFlowLimit is where the dynamic flow limit starts (capped by
+	// Config.FlowLimit), as in Open vSwitch.
+	initialFlowLimit = 10000
+	// minFlowLimit is the lowest the dynamic limit goes when dumps are
+	// slow (unless Config.FlowLimit is lower).
+	minFlowLimit = 1000
+	// limitIdle is the idle timeout used while the datapath holds more
+	// flows than the limit.
+	limitIdle = 100 * time.Millisecond
+)
+
+// Config configures a Daemon.
+type Config struct {
+	// Datapath is the datapath to drive (required).
+	Datapath odp.Datapath
+	// Ports are network devices to add to the datapath as netdev ports
+	// when it does not have them yet.
+	Ports []string
+	// Rules is the policy; nil means the L2 learning switch
+	// (policy.DefaultRules).
+	Rules *policy.RuleSet
+	// RulesFile is the file ReloadRulesFile reads (on SIGHUP); empty when
+	// the daemon runs the learning switch.
+	RulesFile string
+	// Handlers is the number of upcall handlers; 0 means one per CPU.
+	Handlers int
+	// NoHandlers makes Run open no upcall receivers and run no
+	// revalidator: the datapath's misses are lost, as for a kernel
+	// datapath without a daemon (dpctl's netdev datapaths).
+	NoHandlers bool
+	// Batch is how many upcalls a handler reads at once (DefaultBatch).
+	Batch int
+	// IdleTimeout is how long a flow may go unused before the
+	// revalidator deletes it (DefaultIdleTimeout).
+	IdleTimeout time.Duration
+	// FlowLimit is the maximum number of flows (DefaultFlowLimit); the
+	// daemon lowers its working limit below it when dumps are slow.
+	FlowLimit int
+	// RevalidateInterval is the period of revalidation passes
+	// (DefaultRevalidateInterval); policy changes start one at once.
+	RevalidateInterval time.Duration
+	// Learning configures the learning switch (its OnEvent is the
+	// daemon's own and is ignored here).
+	Learning policy.LearningOptions
+	// Logger receives structured logs (slog.Default when nil).
+	Logger *slog.Logger
+	// Registry, when set, gets the daemon's Prometheus metrics.
+	Registry prometheus.Registerer
+	// MonoMillis is the clock of odp.FlowStats.Used: milliseconds of
+	// CLOCK_MONOTONIC (the default when nil). Tests inject their own.
+	MonoMillis func() uint64
+}
+
+// policyState is the policy the handlers use, replaced as a whole on
+// every change; gen increases with every replacement.
+type policyState struct {
+	rules *policy.RuleSet
+	env   *policy.Env
+	gen   uint64
+}
+
+// Daemon is one running upcall handler daemon.
+type Daemon struct {
+	cfg   Config
+	dp    odp.Datapath
+	log   *slog.Logger
+	mono  func() uint64
+	sw    *policy.LearningSwitch
+	pol   atomic.Pointer[policyState]
+	polMu sync.Mutex // serialises policy replacements
+	flows *flowTable
+	m     *metrics
+	lat   Latency
+
+	flowLimit atomic.Int64
+	maxLimit  int64
+
+	// MAC table changes: dirty maps an address to the MAC sequence
+	// number of its last change.
+	macSeq   atomic.Uint64
+	macMu    sync.Mutex
+	dirty    map[[6]byte]uint64
+	prevSnap uint64
+
+	wake chan struct{}
+
+	recvMu    sync.Mutex
+	receivers []odp.UpcallReceiver
+
+	revalMu   sync.Mutex // one pass at a time
+	curPass   atomic.Uint64
+	dumpBuf   []dumped
+	lastDump  atomic.Int64 // nanoseconds
+	passes    atomic.Uint64
+	lost      atomic.Uint64
+	lostBase  uint64
+	lostSet   bool
+	dpFlows   atomic.Uint64
+	mode      atomic.Value // string
+	handled   atomic.Uint64
+	failed    atomic.Uint64
+	ctrl      atomic.Uint64
+	installed atomic.Uint64
+	started   time.Time
+
+	errLog rateLimit
+}
+
+// New checks cfg and returns a daemon ready to Run.
+func New(cfg Config) (*Daemon, error) {
+	if cfg.Datapath == nil {
+		return nil, errors.New("daemon: no datapath")
+	}
+	if cfg.Handlers < 0 {
+		return nil, fmt.Errorf("daemon: %d handlers: want 0 (one per CPU) or more", cfg.Handlers)
+	}
+	if cfg.Handlers == 0 {
+		cfg.Handlers = runtime.NumCPU()
+	}
+	if cfg.Batch <= 0 {
+		cfg.Batch = DefaultBatch
+	}
+	if cfg.IdleTimeout < 0 || cfg.FlowLimit < 0 || cfg.RevalidateInterval < 0 {
+		return nil, errors.New("daemon: negative idle timeout, flow limit or revalidation interval")
+	}
+	if cfg.IdleTimeout == 0 {
+		cfg.IdleTimeout = DefaultIdleTimeout
+	}
+	if cfg.FlowLimit == 0 {
+		cfg.FlowLimit = DefaultFlowLimit
+	}
+	if cfg.RevalidateInterval == 0 {
+		cfg.RevalidateInterval = DefaultRevalidateInterval
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	d := &Daemon{
+		cfg:      cfg,
+		dp:       cfg.Datapath,
+		log:      cfg.Logger.With("datapath", cfg.Datapath.Type()+"@"+cfg.Datapath.Name()),
+		mono:     cfg.MonoMillis,
+		flows:    newFlowTable(),
+		dirty:    make(map[[6]byte]uint64),
+		wake:     make(chan struct{}, 1),
+		maxLimit: int64(cfg.FlowLimit),
+		started:  time.Now(),
+	}
+	if d.mono == nil {
+		d.mono = monoMillis
+	}
+	d.flowLimit.Store(min(d.maxLimit, initialFlowLimit))
+	lo := cfg.Learning
+	lo.OnEvent = d.onMACEvent
+	d.sw = policy.NewLearningSwitch(lo)
+	rules := cfg.Rules
+	if rules == nil {
+		rules = policy.DefaultRules()
+	}
+	d.pol.Store(&policyState{rules: rules, env: &policy.Env{Switch: d.sw}, gen: 1})
+	d.mode.Store("")
+	d.m = newMetrics(cfg.Registry, d)
+	return d, nil
+}
+
+// Switch returns the daemon's learning switch.
+func (d *Daemon) Switch() *policy.LearningSwitch { return d.sw }
+
+// Rules returns the rule set in use.
+func (d *Daemon) Rules() *policy.RuleSet { return d.pol.Load().rules }
+
+// Latency returns the handler latency histogram.
+func (d *Daemon) Latency() *Latency { return &d.lat }
+
+// Setup adds the configured ports the datapath lacks, learns the port
+// list, and adopts the flows already in the datapath (they are kept and
+// revalidated, not flushed, so that a restart does not black-hole
+// traffic). Run calls it; tests may call it alone.
+func (d *Daemon) Setup(ctx context.Context) error {
+	ports, err := d.dp.Ports(ctx)
+	if err != nil {
+		return fmt.Errorf("listing ports: %w", err)
+	}
+	have := make(map[string]bool, len(ports))
+	for _, p := range ports {
+		have[p.Name] = true
+	}
+	for _, name := range d.cfg.Ports {
+		if have[name] {
+			d.log.Info("port already in the datapath", "port", name)
+			continue
+		}
+		p, err := d.dp.AddPort(ctx, odp.PortSpec{Name: name, Type: odp.PortNetdev})
+		if err != nil {
+			return fmt.Errorf("adding port %s: %w", name, err)
+		}
+		have[name] = true
+		d.log.Info("port added", "port", name, "number", p.Number)
+	}
+	if _, err := d.refreshPorts(ctx); err != nil {
+		return err
+	}
+	if d.cfg.NoHandlers {
+		return nil
+	}
+	n, err := d.adopt(ctx)
+	if err != nil {
+		return fmt.Errorf("adopting existing flows: %w", err)
+	}
+	if n > 0 {
+		d.log.Info("adopted existing flows; revalidating them", "flows", n)
+	}
+	return nil
+}
+
+// Run sets the datapath up (Setup), starts the handlers and the
+// revalidator, and returns when ctx is done, after they stopped. The
+// datapath and its flows stay.
+func (d *Daemon) Run(ctx context.Context) error {
+	if err := d.Setup(ctx); err != nil {
+		return err
+	}
+	if d.cfg.NoHandlers {
+		d.log.Info("running without handlers: misses are lost")
+		<-ctx.Done()
+		return nil
+	}
+	rxs, err := d.dp.Upcalls(ctx, d.cfg.Handlers)
+	if err != nil {
+		return fmt.Errorf("opening %d upcall handlers: %w", d.cfg.Handlers, err)
+	}
+	d.recvMu.Lock()
+	d.receivers = rxs
+	d.recvMu.Unlock()
+	if pp, ok := rxs[0].(interface{ PID() uint32 }); ok {
+		d.updatePolicy(func(ps *policyState) {
+			env := *ps.env
+			env.ControllerPID = pp.PID()
+			ps.env = &env
+		})
+	}
+	d.pollDatapath(ctx)
+	d.log.Info("handling upcalls", "handlers", len(rxs), "upcall_mode", d.mode.Load(),
+		"policy", d.policyName(), "flow_limit", d.maxLimit, "idle", d.cfg.IdleTimeout)
+
+	var wg sync.WaitGroup
+	for i, rx := range rxs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			d.handler(ctx, i, rx)
+		}()
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		d.revalidator(ctx)
+	}()
+	<-ctx.Done()
+	for _, rx := range rxs {
+		rx.Close()
+	}
+	wg.Wait()
+	d.log.Info("stopped", "flows_left", d.flows.len())
+	return nil
+}
+
+// ReloadRules replaces the rules with those read from r (named name in
+// errors). A bad file keeps the current rules and returns the error.
+// Every flow is then re-decided by the revalidator.
+func (d *Daemon) ReloadRules(name string, r io.Reader) error {
+	old := d.pol.Load().rules
+	rs, err := policy.Reload(old, name, r)
+	if err != nil {
+		d.log.Error("rules reload failed; keeping the previous rules", "file", name, "err", err)
+		return err
+	}
+	d.updatePolicy(func(ps *policyState) { ps.rules = rs })
+	d.log.Info("rules reloaded", "file", name, "rules", len(rs.Rules))
+	d.kick()
+	return nil
+}
+
+// ReloadRulesFile reloads Config.RulesFile (see ReloadRules).
+func (d *Daemon) ReloadRulesFile() error {
+	if d.cfg.RulesFile == "" {
+		return errors.New("no rules file to reload (the daemon runs the learning switch)")
+	}
+	f, err := os.Open(d.cfg.RulesFile)
+	if err != nil {
+		d.log.Error("rules reload failed; keeping the previous rules", "file", d.cfg.RulesFile, "err", err)
+		return fmt.Errorf("reloading rules: %w", err)
+	}
+	defer f.Close()
+	return d.ReloadRules(d.cfg.RulesFile, f)
+}
+
+// updatePolicy replaces the policy state with a modified copy of the
+// current one and a new generation.
+func (d *Daemon) updatePolicy(fn func(*policyState)) {
+	d.polMu.Lock()
+	defer d.polMu.Unlock()
+	ps := *d.pol.Load()
+	fn(&ps)
+	ps.gen++
+	d.pol.Store(&ps)
+}
+
+func (d *Daemon) policyName() string {
+	if d.cfg.Rules == nil && d.cfg.RulesFile == "" {
+		return "learning switch"
+	}
+	return "rules " + d.pol.Load().rules.Name
+}
+
+// refreshPorts updates the port list that flood and normal use; it
+// reports whether it changed (a new policy generation, so every flow is
+// re-decided).
+func (d *Daemon) refreshPorts(ctx context.Context) (bool, error) {
+	ports, err := d.dp.Ports(ctx)
+	if err != nil {
+		return false, fmt.Errorf("listing ports: %w", err)
+	}
+	nums := make([]uint32, 0, len(ports))
+	for _, p := range ports {
+		nums = append(nums, p.Number)
+	}
+	old := d.pol.Load().env.Ports
+	if equalU32(old, nums) {
+		return false, nil
+	}
+	gone := make(map[uint32]bool, len(old))
+	for _, n := range old {
+		gone[n] = true
+	}
+	for _, n := range nums {
+		delete(gone, n)
+	}
+	for n := range gone {
+		d.sw.ForgetPort(n)
+	}
+	d.updatePolicy(func(ps *policyState) {
+		env := *ps.env
+		env.Ports = nums
+		ps.env = &env
+	})
+	d.log.Info("ports", "numbers", nums)
+	return true, nil
+}
+
+func equalU32(a, b []uint32) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// onMACEvent is the learning switch's event hook: flows to the address
+// must be re-decided.
+func (d *Daemon) onMACEvent(ev policy.Event) {
+	seq := d.macSeq.Add(1)
+	d.macMu.Lock()
+	d.dirty[ev.MAC] = seq
+	d.macMu.Unlock()
+	if ev.Kind != policy.Learned {
+		d.log.Info("mac table", "event", ev.String())
+	} else {
+		d.log.Debug("mac table", "event", ev.String())
+	}
+	d.kick()
+}
+
+// kick asks the revalidator for a pass soon.
+func (d *Daemon) kick() {
+	select {
+	case d.wake <- struct{}{}:
+	default:
+	}
+}
+
+// receiverLost sums the overruns the receivers report.
+func (d *Daemon) receiverLost() uint64 {
+	d.recvMu.Lock()
+	defer d.recvMu.Unlock()
+	var n uint64
+	for _, rx := range d.receivers {
+		if l, ok := rx.(interface{ Lost() uint64 }); ok {
+			n += l.Lost()
+		}
+	}
+	return n
+}
+
+// pollDatapath reads the datapath's statistics: lost upcalls, flows,
+// upcall mode.
+func (d *Daemon) pollDatapath(ctx context.Context) {
+	info, err := d.dp.Info(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			d.errLog.do(func() { d.log.Warn("reading datapath statistics", "err", err) })
+		}
+		return
+	}
+	if !d.lostSet {
+		d.lostBase, d.lostSet = info.Stats.Lost, true
+	}
+	if info.Stats.Lost >= d.lostBase {
+		prev := d.lost.Load()
+		cur := info.Stats.Lost - d.lostBase
+		d.lost.Store(cur)
+		if cur > prev {
+			d.errLog.do(func() {
+				d.log.Warn("upcalls lost", "new", cur-prev, "total", cur)
+			})
+		}
+	}
+	d.dpFlows.Store(info.Stats.Flows)
+	if info.UpcallMode != "" {
+		d.mode.Store(info.UpcallMode)
+	} else if d.dp.Type() == "netdev" {
+		d.mode.Store("per-handler queues")
+	}
+}
+
+// rateLimit lets through at most 10 calls a second.
+type rateLimit struct {
+	sec atomic.Int64
+	n   atomic.Int64
+}
+
+func (r *rateLimit) do(fn func()) {
+	now := time.Now().Unix()
+	if r.sec.Load() != now {
+		r.sec.Store(now)
+		r.n.Store(0)
+	}
+	if r.n.Add(1) <= 10 {
+		fn()
+	}
+}

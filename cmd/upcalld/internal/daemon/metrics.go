@@ -1,0 +1,95 @@
+package daemon
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// metrics are the daemon's Prometheus metrics, registered on the
+// Config.Registry.
+type metrics struct {
+	upcallsReceived  *prometheus.CounterVec // by kind
+	upcallsHandled   *prometheus.CounterVec // by result
+	controller       prometheus.Counter
+	flowsInstalled   prometheus.Counter
+	flowsModified    prometheus.Counter
+	flowsDeleted     *prometheus.CounterVec // by reason
+	flowLimitHits    prometheus.Counter
+	revalidations    prometheus.Counter
+	revalDuration    prometheus.Histogram
+	handlerLatency   prometheus.Histogram
+	upcallsReceivedM prometheus.Counter // miss, pre-curried
+	upcallsActionM   prometheus.Counter
+	handledOK        prometheus.Counter
+	handledFail      prometheus.Counter
+}
+
+func newMetrics(reg prometheus.Registerer, d *Daemon) *metrics {
+	m := &metrics{
+		upcallsReceived: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "upcalld_upcalls_received_total", Help: "Upcalls received from the datapath, by kind (miss, action).",
+		}, []string{"kind"}),
+		upcallsHandled: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "upcalld_upcalls_handled_total", Help: "Upcalls processed, by result (ok, error).",
+		}, []string{"result"}),
+		controller: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "upcalld_controller_upcalls_total", Help: "Upcalls of controller (userspace) actions.",
+		}),
+		flowsInstalled: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "upcalld_flows_installed_total", Help: "Megaflows installed by the handlers.",
+		}),
+		flowsModified: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "upcalld_flows_modified_total", Help: "Flows whose actions the revalidator changed.",
+		}),
+		flowsDeleted: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "upcalld_flows_deleted_total", Help: "Flows the revalidator deleted, by reason (idle, limit, revalidate, unusable).",
+		}, []string{"reason"}),
+		flowLimitHits: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "upcalld_flow_limit_hits_total", Help: "Misses executed without installing a flow because the flow limit was reached.",
+		}),
+		revalidations: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "upcalld_revalidation_runs_total", Help: "Revalidation passes (flow dumps) run.",
+		}),
+		revalDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "upcalld_revalidation_duration_seconds", Help: "Duration of a revalidation pass.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
+		}),
+		handlerLatency: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "upcalld_handler_latency_seconds", Help: "Time to handle one upcall (decide, install, execute).",
+			Buckets: prometheus.ExponentialBuckets(1e-6, 2, 20),
+		}),
+	}
+	m.upcallsReceivedM = m.upcallsReceived.WithLabelValues("miss")
+	m.upcallsActionM = m.upcallsReceived.WithLabelValues("action")
+	m.handledOK = m.upcallsHandled.WithLabelValues("ok")
+	m.handledFail = m.upcallsHandled.WithLabelValues("error")
+	for _, r := range []string{reasonIdle, reasonLimit, reasonRevalidate, reasonUnusable} {
+		m.flowsDeleted.WithLabelValues(r)
+	}
+	if reg == nil {
+		return m
+	}
+	reg.MustRegister(m.upcallsReceived, m.upcallsHandled, m.controller, m.flowsInstalled, m.flowsModified,
+		m.flowsDeleted, m.flowLimitHits, m.revalidations, m.revalDuration, m.handlerLatency,
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "upcalld_flows", Help: "Flows the daemon currently tracks in the datapath.",
+		}, func() float64 { return float64(d.flows.len()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "upcalld_flow_limit", Help: "The current (dynamic) flow limit.",
+		}, func() float64 { return float64(d.flowLimit.Load()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "upcalld_upcalls_lost_total", Help: "Upcalls the datapath lost since the daemon started (queue full, ENOBUFS, no handler), from the datapath's statistics.",
+		}, func() float64 { return float64(d.lost.Load()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "upcalld_upcall_socket_overruns_total", Help: "Receive overruns the upcall receivers saw (ENOBUFS on a kernel upcall socket), where they report them.",
+		}, func() float64 { return float64(d.receiverLost()) }),
+	)
+	return m
+}
+
+// Reasons for deleting a flow.
+const (
+	reasonIdle       = "idle"
+	reasonLimit      = "limit"
+	reasonRevalidate = "revalidate"
+	reasonUnusable   = "unusable"
+)
