@@ -234,6 +234,15 @@ func (c *Client) DelZoneLimits(_ int32, _ ...int32) error {
 	return ErrNotSupported
 }
 
+// PutFlows puts many flows as PutFlow does (without returning their
+// statistics), sending putBatch requests per system call and then reading
+// their acknowledgements, as ovs-dpctl add-flows does. errs[i] is the
+// error for flows[i], nil when it succeeded; err reports a failure of the
+// socket itself, after which errs is incomplete.
+func (c *Client) PutFlows(_ int32, _ []*odp.Flow, _ odp.PutFlags, _ FlowOptions) (errs []error, err error) {
+	return nil, ErrNotSupported
+}
+
 // Open opens the existing kernel datapath called name, on a Client of its
 // own that Close closes. It does not change the datapath's features.
 func Open(_ string) (*Datapath, error) {
