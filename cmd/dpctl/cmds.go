@@ -230,6 +230,9 @@ func cmdShow(e *env, args []string) error {
 			ports, err = dp.Ports(e.ctx)
 			if err == nil {
 				if e.json {
+					if ports == nil {
+						ports = []odp.Port{}
+					}
 					out = append(out, showJSON{Name: d.String(), Info: info, Ports: ports})
 				} else {
 					var b strings.Builder
@@ -329,7 +332,7 @@ func portByName(e *env, dp odp.Datapath, name string) (odp.Port, error) {
 			return p, nil
 		}
 	}
-	return odp.Port{}, fmt.Errorf("no port named %s in %s@%s: %w", name, dp.Type(), dp.Name(), os.ErrNotExist)
+	return odp.Port{}, notExist("no port named %s in %s@%s", name, dp.Type(), dp.Name())
 }
 
 func cmdSetIf(e *env, args []string) error {

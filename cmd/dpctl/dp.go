@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/ovsdp/ovsdp/genl"
 	"github.com/ovsdp/ovsdp/odp"
 	"github.com/ovsdp/ovsdp/userdp/ctl"
 )
@@ -57,6 +58,18 @@ func parseDPName(s string) (dpName, error) {
 	return dpName{typ: typ, name: name}, nil
 }
 
+// moduleMissing records that listing found no openvswitch kernel module.
+var moduleMissing bool
+
+// noDatapath is the error of a command that needs a datapath when none
+// exists.
+func noDatapath() error {
+	if moduleMissing {
+		return fmt.Errorf("no datapath found (no userspace datapath, and %w)", genl.ErrModuleNotLoaded)
+	}
+	return notExist("no datapath found")
+}
+
 // allDatapaths lists every datapath of every type. Errors of a type are
 // ignored when another type has datapaths (for example a host without the
 // openvswitch module that runs userspace datapaths), as ovs-dpctl does.
@@ -67,6 +80,12 @@ func allDatapaths(ctx context.Context) ([]dpName, error) {
 	)
 	for _, t := range dpTypes {
 		names, err := backends[t].list(ctx)
+		if err != nil && errors.Is(err, genl.ErrModuleNotLoaded) {
+			// No module, no kernel datapaths: not an error unless a
+			// command needs one (see noDatapath).
+			moduleMissing = true
+			continue
+		}
 		if err != nil {
 			if firstErr == nil {
 				firstErr = err
@@ -129,7 +148,7 @@ func optDP(ctx context.Context, args []string, maxArgs int) (odp.Datapath, []str
 	}
 	if len(args) >= maxArgs {
 		if len(args) > 0 {
-			return nil, nil, fmt.Errorf("datapath %s does not exist: %w", args[0], os.ErrNotExist)
+			return nil, nil, notExist("datapath %s does not exist", args[0])
 		}
 	}
 	all, err := allDatapaths(ctx)
@@ -138,7 +157,7 @@ func optDP(ctx context.Context, args []string, maxArgs int) (odp.Datapath, []str
 	}
 	switch len(all) {
 	case 0:
-		return nil, nil, fmt.Errorf("no datapath found: %w", os.ErrNotExist)
+		return nil, nil, noDatapath()
 	case 1:
 		dp, err := openDP(ctx, all[0].String())
 		return dp, args, err

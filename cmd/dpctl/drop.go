@@ -3,7 +3,6 @@ package main
 import (
 	"crypto/rand"
 	"errors"
-	"fmt"
 	"sync"
 	"syscall"
 

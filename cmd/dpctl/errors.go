@@ -121,10 +121,22 @@ func kernelMessage(err error) string {
 // notFoundDP names a datapath that does not exist.
 func notFoundDP(d dpName, err error) error {
 	if errors.Is(err, os.ErrNotExist) && !errors.Is(err, genl.ErrModuleNotLoaded) {
-		return fmt.Errorf("datapath %s does not exist: %w", d, os.ErrNotExist)
+		return notExist("datapath %s does not exist", d)
 	}
 	return err
 }
 
 // isNotExist reports whether err means that something does not exist.
 func isNotExist(err error) bool { return errors.Is(err, os.ErrNotExist) }
+
+// notExistError is an error that matches os.ErrNotExist without
+// repeating its text.
+type notExistError struct{ msg string }
+
+func (e notExistError) Error() string        { return e.msg }
+func (e notExistError) Is(target error) bool { return target == os.ErrNotExist }
+
+// notExist formats a notExistError.
+func notExist(format string, args ...any) error {
+	return notExistError{fmt.Sprintf(format, args...)}
+}

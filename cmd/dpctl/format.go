@@ -62,7 +62,8 @@ func formatFlow(f *odp.Flow, opts odp.FormatOptions, nowMS uint64) string {
 		b.WriteString(", dp:ovs")
 	}
 	b.WriteString(", actions:")
-	if f.Actions != nil {
+	// An empty list prints as "drop"; a terse flow (no key) has none.
+	if f.Actions != nil || f.Key != nil {
 		b.WriteString(odp.FormatActionsWith(f.Actions, opts))
 	}
 	return b.String()
