@@ -97,6 +97,10 @@ func IPv4HeaderChecksum(hdr []byte) uint16 {
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
+// zero4 stands in for the SCTP checksum field (a package variable so
+// that it does not escape to the heap on every call).
+var zero4 [4]byte
+
 // SCTPChecksum computes the CRC32c of the SCTP packet sctp (common header
 // and chunks) with its checksum field taken as zero, in the byte order it
 // is stored in the packet (little-endian; read it with
@@ -106,9 +110,8 @@ func SCTPChecksum(sctp []byte) uint32 {
 	if len(sctp) < 12 {
 		return 0
 	}
-	var zero [4]byte
 	c := crc32.Update(0, castagnoli, sctp[:8])
-	c = crc32.Update(c, castagnoli, zero[:])
+	c = crc32.Update(c, castagnoli, zero4[:])
 	c = crc32.Update(c, castagnoli, sctp[12:])
 	return c
 }
