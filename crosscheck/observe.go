@@ -1,0 +1,159 @@
+package crosscheck
+
+import (
+	"encoding/hex"
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Received is what one host's interface received, in arrival order.
+type Received struct {
+	Host   string
+	Frames []ObservedFrame
+}
+
+// ObservedFrame is one received frame: its summary (taken before
+// normalization, so checksums are those on the wire) and its bytes
+// after normalization.
+type ObservedFrame struct {
+	Summary string
+	Data    []byte
+}
+
+// ObservedFlow is one megaflow as dumped: its canonical ovs-dpctl text
+// (key/mask and actions, UFID aside; the upcall PID shown as $PID) and
+// statistics.
+type ObservedFlow struct {
+	Text     string
+	Packets  uint64
+	Bytes    uint64
+	TCPFlags uint16
+}
+
+// ObservedUpcall is one upcall: its kind, port, key as text (the
+// datapath's), userdata and packet.
+type ObservedUpcall struct {
+	Kind     string
+	Port     uint32
+	Key      string
+	Userdata []byte
+	Packet   []byte
+	// Extracted is flowkeys.Extract's key for the packet, as text,
+	// converted with odp.KeyFromFlowKeys (misses only).
+	Extracted string
+}
+
+// Observation is what one datapath did with a scenario.
+type Observation struct {
+	Datapath string // "system" or "netdev"
+	Received []Received
+	Flows    []ObservedFlow
+	Upcalls  []ObservedUpcall
+	// Hit, Missed and Lost are the datapath's counters.
+	Hit, Missed, Lost uint64
+	// Noise counts frames and upcalls of the hosts' own background
+	// traffic (MLD reports, router solicitations) left out above.
+	Noise int
+	// Errors are what went wrong while playing (traffic that failed,
+	// flows the datapath refused, handler errors), one per entry.
+	Errors []string
+}
+
+// CompareOptions relax the comparison where a scenario's outcome
+// legitimately depends on timing or on installer-defined behaviour.
+type CompareOptions struct {
+	// IgnoreFlowStats leaves per-flow packet and byte counts out (for
+	// overlapping megaflows, where which flow a packet hits is the
+	// installer's business).
+	IgnoreFlowStats bool
+	// UnorderedFrames compares each host's frames as a sorted list.
+	UnorderedFrames bool
+	// IgnoreCounters leaves the hit/missed counters out.
+	IgnoreCounters bool
+}
+
+// Render returns the observation as text, the form Compare diffs.
+// Upcalls and flows are sorted; frames keep their order unless
+// o.UnorderedFrames.
+func (ob *Observation) Render(o CompareOptions) string {
+	var b strings.Builder
+	for _, r := range ob.Received {
+		fmt.Fprintf(&b, "== %s received %d frames\n", r.Host, len(r.Frames))
+		lines := make([]string, 0, len(r.Frames))
+		for _, f := range r.Frames {
+			lines = append(lines, fmt.Sprintf("  %s\n    %s", f.Summary, hex.EncodeToString(f.Data)))
+		}
+		if o.UnorderedFrames {
+			sort.Strings(lines)
+		}
+		for _, l := range lines {
+			b.WriteString(l)
+			b.WriteByte('\n')
+		}
+	}
+	fl := make([]string, 0, len(ob.Flows))
+	for _, f := range ob.Flows {
+		if o.IgnoreFlowStats {
+			fl = append(fl, fmt.Sprintf("  %s", f.Text))
+		} else {
+			fl = append(fl, fmt.Sprintf("  %s packets:%d bytes:%d tcp_flags:%#x", f.Text, f.Packets, f.Bytes, f.TCPFlags))
+		}
+	}
+	sort.Strings(fl)
+	fmt.Fprintf(&b, "== %d flows\n", len(fl))
+	for _, l := range fl {
+		b.WriteString(l)
+		b.WriteByte('\n')
+	}
+	ul := make([]string, 0, len(ob.Upcalls))
+	for _, u := range ob.Upcalls {
+		s := fmt.Sprintf("  %s port %d key %s", u.Kind, u.Port, u.Key)
+		if u.Userdata != nil {
+			s += " userdata " + hex.EncodeToString(u.Userdata)
+		}
+		s += "\n    packet " + hex.EncodeToString(u.Packet)
+		ul = append(ul, s)
+	}
+	sort.Strings(ul)
+	fmt.Fprintf(&b, "== %d upcalls\n", len(ul))
+	for _, l := range ul {
+		b.WriteString(l)
+		b.WriteByte('\n')
+	}
+	if o.IgnoreCounters {
+		fmt.Fprintf(&b, "== lost %d\n", ob.Lost)
+	} else {
+		fmt.Fprintf(&b, "== hit %d missed %d lost %d\n", ob.Hit, ob.Missed, ob.Lost)
+	}
+	if len(ob.Errors) > 0 {
+		fmt.Fprintf(&b, "== %d errors\n", len(ob.Errors))
+		for _, e := range ob.Errors {
+			fmt.Fprintf(&b, "  %s\n", e)
+		}
+	}
+	return b.String()
+}
+
+// KeyMismatches returns, for every miss upcall whose datapath key
+// differs from flowkeys.Extract's key for its packet, a readable report
+// with the packet and both keys.
+func (ob *Observation) KeyMismatches() []string {
+	var out []string
+	for _, u := range ob.Upcalls {
+		if u.Kind != "miss" || u.Key == u.Extracted {
+			continue
+		}
+		out = append(out, fmt.Sprintf("%s datapath key differs from flowkeys.Extract's for packet %s (%s):\n%s",
+			ob.Datapath, hex.EncodeToString(u.Packet), Describe(u.Packet),
+			Diff(ob.Datapath+" key", strings.ReplaceAll(u.Key, "),", "),\n"),
+				"flowkeys.Extract", strings.ReplaceAll(u.Extracted, "),", "),\n"))))
+	}
+	return out
+}
+
+// Compare returns "" when a and b are the same under o, else a unified
+// diff of their renderings.
+func Compare(a, b *Observation, o CompareOptions) string {
+	return Diff(a.Datapath, a.Render(o), b.Datapath, b.Render(o))
+}

@@ -1,0 +1,317 @@
+package crosscheck
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ovsdp/ovsdp/flowkeys"
+	"github.com/ovsdp/ovsdp/odp"
+)
+
+// FlowSpec is an explicit flow in ovs-dpctl syntax, as for
+// "dpctl add-flow DP KEY ACTIONS". "$PID" in Actions stands for the
+// upcall receiver's PID.
+type FlowSpec struct {
+	Key, Actions string
+}
+
+// Scenario is one cross-check scenario.
+type Scenario struct {
+	Name  string
+	Hosts []Host
+	// Flows are installed before the traffic starts, in order.
+	Flows []FlowSpec
+	// Handler answers misses with the policy Rules (ovs-ofctl subset;
+	// empty: the learning switch). Without it misses are only recorded.
+	Handler bool
+	Rules   string
+	// Traffic runs once the datapath is ready. An error is recorded in
+	// the observation (and so compared), not fatal.
+	Traffic func(e *Env) error
+	// Stack says the frames come from the hosts' network stacks: they
+	// are normalized with a StackNormalizer per host.
+	Stack bool
+	// Compare relaxes the comparison (see CompareOptions).
+	Compare CompareOptions
+	// Check verifies what must hold on each datapath alone (so that two
+	// datapaths that both do nothing do not pass); nil means none.
+	Check func(o *Observation) error
+}
+
+// Opener creates a datapath called name (deleted by the returned
+// cleanup).
+type Opener func(name string) (odp.Datapath, func(), error)
+
+// Timing of Play.
+const (
+	settle     = 200 * time.Millisecond // after the links come up
+	quietTime  = 500 * time.Millisecond // no new frame or upcall for this long ends a run
+	maxRunTime = 20 * time.Second
+)
+
+// pider is a receiver that has a PID (genl's sockets, userdp's queues).
+type pider interface{ PID() uint32 }
+
+// Play runs s on a datapath created by open and returns what happened.
+// It returns an error only when the scenario could not be played at all
+// (topology, datapath or upcall set-up failed).
+func Play(t testing.TB, s *Scenario, dpName string, open Opener) (*Observation, error) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	hosts := map[string]*liveHost{}
+	var order []*liveHost
+	for _, h := range s.Hosts {
+		lh, err := setupHost(t, h)
+		if err != nil {
+			return nil, err
+		}
+		hosts[h.Name] = lh
+		order = append(order, lh)
+	}
+	time.Sleep(settle)
+	dp, cleanup, err := open(dpName)
+	if err != nil {
+		return nil, fmt.Errorf("creating datapath %s: %w", dpName, err)
+	}
+	t.Cleanup(cleanup)
+	ob := &Observation{Datapath: dp.Type()}
+	var ports []uint32
+	for _, lh := range order {
+		p, err := dp.AddPort(ctx, odp.PortSpec{Name: lh.dpEnd, Type: odp.PortNetdev, Number: lh.Port})
+		if err != nil {
+			return nil, fmt.Errorf("%s: adding port %d (%s, host %s): %w", dp.Type(), lh.Port, lh.dpEnd, lh.Name, err)
+		}
+		if p.Number != lh.Port {
+			return nil, fmt.Errorf("%s: port %s got number %d, want %d", dp.Type(), lh.dpEnd, p.Number, lh.Port)
+		}
+		ports = append(ports, p.Number)
+	}
+	rs, err := dp.Upcalls(ctx, 1)
+	if err != nil {
+		return nil, fmt.Errorf("%s: opening upcall receiver: %w", dp.Type(), err)
+	}
+	pr, ok := rs[0].(pider)
+	if !ok {
+		return nil, fmt.Errorf("%s: upcall receiver %T has no PID", dp.Type(), rs[0])
+	}
+	pid := pr.PID()
+	var handler *Handler
+	if s.Handler {
+		if handler, err = NewHandler(s.Rules, ports, pid); err != nil {
+			return nil, err
+		}
+	}
+	for i, fs := range s.Flows {
+		if err := putFlowText(ctx, dp, fs, pid); err != nil {
+			ob.Errors = append(ob.Errors, fmt.Sprintf("flow %d (%s %s) refused", i, fs.Key, fs.Actions))
+			t.Logf("%s: flow %d: %v", dp.Type(), i, err)
+		}
+	}
+	caps := make([]*capture, len(order))
+	for i, lh := range order {
+		c, err := openCapture(lh.ns, lh.ifname, lh.ifindex)
+		if err != nil {
+			return nil, err
+		}
+		defer c.close()
+		caps[i] = c
+	}
+
+	// The collector records every upcall and lets the handler answer
+	// misses, one at a time, in arrival order.
+	var mu sync.Mutex
+	lastActivity := time.Now()
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		ups := make([]odp.Upcall, 64)
+		for {
+			n, err := rs[0].Recv(ctx, ups)
+			if err != nil {
+				if ctx.Err() == nil {
+					mu.Lock()
+					ob.Errors = append(ob.Errors, fmt.Sprintf("upcall receive: %v", err))
+					mu.Unlock()
+				}
+				return
+			}
+			for i := range ups[:n] {
+				u := &ups[i]
+				mu.Lock()
+				lastActivity = time.Now()
+				if IsNoise(u.Packet) {
+					ob.Noise++
+					mu.Unlock()
+					continue
+				}
+				ob.Upcalls = append(ob.Upcalls, observeUpcall(u))
+				mu.Unlock()
+				if handler != nil && u.Kind == odp.UpcallMiss {
+					if err := handler.Handle(ctx, dp, u); err != nil {
+						mu.Lock()
+						ob.Errors = append(ob.Errors, err.Error())
+						mu.Unlock()
+					}
+				}
+			}
+		}
+	}()
+
+	env := &Env{hosts: hosts, PID: pid, Datapath: dp.Type()}
+	env.quiet = func(d time.Duration) error {
+		start := time.Now()
+		for {
+			time.Sleep(20 * time.Millisecond)
+			mu.Lock()
+			idle := time.Since(lastActivity)
+			mu.Unlock()
+			if idle >= d {
+				return nil
+			}
+			if time.Since(start) > maxRunTime {
+				return fmt.Errorf("traffic did not settle within %v", maxRunTime)
+			}
+		}
+	}
+	frames := make([][][]byte, len(order))
+	drain := func() {
+		for i, c := range caps {
+			fs, err := c.drain()
+			if err != nil {
+				mu.Lock()
+				ob.Errors = append(ob.Errors, err.Error())
+				mu.Unlock()
+			}
+			if len(fs) > 0 {
+				mu.Lock()
+				lastActivity = time.Now()
+				mu.Unlock()
+				frames[i] = append(frames[i], fs...)
+			}
+		}
+	}
+	if s.Traffic != nil {
+		// Drain while the traffic runs, so no socket buffer overflows.
+		done := make(chan error, 1)
+		go func() { done <- s.Traffic(env) }()
+	wait:
+		for {
+			select {
+			case err := <-done:
+				if err != nil {
+					mu.Lock()
+					ob.Errors = append(ob.Errors, "traffic: "+err.Error())
+					mu.Unlock()
+				}
+				break wait
+			case <-time.After(50 * time.Millisecond):
+				drain()
+			}
+		}
+	}
+	start := time.Now()
+	for {
+		time.Sleep(50 * time.Millisecond)
+		drain()
+		mu.Lock()
+		idle := time.Since(lastActivity)
+		mu.Unlock()
+		if idle >= quietTime {
+			break
+		}
+		if time.Since(start) > maxRunTime {
+			ob.Errors = append(ob.Errors, fmt.Sprintf("traffic did not settle within %v", maxRunTime))
+			break
+		}
+	}
+	cancel()
+	rs[0].Close()
+	wg.Wait()
+
+	for i, lh := range order {
+		r := Received{Host: lh.Name}
+		var norm Normalizer
+		if s.Stack {
+			norm = NewStackNormalizer()
+		}
+		for _, f := range frames[i] {
+			if IsNoise(f) {
+				ob.Noise++
+				continue
+			}
+			of := ObservedFrame{Summary: Describe(f), Data: f}
+			if norm != nil {
+				norm.Normalize(of.Data)
+			}
+			r.Frames = append(r.Frames, of)
+		}
+		ob.Received = append(ob.Received, r)
+	}
+	dctx := context.Background()
+	pidText := fmt.Sprintf("pid=%d", pid)
+	err = dp.DumpFlows(dctx, odp.DumpOptions{}, func(f *odp.Flow) error {
+		text := odp.FormatKey(f.Key, f.Mask, false) + " actions:" + odp.FormatActions(f.Actions)
+		ob.Flows = append(ob.Flows, ObservedFlow{
+			Text:    strings.ReplaceAll(text, pidText, "pid=$PID"),
+			Packets: f.Stats.Packets, Bytes: f.Stats.Bytes, TCPFlags: f.Stats.TCPFlags,
+		})
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%s: dumping flows: %w", dp.Type(), err)
+	}
+	info, err := dp.Info(dctx)
+	if err != nil {
+		return nil, fmt.Errorf("%s: datapath info: %w", dp.Type(), err)
+	}
+	ob.Hit, ob.Missed, ob.Lost = info.Stats.Hit, info.Stats.Missed, info.Stats.Lost
+	return ob, nil
+}
+
+// putFlowText installs fs the way dpctl add-flow does.
+func putFlowText(ctx context.Context, dp odp.Datapath, fs FlowSpec, pid uint32) error {
+	key, mask, err := odp.ParseMaskedKey(fs.Key)
+	if err != nil {
+		return fmt.Errorf("parsing flow key %q: %w", fs.Key, err)
+	}
+	acts, err := odp.ParseActions(strings.ReplaceAll(fs.Actions, "$PID", fmt.Sprint(pid)))
+	if err != nil {
+		return fmt.Errorf("parsing actions %q: %w", fs.Actions, err)
+	}
+	key, mask = odp.AddTCPFlags(key, mask)
+	f := &odp.Flow{UFID: FlowUFID(key, mask), Key: key, Mask: mask, Actions: odp.NormalizeActions(acts)}
+	if _, err := dp.PutFlow(ctx, f, odp.PutCreate); err != nil {
+		return fmt.Errorf("putting %s actions:%s: %w", fs.Key, fs.Actions, err)
+	}
+	return nil
+}
+
+// observeUpcall records u, with flowkeys.Extract's key for misses.
+func observeUpcall(u *odp.Upcall) ObservedUpcall {
+	o := ObservedUpcall{Kind: u.Kind.String(), Port: u.Port, Key: odp.FormatKey(u.Key, nil, false),
+		Packet: append([]byte(nil), u.Packet...)}
+	if u.Userdata != nil {
+		o.Userdata = append([]byte{}, u.Userdata...)
+	}
+	if u.Kind == odp.UpcallMiss {
+		o.Extracted = ExtractedKey(u.Packet, u.Port)
+	}
+	return o
+}
+
+// ExtractedKey is flowkeys.Extract's key for packet received on port,
+// converted to attributes as the kernel writes them and formatted, or
+// the error Extract returned.
+func ExtractedKey(packet []byte, port uint32) string {
+	var k flowkeys.Key
+	if err := flowkeys.Extract(packet, &flowkeys.Metadata{InPort: port}, &k); err != nil {
+		return "extract error: " + err.Error()
+	}
+	return odp.FormatKey(odp.KeyFromFlowKeys(&k), nil, false)
+}
