@@ -436,7 +436,7 @@ type flowCache struct {
 func newFlowCache(t *table, n int) *flowCache {
 	c := &flowCache{t: t, hasher: flowkeys.NewKeyedHasher()}
 	if n > 0 {
-		size := 1
+		size := cacheWays
 		for size < n {
 			size <<= 1
 		}
@@ -445,19 +445,29 @@ func newFlowCache(t *table, n int) *flowCache {
 	return c
 }
 
+// cacheWays is the associativity of the exact-match cache: a packet's
+// hash picks a set of cacheWays entries, so that a few packets sharing a
+// set do not evict each other (a direct-mapped cache loses about a fifth
+// of 1,000 flows to conflicts in 4,096 entries).
+const cacheWays = 4
+
 // lookup returns the flow for packet key k, or nil on a miss.
 func (c *flowCache) lookup(k *flowkeys.Key) *megaflow {
-	var e *cacheEntry
+	var set []cacheEntry
 	var h uint32
 	if c.ent != nil {
 		h = flowkeys.HashKeyed(k, cacheRange, c.hasher, 0)
-		e = &c.ent[h&uint32(len(c.ent)-1)]
-		if f := e.flow; f != nil && e.hash == h && !f.dead.Load() &&
-			flowkeys.EqualMasked(k, &f.key, &f.st.mask, f.st.rng) {
-			c.hit++
-			c.cacheHits++
-			c.maskHits++
-			return f
+		i := int(h) & (len(c.ent) - 1) &^ (cacheWays - 1)
+		set = c.ent[i : i+cacheWays : i+cacheWays]
+		for j := range set {
+			e := &set[j]
+			if f := e.flow; f != nil && e.hash == h && !f.dead.Load() &&
+				flowkeys.EqualMasked(k, &f.key, &f.st.mask, f.st.rng) {
+				c.hit++
+				c.cacheHits++
+				c.maskHits++
+				return f
+			}
 		}
 	}
 	f, probed := c.t.lookup(k, &c.scratch)
@@ -467,8 +477,16 @@ func (c *flowCache) lookup(k *flowkeys.Key) *megaflow {
 		return nil
 	}
 	c.hit++
-	if e != nil {
-		e.hash, e.flow = h, f
+	if set != nil {
+		// Replace an empty or dead entry, else one chosen by the hash.
+		j := int(h>>28) % cacheWays
+		for x := range set {
+			if set[x].flow == nil || set[x].flow.dead.Load() {
+				j = x
+				break
+			}
+		}
+		set[j] = cacheEntry{hash: h, flow: f}
 	}
 	return f
 }
