@@ -118,10 +118,13 @@ func (d *Daemon) handleUpcall(ctx context.Context, h *handlerState, up *odp.Upca
 }
 
 // megaflowMask is a decision's mask as installed: the policy's mask with
-// recirc_id matched exactly, as Open vSwitch always does.
+// recirc_id matched exactly, as Open vSwitch always does, and in_port
+// exact, as the kernel makes it whenever the key has an in_port (and an
+// upcall's key always has one).
 func megaflowMask(dec *policy.Decision) flowkeys.Key {
 	m := dec.Mask
 	m.RecircID = ^uint32(0)
+	m.InPort = 0xffff // port numbers have 16 bits; odp.ToFlowKeys gives this mask
 	return m
 }
 

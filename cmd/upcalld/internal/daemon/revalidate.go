@@ -8,6 +8,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/ovsdp/ovsdp/flowkeys"
 	"github.com/ovsdp/ovsdp/odp"
 	"github.com/ovsdp/ovsdp/policy"
 )
@@ -266,7 +267,7 @@ func (d *Daemon) lookupDumped(ctx context.Context, df *dumped, now uint64) (*rec
 // adoptRecord builds the record of a flow found in the datapath. Its
 // policy generation is 0, so that the next pass re-decides it.
 func adoptRecord(f *odp.Flow, now uint64) (*record, error) {
-	k, m, err := odp.ToFlowKeys(f.Key, f.Mask)
+	k, m, err := flowKeys(f.Key, f.Mask)
 	if err != nil {
 		return nil, fmt.Errorf("flow key: %w", err)
 	}
@@ -286,6 +287,41 @@ func adoptRecord(f *odp.Flow, now uint64) (*record, error) {
 	}
 	return r, nil
 }
+
+// flowKeys converts a dumped flow's key and mask. Datapaths dump the
+// masked key: where the mask wildcards the Ethernet type, the key's
+// eth_type is 0, which the kernel's flow-key rules (odp.ToFlowKeys)
+// refuse; such a key is converted with a placeholder Ethernet type that
+// needs no L3 attributes, masked out again afterwards.
+func flowKeys(key, mask odp.FlowKey) (k, m flowkeys.Key, err error) {
+	k, m, err = odp.ToFlowKeys(key, mask)
+	if err == nil {
+		return k, m, nil
+	}
+	et, ok := key.Find(odp.KeyEthertype).(odp.Ethertype)
+	if !ok || et >= 0x600 {
+		return k, m, err
+	}
+	if me, ok := mask.Find(odp.KeyEthertype).(odp.Ethertype); ok && me != 0 {
+		return k, m, err
+	}
+	fixed := make(odp.FlowKey, len(key))
+	for i, a := range key {
+		if a.KeyType() == odp.KeyEthertype {
+			a = odp.Ethertype(placeholderEthType)
+		}
+		fixed[i] = a
+	}
+	k2, m2, err2 := odp.ToFlowKeys(fixed, mask)
+	if err2 != nil {
+		return k, m, err
+	}
+	k2.EthType = uint16(et)
+	return k2, m2, nil
+}
+
+// placeholderEthType is the IEEE local experimental EtherType.
+const placeholderEthType = 0x88b5
 
 // adopt reads every flow of the datapath (a full dump) and records it,
 // to be re-decided by the next pass. It returns how many it adopted.
@@ -309,6 +345,7 @@ func (d *Daemon) adopt(ctx context.Context) (int, error) {
 	if err != nil {
 		return n, err
 	}
+	d.seedLearning()
 	for _, id := range bad {
 		if !id.UFID.IsZero() {
 			id.Key = nil
@@ -376,4 +413,26 @@ func (d *Daemon) delFlow(ctx context.Context, id odp.FlowID, r *record, reason s
 		d.flows.remove(r.ufid, r)
 	}
 	d.m.flowsDeleted.WithLabelValues(reason).Inc()
+}
+
+// seedLearning teaches the learning switch the source addresses of the
+// adopted flows that the policy sends to "normal" and that match an exact
+// input port and source address: each such flow exists because that
+// address was seen on that port. Without it a restarted daemon would
+// flood until every host spoke again.
+func (d *Daemon) seedLearning() {
+	ps := d.pol.Load()
+	var seeds []*record
+	d.flows.each(func(r *record) {
+		if r.adopted && r.rulesGen == 0 && uint16(r.mask.InPort) == 0xffff && r.mask.EthSrc == [6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff} {
+			seeds = append(seeds, r)
+		}
+	})
+	for _, r := range seeds {
+		var dec policy.Decision
+		ps.rules.DecideInto(&r.key, &dec)
+		if dec.Normal {
+			d.sw.LearnMAC(r.key.EthSrc, r.key.InPort)
+		}
+	}
 }
