@@ -239,6 +239,6 @@ var FuzzFlows = []FlowSpec{
 	{"in_port(1),eth(),eth_type(0x0800),ipv4(frag=first)", "3"},
 	{"in_port(1),eth(),eth_type(0x86dd),ipv6(proto=17,frag=no),udp(dst=0/0x8000)", "set(ipv6(hlimit=3)),2"},
 	{"in_port(1),eth(),eth_type(0x86dd),ipv6(proto=58,frag=no),icmpv6()", "3"},
-	{"in_port(1),eth(),eth_type(0x0806)", "push_vlan(vid=7,pcp=1),2"},
+	{"in_port(1),eth(),eth_type(0x0806),arp()", "push_vlan(vid=7,pcp=1),2"},
 	{"in_port(1),eth(),eth_type(0x8100),vlan(vid=5/0xf),encap(eth_type(0x0800),ipv4(frag=no))", "pop_vlan,3"},
 }

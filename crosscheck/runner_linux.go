@@ -234,6 +234,12 @@ func Play(t testing.TB, s *Scenario, dpName string, open Opener) (*Observation, 
 	rs[0].Close()
 	wg.Wait()
 
+	if s.Stack {
+		norm := NewStackNormalizer()
+		for i := range ob.Upcalls {
+			norm.Normalize(ob.Upcalls[i].Packet)
+		}
+	}
 	for i, lh := range order {
 		r := Received{Host: lh.Name}
 		var norm Normalizer

@@ -45,7 +45,8 @@ func silentHosts(n int) []Host {
 	return hs
 }
 
-// udp4 is an injected UDP/IPv4 frame from h1 to nobody.
+// udp4 is an injected UDP/IPv4 frame from h1 to nobody; a zero TTL or
+// address in h means 64 or A1/A2.
 func udp4(h IPv4Hdr, sport, dport uint16, payload string) []byte {
 	h.Proto = ProtoUDP
 	if h.TTL == 0 {
@@ -213,7 +214,8 @@ func Scenarios() []*Scenario {
 		Traffic: func(e *Env) error {
 			return e.Inject("h1",
 				udp4(IPv4Hdr{TTL: 64}, 1, 1001, "ttl 64"), udp4(IPv4Hdr{TTL: 2}, 1, 1001, "ttl 2"),
-				udp4(IPv4Hdr{TTL: 1}, 1, 1001, "ttl 1: dropped"), udp4(IPv4Hdr{TTL: 0}, 1, 1001, "ttl 0: dropped"),
+				udp4(IPv4Hdr{TTL: 1}, 1, 1001, "ttl 1: dropped"),
+				Eth(Nobody, MAC1, EthIPv4, IPv4(IPv4Hdr{Src: A1, Dst: A2, Proto: ProtoUDP}, UDP(1, 1001, []byte("ttl 0: dropped")))),
 				udp4(IPv4Hdr{TTL: 200, TOS: 0x03}, 2, 1002, "set ttl"),
 				udp4(IPv4Hdr{TOS: 0x03}, 3, 1003, "dscp, ecn kept"), udp4(IPv4Hdr{TOS: 0xfe}, 3, 1003, "dscp"),
 				udp4(IPv4Hdr{}, 4, 1004, "new source"), zeroUDPChecksum(udp4(IPv4Hdr{}, 4, 1004, "no udp csum")),
@@ -445,4 +447,32 @@ func MalformedFrames() [][]byte {
 	out = append(out, ipWith(IPv4Hdr{Src: A1, Dst: A2, Proto: ProtoICMP, TTL: 64}, ICMP(3, 3, 0, IPv4(base, udp)[:28])))
 	out = append(out, ipWith(IPv4Hdr{Src: A1, Dst: A2, Proto: ProtoICMP, TTL: 64}, []byte{8}))
 	return out
+}
+
+// FuzzScenario is the differential fuzz: n packets from a Generator
+// seeded with seed, injected from h1 in batches (waiting for quiet
+// between batches, so no upcall queue overflows) through FuzzFlows.
+func FuzzScenario(seed uint64, n, batch int) *Scenario {
+	pkts := NewGenerator(seed).Packets(n)
+	return &Scenario{
+		Name: fmt.Sprintf("differential-fuzz-seed-%d", seed), Hosts: silentHosts(3), Flows: FuzzFlows,
+		Traffic: func(e *Env) error {
+			for i := 0; i < len(pkts); i += batch {
+				if err := e.Inject("h1", pkts[i:min(i+batch, len(pkts))]...); err != nil {
+					return err
+				}
+				if err := e.WaitQuiet(300 * time.Millisecond); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+		Check: all(checkNoErrors, func(o *Observation) error {
+			if o.Hit == 0 || o.Missed == 0 || countUpcalls(o, "action") == 0 {
+				return fmt.Errorf("the fuzz did not exercise hits, misses and userspace actions (hit %d, missed %d, %d action upcalls)",
+					o.Hit, o.Missed, countUpcalls(o, "action"))
+			}
+			return nil
+		}),
+	}
 }

@@ -97,6 +97,7 @@ func setupHost(t testing.TB, h Host) (*liveHost, error) {
 	steps := []func() error{
 		func() error { return writeSysctl(cur, "ipv6/conf/"+lh.dpEnd+"/disable_ipv6", "1") },
 		func() error { return writeSysctl(ns, "ipv4/tcp_timestamps", "0") },
+		func() error { return writeSysctl(ns, "ipv6/auto_flowlabels", "0") },
 		func() error { return setTxChecksum(ns, lh.ifname, false) },
 	}
 	if h.IPv6 {
