@@ -1,0 +1,347 @@
+package main
+
+import (
+	"fmt"
+	"math"
+	"regexp"
+	"strconv"
+	"time"
+)
+
+// Row is one line of the report's table.
+type Row struct {
+	Group, What string
+	// Ours and Baseline are formatted measurements ("" when missing).
+	Ours, Baseline string
+	// Ratio is how many times better ours is than the baseline (or the
+	// figure the goal is about); 0 when there is none.
+	Ratio float64
+	// RatioUnit says what Ratio is ("×" by default).
+	RatioUnit string
+	Goal      string
+	// Met is "yes", "no", "—" (nothing to meet) or "not measured".
+	Met string
+	// Note says where the figures come from, or why they are missing.
+	Note string
+	// ChartRatio puts the row in the ratio chart (it has a numeric goal).
+	ChartRatio bool
+	GoalValue  float64
+}
+
+// missing explains why a benchmark of pkg has no result.
+func (r *Results) missing(pkg, bench string) string {
+	for _, step := range []string{pkg, "host"} {
+		if s, ok := r.Steps[step]; ok && s.Status != "ok" {
+			if s.Detail != "" {
+				return fmt.Sprintf("step %s %s: %s", step, s.Status, s.Detail)
+			}
+			return fmt.Sprintf("step %s %s", step, s.Status)
+		}
+		if _, ok := r.Steps[step]; ok && step == pkg {
+			break
+		}
+	}
+	if len(r.Bench[pkg]) == 0 {
+		if _, ok := r.Steps[pkg]; !ok {
+			return fmt.Sprintf("%s was not run", pkg)
+		}
+		return fmt.Sprintf("%s produced no benchmark results", pkg)
+	}
+	return fmt.Sprintf("no benchmark %s in %s (not written yet)", bench, pkg)
+}
+
+func notMeasured(group, what, goal, reason string) Row {
+	return Row{Group: group, What: what, Goal: goal, Met: "not measured", Note: reason}
+}
+
+// fmtNs formats nanoseconds with a unit that keeps 3 significant digits.
+func fmtNs(ns float64) string {
+	switch {
+	case ns >= 1e9:
+		return fmt.Sprintf("%.3g s", ns/1e9)
+	case ns >= 1e6:
+		return fmt.Sprintf("%.3g ms", ns/1e6)
+	case ns >= 1e3:
+		return fmt.Sprintf("%.3g µs", ns/1e3)
+	}
+	return fmt.Sprintf("%.3g ns", ns)
+}
+
+// fmtRate formats a rate per second.
+func fmtRate(v float64, unit string) string {
+	switch {
+	case v >= 1e6:
+		return fmt.Sprintf("%.3g M%s", v/1e6, unit)
+	case v >= 1e4:
+		return fmt.Sprintf("%.3g k%s", v/1e3, unit)
+	}
+	return fmt.Sprintf("%.3g %s", v, unit)
+}
+
+func met(ok bool) string {
+	if ok {
+		return "yes"
+	}
+	return "no"
+}
+
+// pairRow is a flowkeys-style pair: BENCH/ours reports ns/op,
+// baseline-ns/op and x-vs-baseline from interleaved timing.
+func (r *Results) pairRow(group, what, pkg, bench string, goalMin float64, zeroAllocs bool) Row {
+	goal := fmt.Sprintf("≥ %.3g×", goalMin)
+	if zeroAllocs {
+		goal += ", 0 allocs"
+	}
+	name := bench + "/ours"
+	ours, ok1 := r.Metric(pkg, name, "ns/op")
+	base, ok2 := r.Metric(pkg, name, "baseline-ns/op")
+	ratio, ok3 := r.Metric(pkg, name, "x-vs-baseline")
+	if !ok1 || !ok2 || !ok3 {
+		return notMeasured(group, what, goal, r.missing(pkg, name))
+	}
+	row := Row{Group: group, What: what, Ours: fmtNs(ours), Baseline: fmtNs(base), Ratio: ratio,
+		Goal: goal, ChartRatio: true, GoalValue: goalMin,
+		Note: fmt.Sprintf("`%s` %s, %d run(s), interleaved", pkg, name, len(r.Runs(pkg, name)))}
+	ok := ratio >= goalMin
+	if zeroAllocs {
+		allocs, have := r.Metric(pkg, name, "allocs/op")
+		ok = ok && have && allocs == 0
+		if have {
+			row.Ours += fmt.Sprintf(", %g allocs", allocs)
+		}
+	}
+	row.Met = met(ok)
+	return row
+}
+
+// flowkeysRows are issue 4's benchmarks.
+func (r *Results) flowkeysRows() []Row {
+	const g = "flowkeys"
+	return []Row{
+		r.pairRow(g, "Extract, mixed realistic packets (vs gopacket DecodingLayerParser)", "flowkeys", "BenchmarkExtract", 3, true),
+		r.pairRow(g, "Hash of the longest key, CRC32C (vs Go jhash2)", "flowkeys", "BenchmarkHashLongestKey", 3, false),
+		r.pairRow(g, "Hash of a 64-byte range (vs hash/crc32 Castagnoli)", "flowkeys", "BenchmarkHashRange64", 1, false),
+		r.pairRow(g, "Hash of a 128-byte range (vs hash/crc32 Castagnoli)", "flowkeys", "BenchmarkHashRange128", 1, false),
+		r.pairRow(g, "Masked compare, 128 bytes, equal (vs byte loop)", "flowkeys", "BenchmarkEqualMasked128/vs-byte-loop", 7, false),
+		r.pairRow(g, "Masked compare, 128 bytes, equal (vs bytes.Equal, unmasked)", "flowkeys", "BenchmarkEqualMasked128/vs-bytes.Equal", 1, false),
+		r.infoPair(g, "Keyed hash (the table's, attack-resistant) vs plain CRC32C, 128 bytes", "flowkeys", "BenchmarkHashKeyed/ours"),
+	}
+}
+
+// infoPair is a pair with no goal: the ratio is shown for information.
+func (r *Results) infoPair(group, what, pkg, name string) Row {
+	ours, ok1 := r.Metric(pkg, name, "ns/op")
+	base, ok2 := r.Metric(pkg, name, "baseline-ns/op")
+	ratio, ok3 := r.Metric(pkg, name, "x-vs-baseline")
+	if !ok1 || !ok2 || !ok3 {
+		return notMeasured(group, what, "—", r.missing(pkg, name))
+	}
+	return Row{Group: group, What: what, Ours: fmtNs(ours), Baseline: fmtNs(base), Ratio: ratio, Goal: "—", Met: "—",
+		Note: fmt.Sprintf("`%s` %s", pkg, name)}
+}
+
+// userdpRows are issue 5's benchmarks.
+func (r *Results) userdpRows() []Row {
+	const g, pkg = "userdp", "userdp"
+	var rows []Row
+	tl := "BenchmarkTableLookup"
+	cache, ok1 := r.Metric(pkg, tl, "cache-ns/lookup")
+	nocache, ok2 := r.Metric(pkg, tl, "nocache-ns/lookup")
+	base, ok3 := r.Metric(pkg, tl, "baseline-ns/lookup")
+	if ok1 && ok2 && ok3 {
+		note := fmt.Sprintf("`userdp` %s: 1,000 random flows over 100 masks; baseline: every mask in turn, jhash2, byte compare", tl)
+		rows = append(rows,
+			Row{Group: g, What: "Table test, cache on (vs plain tuple-space search)", Ours: fmtNs(cache), Baseline: fmtNs(base),
+				Ratio: base / cache, Goal: "≥ 10×", Met: met(base/cache >= 10), Note: note, ChartRatio: true, GoalValue: 10},
+			Row{Group: g, What: "Table test, cache off (vs plain tuple-space search)", Ours: fmtNs(nocache), Baseline: fmtNs(base),
+				Ratio: base / nocache, Goal: "≥ 2×", Met: met(base/nocache >= 2), Note: note, ChartRatio: true, GoalValue: 2})
+	} else {
+		why := r.missing(pkg, tl)
+		rows = append(rows, notMeasured(g, "Table test, cache on (vs plain tuple-space search)", "≥ 10×", why),
+			notMeasured(g, "Table test, cache off (vs plain tuple-space search)", "≥ 2×", why))
+	}
+	ca := "BenchmarkTableCRCAttack"
+	att, ok1 := r.Metric(pkg, ca, "attack-ns/lookup")
+	rnd, ok2 := r.Metric(pkg, ca, "random-ns/lookup")
+	if ok1 && ok2 {
+		note := fmt.Sprintf("`userdp` %s: 1,000 keys colliding under plain CRC32C vs random keys", ca)
+		if crc, ok := r.Metric(pkg, ca, "crc-attack-ratio"); ok {
+			note += fmt.Sprintf("; a table indexed by plain CRC32C slows down %.0f× under the same attack", crc)
+		}
+		rows = append(rows, Row{Group: g, What: "Lookup under the CRC collision attack (cost vs random keys)",
+			Ours: fmtNs(att), Baseline: fmtNs(rnd) + " (random)", Ratio: att / rnd, RatioUnit: "× cost",
+			Goal: "≤ 2× cost", Met: met(att/rnd <= 2), Note: note})
+	} else {
+		rows = append(rows, notMeasured(g, "Lookup under the CRC collision attack (cost vs random keys)", "≤ 2× cost", r.missing(pkg, ca)))
+	}
+	si := "BenchmarkSetIPv4/TTLOnly"
+	ms, ok1 := r.Metric(pkg, si, "ns/masked-set")
+	fs, ok2 := r.Metric(pkg, si, "ns/full-set")
+	if ok1 && ok2 {
+		rows = append(rows, Row{Group: g, What: "Masked set of IPv4, TTL only (vs all four fields + checksum recomputed)",
+			Ours: fmtNs(ms), Baseline: fmtNs(fs), Ratio: fs / ms, Goal: "≥ 1.3×", Met: met(fs/ms >= 1.3),
+			Note: "`userdp` " + si + ", interleaved", ChartRatio: true, GoalValue: 1.3})
+	} else {
+		rows = append(rows, notMeasured(g, "Masked set of IPv4, TTL only (vs all four fields + checksum recomputed)", "≥ 1.3×", r.missing(pkg, si)))
+	}
+	for _, v := range []struct{ name, what string }{
+		{"BenchmarkPipeline/cache", "Whole pipeline per packet (extract, lookup hit, dec_ttl, output), cache on"},
+		{"BenchmarkPipeline/nocache", "Whole pipeline per packet, cache off"},
+	} {
+		ns, ok1 := r.Metric(pkg, v.name, "ns/op")
+		mpps, ok2 := r.Metric(pkg, v.name, "Mpps")
+		if !ok2 && ok1 && ns > 0 {
+			mpps, ok2 = 1e3/ns, true
+		}
+		if ok1 && ok2 {
+			rows = append(rows, Row{Group: g, What: v.what, Ours: fmt.Sprintf("%s/packet = %.3g Mpps", fmtNs(ns), mpps),
+				Baseline: "—", Ratio: mpps, RatioUnit: " Mpps", Goal: "≥ 10 Mpps per core", Met: met(mpps >= 10),
+				Note: "`userdp` " + v.name + " (in-memory ports, one core)"})
+		} else {
+			rows = append(rows, notMeasured(g, v.what, "≥ 10 Mpps per core", r.missing(pkg, v.name)))
+		}
+	}
+	for _, v := range []struct{ name, what string }{
+		{"BenchmarkNetdevRx/ring", "AF_PACKET read, TPACKET_V3 ring, 64-byte frames over veth"},
+		{"BenchmarkNetdevRx/mmsg", "AF_PACKET read, recvmmsg, 64-byte frames over veth"},
+		{"BenchmarkNetdevTx", "AF_PACKET write, sendmmsg batches of 64, 64-byte frames"},
+		{"BenchmarkMemPipe/batch32", "In-memory port pair, batches of 32"},
+	} {
+		mpps, ok := r.Metric(pkg, v.name, "Mpps")
+		if !ok {
+			rows = append(rows, notMeasured(g, v.what, "— (report)", r.missing(pkg, v.name)))
+			continue
+		}
+		rows = append(rows, Row{Group: g, What: v.what, Ours: fmt.Sprintf("%.3g Mpps", mpps), Baseline: "—",
+			Goal: "— (report)", Met: "—", Note: "`userdp` " + v.name})
+	}
+	rows = append(rows, r.forwardRow())
+	return rows
+}
+
+// forwardRow is issue 5's veth forwarding benchmark, measured by
+// bench/fwdbench (userdp through upcalld vs the Linux bridge).
+func (r *Results) forwardRow() Row {
+	const g, pkg, name = "userdp", "fwd", "BenchmarkForward/udp64"
+	what := "Forwarding between two namespaces over veth, 64-byte UDP (vs Linux bridge)"
+	ours, ok1 := r.Metric(pkg, name, "userdp-pps")
+	base, ok2 := r.Metric(pkg, name, "bridge-pps")
+	if !ok1 || !ok2 || base == 0 {
+		return notMeasured(g, what, "≥ 0.5×", r.missing(pkg, name))
+	}
+	return Row{Group: g, What: what, Ours: fmtRate(ours, "pps"), Baseline: fmtRate(base, "pps"), Ratio: ours / base,
+		Goal: "≥ 0.5×", Met: met(ours/base >= 0.5), ChartRatio: true, GoalValue: 0.5,
+		Note: "bench/fwdbench: packets received by the far namespace per second, same sender, same run"}
+}
+
+// policyRows: the upcall handler's decision.
+func (r *Results) policyRows() []Row {
+	const g, pkg = "policy", "policy"
+	what := "Decide, 32 random rules (vs bare rule matching without mask bookkeeping)"
+	ours, ok1 := r.Metric(pkg, "BenchmarkDecide/rules=32", "ns/op")
+	base, ok2 := r.Metric(pkg, "BenchmarkDecide/baseline-match-only", "ns/op")
+	if !ok1 || !ok2 {
+		return []Row{notMeasured(g, what, "—", r.missing(pkg, "BenchmarkDecide/rules=32"))}
+	}
+	return []Row{{Group: g, What: what, Ours: fmtNs(ours), Baseline: fmtNs(base), Ratio: base / ours, Goal: "— (cost of sound megaflow masks)", Met: "—",
+		Note: "`policy` BenchmarkDecide (sub-benchmarks run one after the other)"}}
+}
+
+// dpctlLog matches the log line of cmd/dpctl's BenchmarkIntegrationFlows.
+var dpctlLog = regexp.MustCompile(`(add|dump|del)-flows of (\d+) flows \((\d+) runs\): ovs-dpctl (\S+), dpctl (\S+):`)
+
+// kernelRows are the genl and dpctl benchmarks run in the VM.
+func (r *Results) kernelRows() []Row {
+	var rows []Row
+	const g = "genl (VM)"
+	pkg, name := "genl@vm", "BenchmarkIntegrationFlows"
+	one, ok1 := r.Metric(pkg, name, "install-flows/s")
+	bat, ok2 := r.Metric(pkg, name, "batched-install-flows/s")
+	dump, ok3 := r.Metric(pkg, name, "dump-flows/s")
+	terse, ok4 := r.Metric(pkg, name, "terse-dump-flows/s")
+	if ok1 && ok2 && ok3 && ok4 {
+		note := "`genl` BenchmarkIntegrationFlows, 10,000 flows, Debian 6.1 kernel under QEMU TCG"
+		rows = append(rows,
+			Row{Group: g, What: "genl flow install, 10,000 flows, batched (vs one request at a time)", Ours: fmtRate(bat, "flows/s"),
+				Baseline: fmtRate(one, "flows/s"), Ratio: bat / one, Goal: "— (report)", Met: "—", Note: note},
+			Row{Group: g, What: "genl flow dump, 10,000 flows, full (terse in Baseline column)", Ours: fmtRate(dump, "flows/s"),
+				Baseline: fmtRate(terse, "flows/s") + " (terse)", Goal: "— (report)", Met: "—", Note: note})
+	} else {
+		why := r.missing(pkg, name)
+		rows = append(rows, notMeasured(g, "genl flow install, 10,000 flows, batched (vs one request at a time)", "— (report)", why),
+			notMeasured(g, "genl flow dump, 10,000 flows", "— (report)", why))
+	}
+	for _, size := range []string{"10k", "100k"} {
+		pkg := "cmd/dpctl@" + size
+		text := r.Text[pkg]
+		found := map[string][]string{}
+		for _, m := range dpctlLog.FindAllStringSubmatch(text, -1) {
+			found[m[1]] = m
+		}
+		for _, op := range []string{"add", "dump", "del"} {
+			what := fmt.Sprintf("dpctl %s-flows, %s flows (vs ovs-dpctl, same VM)", op, size)
+			speed, okS := r.Metric(pkg, "BenchmarkIntegrationFlows", op+"-speedup")
+			m := found[op]
+			if !okS || m == nil {
+				rows = append(rows, notMeasured("dpctl (VM)", what, "≥ 1.0×", r.missing(pkg, "BenchmarkIntegrationFlows")))
+				continue
+			}
+			n, _ := strconv.ParseFloat(m[2], 64)
+			runs, _ := strconv.ParseFloat(m[3], 64)
+			ref, e1 := time.ParseDuration(m[4])
+			ours, e2 := time.ParseDuration(m[5])
+			row := Row{Group: "dpctl (VM)", What: what, Ratio: speed, Goal: "≥ 1.0×", Met: met(speed >= 1), ChartRatio: true, GoalValue: 1,
+				Note: "`cmd/dpctl` BenchmarkIntegrationFlows (DPCTL_BULK), whole commands timed"}
+			if e1 == nil && e2 == nil && ref > 0 && ours > 0 {
+				row.Ours = fmtRate(n*runs/ours.Seconds(), "flows/s")
+				row.Baseline = fmtRate(n*runs/ref.Seconds(), "flows/s")
+			}
+			rows = append(rows, row)
+		}
+	}
+	return rows
+}
+
+// upcalldRows are issue 7's benchmark, measured by bench/upcallbench on
+// each datapath.
+func (r *Results) upcalldRows() []Row {
+	var rows []Row
+	for _, dp := range []struct{ pkg, label string }{{"upcalld@netdev", "userspace (netdev@)"}, {"upcalld@system", "kernel (system@, VM)"}} {
+		name := "BenchmarkUpcalls/flood"
+		rate, ok1 := r.Metric(dp.pkg, name, "upcalls/s")
+		p50, ok2 := r.Metric(dp.pkg, name, "p50-ns")
+		p99, ok3 := r.Metric(dp.pkg, name, "p99-ns")
+		what := "upcalld: upcalls handled per second, " + dp.label
+		if !ok1 || !ok2 || !ok3 {
+			why := r.missing(dp.pkg, name)
+			rows = append(rows, notMeasured("upcalld", what, "— (report)", why),
+				notMeasured("upcalld", "upcalld: handler latency p50 / p99, "+dp.label, "— (report)", why))
+			continue
+		}
+		sent, _ := r.Metric(dp.pkg, name, "sent/s")
+		lost, _ := r.Metric(dp.pkg, name, "lost")
+		note := "bench/upcallbench: a flood of frames with new source MACs from a namespace; figures from `upcalld status`"
+		rows = append(rows,
+			Row{Group: "upcalld", What: what, Ours: fmtRate(rate, "upcalls/s"), Baseline: fmt.Sprintf("%s offered", fmtRate(sent, "pkts/s")),
+				Goal: "— (report)", Met: "—", Note: fmt.Sprintf("%s; %g upcalls lost", note, lost)},
+			Row{Group: "upcalld", What: "upcalld: handler latency p50 / p99, " + dp.label, Ours: fmtNs(p50) + " / " + fmtNs(p99), Baseline: "—",
+				Goal: "— (report)", Met: "—", Note: note})
+	}
+	return rows
+}
+
+// AllRows is the report's table, in order.
+func (r *Results) AllRows() []Row {
+	var rows []Row
+	rows = append(rows, r.flowkeysRows()...)
+	rows = append(rows, r.userdpRows()...)
+	rows = append(rows, r.policyRows()...)
+	rows = append(rows, r.kernelRows()...)
+	rows = append(rows, r.upcalldRows()...)
+	for i := range rows {
+		if math.IsNaN(rows[i].Ratio) || math.IsInf(rows[i].Ratio, 0) {
+			rows[i].Ratio = 0
+		}
+	}
+	return rows
+}
