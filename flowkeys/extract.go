@@ -342,10 +342,16 @@ func ipv6FindHdr(p []byte, nh int) (next uint8, off int, fragOff uint16, isFrag,
 
 // ipv6ExtHdrs computes the extension-header flags as the kernel's
 // get_ipv6_ext_hdrs does, including its quirks: the loop only visits
-// headers that ipv6_ext_hdr() recognises (so ESP is never flagged), the
-// AH and ESP ordering checks use the value 44 (IPPROTO_FRAGMENT) where
-// OFPIEH12_FRAG was meant, and every header's length is taken as
-// (hdrlen+1)*8, AH included.
+// headers that ipv6_ext_hdr() recognises (so ESP is never flagged), every
+// header's length is taken as (hdrlen+1)*8, AH included, and nothing is
+// checked against the end of the packet except the two bytes it reads.
+//
+// The AH ordering check allows HOP, DEST, ROUTER, FRAG and UNREP before
+// AH. (The upstream source spells FRAG as IPPROTO_FRAGMENT, 44, which
+// would allow AUTH|DEST|ROUTER instead of FRAG; Debian's 6.1 module,
+// which the differential test runs, tests the flags against 0xff07 —
+// disassembled key_extract_l3l4 — so an AH after a fragment header is in
+// sequence and a repeated AH is also out of sequence.)
 func ipv6ExtHdrs(p []byte, nh int) uint16 {
 	next := p[nh+6]
 	start := nh + 40
@@ -359,7 +365,7 @@ func ipv6ExtHdrs(p []byte, nh int) uint16 {
 			if e&ExtHdrAuth != 0 {
 				e |= ExtHdrUnrep
 			}
-			if e&^(ExtHdrHop|ExtHdrDest|ExtHdrRouter|protoFragment|ExtHdrUnrep) != 0 || dest >= 2 {
+			if e&^(ExtHdrHop|ExtHdrDest|ExtHdrRouter|ExtHdrFrag|ExtHdrUnrep) != 0 || dest >= 2 {
 				e |= ExtHdrUnseq
 			}
 			e |= ExtHdrAuth

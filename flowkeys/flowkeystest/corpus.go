@@ -366,12 +366,24 @@ func Corpus() []Packet {
 		kq.IPFrag = flowkeys.FragFirst
 		add("ipv6/frag-later-then-dstopts", cat(Eth(0x86dd), IPv6(pFrag, 0, 0, cat(FragHdr(pDest, 100, true), ExtHdr(pUDP, 0), UDP(1, 2, nil)))), kq)
 
-		// AH after a fragment header: the kernel's ordering check uses 44
-		// where it meant OFPIEH12_FRAG, so this legal order is "unsequenced".
-		ka := v6(1, pTCP, 0, 0, flowkeys.ExtHdrFrag|flowkeys.ExtHdrAuth|flowkeys.ExtHdrUnseq)
+		// AH after a fragment header: RFC 2460's order, so in sequence.
+		// (Debian's 6.1 module allows HOP, DEST, ROUTER, FRAG and UNREP
+		// before AH: it tests the flags against 0xff07. The upstream
+		// source's IPPROTO_FRAGMENT in that mask would make this
+		// "unsequenced"; the kernel says 0x14.)
+		ka := v6(1, pTCP, 0, 0, flowkeys.ExtHdrFrag|flowkeys.ExtHdrAuth)
 		ka.IPFrag = flowkeys.FragFirst
 		ka.TpSrc, ka.TpDst, ka.TCPFlags = 5, 6, 0x004
 		add("ipv6/frag-first-ah-tcp", cat(Eth(0x86dd), IPv6(pFrag, 0, 0, cat(FragHdr(pAuth, 0, true), AuthHdr(pTCP, 0), TCP(5, 6, 0x004, 0)))), ka)
+		// Two AHs: repeated, and (AUTH is not among the flags allowed
+		// before AH) out of sequence.
+		kaa := v6(1, pUDP, 0, 0, flowkeys.ExtHdrAuth|flowkeys.ExtHdrUnrep|flowkeys.ExtHdrUnseq)
+		kaa.TpSrc, kaa.TpDst = 1, 2
+		add("ipv6/ah-twice-udp", cat(Eth(0x86dd), IPv6(pAuth, 0, 0, cat(AuthHdr(pAuth, 0), AuthHdr(pUDP, 0), UDP(1, 2, nil)))), kaa)
+		// Routing then AH: in sequence.
+		kra := v6(1, pUDP, 0, 0, flowkeys.ExtHdrRouter|flowkeys.ExtHdrAuth)
+		kra.TpSrc, kra.TpDst = 1, 2
+		add("ipv6/routing-ah-udp", cat(Eth(0x86dd), IPv6(pRouting, 0, 0, cat(ExtHdr(pAuth, 0), AuthHdr(pUDP, 0), UDP(1, 2, nil)))), kra)
 
 		// AH of 12 bytes: ipv6_find_hdr uses the AH length rule, the
 		// extension-header flags use (len+1)*8 and wander into the
