@@ -299,8 +299,11 @@ func extractIPv6(p []byte, nh int, key *Key) {
 // ipv6_find_hdr(skb, &offset, -1, &frag_off, &flags) does. It returns the
 // upper-layer protocol and its offset, the fragment offset of a later
 // fragment (non-zero only then), whether a fragment header was seen, and
-// false where the kernel returns an error (a truncated header, or a later
-// fragment followed by another extension header).
+// false where the kernel returns an error: a header whose first bytes
+// are missing (2, or 4 for routing and fragment headers), a header whose
+// declared length runs past the end of the packet (-EBADMSG; a later
+// fragment's header is not length-checked, the kernel returns before),
+// or a later fragment followed by another extension header (-ENOENT).
 func ipv6FindHdr(p []byte, nh int) (next uint8, off int, fragOff uint16, isFrag, ok bool) {
 	start := nh + 40
 	next = p[nh+6]
@@ -334,6 +337,9 @@ func ipv6FindHdr(p []byte, nh int) (next uint8, off int, fragOff uint16, isFrag,
 			hdrlen = (int(p[start+1]) + 2) << 2
 		default:
 			hdrlen = (int(p[start+1]) + 1) << 3
+		}
+		if len(p)-start < hdrlen {
+			return 0, 0, 0, isFrag, false
 		}
 		next = p[start]
 		start += hdrlen

@@ -395,9 +395,29 @@ func Corpus() []Packet {
 		add("ipv6/no-next-header", cat(Eth(0x86dd), IPv6(pNone, 0, 0, nil)), v6(1, pNone, 0, 0, flowkeys.ExtHdrNoNext))
 		add("ipv6/hop-no-next", cat(Eth(0x86dd), IPv6(pHop, 0, 0, ExtHdr(pNone, 0))), v6(1, pNone, 0, 0, flowkeys.ExtHdrHop|flowkeys.ExtHdrNoNext))
 		add("ipv6/hop-truncated", cat(Eth(0x86dd), IPv6(pHop, 0, 0, []byte{6})), v6(1, pNone, 0, 0, flowkeys.ExtHdrHop))
-		// The header claims 32 bytes, 16 are there: ipv6_find_hdr still
-		// returns TCP (at an offset beyond the packet), so ports are zero.
-		add("ipv6/hop-beyond-packet", cat(Eth(0x86dd), IPv6(pHop, 0, 0, ExtHdr(pTCP, 3)[:16])), v6(1, pTCP, 0, 0, flowkeys.ExtHdrHop))
+		// The header claims 32 bytes, 16 are there: ipv6_find_hdr fails
+		// with -EBADMSG (6.1 checks each extension header's declared
+		// length against skb->len), so the protocol stays 59 and there
+		// is no L4. The flags are computed separately and still say HOP.
+		add("ipv6/hop-beyond-packet", cat(Eth(0x86dd), IPv6(pHop, 0, 0, ExtHdr(pTCP, 3)[:16])), v6(1, pNone, 0, 0, flowkeys.ExtHdrHop))
+		// Exactly as long as declared: fine, TCP with no room for ports.
+		add("ipv6/hop-ends-packet", cat(Eth(0x86dd), IPv6(pHop, 0, 0, ExtHdr(pTCP, 3))), v6(1, pTCP, 0, 0, flowkeys.ExtHdrHop))
+		// AH claiming 16 bytes ((2+2)*4) with 12 present.
+		add("ipv6/ah-beyond-packet", cat(Eth(0x86dd), IPv6(pAuth, 0, 0, AuthHdr(pUDP, 2)[:12])), v6(1, pNone, 0, 0, flowkeys.ExtHdrAuth))
+		// A first fragment's header with 6 of its 8 bytes: -EBADMSG after
+		// the fragment flag was set, so a first fragment with protocol 59.
+		kfb := v6(1, pNone, 0, 0, flowkeys.ExtHdrFrag)
+		kfb.IPFrag = flowkeys.FragFirst
+		add("ipv6/frag-first-header-6-bytes", cat(Eth(0x86dd), IPv6(pFrag, 0, 0, FragHdr(pUDP, 0, true)[:6])), kfb)
+		// A later fragment's header with 4 of its 8 bytes: ipv6_find_hdr
+		// returns on the non-zero offset before the length check.
+		kfl := v6(1, pFrag, 0, 0, flowkeys.ExtHdrFrag)
+		kfl.IPFrag = flowkeys.FragLater
+		add("ipv6/frag-later-header-4-bytes", cat(Eth(0x86dd), IPv6(pFrag, 0, 0, FragHdr(pUDP, 9, false)[:4])), kfl)
+		// The second of two headers runs past the end: the whole walk
+		// fails, although the first header was fine.
+		add("ipv6/dest-then-routing-beyond", cat(Eth(0x86dd), IPv6(pDest, 0, 0, cat(ExtHdr(pRouting, 0), ExtHdr(pUDP, 1)[:12]))),
+			v6(1, pNone, 0, 0, flowkeys.ExtHdrDest|flowkeys.ExtHdrRouter))
 		add("ipv6/routing-3-bytes", cat(Eth(0x86dd), IPv6(pRouting, 0, 0, []byte{pTCP, 0, 0})), v6(1, pNone, 0, 0, flowkeys.ExtHdrRouter))
 		kf2 := v6(1, pNone, 0, 0, flowkeys.ExtHdrFrag)
 		kf2.IPFrag = flowkeys.FragFirst
