@@ -320,3 +320,9 @@ func udpFrame(src, dst mac, sip, dip [4]byte, sport, dport uint16, tos uint8) []
 func ip4(a, b, c, d byte) [4]byte { return [4]byte{a, b, c, d} }
 
 func discardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+type slogLogger = slog.Logger
+
+func newTestLogger(t testing.TB) *slog.Logger {
+	return slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
