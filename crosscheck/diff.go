@@ -132,12 +132,12 @@ func lcsOps(a, b []string, base int) []diffOp {
 			ops = append(ops, diffOp{' ', a[i], base + i, base + j})
 			i++
 			j++
-		case j < m && (i == n || l[i][j+1] >= l[i+1][j]):
-			ops = append(ops, diffOp{'+', b[j], base + i, base + j})
-			j++
-		default:
+		case i < n && (j == m || l[i+1][j] >= l[i][j+1]):
 			ops = append(ops, diffOp{'-', a[i], base + i, base + j})
 			i++
+		default:
+			ops = append(ops, diffOp{'+', b[j], base + i, base + j})
+			j++
 		}
 	}
 	return ops
