@@ -98,7 +98,8 @@ type Headers struct {
 	L3 int
 	// L4 is the offset of the transport header, -1 if there is none
 	// (not IP, a malformed IP header, an IPv6 later fragment, or an
-	// IPv6 extension header chain that could not be followed). As in
+	// IPv6 extension header chain that could not be followed or that
+	// ends beyond the frame). As in
 	// the kernel, an IPv4 later fragment has L4 set just after its IP
 	// header; the checksum updates check Frag.
 	L4 int
@@ -207,7 +208,9 @@ func parseIPv6(frame []byte, h *Headers) {
 			return
 		default:
 			h.Proto = nh
-			h.L4 = off
+			if off <= len(frame) {
+				h.L4 = off
+			}
 			return
 		}
 		if len(frame) < off+8 {

@@ -123,6 +123,11 @@ func TestParseHeaders(t *testing.T) {
 	if h.Frag != FragFirst || h.L4 != 14+48 || h.Proto != ProtoTCP {
 		t.Errorf("IPv6 first fragment: %+v", *h)
 	}
+	// An extension header claiming more bytes than the frame has: no L4.
+	long := testIPv6(rng, ProtoTCP, 0, []byte{nhDest, 0, 50, 0, 0, 0, 0, 0, 0})
+	if h = mustParse(t, long); h.L4 != -1 {
+		t.Errorf("extension header beyond the frame: L4 %d (frame %d bytes)", h.L4, len(long))
+	}
 	// LLC/SNAP carrying IPv4.
 	snap := append(append(append([]byte(nil), f[:12]...), 0, 60, 0xaa, 0xaa, 3, 0, 0, 0, 0x08, 0x00), f[14:]...)
 	if h = mustParse(t, snap); h.EthType != EthTypeIPv4 || h.L3 != 22 || h.L4 != 42 {

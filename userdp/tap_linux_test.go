@@ -30,7 +30,12 @@ func TestTapPort(t *testing.T) {
 	if err := ns.Ping("10.79.0.1", 5*time.Second); err != nil {
 		t.Fatalf("ping through the tap port: %v", err)
 	}
+	// The reply's write is counted just after the host has it: give
+	// the responder a moment.
 	st := p.Stats()
+	for deadline := time.Now().Add(2 * time.Second); st.RxPackets < 2 && time.Now().Before(deadline); st = p.Stats() {
+		time.Sleep(10 * time.Millisecond)
+	}
 	// The host sent ARP + echo request (device tx), we wrote the replies (device rx).
 	if st.TxPackets < 2 || st.RxPackets < 2 {
 		t.Errorf("stats %+v: want >= 2 tx (host to datapath) and >= 2 rx", st)

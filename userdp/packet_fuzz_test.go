@@ -1,0 +1,106 @@
+package userdp
+
+import (
+	"encoding/binary"
+	"math/rand/v2"
+	"testing"
+)
+
+// FuzzPacketOps runs every packet operation on arbitrary frames: none may
+// panic, and on an IPv4 frame whose header checksum was valid, a masked
+// IPv4 set and dec_ttl keep it valid.
+func FuzzPacketOps(f *testing.F) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	f.Add(testIPv4(rng, ProtoTCP, 10, 0), uint64(1))
+	f.Add(testIPv4(rng, ProtoUDP, 3, 0x2000), uint64(2))
+	f.Add(testIPv4(rng, ProtoSCTP, 8, 0), uint64(3))
+	f.Add(testIPv6(rng, ProtoUDP, 4, []byte{nhHop, 0, 0, 1, 4, 0, 0, 0, 0}), uint64(4))
+	f.Add(testIPv6(rng, ProtoTCP, 0, []byte{nhRouting, 0, 0, 0, 2, 0, 0, 0, 0}), uint64(5))
+	f.Add([]byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 0x81, 0, 0, 1, 0x88, 0x47, 0, 0, 1, 0x40}, uint64(6))
+	f.Fuzz(func(t *testing.T, data []byte, seed uint64) {
+		r := rand.New(rand.NewPCG(seed, seed>>7))
+		frame := append([]byte(nil), data...)
+		var h Headers
+		if err := ParseHeaders(frame, &h); err != nil {
+			return
+		}
+		if h.L3 > len(frame) || h.L4 > len(frame) || h.MACLen > len(frame) {
+			t.Fatalf("offsets beyond the frame: %+v, len %d", h, len(frame))
+		}
+		validIP := h.EthType == EthTypeIPv4 && len(frame) >= h.L3+20 && frame[h.L3]&0xf == 5 &&
+			refCsum(frame[h.L3:h.L3+20]) == 0
+		var k4, m4 IPv4Key
+		binary.BigEndian.PutUint32(m4.Src[:], r.Uint32())
+		binary.BigEndian.PutUint32(m4.Dst[:], r.Uint32())
+		binary.BigEndian.PutUint32(k4.Src[:], r.Uint32())
+		m4.TTL, m4.TOS, k4.TTL, k4.TOS = byte(r.Uint32()), byte(r.Uint32()), byte(r.Uint32()), byte(r.Uint32())
+		err := SetIPv4Masked(frame, &h, &k4, &m4)
+		if validIP && err == nil && refCsum(frame[h.L3:h.L3+20]) != 0 {
+			t.Fatalf("IPv4 header checksum invalid after set")
+		}
+		var k6, m6 IPv6Key
+		m6.Src[r.IntN(16)] = 0xff
+		m6.Dst[r.IntN(16)] = 0xff
+		k6.Src[3], m6.Label, m6.HLimit = 9, 0xfffff, 0xff
+		SetIPv6Masked(frame, &h, &k6, &m6)
+		pk, pm := PortsKey{uint16(r.Uint32()), uint16(r.Uint32())}, PortsKey{0xffff, uint16(r.Uint32())}
+		SetTCPMasked(frame, &h, &pk, &pm)
+		SetUDPMasked(frame, &h, &pk, &pm)
+		SetSCTPMasked(frame, &h, &pk, &pm)
+		SetEthernetMasked(frame, &EthernetKey{}, &EthernetKey{Dst: [6]byte{1}})
+		SetMPLSMasked(frame, &h, 1, 0xffffffff)
+		_, err = DecTTL(frame, &h)
+		if validIP && err == nil && SkbProtocol(frame) == EthTypeIPv4 && refCsum(frame[h.L3:h.L3+20]) != 0 {
+			t.Fatalf("IPv4 header checksum invalid after dec_ttl")
+		}
+		CompleteChecksum(frame)
+		TruncLen(frame, r.Uint32N(100))
+		buf := make([]byte, 8+len(frame))
+		copy(buf[8:], frame)
+		fr := Frame{Buf: buf, Off: 8, Len: len(frame)}
+		PushVLAN(&fr, EthTypeVLAN, 3)
+		PushMPLS(&fr, &h, 5, EthTypeMPLS)
+		ParseHeaders(fr.Bytes(), &h)
+		PopMPLS(&fr, &h, EthTypeIPv4)
+		PopVLAN(&fr)
+		if fr.Off < 0 || fr.Off+fr.Len > len(fr.Buf) {
+			t.Fatalf("frame bounds %d+%d in %d", fr.Off, fr.Len, len(fr.Buf))
+		}
+	})
+}
+
+// FuzzMemPipe writes arbitrary frames through an in-memory pipe: what is
+// read is what was written (or counted as an error when too long).
+func FuzzMemPipe(f *testing.F) {
+	f.Add([]byte("hello"), 3)
+	f.Fuzz(func(t *testing.T, data []byte, off int) {
+		a, b, err := NewMemPipe("a", "b", 100, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := a.WriteBatch([][]byte{data}); err != nil {
+			t.Fatal(err)
+		}
+		if len(data) > 122 {
+			if st := a.Stats(); st.TxErrors != 1 {
+				t.Fatalf("oversized frame not counted: %+v", st)
+			}
+			return
+		}
+		bufs := [][]byte{make([]byte, 200)}
+		sizes := []int{0}
+		n, err := b.ReadBatch(bufs, sizes, off)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if off < 0 || off > 200 || 200-off < len(data) {
+			if n != 0 || b.Stats().RxErrors != 1 {
+				t.Fatalf("bad offset %d: n=%d", off, n)
+			}
+			return
+		}
+		if n != 1 || string(bufs[0][off:off+sizes[0]]) != string(data) {
+			t.Fatalf("read %d frames: %q", n, bufs[0][off:off+sizes[0]])
+		}
+	})
+}
