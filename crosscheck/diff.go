@@ -8,8 +8,9 @@ import (
 // Diff returns a unified diff of a and b (line by line) with three lines
 // of context, headed by the names aName and bName, or "" when they are
 // equal. Inputs of up to a few thousand lines are diffed exactly
-// (longest common subsequence); longer ones fall back to a line-by-line
-// comparison beyond the common prefix and suffix.
+// (longest common subsequence); beyond the common prefix and suffix of
+// longer ones, the lines that only one side has (counted as multisets)
+// are shown removed or added, and the lines both have as context.
 func Diff(aName, a, bName, b string) string {
 	if a == b {
 		return ""
@@ -76,8 +77,9 @@ func splitLines(s string) []string {
 	return strings.Split(s, "\n")
 }
 
-// maxLCSCells bounds the LCS table (lines of a times lines of b).
-const maxLCSCells = 16 << 20
+// maxLCSCells bounds the LCS table (lines of a times lines of b); a
+// variable so that tests can lower it.
+var maxLCSCells = 16 << 20
 
 func diffOps(a, b []string) []diffOp {
 	var ops []diffOp
@@ -94,12 +96,7 @@ func diffOps(a, b []string) []diffOp {
 	if len(am)*len(bm) <= maxLCSCells {
 		ops = append(ops, lcsOps(am, bm, p)...)
 	} else {
-		for i := range am {
-			ops = append(ops, diffOp{'-', am[i], p + i, p})
-		}
-		for j := range bm {
-			ops = append(ops, diffOp{'+', bm[j], p + len(am), p + j})
-		}
+		ops = append(ops, multisetOps(am, bm, p)...)
 	}
 	for k := 0; k < s; k++ {
 		ai, bi := len(a)-s+k, len(b)-s+k
@@ -139,6 +136,37 @@ func lcsOps(a, b []string, base int) []diffOp {
 			ops = append(ops, diffOp{'+', b[j], base + i, base + j})
 			j++
 		}
+	}
+	return ops
+}
+
+// multisetOps diffs a and b as multisets of lines: a line of a that b
+// has as many times is kept (in a's order), the others are removed or
+// added.
+func multisetOps(a, b []string, base int) []diffOp {
+	inB := map[string]int{}
+	for _, l := range b {
+		inB[l]++
+	}
+	var ops []diffOp
+	for i, l := range a {
+		if inB[l] > 0 {
+			inB[l]--
+			ops = append(ops, diffOp{' ', l, base + i, base})
+		} else {
+			ops = append(ops, diffOp{'-', l, base + i, base})
+		}
+	}
+	inA := map[string]int{}
+	for _, l := range a {
+		inA[l]++
+	}
+	for j, l := range b {
+		if inA[l] > 0 {
+			inA[l]--
+			continue
+		}
+		ops = append(ops, diffOp{'+', l, base + len(a), base + j})
 	}
 	return ops
 }

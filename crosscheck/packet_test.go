@@ -219,6 +219,16 @@ func TestDiff(t *testing.T) {
 	}
 }
 
+func TestDiffMultisetFallback(t *testing.T) {
+	defer func(n int) { maxLCSCells = n }(maxLCSCells)
+	maxLCSCells = 1
+	d := Diff("a", "h\nx\ny\nz\nt\n", "b", "h\nz\nw\nx\nt\n")
+	want := "--- a\n+++ b\n@@ -1,5 +1,5 @@\n h\n x\n-y\n z\n+w\n t\n"
+	if d != want {
+		t.Errorf("multiset diff:\n%s\nwant:\n%s", d, want)
+	}
+}
+
 func TestGenerator(t *testing.T) {
 	a, b := NewGenerator(7).Packets(3000), NewGenerator(7).Packets(3000)
 	c := NewGenerator(8).Packets(3000)

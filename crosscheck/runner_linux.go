@@ -53,6 +53,9 @@ const (
 	maxRunTime = 20 * time.Second
 )
 
+// maxRecvErrors is how many upcall receive errors an observation lists.
+const maxRecvErrors = 20
+
 // pider is a receiver that has a PID (genl's sockets, userdp's queues).
 type pider interface{ PID() uint32 }
 
@@ -65,6 +68,12 @@ func Play(t testing.TB, s *Scenario, dpName string, open Opener) (*Observation, 
 	defer cancel()
 	hosts := map[string]*liveHost{}
 	var order []*liveHost
+	// Only hosts with IPv6 send background traffic of their own.
+	noisy := false
+	for _, h := range s.Hosts {
+		noisy = noisy || h.IPv6
+	}
+	isNoise := func(b []byte) bool { return noisy && IsNoise(b) }
 	for _, h := range s.Hosts {
 		lh, err := setupHost(t, h)
 		if err != nil {
@@ -126,6 +135,7 @@ func Play(t testing.TB, s *Scenario, dpName string, open Opener) (*Observation, 
 	// misses, one at a time, in arrival order.
 	var mu sync.Mutex
 	lastActivity := time.Now()
+	recvErrs := 0
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
@@ -134,18 +144,27 @@ func Play(t testing.TB, s *Scenario, dpName string, open Opener) (*Observation, 
 		for {
 			n, err := rs[0].Recv(ctx, ups)
 			if err != nil {
-				if ctx.Err() == nil {
-					mu.Lock()
-					ob.Errors = append(ob.Errors, fmt.Sprintf("upcall receive: %v", err))
-					mu.Unlock()
+				if ctx.Err() != nil {
+					return
 				}
-				return
+				// A datagram the receiver could not decode is an error
+				// to report, but the upcalls after it still count.
+				mu.Lock()
+				recvErrs++
+				if recvErrs <= maxRecvErrors {
+					ob.Errors = append(ob.Errors, fmt.Sprintf("upcall receive: %v", err))
+				}
+				mu.Unlock()
+				if recvErrs > 10000 {
+					return
+				}
+				continue
 			}
 			for i := range ups[:n] {
 				u := &ups[i]
 				mu.Lock()
 				lastActivity = time.Now()
-				if IsNoise(u.Packet) {
+				if isNoise(u.Packet) {
 					ob.Noise++
 					mu.Unlock()
 					continue
@@ -233,6 +252,9 @@ func Play(t testing.TB, s *Scenario, dpName string, open Opener) (*Observation, 
 	cancel()
 	rs[0].Close()
 	wg.Wait()
+	if recvErrs > maxRecvErrors {
+		ob.Errors = append(ob.Errors, fmt.Sprintf("upcall receive: %d more errors", recvErrs-maxRecvErrors))
+	}
 
 	if s.Stack {
 		norm := NewStackNormalizer()
@@ -247,7 +269,7 @@ func Play(t testing.TB, s *Scenario, dpName string, open Opener) (*Observation, 
 			norm = NewStackNormalizer()
 		}
 		for _, f := range frames[i] {
-			if IsNoise(f) {
+			if isNoise(f) {
 				ob.Noise++
 				continue
 			}

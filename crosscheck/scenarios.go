@@ -374,7 +374,7 @@ func Scenarios() []*Scenario {
 			"priority=0,actions=normal",
 		}, "\n"),
 		Traffic: func(e *Env) error {
-			return e.Inject("h1",
+			return e.InjectPaced("h1", 200*time.Millisecond,
 				udp4(IPv4Hdr{TOS: 0x01}, 1, 7000, "tos and ttl"), udp4(IPv4Hdr{TOS: 0x01}, 2, 7000, "same megaflow"),
 				udp4(IPv4Hdr{}, 1, 7001, "nat-ish"), udp4(IPv4Hdr{Src: IP4("11.0.0.1")}, 1, 7001, "not 10/8: normal"),
 				udp4(IPv4Hdr{}, 1, 7002, "controller"), udp4(IPv4Hdr{TTL: 1}, 1, 7003, "ttl 1: drop"),

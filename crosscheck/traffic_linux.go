@@ -90,6 +90,22 @@ func (e *Env) Inject(host string, frames ...[]byte) error {
 	})
 }
 
+// InjectPaced injects frames one at a time, waiting after each until
+// nothing has happened for quiet: a handler then answers every miss
+// before the next frame comes, so whether a frame misses does not
+// depend on how fast the datapath and the handler are.
+func (e *Env) InjectPaced(host string, quiet time.Duration, frames ...[]byte) error {
+	for _, f := range frames {
+		if err := e.Inject(host, f); err != nil {
+			return err
+		}
+		if err := e.WaitQuiet(quiet); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func sockaddr(ip string, port uint16) (unix.Sockaddr, int, error) {
 	p := net.ParseIP(ip)
 	if p == nil {
