@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"strings"
 
 	"github.com/ovsdp/ovsdp/odp"
@@ -69,6 +70,18 @@ func formatFlow(f *odp.Flow, opts odp.FormatOptions, nowMS uint64) string {
 	return b.String()
 }
 
+// netdevStat reads a Linux device counter from sysfs, or "?".
+func netdevStat(dev, field string) string {
+	if strings.ContainsAny(dev, "/.") {
+		return "?"
+	}
+	b, err := os.ReadFile("/sys/class/net/" + dev + "/statistics/" + field)
+	if err != nil {
+		return "?"
+	}
+	return strings.TrimSpace(string(b))
+}
+
 // humanSize is ovs-dpctl's print_human_size.
 func humanSize(v uint64) string {
 	switch {
@@ -125,9 +138,15 @@ func formatShow(b *strings.Builder, name dpName, info odp.DatapathInfo, ports []
 		b.WriteString("\n")
 		if stats {
 			s := p.Stats
-			fmt.Fprintf(b, "    RX packets:%d errors:%d dropped:%d overruns:? frame:?\n", s.RxPackets, s.RxErrors, s.RxDropped)
-			fmt.Fprintf(b, "    TX packets:%d errors:%d dropped:%d aborted:? carrier:?\n", s.TxPackets, s.TxErrors, s.TxDropped)
-			fmt.Fprintf(b, "    collisions:?\n")
+			// The kernel's vport statistics lack these; ovs-dpctl reads
+			// them from the Linux device, as we do for system@ ports.
+			x := func(string) string { return "?" }
+			if name.typ == "system" {
+				x = func(f string) string { return netdevStat(p.Name, f) }
+			}
+			fmt.Fprintf(b, "    RX packets:%d errors:%d dropped:%d overruns:%s frame:%s\n", s.RxPackets, s.RxErrors, s.RxDropped, x("rx_fifo_errors"), x("rx_frame_errors"))
+			fmt.Fprintf(b, "    TX packets:%d errors:%d dropped:%d aborted:%s carrier:%s\n", s.TxPackets, s.TxErrors, s.TxDropped, x("tx_aborted_errors"), x("tx_carrier_errors"))
+			fmt.Fprintf(b, "    collisions:%s\n", x("collisions"))
 			fmt.Fprintf(b, "    RX bytes:%d%s  TX bytes:%d%s\n", s.RxBytes, humanSize(s.RxBytes), s.TxBytes, humanSize(s.TxBytes))
 		}
 	}

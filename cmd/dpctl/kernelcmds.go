@@ -19,7 +19,7 @@ func kernelFamilyCommands() []*cli.Command {
 	return []*cli.Command{
 		{Name: "meter-features", Usage: "show what the datapath's meters support", ArgsUsage: "[DP]", Category: "meters", Action: action(cmdMeterFeatures)},
 		{Name: "add-meter", Usage: "add or replace meter ID with drop bands (default unit kbps)", ArgsUsage: "[DP] ID [kbps|pktps] rate=R[,burst=B]...", Category: "meters", Action: action(cmdAddMeter)},
-		{Name: "show-meters", Usage: "show meters and their statistics (without IDs: the IDs below 1024)", ArgsUsage: "[DP] [ID...]", Category: "meters", Action: action(cmdShowMeters)},
+		{Name: "show-meters", Usage: "show the statistics of meters (without IDs: of the IDs below 1024)", ArgsUsage: "[DP] [ID...]", Category: "meters", Action: action(cmdShowMeters)},
 		{Name: "del-meter", Usage: "delete meters (with -s: print their final statistics)", ArgsUsage: "[DP] ID...", Category: "meters", Action: action(cmdDelMeter)},
 		{Name: "ct-set-limits", Usage: "set the default and per-zone conntrack connection limits", ArgsUsage: "[DP] [default=L] [zone=N,limit=L]...", Category: "conntrack limits", Action: action(cmdCTSetLimits)},
 		{Name: "ct-del-limits", Usage: "delete per-zone conntrack limits (default: reset the default to unlimited)", ArgsUsage: "[DP] [default] [zone=N1[,N2]...]", Category: "conntrack limits", Action: action(cmdCTDelLimits)},
@@ -178,10 +178,10 @@ func cmdAddMeter(e *env, args []string) error {
 	return nil
 }
 
-// meterJSON is the JSON form of a meter.
+// meterJSON is the JSON form of a meter's statistics. The kernel
+// reports statistics only (not the unit, rates or bursts it was set with).
 type meterJSON struct {
 	ID      uint32          `json:"id"`
-	Unit    string          `json:"unit"`
 	Packets uint64          `json:"packets"`
 	Bytes   uint64          `json:"bytes"`
 	Used    uint64          `json:"used_ms,omitempty"`
@@ -189,32 +189,25 @@ type meterJSON struct {
 }
 
 type meterBandJSON struct {
-	Type    string `json:"type"`
-	Rate    uint32 `json:"rate"`
-	Burst   uint32 `json:"burst"`
 	Packets uint64 `json:"packets"`
 	Bytes   uint64 `json:"bytes"`
 }
 
 func toMeterJSON(m *genl.Meter) meterJSON {
-	j := meterJSON{ID: m.ID, Unit: "pktps", Packets: m.Packets, Bytes: m.Bytes, Used: m.Used, Bands: []meterBandJSON{}}
-	if m.KBPS {
-		j.Unit = "kbps"
-	}
+	j := meterJSON{ID: m.ID, Packets: m.Packets, Bytes: m.Bytes, Used: m.Used, Bands: []meterBandJSON{}}
 	for _, b := range m.Bands {
-		j.Bands = append(j.Bands, meterBandJSON{Type: bandTypeName(b.Type), Rate: b.Rate, Burst: b.Burst, Packets: b.Packets, Bytes: b.Bytes})
+		j.Bands = append(j.Bands, meterBandJSON{Packets: b.Packets, Bytes: b.Bytes})
 	}
 	return j
 }
 
-// formatMeter writes a meter as show-meters prints it.
+// formatMeter writes a meter's statistics as show-meters prints them.
 func formatMeter(b *strings.Builder, m *genl.Meter, nowMS uint64) {
-	j := toMeterJSON(m)
-	fmt.Fprintf(b, "meter:%d %s ", j.ID, j.Unit)
+	fmt.Fprintf(b, "meter:%d ", m.ID)
 	formatStats(b, odp.FlowStats{Packets: m.Packets, Bytes: m.Bytes, Used: m.Used}, nowMS)
 	b.WriteByte('\n')
-	for i, band := range j.Bands {
-		fmt.Fprintf(b, "  band %d: type:%s rate:%d burst:%d packets:%d bytes:%d\n", i, band.Type, band.Rate, band.Burst, band.Packets, band.Bytes)
+	for i, band := range m.Bands {
+		fmt.Fprintf(b, "  band %d: packets:%d bytes:%d\n", i, band.Packets, band.Bytes)
 	}
 }
 
