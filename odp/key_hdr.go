@@ -44,6 +44,15 @@ type Encap struct {
 
 // MPLS is OVS_KEY_ATTR_MPLS: the label stack entries (array of be32 LSEs,
 // outermost first). Text: mpls(label=100,tc=3,ttl=64,bos=1).
+//
+// An empty MPLS is what the kernel puts in an upcall key for a label
+// stack cut short before its bottom entry (key_extract leaves
+// num_labels_mask at 0, so __ovs_nla_put_key writes a 0-byte attribute).
+// It decodes and encodes as that empty attribute and is shown as Open
+// vSwitch shows it, mpls((bad key length 0)) (Open vSwitch leaves out the
+// final parenthesis; this package keeps it). The kernel refuses it in a
+// flow, and the text form cannot express it: mpls() parses, as in Open
+// vSwitch, to one all-zero label stack entry.
 type MPLS []uint32
 
 // IPv4 is OVS_KEY_ATTR_IPV4 (struct ovs_key_ipv4). Text:
@@ -312,6 +321,11 @@ func (k Encap) format(f *textBuf, mask KeyAttr, verbose bool) {
 }
 
 func (k MPLS) format(f *textBuf, mask KeyAttr, _ bool) {
+	if len(k) == 0 {
+		// format_odp_key_attr__ checks the key's size before the mask.
+		f.WriteString("(bad key length 0)")
+		return
+	}
 	m, ok := mask.(MPLS)
 	exact := !ok
 	if ok {
@@ -514,10 +528,15 @@ func init() {
 		return k
 	})
 	keyDecoders[KeyMPLS] = func(a *rawAttr, path string, _ int) (KeyAttr, error) {
-		if len(a.Data) == 0 || len(a.Data)%4 != 0 {
-			return nil, &DecodeError{Attr: path, Offset: a.Offset, Err: fmt.Errorf("payload is %d bytes, want a non-zero multiple of 4", len(a.Data))}
+		// Empty is allowed: the kernel's upcall key for a truncated
+		// label stack (see MPLS).
+		if len(a.Data)%4 != 0 {
+			return nil, &DecodeError{Attr: path, Offset: a.Offset, Err: fmt.Errorf("payload is %d bytes, want a multiple of 4", len(a.Data))}
 		}
-		k := make(MPLS, len(a.Data)/4)
+		var k MPLS // nil when empty, as KeyFromFlowKeys makes it
+		if len(a.Data) > 0 {
+			k = make(MPLS, len(a.Data)/4)
+		}
 		for i := range k {
 			k[i] = be.Uint32(a.Data[4*i:])
 		}
