@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"strconv"
 	"testing"
 	"time"
 
@@ -21,7 +22,8 @@ import (
 )
 
 // TestIntegrationKernelExtractDifferential sends every corpus packet and
-// 10,000 random and mutated ones (fixed seed) from a namespace over a
+// 11,000 random and mutated ones (fixed seed; OVSDP_KDIFF_SEED and
+// OVSDP_KDIFF_N choose others) from a namespace over a
 // veth pair into a kernel datapath port with no flows, and checks that
 // the key of each MISS upcall is exactly Extract's key converted with
 // odp.KeyFromFlowKeys (same canonical text and same attribute bytes).
@@ -104,14 +106,15 @@ func TestIntegrationKernelExtractDifferential(t *testing.T) {
 	}()
 	defer sock.Close()
 
-	packets := diffPackets()
+	seed, nRandom := diffSeedCount(t)
+	packets := diffPackets(seed, nRandom)
 	type pending struct {
 		data    []byte
 		want    odp.FlowKey // nil: no upcall expected
 		why     string      // why no upcall is expected
 		arrived bool
 	}
-	var compared, notExpected, noise, resent, mismatches int
+	var compared, notExpected, noise, resent, mismatches, emptyMPLS int
 	keepGoing := os.Getenv("OVSDP_KDIFF_ALL") == "1"
 	md := &flowkeys.Metadata{InPort: port.Number}
 	const batch = 32
@@ -194,6 +197,16 @@ func TestIntegrationKernelExtractDifferential(t *testing.T) {
 					p.data, p.why, keyText(u.key))
 			}
 			waiting--
+			// genl decodes upcall keys with odp.UnmarshalKey: every
+			// key the kernel sends must decode and re-encode to the
+			// same bytes (an empty mpls attribute included).
+			if dk, err := odp.UnmarshalKey(u.key); err != nil {
+				t.Errorf("packet %x: kernel key %x does not decode: %v", p.data, u.key, err)
+			} else if rb, err := odp.MarshalKey(dk); err != nil || !bytes.Equal(rb, u.key) {
+				t.Errorf("packet %x: kernel key %x re-encodes to %x (%v)", p.data, u.key, rb, err)
+			} else if m, ok := dk.Find(odp.KeyMPLS).(odp.MPLS); ok && len(m) == 0 {
+				emptyMPLS++
+			}
 			wb, err := odp.MarshalKey(p.want)
 			if err != nil {
 				t.Fatalf("packet %x: MarshalKey(%s): %v", p.data, p.want, err)
@@ -242,13 +255,38 @@ drain:
 	if compared < 10000 {
 		t.Errorf("only %d packets compared, want at least 10,000", compared)
 	}
-	t.Logf("compared %d kernel keys with Extract's (%d packets generated, %d sent expecting no upcall, %d resent, %d unrelated upcalls ignored)",
-		compared, len(packets), notExpected, resent, noise)
+	if emptyMPLS == 0 {
+		t.Errorf("no kernel key had an empty mpls attribute (the corpus has truncated label stacks)")
+	}
+	t.Logf("compared %d kernel keys with Extract's (%d packets generated from seed %d, %d sent expecting no upcall, %d resent, %d unrelated upcalls ignored, %d keys with an empty mpls)",
+		compared, len(packets), seed, notExpected, resent, noise, emptyMPLS)
 }
 
-// diffPackets returns the corpus packets followed by 11,000 random and
-// mutated packets from a fixed seed, all at most 1514 bytes.
-func diffPackets() [][]byte {
+// diffSeedCount returns the seed and the number of random and mutated
+// packets: 0 and 11,000, unless OVSDP_KDIFF_SEED or OVSDP_KDIFF_N say
+// otherwise (for longer hunts; the default run stays reproducible).
+func diffSeedCount(t *testing.T) (uint64, int) {
+	seed, n := uint64(0), 11000
+	if v := os.Getenv("OVSDP_KDIFF_SEED"); v != "" {
+		s, err := strconv.ParseUint(v, 0, 64)
+		if err != nil {
+			t.Fatalf("OVSDP_KDIFF_SEED=%q: %v", v, err)
+		}
+		seed = s
+	}
+	if v := os.Getenv("OVSDP_KDIFF_N"); v != "" {
+		c, err := strconv.Atoi(v)
+		if err != nil || c < 0 {
+			t.Fatalf("OVSDP_KDIFF_N=%q: want a count of packets", v)
+		}
+		n = c
+	}
+	return seed, n
+}
+
+// diffPackets returns the corpus packets followed by n random and
+// mutated packets from seed, all at most 1514 bytes.
+func diffPackets(seed uint64, n int) [][]byte {
 	var out [][]byte
 	var corpus [][]byte
 	for _, p := range flowkeystest.Corpus() {
@@ -257,9 +295,9 @@ func diffPackets() [][]byte {
 			corpus = append(corpus, p.Data)
 		}
 	}
-	r := rand.New(rand.NewPCG(4, 2))
+	r := rand.New(rand.NewPCG(4, 2^seed))
 	types := []uint16{0x0800, 0x86dd, 0x0806, 0x8035, 0x8100, 0x88a8, 0x8847, 0x8848, 0x894f, 0x0004, 0x0030, 0x05ff, 0x0600, 0x88cc}
-	for i := 0; i < 11000; i++ {
+	for i := 0; i < n; i++ {
 		var p []byte
 		switch i % 4 {
 		case 0, 1: // a mutated corpus packet
@@ -271,8 +309,10 @@ func diffPackets() [][]byte {
 					p[r.IntN(len(p))] ^= byte(1 + r.IntN(255))
 				case 1: // set a byte to an interesting value
 					p[r.IntN(len(p))] = []byte{0, 1, 5, 6, 0x11, 0x2c, 0x3a, 0x3b, 0x40, 0x45, 0x81, 0x87, 0x88, 0xff}[r.IntN(14)]
-				case 2: // truncate
-					p = p[:r.IntN(len(p)+1)]
+				case 2: // truncate, keeping the 14 bytes AF_PACKET needs
+					if len(p) > 14 {
+						p = p[:14+r.IntN(len(p)-14+1)]
+					}
 				case 3: // append random bytes
 					for m := r.IntN(40); m > 0; m-- {
 						p = append(p, byte(r.Uint32()))
