@@ -262,6 +262,9 @@ func TestNetdevNoAllocs(t *testing.T) {
 			if allocs != 0 {
 				t.Errorf("%v allocations per batch write+read, want 0", allocs)
 			}
+			if _, err := tx.WriteBatch(pkts[:1]); err != nil {
+				t.Fatal(err)
+			}
 			if got := readFrom(t, rx, 1, testSrcMAC)[0]; len(got) != 60 || !bytes.Equal(got[:14], pkts[0][:14]) {
 				t.Errorf("read frame % x", got)
 			}
