@@ -450,7 +450,7 @@ func TestFlowCommands(t *testing.T) {
 	if _, err := c.PutFlow(2, f, 0, o); err == nil {
 		t.Error("PutFlow without create or modify succeeded")
 	}
-	wantCalls := []call{{flowCmdNew, netlink.Create | netlink.Excl}, {flowCmdSet, netlink.Echo}, {flowCmdNew, netlink.Create | netlink.Echo}}
+	wantCalls := []call{{flowCmdNew, netlink.Create | netlink.Excl}, {flowCmdSet, netlink.Echo}, {flowCmdNew, netlink.Echo}}
 	if diff := cmp.Diff(wantCalls, calls[:3]); diff != "" {
 		t.Errorf("commands (-want +got):\n%s", diff)
 	}

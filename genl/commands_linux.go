@@ -334,25 +334,38 @@ func flowOp(cmd string, ufid odp.UFID, key odp.FlowKey) string {
 	return "ovs_flow " + cmd + " " + odp.FormatKey(key, nil, false)
 }
 
+// putFlowCmd maps PutFlow's flags to the kernel's command and netlink
+// flags, as Open vSwitch's dpif-netlink does: create-only is
+// OVS_FLOW_CMD_NEW with NLM_F_CREATE (and NLM_F_EXCL, which the kernel
+// also accepts), failing with EEXIST if the flow exists; create-or-modify
+// is OVS_FLOW_CMD_NEW without either flag, which modifies an existing
+// flow (with NLM_F_CREATE the kernel would answer EEXIST); modify-only is
+// OVS_FLOW_CMD_SET, failing with ENOENT if the flow is missing.
+func putFlowCmd(flags odp.PutFlags) (cmd uint8, nlf netlink.HeaderFlags, name string, err error) {
+	switch {
+	case flags&odp.PutCreate != 0 && flags&odp.PutModify != 0:
+		return flowCmdNew, 0, "put", nil
+	case flags&odp.PutCreate != 0:
+		return flowCmdNew, netlink.Create | netlink.Excl, "new", nil
+	case flags&odp.PutModify != 0:
+		return flowCmdSet, 0, "set", nil
+	}
+	return 0, 0, "", fmt.Errorf("genl: put flow: flags %#x ask neither to create nor to modify", flags)
+}
+
 // PutFlow creates or modifies a flow, as flags say: odp.PutCreate alone
 // creates (ErrExist if it exists); odp.PutModify alone modifies (ErrNotExist
 // if it does not), clearing the statistics with odp.PutZeroStats; both
 // create or modify. It returns the statistics the flow had before a
 // modification.
 func (c *Client) PutFlow(dpIndex int32, f *odp.Flow, flags odp.PutFlags, o FlowOptions) (odp.FlowStats, error) {
-	var cmd uint8 = flowCmdNew
-	var nlf netlink.HeaderFlags
-	name := "new"
-	switch {
-	case flags&odp.PutCreate != 0 && flags&odp.PutModify != 0:
-		nlf = netlink.Create | netlink.Echo
-		name = "put"
-	case flags&odp.PutCreate != 0:
-		nlf = netlink.Create | netlink.Excl
-	case flags&odp.PutModify != 0:
-		cmd, nlf, name = flowCmdSet, netlink.Echo, "set"
-	default:
-		return odp.FlowStats{}, fmt.Errorf("genl: put flow: flags %#x ask neither to create nor to modify", flags)
+	cmd, nlf, name, err := putFlowCmd(flags)
+	if err != nil {
+		return odp.FlowStats{}, err
+	}
+	if flags&odp.PutModify != 0 {
+		// The reply carries the statistics before the modification.
+		nlf |= netlink.Echo
 	}
 	op := flowOp(name, f.UFID, f.Key)
 	ae := netlink.NewAttributeEncoder()
@@ -668,17 +681,9 @@ const putBatch = 50
 // error for flows[i], nil when it succeeded; err reports a failure of the
 // socket itself, after which errs is incomplete.
 func (c *Client) PutFlows(dpIndex int32, flows []*odp.Flow, flags odp.PutFlags, o FlowOptions) (errs []error, err error) {
-	var cmd uint8 = flowCmdNew
-	var nlf netlink.HeaderFlags
-	switch {
-	case flags&odp.PutCreate != 0 && flags&odp.PutModify != 0:
-		nlf = netlink.Create
-	case flags&odp.PutCreate != 0:
-		nlf = netlink.Create | netlink.Excl
-	case flags&odp.PutModify != 0:
-		cmd = flowCmdSet
-	default:
-		return nil, fmt.Errorf("genl: put flows: flags %#x ask neither to create nor to modify", flags)
+	cmd, nlf, _, err := putFlowCmd(flags)
+	if err != nil {
+		return nil, err
 	}
 	errs = make([]error, len(flows))
 	c.mu.Lock()

@@ -332,6 +332,15 @@ func TestIntegrationFlows(t *testing.T) {
 	if err != nil || odp.FormatActions(got.Actions) != "3" {
 		t.Errorf("after modify: %v, %v", got, err)
 	}
+	// Create-or-modify of an existing flow modifies it (the kernel's
+	// OVS_FLOW_CMD_NEW without NLM_F_CREATE).
+	mayActs, _ := odp.ParseActions("2")
+	if _, err := c.PutFlow(idx, &odp.Flow{UFID: u1, Key: key, Mask: mask, Actions: mayActs}, odp.PutCreate|odp.PutModify, FlowOptions{}); err != nil {
+		t.Fatalf("create-or-modify of an existing flow: %v", err)
+	}
+	if got, err := c.GetFlow(idx, odp.FlowID{UFID: u1}, FlowOptions{}); err != nil || odp.FormatActions(got.Actions) != "2" {
+		t.Errorf("after create-or-modify: %v, %v", got, err)
+	}
 	missing := odp.UFID{0xee}
 	if _, err := c.PutFlow(idx, &odp.Flow{UFID: missing, Key: key, Mask: mask, Actions: newActs}, odp.PutModify, FlowOptions{}); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("modify of a missing flow: %v, want ErrNotExist", err)
