@@ -79,10 +79,10 @@ type CompareOptions struct {
 func (ob *Observation) Render(o CompareOptions) string {
 	var b strings.Builder
 	for _, r := range ob.Received {
-		fmt.Fprintf(&b, "== %s received %d frames\n", r.Host, len(r.Frames))
+		fmt.Fprintf(&b, "== %s received (%d frames)\n", r.Host, len(r.Frames))
 		lines := make([]string, 0, len(r.Frames))
 		for _, f := range r.Frames {
-			lines = append(lines, fmt.Sprintf("  %s\n    %s", f.Summary, hex.EncodeToString(f.Data)))
+			lines = append(lines, fmt.Sprintf("  %s | %s", f.Summary, hex.EncodeToString(f.Data)))
 		}
 		if o.UnorderedFrames {
 			sort.Strings(lines)
@@ -101,7 +101,7 @@ func (ob *Observation) Render(o CompareOptions) string {
 		}
 	}
 	sort.Strings(fl)
-	fmt.Fprintf(&b, "== %d flows\n", len(fl))
+	fmt.Fprintf(&b, "== flows (%d)\n", len(fl))
 	for _, l := range fl {
 		b.WriteString(l)
 		b.WriteByte('\n')
@@ -112,22 +112,22 @@ func (ob *Observation) Render(o CompareOptions) string {
 		if u.Userdata != nil {
 			s += " userdata " + hex.EncodeToString(u.Userdata)
 		}
-		s += "\n    packet " + hex.EncodeToString(u.Packet)
+		s += " | packet " + hex.EncodeToString(u.Packet)
 		ul = append(ul, s)
 	}
 	sort.Strings(ul)
-	fmt.Fprintf(&b, "== %d upcalls\n", len(ul))
+	fmt.Fprintf(&b, "== upcalls (%d)\n", len(ul))
 	for _, l := range ul {
 		b.WriteString(l)
 		b.WriteByte('\n')
 	}
 	if o.IgnoreCounters {
-		fmt.Fprintf(&b, "== lost %d\n", ob.Lost)
+		fmt.Fprintf(&b, "== counters (lost %d)\n", ob.Lost)
 	} else {
-		fmt.Fprintf(&b, "== hit %d missed %d lost %d\n", ob.Hit, ob.Missed, ob.Lost)
+		fmt.Fprintf(&b, "== counters (hit %d missed %d lost %d)\n", ob.Hit, ob.Missed, ob.Lost)
 	}
 	if len(ob.Errors) > 0 {
-		fmt.Fprintf(&b, "== %d errors\n", len(ob.Errors))
+		fmt.Fprintf(&b, "== errors (%d)\n", len(ob.Errors))
 		for _, e := range ob.Errors {
 			fmt.Fprintf(&b, "  %s\n", e)
 		}
@@ -153,7 +153,57 @@ func (ob *Observation) KeyMismatches() []string {
 }
 
 // Compare returns "" when a and b are the same under o, else a unified
-// diff of their renderings.
+// diff of their renderings, section by section (each host's frames, the
+// flows, the upcalls, the counters, the errors), so that a difference in
+// one section does not blur the others.
 func Compare(a, b *Observation, o CompareOptions) string {
-	return Diff(a.Datapath, a.Render(o), b.Datapath, b.Render(o))
+	as, bs := sections(a.Render(o)), sections(b.Render(o))
+	var out strings.Builder
+	seen := map[string]bool{}
+	var names []string
+	for _, s := range append(as, bs...) {
+		if !seen[s.name] {
+			seen[s.name] = true
+			names = append(names, s.name)
+		}
+	}
+	find := func(ss []section, name string) section {
+		for _, s := range ss {
+			if s.name == name {
+				return s
+			}
+		}
+		return section{name: name, head: "(none)"}
+	}
+	for _, n := range names {
+		sa, sb := find(as, n), find(bs, n)
+		if sa.head == sb.head && sa.body == sb.body {
+			continue
+		}
+		fmt.Fprintf(&out, "== %s: %s | %s\n", n, strings.TrimPrefix(sa.head, "== "), strings.TrimPrefix(sb.head, "== "))
+		out.WriteString(Diff(a.Datapath+" "+n, sa.body, b.Datapath+" "+n, sb.body))
+	}
+	return out.String()
+}
+
+// section is one "== NAME (COUNTS)" section of a rendering: its name,
+// the header line and the lines below it.
+type section struct {
+	name, head, body string
+}
+
+func sections(r string) []section {
+	var ss []section
+	for _, l := range strings.SplitAfter(r, "\n") {
+		if strings.HasPrefix(l, "== ") {
+			head := strings.TrimSuffix(l, "\n")
+			name, _, _ := strings.Cut(strings.TrimPrefix(head, "== "), " (")
+			ss = append(ss, section{name: name, head: head})
+			continue
+		}
+		if len(ss) > 0 {
+			ss[len(ss)-1].body += l
+		}
+	}
+	return ss
 }

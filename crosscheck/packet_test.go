@@ -277,6 +277,17 @@ func TestRenderAndCompare(t *testing.T) {
 	if d := Compare(a, b, CompareOptions{}); !strings.Contains(d, "-  in_port(1) actions:2 packets:2") || !strings.Contains(d, "+  in_port(1) actions:2 packets:3") {
 		t.Errorf("stats difference not shown:\n%s", d)
 	}
+	b.Received = append(b.Received, Received{Host: "h3"})
+	d := Compare(a, b, CompareOptions{})
+	for _, want := range []string{"== flows: flows (1) | flows (1)\n", "== h3 received: (none) | h3 received (0 frames)\n"} {
+		if !strings.Contains(d, want) {
+			t.Errorf("compare lacks %q:\n%s", want, d)
+		}
+	}
+	if strings.Contains(d, "h2 received") {
+		t.Errorf("an equal section is shown:\n%s", d)
+	}
+	b.Received = b.Received[:1]
 	if d := Compare(a, b, CompareOptions{IgnoreFlowStats: true}); d != "" {
 		t.Errorf("IgnoreFlowStats still shows:\n%s", d)
 	}
