@@ -113,12 +113,21 @@ func (c *Client) HasCTLimits() bool { return c.ctLimit != nil }
 
 // request is one generic netlink command.
 type request struct {
-	op      string // for errors: "ovs_flow new"
+	op      string        // for errors: "ovs_flow new"
+	opFn    func() string // computes op only when an error needs it
 	family  uint16
 	cmd     uint8
 	version uint8
 	flags   netlink.HeaderFlags
 	data    []byte
+}
+
+// name is the request's name for errors.
+func (r *request) name() string {
+	if r.opFn != nil {
+		return r.opFn()
+	}
+	return r.op
 }
 
 // do sends r on the Client's socket and calls fn for every reply message
@@ -145,11 +154,11 @@ func exchange(conn *netlink.Conn, r request, fn func(cmd uint8, data []byte) err
 	gm := genetlink.Message{Header: genetlink.Header{Command: r.cmd, Version: r.version}, Data: r.data}
 	b, err := gm.MarshalBinary()
 	if err != nil {
-		return false, wrapErr(r.op, err)
+		return false, wrapErr(r.name(), err)
 	}
 	req, err := conn.Send(netlink.Message{Header: netlink.Header{Type: netlink.HeaderType(r.family), Flags: flags}, Data: b})
 	if err != nil {
-		return false, wrapErr(r.op, err)
+		return false, wrapErr(r.name(), err)
 	}
 	var fnErr error
 	for {
@@ -162,7 +171,7 @@ func exchange(conn *netlink.Conn, r request, fn func(cmd uint8, data []byte) err
 					// An error for an earlier request; ours is still coming.
 					continue
 				}
-				return interrupted, wrapErr(r.op, err)
+				return interrupted, wrapErr(r.name(), err)
 			}
 			if m.Header.Sequence != req.Header.Sequence {
 				continue
@@ -183,7 +192,7 @@ func exchange(conn *netlink.Conn, r request, fn func(cmd uint8, data []byte) err
 				continue
 			}
 			if len(m.Data) < 4 {
-				fnErr = &DecodeError{What: r.op + " reply", Err: fmt.Errorf("%d bytes, too short for a generic netlink header", len(m.Data))}
+				fnErr = &DecodeError{What: r.name() + " reply", Err: fmt.Errorf("%d bytes, too short for a generic netlink header", len(m.Data))}
 				continue
 			}
 			fnErr = fn(m.Data[0], m.Data[4:])
@@ -200,7 +209,7 @@ func exchange(conn *netlink.Conn, r request, fn func(cmd uint8, data []byte) err
 			break
 		}
 		if n == 0 {
-			return interrupted, wrapErr(r.op, errors.New("the socket returned no reply"))
+			return interrupted, wrapErr(r.name(), errors.New("the socket returned no reply"))
 		}
 	}
 	return interrupted, fnErr
@@ -235,7 +244,7 @@ func (c *Client) collectDump(r request, reset func(), fn func(cmd uint8, data []
 			return nil
 		}
 	}
-	return fmt.Errorf("genl: %s: %w %d times in a row", r.op, ErrDumpInterrupted, tries)
+	return fmt.Errorf("genl: %s: %w %d times in a row", r.name(), ErrDumpInterrupted, tries)
 }
 
 // ovsHeader returns a struct ovs_header followed by attrs.
@@ -264,13 +273,13 @@ func single[T any](c *Client, r request, dec func([]byte) (T, error)) (T, error)
 		}
 		v, err := dec(data)
 		if err != nil {
-			return fmt.Errorf("genl: %s: %w", r.op, err)
+			return fmt.Errorf("genl: %s: %w", r.name(), err)
 		}
 		out, got = v, true
 		return nil
 	})
 	if err == nil && !got {
-		err = fmt.Errorf("genl: %s: the kernel acknowledged without a reply message", r.op)
+		err = fmt.Errorf("genl: %s: the kernel acknowledged without a reply message", r.name())
 	}
 	return out, err
 }

@@ -367,14 +367,14 @@ func (c *Client) PutFlow(dpIndex int32, f *odp.Flow, flags odp.PutFlags, o FlowO
 		// The reply carries the statistics before the modification.
 		nlf |= netlink.Echo
 	}
-	op := flowOp(name, f.UFID, f.Key)
+	op := func() string { return flowOp(name, f.UFID, f.Key) }
 	ae := netlink.NewAttributeEncoder()
 	if err := flowAttrs(ae, f.UFID, f.Key, f.Mask, o); err != nil {
-		return odp.FlowStats{}, fmt.Errorf("genl: %s: %w", op, err)
+		return odp.FlowStats{}, fmt.Errorf("genl: %s: %w", op(), err)
 	}
 	acts, err := odp.MarshalActions(f.Actions)
 	if err != nil {
-		return odp.FlowStats{}, fmt.Errorf("genl: %s: %w", op, err)
+		return odp.FlowStats{}, fmt.Errorf("genl: %s: %w", op(), err)
 	}
 	ae.Bytes(flowAttrActions, acts)
 	if flags&odp.PutZeroStats != 0 {
@@ -382,13 +382,13 @@ func (c *Client) PutFlow(dpIndex int32, f *odp.Flow, flags odp.PutFlags, o FlowO
 	}
 	b, err := ovsHeader(dpIndex, ae)
 	if err != nil {
-		return odp.FlowStats{}, fmt.Errorf("genl: %s: %w", op, err)
+		return odp.FlowStats{}, fmt.Errorf("genl: %s: %w", op(), err)
 	}
 	var st odp.FlowStats
-	err = c.do(request{op: op, family: c.flow.ID, cmd: cmd, version: versionFlow, flags: nlf, data: b}, func(_ uint8, data []byte) error {
+	err = c.do(request{opFn: op, family: c.flow.ID, cmd: cmd, version: versionFlow, flags: nlf, data: b}, func(_ uint8, data []byte) error {
 		var rf odp.Flow
 		if err := decodeFlowInto(data, &rf); err != nil {
-			return fmt.Errorf("genl: %s: %w", op, err)
+			return fmt.Errorf("genl: %s: %w", op(), err)
 		}
 		st = rf.Stats
 		return nil
@@ -398,16 +398,16 @@ func (c *Client) PutFlow(dpIndex int32, f *odp.Flow, flags odp.PutFlags, o FlowO
 
 // GetFlow returns one flow, by UFID when id.UFID is set, else by key.
 func (c *Client) GetFlow(dpIndex int32, id odp.FlowID, o FlowOptions) (*odp.Flow, error) {
-	op := flowOp("get", id.UFID, id.Key)
+	op := func() string { return flowOp("get", id.UFID, id.Key) }
 	ae := netlink.NewAttributeEncoder()
 	if err := flowAttrs(ae, id.UFID, id.Key, nil, o); err != nil {
-		return nil, fmt.Errorf("genl: %s: %w", op, err)
+		return nil, fmt.Errorf("genl: %s: %w", op(), err)
 	}
 	b, err := ovsHeader(dpIndex, ae)
 	if err != nil {
 		return nil, err
 	}
-	return single(c, request{op: op, family: c.flow.ID, cmd: flowCmdGet, version: versionFlow, data: b}, DecodeFlow)
+	return single(c, request{opFn: op, family: c.flow.ID, cmd: flowCmdGet, version: versionFlow, data: b}, DecodeFlow)
 }
 
 // DelFlow deletes one flow and returns its last statistics.
@@ -415,20 +415,20 @@ func (c *Client) DelFlow(dpIndex int32, id odp.FlowID, o FlowOptions) (odp.FlowS
 	if id.UFID.IsZero() && len(id.Key) == 0 {
 		return odp.FlowStats{}, errors.New("genl: delete flow: neither UFID nor key given (FlushFlows deletes all)")
 	}
-	op := flowOp("del", id.UFID, id.Key)
+	op := func() string { return flowOp("del", id.UFID, id.Key) }
 	ae := netlink.NewAttributeEncoder()
 	if err := flowAttrs(ae, id.UFID, id.Key, nil, o); err != nil {
-		return odp.FlowStats{}, fmt.Errorf("genl: %s: %w", op, err)
+		return odp.FlowStats{}, fmt.Errorf("genl: %s: %w", op(), err)
 	}
 	b, err := ovsHeader(dpIndex, ae)
 	if err != nil {
 		return odp.FlowStats{}, err
 	}
 	var st odp.FlowStats
-	err = c.do(request{op: op, family: c.flow.ID, cmd: flowCmdDel, version: versionFlow, flags: netlink.Echo, data: b}, func(_ uint8, data []byte) error {
+	err = c.do(request{opFn: op, family: c.flow.ID, cmd: flowCmdDel, version: versionFlow, flags: netlink.Echo, data: b}, func(_ uint8, data []byte) error {
 		var rf odp.Flow
 		if err := decodeFlowInto(data, &rf); err != nil {
-			return fmt.Errorf("genl: %s: %w", op, err)
+			return fmt.Errorf("genl: %s: %w", op(), err)
 		}
 		st = rf.Stats
 		return nil

@@ -499,16 +499,30 @@ func parseFlowArg(s string, portNumber func(string) (uint32, bool)) (odp.UFID, o
 
 // putFlow adds or modifies one flow from its text.
 func putFlow(e *env, dp odp.Datapath, flowText, actionsText string, flags odp.PutFlags) (odp.FlowStats, error) {
-	ufid, key, mask, err := parseFlowArg(flowText, portNumbers(e, dp))
+	f, err := buildFlow(e, dp, flowText, actionsText)
 	if err != nil {
 		return odp.FlowStats{}, err
 	}
+	st, err := dp.PutFlow(e.ctx, f, flags)
+	if err != nil {
+		return st, fmt.Errorf("updating flow table: %w", err)
+	}
+	return st, nil
+}
+
+// buildFlow parses a flow and its actions and makes them acceptable to
+// the kernel where ovs-dpctl would fail (see putFlow).
+func buildFlow(e *env, dp odp.Datapath, flowText, actionsText string) (*odp.Flow, error) {
+	ufid, key, mask, err := parseFlowArg(flowText, portNumbers(e, dp))
+	if err != nil {
+		return nil, err
+	}
 	if key == nil {
-		return odp.FlowStats{}, fmt.Errorf("parsing flow key: empty flow")
+		return nil, fmt.Errorf("parsing flow key: empty flow")
 	}
 	acts, err := odp.ParseActions(actionsText)
 	if err != nil {
-		return odp.FlowStats{}, fmt.Errorf("parsing actions: %w", err)
+		return nil, fmt.Errorf("parsing actions: %w", err)
 	}
 	// The kernel wants a tcp_flags attribute beside tcp, and no value
 	// bits outside a masked set's mask; ovs-dpctl fails on both.
@@ -517,12 +531,7 @@ func putFlow(e *env, dp odp.Datapath, flowText, actionsText string, flags odp.Pu
 	if hasExplicitDrop(acts) && !supportsDrop(dp) {
 		acts = truncateAtDrop(acts)
 	}
-	f := &odp.Flow{UFID: ufid, Key: key, Mask: mask, Actions: acts}
-	st, err := dp.PutFlow(e.ctx, f, flags)
-	if err != nil {
-		return st, fmt.Errorf("updating flow table: %w", err)
-	}
-	return st, nil
+	return &odp.Flow{UFID: ufid, Key: key, Mask: mask, Actions: acts}, nil
 }
 
 func cmdAddFlow(e *env, args []string) error {

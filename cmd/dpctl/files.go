@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -134,6 +135,29 @@ func cmdFlowsFile(def fileCmd) func(e *env, args []string) error {
 		sc := bufio.NewScanner(r)
 		sc.Buffer(make([]byte, 0, 64*1024), 1<<20)
 		failed := 0
+		report := func(n int, err error) {
+			failed++
+			reportError(e.c.App.ErrWriter, fmt.Errorf("%s:%d: %w", file, n, err))
+		}
+		// Consecutive adds (or modifies) go to a datapath that can batch
+		// them in batches of flowBatchSize requests per system call.
+		batcher, _ := dp.(flowBatcher)
+		var batch pendingPuts
+		flush := func() {
+			if len(batch.flows) == 0 {
+				return
+			}
+			errs, err := batcher.PutFlows(e.ctx, batch.flows, batch.flags)
+			for i, n := range batch.lines {
+				switch {
+				case err != nil && (errs == nil || errs[i] == nil):
+					report(n, fmt.Errorf("updating flow table: %w", err))
+				case errs != nil && errs[i] != nil:
+					report(n, fmt.Errorf("updating flow table: %w", errs[i]))
+				}
+			}
+			batch = pendingPuts{}
+		}
 		for n := 1; sc.Scan(); n++ {
 			line := sc.Text()
 			prog.add(len(line) + 1)
@@ -142,21 +166,35 @@ func cmdFlowsFile(def fileCmd) func(e *env, args []string) error {
 				continue
 			}
 			cmd, flow, acts := parseFlowLine(def, line)
+			flags := odp.PutCreate
+			if cmd == fileMod {
+				flags = odp.PutModify
+			}
 			switch {
 			case flow == "" || (cmd != fileDel && acts == "") || (cmd == fileDel && acts != ""):
 				err = fmt.Errorf("failed parsing line number %d, skipped", n)
-			case cmd == fileAdd:
-				_, err = putFlow(e, dp, flow, acts, odp.PutCreate)
-			case cmd == fileMod:
-				_, err = putFlow(e, dp, flow, acts, odp.PutModify)
+			case cmd != fileDel && batcher != nil:
+				var f *odp.Flow
+				if f, err = buildFlow(e, dp, flow, acts); err == nil {
+					if len(batch.flows) > 0 && batch.flags != flags {
+						flush()
+					}
+					batch.add(f, flags, n)
+					if len(batch.flows) >= flowBatchSize {
+						flush()
+					}
+				}
+			case cmd != fileDel:
+				_, err = putFlow(e, dp, flow, acts, flags)
 			default:
+				flush()
 				_, err = delFlow(e, dp, flow)
 			}
 			if err != nil {
-				failed++
-				reportError(e.c.App.ErrWriter, fmt.Errorf("%s:%d: %w", file, n, err))
+				report(n, err)
 			}
 		}
+		flush()
 		prog.finish()
 		if err := sc.Err(); err != nil {
 			return fmt.Errorf("reading %s: %w", file, err)
@@ -204,4 +242,29 @@ func portNumbers(e *env, dp odp.Datapath) func(string) (uint32, bool) {
 		n, ok := nums[name]
 		return n, ok
 	}
+}
+
+// flowBatchSize is how many flow requests a batch holds.
+const flowBatchSize = 50
+
+// flowBatcher is implemented by datapaths that can put many flows per
+// system call (the kernel's, through genl.Client.PutFlows).
+type flowBatcher interface {
+	// PutFlows puts flows with flags; errs[i] is flows[i]'s error, err a
+	// failure of the whole batch.
+	PutFlows(ctx context.Context, flows []*odp.Flow, flags odp.PutFlags) (errs []error, err error)
+}
+
+// pendingPuts is a batch of flows waiting to be sent, with the line
+// number each came from.
+type pendingPuts struct {
+	flows []*odp.Flow
+	lines []int
+	flags odp.PutFlags
+}
+
+func (p *pendingPuts) add(f *odp.Flow, flags odp.PutFlags, line int) {
+	p.flows = append(p.flows, f)
+	p.lines = append(p.lines, line)
+	p.flags = flags
 }

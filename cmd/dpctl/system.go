@@ -57,6 +57,11 @@ func (systemBackend) del(_ context.Context, name string) error {
 // systemDP adds the optional dpctl interfaces to a kernel datapath.
 type systemDP struct{ *genl.Datapath }
 
+// PutFlows implements flowBatcher.
+func (d systemDP) PutFlows(_ context.Context, flows []*odp.Flow, flags odp.PutFlags) ([]error, error) {
+	return d.Client().PutFlows(d.Index(), flows, flags, genl.FlowOptions{})
+}
+
 // SetMasksCacheSize implements cacheSizer.
 func (d systemDP) SetMasksCacheSize(_ context.Context, size uint32) error {
 	return d.Datapath.SetMasksCacheSize(size)

@@ -76,12 +76,15 @@ type response struct {
 
 // wireFlow is an odp.Flow with its key, mask and actions netlink-encoded.
 type wireFlow struct {
-	UFID    odp.UFID      `json:"ufid"`
-	Key     []byte        `json:"key,omitempty"`
-	Mask    []byte        `json:"mask,omitempty"`
-	HasMask bool          `json:"has_mask,omitempty"`
-	Actions []byte        `json:"actions,omitempty"`
-	Stats   odp.FlowStats `json:"stats"`
+	UFID    odp.UFID `json:"ufid"`
+	Key     []byte   `json:"key,omitempty"`
+	Mask    []byte   `json:"mask,omitempty"`
+	HasMask bool     `json:"has_mask,omitempty"`
+	Actions []byte   `json:"actions,omitempty"`
+	// HasActions tells an empty action list (drop) from none (a terse
+	// dump), which Actions alone cannot once encoded.
+	HasActions bool          `json:"has_actions,omitempty"`
+	Stats      odp.FlowStats `json:"stats"`
 }
 
 type wireFlowID struct {
@@ -113,6 +116,7 @@ func toWireFlow(f *odp.Flow) (*wireFlow, error) {
 		}
 	}
 	if f.Actions != nil {
+		w.HasActions = true
 		if w.Actions, err = odp.MarshalActions(f.Actions); err != nil {
 			return nil, err
 		}
@@ -136,7 +140,7 @@ func fromWireFlow(w *wireFlow) (*odp.Flow, error) {
 			f.Mask = odp.FlowKey{}
 		}
 	}
-	if w.Actions != nil {
+	if w.HasActions {
 		if f.Actions, err = odp.UnmarshalActions(w.Actions); err != nil {
 			return nil, err
 		}
