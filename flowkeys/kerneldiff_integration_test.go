@@ -285,8 +285,8 @@ func diffSeedCount(t *testing.T) (uint64, int) {
 	return seed, n
 }
 
-// diffPackets returns the corpus packets followed by n random and
-// mutated packets from seed, all at most 1514 bytes.
+// diffPackets returns the corpus packets followed by n random, mutated
+// and randomly built packets from seed, all at most 1514 bytes.
 func diffPackets(seed uint64, n int) [][]byte {
 	var out [][]byte
 	var corpus [][]byte
@@ -302,7 +302,7 @@ func diffPackets(seed uint64, n int) [][]byte {
 	types := []uint16{0x0800, 0x86dd, 0x0806, 0x8035, 0x8100, 0x88a8, 0x8847, 0x8848, 0x894f, 0x0004, 0x0030, 0x05ff, 0x0600, 0x88cc}
 	for i := 0; i < n; i++ {
 		var p []byte
-		switch i % 4 {
+		switch i % 5 {
 		case 0, 1: // a mutated corpus packet
 			base := corpus[r.IntN(len(corpus))]
 			p = append([]byte(nil), base...)
@@ -333,6 +333,8 @@ func diffPackets(seed uint64, n int) [][]byte {
 			}
 		case 3: // a valid IPv4 or IPv6 header with random payload
 			p = randomIP(r)
+		case 4: // headers built field by field, sometimes cut short
+			p = randomStructured(r)
 		}
 		if len(p) > 1514 {
 			p = p[:1514]
@@ -382,4 +384,115 @@ func keyText(b []byte) string {
 		return fmt.Sprintf("(odp cannot decode it: %v)", err)
 	}
 	return odp.FormatKey(k, nil, true)
+}
+
+// randomStructured builds a frame header by header with random but
+// mostly plausible fields: up to two VLAN tags, then an IPv6 packet with
+// a chain of extension headers (any order, small lengths, fragment
+// headers with random offsets) and a TCP, UDP, SCTP or ICMPv6 (often
+// neighbour discovery with options) header; or an MPLS stack whose
+// bottom-of-stack bit may come late or never; or an ARP header with
+// near-valid sizes. A third of the frames are cut at a random length.
+func randomStructured(r *rand.Rand) []byte {
+	p := []byte{2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1}
+	for n := r.IntN(3); n > 0; n-- {
+		p = binary.BigEndian.AppendUint16(p, []uint16{0x8100, 0x88a8}[r.IntN(2)])
+		p = binary.BigEndian.AppendUint16(p, uint16(r.Uint32()))
+	}
+	rnd := func(n int) []byte {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = byte(r.Uint32())
+		}
+		return b
+	}
+	switch r.IntN(4) {
+	case 0, 1: // IPv6 with an extension-header chain
+		p = binary.BigEndian.AppendUint16(p, 0x86dd)
+		ip := rnd(40)
+		ip[0] = 0x60 | ip[0]&0x0f
+		nh := len(p) + 6
+		p = append(p, ip...)
+		exts := []byte{0, 43, 44, 51, 60, 59, 50}
+		last := nh
+		for n := r.IntN(5); n > 0; n-- {
+			t := exts[r.IntN(len(exts))]
+			p[last] = t
+			if t == 59 || t == 50 {
+				last = -1
+				p = append(p, rnd(r.IntN(16))...)
+				break
+			}
+			var h []byte
+			switch t {
+			case 44:
+				h = rnd(8)
+				off := []uint16{0, 0, 1, 185}[r.IntN(4)]
+				binary.BigEndian.PutUint16(h[2:], off<<3|uint16(r.IntN(2)))
+			case 51:
+				l := r.IntN(3)
+				h = rnd((l + 2) * 4)
+				h[1] = byte(l)
+			default:
+				l := r.IntN(2)
+				h = rnd((l + 1) * 8)
+				h[1] = byte(l)
+			}
+			last = len(p)
+			p = append(p, h...)
+		}
+		if last >= 0 {
+			l4 := []byte{6, 17, 132, 58, 58}[r.IntN(5)]
+			p[last] = l4
+			switch l4 {
+			case 6:
+				h := rnd(20 + 4*r.IntN(3))
+				h[12] = byte(len(h)/4)<<4 | h[12]&0x0f
+				p = append(p, h...)
+			case 17:
+				p = append(p, rnd(8)...)
+			case 132:
+				p = append(p, rnd(12)...)
+			case 58:
+				h := rnd(24)
+				h[0] = []byte{135, 136, 128, 1}[r.IntN(4)]
+				if r.IntN(4) != 0 {
+					h[1] = 0
+				}
+				p = append(p, h...)
+				for n := r.IntN(4); n > 0; n-- {
+					l := []int{1, 1, 1, 2, 0}[r.IntN(5)]
+					o := rnd(max(8*l, 8))
+					o[0] = []byte{1, 2, 1, 2, 3}[r.IntN(5)]
+					o[1] = byte(l)
+					p = append(p, o...)
+				}
+			}
+		}
+	case 2: // an MPLS stack
+		p = binary.BigEndian.AppendUint16(p, []uint16{0x8847, 0x8848}[r.IntN(2)])
+		n := 1 + r.IntN(5)
+		bos := r.IntN(n + 1) // n: no bottom of stack
+		for i := 0; i < n; i++ {
+			lse := r.Uint32() &^ 0x100
+			if i == bos {
+				lse |= 0x100
+			}
+			p = binary.BigEndian.AppendUint32(p, lse)
+		}
+		p = append(p, rnd(r.IntN(24))...)
+	case 3: // ARP or RARP
+		p = binary.BigEndian.AppendUint16(p, []uint16{0x0806, 0x8035}[r.IntN(2)])
+		h := rnd(28)
+		binary.BigEndian.PutUint16(h[0:], []uint16{1, 1, 1, 6}[r.IntN(4)])
+		binary.BigEndian.PutUint16(h[2:], []uint16{0x0800, 0x0800, 0x86dd}[r.IntN(3)])
+		h[4] = []byte{6, 6, 8}[r.IntN(3)]
+		h[5] = []byte{4, 4, 16}[r.IntN(3)]
+		binary.BigEndian.PutUint16(h[6:], []uint16{1, 2, 3, 4, 0x101}[r.IntN(5)])
+		p = append(p, h...)
+	}
+	if r.IntN(3) == 0 && len(p) > 14 {
+		p = p[:14+r.IntN(len(p)-14)]
+	}
+	return p
 }
