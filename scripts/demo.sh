@@ -1,27 +1,350 @@
 #!/usr/bin/env bash
-# The demo. Until the upcall daemon lands, it shows the flow syntax tools:
-# sample flows and actions are parsed, encoded to the kernel's netlink
-# attributes, decoded back and printed in Open vSwitch's canonical form.
+# The ovsdp demo (make demo; run as root).
+#
+#   bash scripts/demo.sh            flow syntax tools, then three hosts in network
+#                                   namespaces switched by upcalld on the userspace
+#                                   datapath (netdev@); on a kernel with the
+#                                   openvswitch module, the same on system@ and a
+#                                   cross-check table.
+#   bash scripts/demo.sh --kernel   the same, but the kernel half is required
+#                                   (make demo-kernel runs this in the VM:
+#                                   bin/vmrun /bin/bash scripts/demo.sh --kernel)
+#
+# Everything it creates is named ovsdemo* and is removed on exit, also on
+# Ctrl-C or failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-dpctl=${DPCTL:-bin/dpctl}
+ROOT=$PWD
 
-echo "== dpctl parse-wc-keys: flow keys with masks, through netlink and back"
-"$dpctl" parse-wc-keys <<'FLOWS'
-# An IPv4/TCP megaflow with a /24 destination.
+want_kernel=0
+for a in "$@"; do
+	case $a in
+	--kernel) want_kernel=1 ;;
+	-h | --help)
+		sed -n '2,15p' "$0"
+		exit 0
+		;;
+	*)
+		echo "demo: unknown argument $a (try --help)" >&2
+		exit 2
+		;;
+	esac
+done
+
+DPCTL=${DPCTL:-$ROOT/bin/dpctl}
+UPCALLD=${UPCALLD:-$ROOT/bin/upcalld}
+DP_NAME=ovsdemo
+NHOSTS=3
+in_vm=${OVSDP_VM_GUEST:-0}
+
+bar() { printf '%*s\n' 78 '' | tr ' ' "${1:-=}"; }
+section() {
+	echo
+	bar =
+	echo "== $*"
+	bar =
+}
+sub() { echo; echo "-- $*"; }
+# run shows a command, then runs it with its output indented.
+run() {
+	echo "\$ $*" | sed "s|$ROOT/||g"
+	"$@" 2>&1 | sed 's/^/    /'
+	return "${PIPESTATUS[0]}"
+}
+die() {
+	echo "demo: $*" >&2
+	exit 1
+}
+
+# --- cleanup: everything named ovsdemo*, our background processes ---------
+
+work=$(mktemp -d /tmp/ovsdemo.XXXXXX)
+pids=()
+cleanup() {
+	local rc=$?
+	trap - EXIT INT TERM
+	for p in "${pids[@]}"; do
+		kill "$p" 2>/dev/null || true
+	done
+	for p in "${pids[@]}"; do
+		wait "$p" 2>/dev/null || true
+	done
+	teardown_net
+	for dp in "system@$DP_NAME"; do
+		if [ -x "$DPCTL" ] && "$DPCTL" show "$dp" >/dev/null 2>&1; then
+			"$DPCTL" del-dp "$dp" >/dev/null 2>&1 || true
+		fi
+	done
+	rm -rf "$work"
+	if [ -n "${v6_default:-}" ]; then
+		sysctl -qw "net.ipv6.conf.default.disable_ipv6=$v6_default" || true
+	fi
+	if [ "$rc" -ne 0 ]; then
+		echo
+		echo "demo: failed (exit status $rc); everything it created has been removed" >&2
+	fi
+	exit "$rc"
+}
+teardown_net() {
+	local i p
+	for i in $(seq 1 $NHOSTS); do
+		# Processes left in our namespaces (socat, tcpdump) are ours.
+		for p in $(ip netns pids "ovsdemo-h$i" 2>/dev/null); do
+			kill "$p" 2>/dev/null || true
+		done
+		ip netns del "ovsdemo-h$i" 2>/dev/null || true
+		ip link del "ovsdemo$i" 2>/dev/null || true
+	done
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# --- 1. build ---------------------------------------------------------------
+
+section "1. Build"
+if [ "$in_vm" = 1 ]; then
+	echo "in the VM (read-only root): using the binaries built on the host in bin/"
+elif command -v go >/dev/null 2>&1 && [ -z "${DEMO_NO_BUILD:-}" ]; then
+	run go build -o bin/ ./cmd/dpctl ./cmd/upcalld
+fi
+for b in "$DPCTL" "$UPCALLD"; do
+	[ -x "$b" ] || die "$b is missing: run make build"
+done
+echo "bin/dpctl and bin/upcalld are ready"
+
+# --- 2. the flow syntax tools (no privileges needed) -------------------------
+
+section "2. dpctl speaks ovs-dpctl's flow syntax (parse, encode to netlink, decode, print)"
+run "$DPCTL" parse-wc-keys <<'FLOWS'
 in_port(1),eth(src=00:00:00:00:00:01,dst=00:00:00:00:00:02),eth_type(0x0800),ipv4(src=10.0.0.1,dst=10.0.0.2/255.255.255.0,proto=6,tos=0,ttl=64,frag=no),tcp(src=80,dst=8080)
-# A VLAN-tagged frame: the inner match lives in encap().
-in_port(2),eth(src=00:00:00:00:00:03,dst=ff:ff:ff:ff:ff:ff),eth_type(0x8100),vlan(vid=10,pcp=0),encap(eth_type(0x0806),arp(sip=10.0.0.3,tip=10.0.0.4,op=1,sha=00:00:00:00:00:03,tha=00:00:00:00:00:00))
 FLOWS
-
-echo
-echo "== dpctl parse-actions: action lists, through netlink and back"
-"$dpctl" parse-actions <<'ACTIONS'
+run "$DPCTL" parse-actions <<'ACTIONS'
 set(ipv4(ttl=63)),push_vlan(vid=10,pcp=0),2
-set(ipv4(src=192.168.0.1,dst=192.168.0.2,tos=0x10/0xfc)),set(tcp(dst=8080)),3
-clone(push_vlan(vid=20,pcp=3),1),userspace(pid=4242,userdata(cafe)),drop
 ACTIONS
+echo "A bad flow says where it is wrong:"
+run "$DPCTL" parse-keys <<<'in_port(1),eth(src=00:00:00:00:00:01,dst=nonsense)' || true
 
-echo
-echo "== a bad flow says where it is wrong"
-"$dpctl" parse-keys <<<'in_port(1),eth(src=00:00:00:00:00:01,dst=nonsense)' || true
+# --- what the rest needs -----------------------------------------------------
+
+[ "$(id -u)" = 0 ] || die "the network part needs root (namespaces, veth pairs, AF_PACKET): run it as root"
+need=()
+for pair in ip:iproute2 ping:iputils-ping tcpdump:tcpdump socat:socat; do
+	cmd=${pair%%:*}
+	command -v "$cmd" >/dev/null 2>&1 || [ -x "/usr/sbin/$cmd" ] || need+=("${pair#*:}")
+done
+if [ ${#need[@]} -gt 0 ]; then
+	[ "$in_vm" != 1 ] || die "missing in the VM (install them on the host): ${need[*]}"
+	echo "demo: installing ${need[*]}"
+	DEBIAN_FRONTEND=noninteractive apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi
+export PATH=$PATH:/usr/sbin:/sbin
+
+have_kernel=0
+if [ -d /sys/module/openvswitch ] || modprobe openvswitch 2>/dev/null; then
+	have_kernel=1
+fi
+if [ $want_kernel = 1 ] && [ $have_kernel = 0 ]; then
+	die "--kernel: this kernel has no openvswitch module (make demo-kernel runs the demo in a VM with one)"
+fi
+teardown_net # leftovers of an interrupted run
+# New interfaces (the datapath's own internal port) get no IPv6, so no
+# router solicitations or MLD reports join the demo's traffic; the
+# setting is restored on exit.
+v6_default=$(sysctl -n net.ipv6.conf.default.disable_ipv6 2>/dev/null || echo)
+[ -z "$v6_default" ] || sysctl -qw net.ipv6.conf.default.disable_ipv6=1
+
+# The policy: UDP to h3's port 5001 gets its TTL decremented and DSCP 8
+# (TOS 0x20) set on the way; everything else is a learning switch.
+rules=$work/rules.txt
+cat >"$rules" <<'RULES'
+priority=200,udp,nw_dst=10.0.0.3,tp_dst=5001,actions=dec_ttl,mod_nw_tos:32,normal
+priority=100,actions=normal
+RULES
+
+ns() {
+	local h=$1
+	shift
+	ip netns exec "ovsdemo-h$h" "$@"
+}
+# ns_bg starts a command in host $1's namespace in the background; its pid
+# (the command's own: exec, no subshell) is in $bgpid and in pids.
+bgpid=
+ns_bg() {
+	local h=$1
+	shift
+	ip netns exec "ovsdemo-h$h" "$@" &
+	bgpid=$!
+	pids+=("$bgpid")
+}
+
+# build_net creates hosts h1..h3 (10.0.0.N/24, MAC 02:00:00:00:00:0N) whose
+# eth0 is a veth pair with ovsdemoN in this namespace: the datapath's ports.
+build_net() {
+	local i
+	for i in $(seq 1 $NHOSTS); do
+		ip netns add "ovsdemo-h$i"
+		ip link add "ovsdemo$i" type veth peer name eth0 netns "ovsdemo-h$i"
+		# No IPv6 chatter (router solicitations, MLD): the traffic is ours.
+		sysctl -qw "net.ipv6.conf.ovsdemo$i.disable_ipv6=1" || true
+		ns "$i" sysctl -qw net.ipv6.conf.all.disable_ipv6=1 || true
+		ns "$i" ip link set lo up
+		ns "$i" ip link set eth0 address "02:00:00:00:00:0$i"
+		# The userspace datapath's netdev ports take frames of at most the
+		# MTU (no GSO yet): make the hosts segment TCP in software.
+		ns "$i" ip link set eth0 gso_max_segs 1
+		ns "$i" ip addr add "10.0.0.$i/24" dev eth0
+		ns "$i" ip link set eth0 up
+		ip link set "ovsdemo$i" up
+	done
+}
+
+# status_json prints one field of `upcalld status --json`.
+status_field() {
+	"$UPCALLD" status --datapath "$1" --json 2>/dev/null | tr ',{}' '\n\n\n' | sed -n "s/^ *\"$2\": *//p" | tr -d '"' | head -1
+}
+
+declare -A R # results, by "DP:what"
+
+# half runs the whole scenario on one datapath (system@ or netdev@).
+half() {
+	local dp=$1 label=$2 i
+	section "$label: three hosts on $dp, switched by upcalld"
+	build_net
+	echo "hosts h1, h2, h3 in namespaces ovsdemo-h1..3 (10.0.0.1-3/24), ports ovsdemo1..3"
+	echo "policy ($rules):"
+	sed 's/^/    /' "$rules"
+	local log=$work/upcalld-${dp%@*}.log
+	"$UPCALLD" --datapath "$dp" --port ovsdemo1,ovsdemo2,ovsdemo3 --rules "$rules" \
+		--del-dp-on-exit --log-level warn >"$log" 2>&1 &
+	local upid=$!
+	pids+=("$upid")
+	local ok=0
+	for i in $(seq 1 100); do
+		if "$UPCALLD" status --datapath "$dp" >/dev/null 2>&1 && "$DPCTL" show "$dp" >/dev/null 2>&1; then
+			ok=1
+			break
+		fi
+		kill -0 "$upid" 2>/dev/null || break
+		sleep 0.1
+	done
+	if [ $ok = 0 ]; then
+		echo "upcalld did not come up; its log:"
+		sed 's/^/    /' "$log"
+		die "upcalld failed on $dp"
+	fi
+	echo "upcalld is running (pid $upid)"
+
+	sub "the datapath and its ports"
+	run "$DPCTL" show "$dp"
+
+	sub "ping between every pair (the first packet of each flow is an upcall)"
+	local pairs=0 replies=0 out
+	for p in "1 2" "1 3" "2 3"; do
+		set -- $p
+		out=$(ns "$1" ping -c 3 -i 0.2 -W 2 "10.0.0.$2" 2>&1 || true)
+		echo "\$ ip netns exec ovsdemo-h$1 ping -c 3 10.0.0.$2"
+		echo "$out" | grep -E 'bytes from|transmitted' | sed 's/^/    /'
+		pairs=$((pairs + 3))
+		replies=$((replies + $(echo "$out" | sed -n 's/.* \([0-9]*\) received.*/\1/p' | head -1)))
+	done
+	R[$dp:ping]="$replies/$pairs"
+
+	sub "a TCP transfer h1 -> h2 (1 MiB, socat), checked byte for byte"
+	head -c 1048576 /dev/urandom >"$work/payload"
+	ns_bg 2 socat -u TCP-LISTEN:5000,reuseaddr "OPEN:$work/received,creat,trunc"
+	local spid=$bgpid
+	for i in $(seq 1 50); do
+		ns 2 ss -ltn 2>/dev/null | grep -q ':5000 ' && break
+		sleep 0.1
+	done
+	local t0 t1
+	t0=$(date +%s.%N)
+	ns 1 timeout 30 socat -u "OPEN:$work/payload" TCP:10.0.0.2:5000
+	wait "$spid" || true
+	t1=$(date +%s.%N)
+	local got
+	got=$(stat -c %s "$work/received" 2>/dev/null || echo 0)
+	if cmp -s "$work/payload" "$work/received"; then
+		echo "    received $got bytes, identical to what was sent ($(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.2f s", b-a}'))"
+		R[$dp:tcp]="$got bytes, identical"
+	else
+		echo "    received $got bytes: NOT what was sent"
+		R[$dp:tcp]="$got bytes, DIFFERENT"
+	fi
+
+	sub "UDP h1 -> h3:5001 matches the dec_ttl,mod_nw_tos rule; tcpdump -vv in h3 shows it rewritten"
+	local cap=$work/cap-${dp%@*}.txt
+	ns_bg 3 timeout 15 tcpdump -l -n -vv -i eth0 -c 5 udp port 5001 >"$cap" 2>"$cap.err"
+	local tpid=$bgpid
+	for i in $(seq 1 50); do
+		grep -q listening "$cap.err" 2>/dev/null && break
+		sleep 0.1
+	done
+	for i in 1 2 3 4 5; do
+		echo "datagram $i" | ns 1 socat -u - UDP:10.0.0.3:5001,sourceport=40000,reuseaddr
+		sleep 0.1
+	done
+	wait "$tpid" || true
+	echo "sent with TTL 64 and TOS 0 by h1; h3 received:"
+	sed 's/^/    /' "$cap"
+	local rewritten
+	rewritten=$(grep -c 'tos 0x20, ttl 63' "$cap" || true)
+	local badsum
+	badsum=$(grep -ciE 'bad (udp )?cksum' "$cap" || true)
+	R[$dp:udp]="$rewritten/5 with ttl 63, tos 0x20"
+	R[$dp:cksum]="$badsum bad"
+	echo "=> $rewritten of 5 datagrams arrived with TTL 63 and TOS 0x20 ($badsum bad checksums)"
+
+	sub "the megaflows upcalld installed (few: one per MAC pair and direction, plus the rule's)"
+	local flows
+	flows=$("$DPCTL" dump-flows "$dp" 2>&1)
+	echo "\$ dpctl dump-flows $dp"
+	echo "$flows" | sort -t, -k2,2 | sed 's/^/    /'
+	R[$dp:flows]=$(echo "$flows" | grep -c . || true)
+
+	sub "datapath statistics and the daemon's view"
+	local show
+	show=$("$DPCTL" show -s "$dp" 2>&1)
+	echo "\$ dpctl show -s $dp"
+	echo "$show" | sed 's/^/    /'
+	R[$dp:lookups]=$(echo "$show" | sed -n 's/.*lookups: *\(.*\)/\1/p' | head -1)
+	run "$UPCALLD" status --datapath "$dp"
+	R[$dp:upcalls]=$(status_field "$dp" upcalls_handled)
+	R[$dp:lost]=$(status_field "$dp" upcalls_lost)
+
+	sub "stopping upcalld (SIGTERM; --del-dp-on-exit removes the datapath)"
+	kill "$upid"
+	wait "$upid" || true
+	if "$DPCTL" show "$dp" >/dev/null 2>&1; then
+		"$DPCTL" del-dp "$dp" >/dev/null 2>&1 || true
+	fi
+	teardown_net
+	echo "namespaces, veth pairs and the datapath are gone"
+}
+
+half "netdev@$DP_NAME" "3. Userspace datapath"
+
+if [ $have_kernel = 1 ]; then
+	half "system@$DP_NAME" "4. Kernel datapath"
+	section "5. Cross-check: the same scenario on both datapaths"
+	printf '%-30s | %-28s | %-28s | %s\n' "" "userspace (netdev@)" "kernel (system@)" ""
+	printf '%s\n' "$(bar -)"
+	for k in ping:"ping replies" tcp:"TCP transfer" udp:"UDP rewritten" cksum:"checksums at h3" flows:"megaflows" upcalls:"upcalls handled" lost:"upcalls lost" lookups:"datapath lookups"; do
+		key=${k%%:*} what=${k#*:}
+		u=${R[netdev@$DP_NAME:$key]:-} s=${R[system@$DP_NAME:$key]:-}
+		same="same"
+		[ "$u" = "$s" ] || same="differs"
+		printf '%-30s | %-28s | %-28s | %s\n' "$what" "$u" "$s" "$same"
+	done
+	echo "(lookups and upcalls can differ by timing: ARP refreshes, the order of first packets)"
+else
+	section "4. Kernel datapath"
+	echo "This kernel has no openvswitch module, so the kernel half is skipped here."
+	echo "make demo-kernel runs this demo in a VM with Debian's kernel and prints the"
+	echo "cross-check table (userspace vs kernel)."
+fi
+
+section "Done"
+echo "everything the demo created has been removed"
