@@ -1,0 +1,205 @@
+package main
+
+import (
+	"image/png"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestParseBenchLine(t *testing.T) {
+	name, ms, ok := ParseBenchLine("BenchmarkHashRange64/ours-2            \t 4415647\t        27.05 ns/op\t        31.65 baseline-ns/op\t         1.170 x-vs-baseline\t       0 B/op\t       0 allocs/op")
+	if !ok || name != "BenchmarkHashRange64/ours" {
+		t.Fatalf("got %q %v", name, ok)
+	}
+	want := map[string]float64{"ns/op": 27.05, "baseline-ns/op": 31.65, "x-vs-baseline": 1.17, "B/op": 0, "allocs/op": 0, "iterations": 4415647}
+	for u, v := range want {
+		if ms[u] != v {
+			t.Errorf("%s = %v, want %v", u, ms[u], v)
+		}
+	}
+	if len(ms) != len(want) {
+		t.Errorf("metrics %v", ms)
+	}
+	// Names keep inner dashes; only the trailing -N is GOMAXPROCS.
+	if name, _, ok := ParseBenchLine("BenchmarkDecide/baseline-match-only-2  1000000  449.9 ns/op"); !ok || name != "BenchmarkDecide/baseline-match-only" {
+		t.Errorf("got %q %v", name, ok)
+	}
+	if name, ms, ok := ParseBenchLine("BenchmarkX 1 1.5e+06 upcalls/s"); !ok || name != "BenchmarkX" || ms["upcalls/s"] != 1.5e6 {
+		t.Errorf("exponent: %q %v %v", name, ms, ok)
+	}
+	for _, bad := range []string{
+		"", "BenchmarkExtract", "BenchmarkExtract/ours-2     \t", "--- BENCH: BenchmarkX",
+		"BenchmarkX 10 ns/op", "BenchmarkX 10 1.0", "ok  github.com/ovsdp/ovsdp/flowkeys 1.2s",
+		"BenchmarkX 10 1..2 ns/op",
+	} {
+		if _, _, ok := ParseBenchLine(bad); ok {
+			t.Errorf("ParseBenchLine(%q) accepted", bad)
+		}
+	}
+}
+
+// writeFixture writes a raw-results directory like bench.sh's.
+func writeFixture(t *testing.T, files map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for n, s := range files {
+		if err := os.WriteFile(filepath.Join(dir, n), []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+const jsonFixture = `{"Action":"start","Package":"github.com/ovsdp/ovsdp/flowkeys"}
+{"Action":"output","Package":"github.com/ovsdp/ovsdp/flowkeys","Test":"BenchmarkExtract/ours","Output":"BenchmarkExtract/ours-2     \t"}
+{"Action":"output","Package":"github.com/ovsdp/ovsdp/userdp","Output":"BenchmarkSetIPv4/TTLOnly-2  \t    5913\t    111855 ns/op\t        77.50 ns/full-set\t        34.26 ns/masked-set\t         2.262 speedup\n"}
+{"Action":"output","Package":"github.com/ovsdp/ovsdp/flowkeys","Test":"BenchmarkExtract/ours","Output":"  509950\t        80.50 ns/op\t       334.6 baseline-ns/op\t         4.157 x-vs-baseline\t       0 B/op\t       0 allocs/op\n"}
+{"Action":"output","Package":"github.com/ovsdp/ovsdp/flowkeys","Test":"BenchmarkExtract/ours","Output":"BenchmarkExtract/ours-2     \t  509950\t        70.50 ns/op\t       334.6 baseline-ns/op\t         2.0 x-vs-baseline\t       0 B/op\t       0 allocs/op\n"}
+{"Action":"output","Package":"github.com/ovsdp/ovsdp/flowkeys","Test":"BenchmarkExtract/ours","Output":"BenchmarkExtract/ours-2     \t  509950\t        90.50 ns/op\t       334.6 baseline-ns/op\t         5.0 x-vs-baseline\t       0 B/op\t       0 allocs/op\n"}
+`
+
+func TestLoadAndRows(t *testing.T) {
+	dir := writeFixture(t, map[string]string{
+		"host.json":   jsonFixture,
+		"machine.txt": "CPU: Test CPU @ 1 GHz\ncores: 2\n",
+		"steps.txt":   "host\tok\t\ngenl@vm\tfail\tthe VM run ended before it\ncmd/dpctl@10k\tok\t\n",
+		"cmd_dpctl@10k.txt": "goos: linux\npkg: github.com/ovsdp/ovsdp/cmd/dpctl\n" +
+			"BenchmarkIntegrationFlows \t       1\t9000000000 ns/op\t         0.5 add-speedup\t         2.0 dump-speedup\t         1.5 del-speedup\n" +
+			"--- BENCH: BenchmarkIntegrationFlows\n" +
+			"    dpctl_integration_test.go:330: add-flows of 10000 flows (1 runs): ovs-dpctl 1s, dpctl 2s: dpctl 0.50x as fast\n" +
+			"    dpctl_integration_test.go:330: dump-flows of 10000 flows (1 runs): ovs-dpctl 500ms, dpctl 250ms: dpctl 2.00x as fast\n",
+	})
+	r, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Three runs of Extract (the first split over two events): median.
+	if v, ok := r.Metric("flowkeys", "BenchmarkExtract/ours", "ns/op"); !ok || v != 80.5 {
+		t.Errorf("median ns/op = %v %v, want 80.5", v, ok)
+	}
+	if n := len(r.Runs("flowkeys", "BenchmarkExtract/ours")); n != 3 {
+		t.Errorf("%d runs, want 3", n)
+	}
+	// The text file keeps its variant name despite its pkg: line.
+	if _, ok := r.Metric("cmd/dpctl@10k", "BenchmarkIntegrationFlows", "add-speedup"); !ok {
+		t.Errorf("dpctl@10k not parsed: %v", r.Bench)
+	}
+	if len(r.Machine) != 2 || r.Machine[0] != [2]string{"CPU", "Test CPU @ 1 GHz"} {
+		t.Errorf("machine %v", r.Machine)
+	}
+	byWhat := map[string]Row{}
+	for _, row := range r.AllRows() {
+		byWhat[row.What] = row
+	}
+	ex := byWhat["Extract, mixed realistic packets (vs gopacket DecodingLayerParser)"]
+	if ex.Met != "yes" || ex.Ratio != 4.157 || !strings.Contains(ex.Ours, "0 allocs") {
+		t.Errorf("extract row %+v", ex)
+	}
+	if h := byWhat["Hash of the longest key, CRC32C (vs Go jhash2)"]; h.Met != "not measured" || !strings.Contains(h.Note, "no benchmark BenchmarkHashLongestKey/ours in flowkeys") {
+		t.Errorf("missing hash row %+v", h)
+	}
+	if s := byWhat["Masked set of IPv4, TTL only (vs all four fields + checksum recomputed)"]; s.Met != "yes" || s.Ratio < 2.26 || s.Ratio > 2.27 {
+		t.Errorf("set row %+v", s)
+	}
+	if g := byWhat["genl flow dump, 10,000 flows"]; g.Met != "not measured" || !strings.Contains(g.Note, "step genl@vm fail: the VM run ended before it") {
+		t.Errorf("genl row %+v", g)
+	}
+	add := byWhat["dpctl add-flows, 10k flows (vs ovs-dpctl, same VM)"]
+	if add.Met != "no" || add.Ours != "5000 flows/s" || add.Baseline != "10 kflows/s" {
+		t.Errorf("add row %+v", add)
+	}
+	if d := byWhat["dpctl dump-flows, 10k flows (vs ovs-dpctl, same VM)"]; d.Met != "yes" || d.Ratio != 2 {
+		t.Errorf("dump row %+v", d)
+	}
+	// del has a speed-up but no log line: still shown, without rates.
+	if d := byWhat["dpctl del-flows, 10k flows (vs ovs-dpctl, same VM)"]; d.Met != "not measured" {
+		t.Errorf("del row %+v", d)
+	}
+	if d := byWhat["dpctl add-flows, 100k flows (vs ovs-dpctl, same VM)"]; d.Met != "not measured" || !strings.Contains(d.Note, "was not run") {
+		t.Errorf("100k row %+v", d)
+	}
+
+	out := filepath.Join(t.TempDir(), "REPORT.md")
+	var log strings.Builder
+	if err := run(dir, out, &log); err != nil {
+		t.Fatal(err)
+	}
+	md, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"| CPU | Test CPU @ 1 GHz |", "| 1 | Extract, mixed realistic packets", "✅ yes", "⚠️ not measured", "![", "| genl@vm | fail |"} {
+		if !strings.Contains(string(md), want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+	for _, c := range []string{"ratios.png", "stages.png"} {
+		f, err := os.Open(filepath.Join(filepath.Dir(out), c))
+		if err != nil {
+			t.Fatal(err)
+		}
+		img, err := png.Decode(f)
+		f.Close()
+		if err != nil {
+			t.Fatalf("%s: %v", c, err)
+		}
+		if b := img.Bounds(); b.Dx() < 300 || b.Dy() < 100 {
+			t.Errorf("%s is %v", c, b)
+		}
+	}
+}
+
+func TestLoadErrors(t *testing.T) {
+	for name, files := range map[string]map[string]string{
+		"broken json":  {"x.json": "{\"Action\":"},
+		"steps":        {"steps.txt": "just-a-name\n"},
+		"machine":      {"machine.txt": "no colon here\n"},
+		"missing dir?": nil,
+	} {
+		var dir string
+		if files == nil {
+			dir = filepath.Join(t.TempDir(), "absent")
+		} else {
+			dir = writeFixture(t, files)
+		}
+		if _, err := Load(dir); err == nil {
+			t.Errorf("%s: no error", name)
+		}
+	}
+}
+
+func TestLineChart(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "m.png")
+	err := LineChart(p, "t", "masks", "ns", []Series{{"ours", []float64{1, 10, 100}, []float64{50, 60, 80}}, {"baseline", []float64{1, 10, 100}, []float64{60, 600, 6000}}}, true, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := LineChart(p, "t", "x", "y", nil, false, false); err == nil {
+		t.Error("empty chart: no error")
+	}
+}
+
+func FuzzParseBenchLine(f *testing.F) {
+	f.Add("BenchmarkHashRange64/ours-2 \t 4415647\t 27.05 ns/op\t 31.65 baseline-ns/op")
+	f.Add("BenchmarkX 1 NaN ns/op")
+	f.Fuzz(func(t *testing.T, s string) {
+		name, ms, ok := ParseBenchLine(s)
+		if ok && (!strings.HasPrefix(name, "Benchmark") || ms == nil) {
+			t.Fatalf("accepted %q as %q %v", s, name, ms)
+		}
+	})
+}
+
+func FuzzReadJSON(f *testing.F) {
+	f.Add(jsonFixture)
+	f.Add(`{"Action":"output","Package":"x","Output":"pkg: y\nBenchmarkA 1 2 ns/op\n"}`)
+	f.Fuzz(func(t *testing.T, s string) {
+		r := newResults()
+		if err := r.ReadJSON(strings.NewReader(s), "fuzz"); err != nil {
+			return
+		}
+		r.AllRows()
+	})
+}

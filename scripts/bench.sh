@@ -1,0 +1,142 @@
+#!/usr/bin/env bash
+# make bench: runs every benchmark of the project, each with its baseline
+# measured in the same run, and writes bench/REPORT.md and its charts
+# (go run ./bench/report). As root: the AF_PACKET benchmarks need it, and
+# the kernel benchmarks (genl, dpctl vs ovs-dpctl) run in the VM
+# (bin/vmrun) when the host has no openvswitch module.
+#
+# Environment: BENCHTIME (host benchmarks, default 200ms), COUNT (runs per
+# benchmark, median taken; default 3), BENCH_LARGE=0 to skip the 100,000
+# flow dpctl run, BENCH_VM=0 to skip the VM, BENCH_KEEP=DIR to keep the raw
+# outputs in DIR.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+GO=${GO:-go}
+BENCHTIME=${BENCHTIME:-200ms}
+COUNT=${COUNT:-3}
+BENCH_LARGE=${BENCH_LARGE:-1}
+BENCH_VM=${BENCH_VM:-1}
+OUT=${BENCH_OUT:-bench/REPORT.md}
+
+raw=$(mktemp -d /tmp/ovsdp-bench.XXXXXX)
+cleanup() {
+	if [ -n "${BENCH_KEEP:-}" ]; then
+		mkdir -p "$BENCH_KEEP" && cp -r "$raw"/. "$BENCH_KEEP"/ && echo "bench: raw outputs kept in $BENCH_KEEP"
+	fi
+	rm -rf "$raw"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+steps=$raw/steps.txt
+: >"$steps"
+# step NAME STATUS DETAIL records how a step ended (read by the report).
+step() { printf '%s\t%s\t%s\n' "$1" "$2" "$3" >>"$steps"; }
+say() { echo "bench: $(date +%H:%M:%S) $*"; }
+
+# The machine, and its load before anything runs.
+{
+	echo "CPU: $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)"
+	echo "cores: $(nproc) online ($(grep -c ^processor /proc/cpuinfo) total)"
+	echo "memory: $(awk '/MemTotal/ {printf "%.1f GiB", $2/1048576}' /proc/meminfo)"
+	echo "kernel: $(uname -srm)"
+	echo "OS: $(. /etc/os-release 2>/dev/null && echo "$PRETTY_NAME")"
+	echo "Go: $($GO version | sed 's/^go version //')"
+	echo "date: $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
+	echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
+	echo "commit: $(git rev-parse --short HEAD 2>/dev/null)$(git diff --quiet HEAD 2>/dev/null || echo ' (work tree has uncommitted changes)')"
+	echo "settings: -benchtime $BENCHTIME -count $COUNT (host); VM benchmarks once each"
+} >"$raw/machine.txt"
+cat "$raw/machine.txt" | sed 's/^/bench: /'
+start=$(date +%s)
+
+say "building"
+if ! make -s build >"$raw/build.log" 2>&1; then
+	cat "$raw/build.log"
+	step build fail "make build failed"
+fi
+
+# failed_pkgs lists the packages a go test -json run reported as failed.
+failed_pkgs() {
+	grep '"Action":"fail"' "$1" | grep -v '"Test"' | sed 's/.*"Package":"\([^"]*\)".*/\1/' | sed "s|^github.com/ovsdp/ovsdp/||" | sort -u | tr '\n' ' '
+}
+
+# 1. Host benchmarks: every package except the daemon's (below).
+pkgs=$($GO list ./... | grep -v '/cmd/upcalld/internal/daemon$')
+say "host benchmarks (-benchtime $BENCHTIME -count $COUNT)"
+if [ "$(id -u)" != 0 ]; then
+	step host-root warn "not root: the AF_PACKET benchmarks fail"
+fi
+$GO test -run '^$' -bench . -benchmem -benchtime "$BENCHTIME" -count "$COUNT" -json $pkgs >"$raw/host.json" 2>"$raw/host.err"
+rc=$?
+if [ $rc -eq 0 ]; then
+	step host ok ""
+else
+	step host fail "go test exit $rc; failed: $(failed_pkgs "$raw/host.json")$(head -c 300 "$raw/host.err" | tr '\n\t' '  ')"
+	for p in $(failed_pkgs "$raw/host.json"); do
+		step "$p" fail "go test -bench failed in $p (see its output)"
+	done
+fi
+
+# 2. The upcall daemon on the userspace datapath: a fixed number of
+# upcalls per run (its benchmarks size their data by b.N).
+say "upcalld benchmarks (20000 upcalls per run)"
+if $GO test -run '^$' -bench . -benchmem -benchtime 20000x -count "$COUNT" -json ./cmd/upcalld/internal/daemon >"$raw/upcalld.json" 2>"$raw/upcalld.err"; then
+	step cmd/upcalld/internal/daemon ok ""
+else
+	step cmd/upcalld/internal/daemon fail "go test exit $?: $(head -c 300 "$raw/upcalld.err" | tr '\n\t' '  ')"
+fi
+
+# 3. Kernel benchmarks, in one VM boot (or directly with a host module):
+# genl's flow install/dump, dpctl vs ovs-dpctl at 10k and 100k flows.
+vm_steps="genl@vm cmd/dpctl@10k"
+[ "$BENCH_LARGE" = 1 ] && vm_steps="$vm_steps cmd/dpctl@100k"
+if [ "$BENCH_VM" != 1 ]; then
+	for s in $vm_steps; do step "$s" skipped "BENCH_VM=0"; done
+elif [ ! -x bin/vmrun ]; then
+	for s in $vm_steps; do step "$s" fail "bin/vmrun was not built"; done
+else
+	say "kernel benchmarks in the VM ($vm_steps)"
+	ok=1
+	for p in genl cmd/dpctl; do
+		if ! $GO test -c -tags integration -o "$raw/$(basename $p).test" "./$p" 2>"$raw/build-$(basename $p).err"; then
+			ok=0
+			step "vm-build-$(basename $p)" fail "$(head -c 300 "$raw/build-$(basename $p).err" | tr '\n\t' '  ')"
+		fi
+	done
+	cat >"$raw/vm.sh" <<EOF
+#!/bin/sh
+# Runs in the guest (or directly when the host has the module).
+cd "$ROOT/genl" && "$raw/genl.test" -test.run '^\$' -test.bench '^BenchmarkIntegrationFlows\$' -test.benchtime 1x -test.benchmem >"$raw/genl@vm.txt" 2>&1
+echo "genl@vm \$?" >>"$raw/vm-status"
+cd "$ROOT/cmd/dpctl" && DPCTL_BULK=10000 "$raw/dpctl.test" -test.run '^\$' -test.bench '^BenchmarkIntegrationFlows\$' -test.benchtime 1x >"$raw/cmd_dpctl@10k.txt" 2>&1
+echo "cmd/dpctl@10k \$?" >>"$raw/vm-status"
+if [ "$BENCH_LARGE" = 1 ]; then
+	cd "$ROOT/cmd/dpctl" && DPCTL_BULK=100000 "$raw/dpctl.test" -test.run '^\$' -test.bench '^BenchmarkIntegrationFlows\$' -test.benchtime 1x >"$raw/cmd_dpctl@100k.txt" 2>&1
+	echo "cmd/dpctl@100k \$?" >>"$raw/vm-status"
+fi
+EOF
+	if [ $ok = 1 ]; then
+		OVSDP_VM_SHARE=$raw bin/vmrun -timeout 12m /bin/sh "$raw/vm.sh" >"$raw/vm.log" 2>&1
+		vmrc=$?
+		for s in $vm_steps; do
+			st=$(sed -n "s|^$s ||p" "$raw/vm-status" 2>/dev/null)
+			f=$raw/$(echo "$s" | tr / _).txt
+			if [ -z "$st" ]; then
+				step "$s" fail "the VM run ended before it (vmrun exit $vmrc: $(tail -3 "$raw/vm.log" | tr '\n\t' '  '))"
+			elif [ "$st" = 0 ]; then
+				step "$s" ok ""
+			else
+				step "$s" fail "exit $st: $(grep -E 'FAIL|---|Error|error' "$f" | head -3 | tr '\n\t' '  ')"
+			fi
+		done
+	else
+		for s in $vm_steps; do step "$s" fail "building the test binaries failed"; done
+	fi
+fi
+
+say "writing $OUT"
+echo "duration: $(($(date +%s) - start)) s" >>"$raw/machine.txt"
+$GO run ./bench/report -in "$raw" -out "$OUT"
