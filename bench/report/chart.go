@@ -303,7 +303,7 @@ type Series struct {
 
 // LineChart draws series against a numeric x axis, with a legend.
 func LineChart(path, title, xUnit, yUnit string, series []Series, logX, logY bool) error {
-	const w, h, left, right, top, bottom = 820, 480, 80, 200, 44, 56
+	const w, h, left, right, top, bottom = 820, 490, 80, 200, 58, 56
 	c := newCanvas(w, h)
 	c.text(12, 12, title, black)
 	xlo, xhi, ylo, yhi := math.Inf(1), math.Inf(-1), math.Inf(1), math.Inf(-1)
