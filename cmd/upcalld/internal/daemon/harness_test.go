@@ -326,3 +326,18 @@ type slogLogger = slog.Logger
 func newTestLogger(t testing.TB) *slog.Logger {
 	return slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }
+
+// portTx is how many frames the datapath sent out of port.
+func (h *harness) portTx(port uint32) uint64 {
+	ps, err := h.dp.Ports(context.Background())
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	for _, p := range ps {
+		if p.Number == port {
+			return p.Stats.TxPackets
+		}
+	}
+	h.t.Fatalf("no port %d", port)
+	return 0
+}

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"regexp"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -87,10 +88,19 @@ func newTopo(t *testing.T, n int, open func(t *testing.T) odp.Datapath, cfg Conf
 				t.Errorf("daemon: %v", err)
 			}
 		case <-time.After(10 * time.Second):
-			t.Errorf("daemon did not stop within 10s")
+			buf := make([]byte, 1<<20)
+			t.Errorf("daemon did not stop within 10s; goroutines:\n%s", buf[:runtime.Stack(buf, true)])
 		}
 	}
-	t.Cleanup(tp.stop)
+	stopped := false
+	stop := tp.stop
+	tp.stop = func() {
+		if !stopped {
+			stopped = true
+			stop()
+		}
+	}
+	t.Cleanup(func() { tp.stop() })
 	deadline := time.Now().Add(10 * time.Second)
 	for d.Status().Handlers == 0 {
 		select {
