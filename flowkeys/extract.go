@@ -258,7 +258,12 @@ func isIPv6ExtHdr(n uint8) bool {
 
 func extractIPv6(p []byte, nh int, key *Key) {
 	if len(p)-nh < 40 {
-		return // -EINVAL: IP fields and addresses stay zero
+		// -EINVAL: the kernel clears ip and ipv6.addr but not the
+		// label or the extension-header flags; those are zero too
+		// because ovs_vport_receive's key starts zeroed (Debian's 6.1
+		// build zero-initialises it on the stack: rep stos of 464
+		// bytes before ovs_flow_key_extract).
+		return
 	}
 	key.IPv6ExtHdrs = ipv6ExtHdrs(p, nh)
 	key.IPProto = protoNone
