@@ -217,7 +217,7 @@ half() {
 	sed 's/^/    /' "$rules"
 	local log=$work/upcalld-${dp%@*}.log
 	"$UPCALLD" --datapath "$dp" --port ovsdemo1,ovsdemo2,ovsdemo3 --rules "$rules" \
-		--del-dp-on-exit --log-level warn >"$log" 2>&1 &
+		--idle 60s --del-dp-on-exit --log-level warn >"$log" 2>&1 &
 	local upid=$!
 	pids+=("$upid")
 	local ok=0
@@ -234,7 +234,7 @@ half() {
 		sed 's/^/    /' "$log"
 		die "upcalld failed on $dp"
 	fi
-	echo "upcalld is running (pid $upid)"
+	echo "upcalld is running (pid $upid; flows idle for 60 s are removed)"
 
 	sub "the datapath and its ports"
 	run "$DPCTL" show "$dp"
@@ -276,9 +276,9 @@ half() {
 
 	sub "UDP h1 -> h3:5001 matches the dec_ttl,mod_nw_tos rule; tcpdump -vv in h3 shows it rewritten"
 	local cap=$work/cap-${dp%@*}.txt
-	ns_bg 3 timeout 15 tcpdump -l -n -vv -i eth0 -c 5 udp port 5001 >"$cap" 2>"$cap.err"
+	ns_bg 3 timeout 60 tcpdump -l -n -vv -i eth0 -c 5 udp port 5001 >"$cap" 2>"$cap.err"
 	local tpid=$bgpid
-	for i in $(seq 1 50); do
+	for i in $(seq 1 300); do
 		grep -q listening "$cap.err" 2>/dev/null && break
 		sleep 0.1
 	done
@@ -294,8 +294,11 @@ half() {
 	local badsum
 	badsum=$(grep -ciE 'bad (udp )?cksum' "$cap" || true)
 	R[$dp:udp]="$rewritten/5 with ttl 63, tos 0x20"
-	R[$dp:cksum]="$badsum bad"
-	echo "=> $rewritten of 5 datagrams arrived with TTL 63 and TOS 0x20 ($badsum bad checksums)"
+	echo "=> $rewritten of 5 datagrams arrived with TTL 63 and TOS 0x20"
+	if [ "$badsum" -gt 0 ]; then
+		echo "   (tcpdump calls a checksum bad when the sender left it to offload: veth passes"
+		echo "   such packets on with the checksum unfinished, and the receiving stack accepts them)"
+	fi
 
 	sub "the megaflows upcalld installed (few: one per MAC pair and direction, plus the rule's)"
 	local flows
@@ -331,7 +334,7 @@ if [ $have_kernel = 1 ]; then
 	section "5. Cross-check: the same scenario on both datapaths"
 	printf '%-30s | %-28s | %-28s | %s\n' "" "userspace (netdev@)" "kernel (system@)" ""
 	printf '%s\n' "$(bar -)"
-	for k in ping:"ping replies" tcp:"TCP transfer" udp:"UDP rewritten" cksum:"checksums at h3" flows:"megaflows" upcalls:"upcalls handled" lost:"upcalls lost" lookups:"datapath lookups"; do
+	for k in ping:"ping replies" tcp:"TCP transfer" udp:"UDP rewritten" flows:"megaflows" upcalls:"upcalls handled" lost:"upcalls lost" lookups:"datapath lookups"; do
 		key=${k%%:*} what=${k#*:}
 		u=${R[netdev@$DP_NAME:$key]:-} s=${R[system@$DP_NAME:$key]:-}
 		same="same"
