@@ -386,11 +386,9 @@ func (c *Client) PutFlow(dpIndex int32, f *odp.Flow, flags odp.PutFlags, o FlowO
 	}
 	var st odp.FlowStats
 	err = c.do(request{opFn: op, family: c.flow.ID, cmd: cmd, version: versionFlow, flags: nlf, data: b}, func(_ uint8, data []byte) error {
-		var rf odp.Flow
-		if err := decodeFlowInto(data, &rf); err != nil {
+		if err := decodeFlowStats(data, &st); err != nil {
 			return fmt.Errorf("genl: %s: %w", op(), err)
 		}
-		st = rf.Stats
 		return nil
 	})
 	return st, err
@@ -426,11 +424,9 @@ func (c *Client) DelFlow(dpIndex int32, id odp.FlowID, o FlowOptions) (odp.FlowS
 	}
 	var st odp.FlowStats
 	err = c.do(request{opFn: op, family: c.flow.ID, cmd: flowCmdDel, version: versionFlow, flags: netlink.Echo, data: b}, func(_ uint8, data []byte) error {
-		var rf odp.Flow
-		if err := decodeFlowInto(data, &rf); err != nil {
+		if err := decodeFlowStats(data, &st); err != nil {
 			return fmt.Errorf("genl: %s: %w", op(), err)
 		}
-		st = rf.Stats
 		return nil
 	})
 	return st, err

@@ -361,7 +361,21 @@ func DecodeFlow(b []byte) (*odp.Flow, error) {
 	return f, nil
 }
 
-func decodeFlowInto(b []byte, f *odp.Flow) error {
+func decodeFlowInto(b []byte, f *odp.Flow) error { return decodeFlowFields(b, f, true) }
+
+// decodeFlowStats reads only a flow reply's UFID and statistics, leaving
+// its key, mask and actions undecoded (for the replies to modify and
+// delete, where only the statistics are wanted).
+func decodeFlowStats(b []byte, st *odp.FlowStats) error {
+	var f odp.Flow
+	err := decodeFlowFields(b, &f, false)
+	*st = f.Stats
+	return err
+}
+
+// decodeFlowFields decodes a flow reply into f; with full false it skips
+// the key, mask and actions.
+func decodeFlowFields(b []byte, f *odp.Flow, full bool) error {
 	const what = "flow"
 	_, attrs, err := splitHeader(what, b)
 	if err != nil {
@@ -372,17 +386,26 @@ func decodeFlowInto(b []byte, f *odp.Flow) error {
 		var err error
 		switch t {
 		case flowAttrKey:
-			f.Key, err = odp.UnmarshalKey(data)
 			haveKey = true
+			if !full {
+				break
+			}
+			f.Key, err = odp.UnmarshalKey(data)
 			if err != nil {
 				return &DecodeError{What: what, Attr: "OVS_FLOW_ATTR_KEY", Offset: off, Err: err}
 			}
 		case flowAttrMask:
+			if !full {
+				break
+			}
 			f.Mask, err = odp.UnmarshalKey(data)
 			if err != nil {
 				return &DecodeError{What: what, Attr: "OVS_FLOW_ATTR_MASK", Offset: off, Err: err}
 			}
 		case flowAttrActions:
+			if !full {
+				break
+			}
 			f.Actions, err = odp.UnmarshalActions(data)
 			if err != nil {
 				return &DecodeError{What: what, Attr: "OVS_FLOW_ATTR_ACTIONS", Offset: off, Err: err}
