@@ -33,6 +33,9 @@ type Netns struct {
 func NewNetns(t testing.TB) *Netns {
 	t.Helper()
 	sweepOnceQuietly()
+	if err := prepareNetnsDir(); err != nil {
+		t.Fatal(err)
+	}
 	name := NewName()
 	h, err := onNewThread(func() (netns.NsHandle, error) {
 		return netns.NewNamed(name)
