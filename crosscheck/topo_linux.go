@@ -2,6 +2,7 @@ package crosscheck
 
 import (
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"testing"
@@ -100,6 +101,14 @@ func setupHost(t testing.TB, h Host) (*liveHost, error) {
 		func() error { return writeSysctl(ns, "ipv6/auto_flowlabels", "0") },
 		func() error { return setTxChecksum(ns, lh.ifname, false) },
 	}
+	if len(h.Addrs) > 0 {
+		// Slow answers (a loaded machine, an upcall on the first packet)
+		// must not make neighbour discovery retry within a scenario.
+		steps = append(steps, func() error { return writeSysctl(ns, "ipv4/neigh/"+lh.ifname+"/retrans_time_ms", "10000") })
+		if h.IPv6 {
+			steps = append(steps, func() error { return writeSysctl(ns, "ipv6/neigh/"+lh.ifname+"/retrans_time_ms", "10000") })
+		}
+	}
 	if h.IPv6 {
 		for _, kv := range [][2]string{
 			{"addr_gen_mode", "1"}, {"accept_ra", "0"}, {"router_solicitations", "0"},
@@ -124,6 +133,21 @@ func setupHost(t testing.TB, h Host) (*liveHost, error) {
 		ns.AddAddr(t, lh.ifname, a)
 	}
 	ns.LinkUp(t, lh.ifname)
+	// Nor may TCP retransmit a segment that is merely slow: raise the
+	// minimum retransmission timeout of the subnet routes.
+	for _, a := range h.Addrs {
+		_, n, err := net.ParseCIDR(a)
+		if err != nil {
+			return nil, fmt.Errorf("host %s: address %q: %w", h.Name, a, err)
+		}
+		fam := "-4"
+		if n.IP.To4() == nil {
+			fam = "-6"
+		}
+		if _, err := ns.Run("ip", fam, "route", "replace", n.String(), "dev", lh.ifname, "rto_min", "4s"); err != nil {
+			return nil, fmt.Errorf("host %s: %w", h.Name, err)
+		}
+	}
 	cur.LinkUp(t, lh.dpEnd)
 	for _, n := range h.Neigh {
 		ns.AddNeigh(t, lh.ifname, n[0], n[1])
