@@ -10,7 +10,7 @@ PKGS    := ./...
 # the host has it.
 KTEST_TIMEOUT ?= 40m
 
-.PHONY: all build setup test unit ktest lint fuzz bench demo clean
+.PHONY: all build setup test unit ktest crosscheck lint fuzz bench demo demo-kernel docs clean
 
 all: build
 
@@ -31,7 +31,12 @@ unit:
 	$(GO) test -count=1 $(PKGS)
 
 ktest: build
-	$(GO) test -count=1 -tags integration -timeout $(KTEST_TIMEOUT) -exec $(VMRUN) -run '^TestIntegration' $(PKGS)
+	$(GO) test -count=1 -tags integration -timeout $(KTEST_TIMEOUT) -exec "$(VMRUN) -timeout $(KTEST_TIMEOUT)" -run '^TestIntegration' $(PKGS)
+
+# The cross-check suite alone (it is part of ktest, hence of test): the same
+# scenarios through the kernel datapath and the userspace one, compared.
+crosscheck: build
+	$(GO) test -count=1 -v -tags integration -timeout $(KTEST_TIMEOUT) -exec "$(VMRUN) -timeout $(KTEST_TIMEOUT)" -run '^TestIntegration' ./crosscheck/
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
@@ -49,6 +54,16 @@ bench:
 
 demo: build
 	bash scripts/demo.sh
+
+# The demo's kernel half, in the VM when the host has no openvswitch module.
+demo-kernel: setup build
+	$(VMRUN) /bin/bash $(CURDIR)/scripts/demo.sh --kernel
+
+# The dpctl man page and shell completions, generated from its commands.
+docs:
+	$(GO) run ./cmd/dpctl gen-man > docs/dpctl.8
+	$(GO) run ./cmd/dpctl completion bash > docs/dpctl.bash
+	$(GO) run ./cmd/dpctl completion zsh > docs/_dpctl
 
 clean:
 	rm -rf $(BIN)
