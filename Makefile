@@ -30,8 +30,10 @@ test: setup lint build unit ktest
 unit:
 	$(GO) test -count=1 $(PKGS)
 
+# One VM at a time (-p 1): two TCG guests on two cores slow each other
+# down enough to disturb timing-sensitive kernel tests.
 ktest: build
-	$(GO) test -count=1 -tags integration -timeout $(KTEST_TIMEOUT) -exec "$(VMRUN) -timeout $(KTEST_TIMEOUT)" -run '^TestIntegration' $(PKGS)
+	$(GO) test -count=1 -p 1 -tags integration -timeout $(KTEST_TIMEOUT) -exec "$(VMRUN) -timeout $(KTEST_TIMEOUT)" -run '^TestIntegration' $(PKGS)
 
 # The cross-check suite alone (it is part of ktest, hence of test): the same
 # scenarios through the kernel datapath and the userspace one, compared.
