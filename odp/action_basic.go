@@ -527,9 +527,9 @@ func (p PushEth) appendPayload(b []byte) ([]byte, error) {
 
 func (p PushEth) format(f *textBuf) {
 	f.WriteString("push_eth(src=")
-	actFormatMAC(f, p.Src)
+	writeMAC(f, p.Src)
 	f.WriteString(",dst=")
-	actFormatMAC(f, p.Dst)
+	writeMAC(f, p.Dst)
 	f.WriteByte(')')
 }
 

@@ -319,13 +319,13 @@ func (n *NAT) format(f *textBuf) {
 
 func actFormatNATAddr(f *textBuf, a netip.Addr, bracket bool) {
 	if a.Is4() {
-		actFormatIPv4(f, a.As4())
+		writeIPv4(f, a.As4())
 		return
 	}
 	if bracket {
 		f.WriteByte('[')
 	}
-	actFormatIPv6(f, a.As16())
+	writeIPv6(f, a.As16())
 	if bracket {
 		f.WriteByte(']')
 	}

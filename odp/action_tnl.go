@@ -127,9 +127,9 @@ func formatTnlHeader(f *textBuf, typ uint32, h []byte) bool {
 		return false
 	}
 	fmt.Fprintf(f, "header(size=%d,type=%d,eth(dst=", len(h), typ)
-	actFormatMAC(f, [6]byte(h[0:6]))
+	writeMAC(f, [6]byte(h[0:6]))
 	f.WriteString(",src=")
-	actFormatMAC(f, [6]byte(h[6:12]))
+	writeMAC(f, [6]byte(h[6:12]))
 	ethType := be.Uint16(h[12:])
 	fmt.Fprintf(f, ",dl_type=0x%04x),", ethType)
 	l3 := h[14:]
@@ -139,9 +139,9 @@ func formatTnlHeader(f *textBuf, typ uint32, h []byte) bool {
 			return false
 		}
 		f.WriteString("ipv4(src=")
-		actFormatIPv4(f, [4]byte(l3[12:16]))
+		writeIPv4(f, [4]byte(l3[12:16]))
 		f.WriteString(",dst=")
-		actFormatIPv4(f, [4]byte(l3[16:20]))
+		writeIPv4(f, [4]byte(l3[16:20]))
 		tos := "0"
 		if l3[1] != 0 {
 			tos = fmt.Sprintf("%#x", l3[1])
@@ -154,9 +154,9 @@ func formatTnlHeader(f *textBuf, typ uint32, h []byte) bool {
 		}
 		flow := be.Uint32(l3)
 		f.WriteString("ipv6(src=")
-		actFormatIPv6(f, [16]byte(l3[8:24]))
+		writeIPv6(f, [16]byte(l3[8:24]))
 		f.WriteString(",dst=")
-		actFormatIPv6(f, [16]byte(l3[24:40]))
+		writeIPv6(f, [16]byte(l3[24:40]))
 		fmt.Fprintf(f, ",label=%d,proto=%d,tclass=0x%x,hlimit=%d),", flow&0xfffff, l3[6], (flow>>20)&0xff, l3[7])
 		l4 = l3[40:]
 	}
@@ -228,7 +228,7 @@ func formatTnlHeader(f *textBuf, typ uint32, h []byte) bool {
 				f.WriteByte(',')
 			}
 			j := n - i - 1
-			actFormatIPv6(f, [16]byte(segs[16*j:16*j+16]))
+			writeIPv6(f, [16]byte(segs[16*j:16*j+16]))
 		}
 		f.WriteString("))")
 	case VportGRE, VportIP6GRE:

@@ -178,63 +178,6 @@ func (sc *scanner) actHexBytes(what string) ([]byte, error) {
 	}
 }
 
-// actFormatIPv6 formats an IPv6 address as glibc's inet_ntop does (which
-// is what Open vSwitch prints): RFC 5952 zero compression, and the dotted
-// IPv4 tail for IPv4-mapped and IPv4-compatible addresses.
-func actFormatIPv6(f *textBuf, a [16]byte) {
-	var w [8]uint16
-	for i := range w {
-		w[i] = binary.BigEndian.Uint16(a[2*i:])
-	}
-	bestBase, bestLen := -1, 0
-	for i := 0; i < 8; {
-		if w[i] != 0 {
-			i++
-			continue
-		}
-		j := i
-		for j < 8 && w[j] == 0 {
-			j++
-		}
-		if j-i > bestLen {
-			bestBase, bestLen = i, j-i
-		}
-		i = j
-	}
-	if bestLen < 2 {
-		bestBase = -1
-	}
-	for i := 0; i < 8; i++ {
-		if bestBase >= 0 && i >= bestBase && i < bestBase+bestLen {
-			if i == bestBase {
-				f.WriteByte(':')
-			}
-			continue
-		}
-		if i != 0 {
-			f.WriteByte(':')
-		}
-		if i == 6 && bestBase == 0 && (bestLen == 6 || bestLen == 5 && w[5] == 0xffff) {
-			fmt.Fprintf(f, "%d.%d.%d.%d", a[12], a[13], a[14], a[15])
-			break
-		}
-		f.WriteString(strconv.FormatUint(uint64(w[i]), 16))
-	}
-	if bestBase >= 0 && bestBase+bestLen == 8 {
-		f.WriteByte(':')
-	}
-}
-
-// actFormatIPv4 writes a dotted quad.
-func actFormatIPv4(f *textBuf, a [4]byte) {
-	fmt.Fprintf(f, "%d.%d.%d.%d", a[0], a[1], a[2], a[3])
-}
-
-// actFormatMAC writes an Ethernet address as xx:xx:xx:xx:xx:xx.
-func actFormatMAC(f *textBuf, m [6]byte) {
-	fmt.Fprintf(f, "%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4], m[5])
-}
-
 // actDecodeErr builds a DecodeError for attribute a.
 func actDecodeErr(a *rawAttr, path string, format string, args ...any) error {
 	return &DecodeError{Attr: path, Offset: a.Offset, Err: fmt.Errorf(format, args...)}
