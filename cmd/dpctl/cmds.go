@@ -296,7 +296,23 @@ func parseIfaceArg(s string) (odp.PortSpec, error) {
 }
 
 func cmdAddIf(e *env, args []string) error {
-	if err := needArgs(args, 2, -1, "add-if DP IFACE..."); err != nil {
+	return eachIface(e, args, "add-if DP IFACE...", func(dp odp.Datapath, a string) error {
+		spec, err := parseIfaceArg(a)
+		if err == nil {
+			_, err = dp.AddPort(e.ctx, spec)
+		}
+		if err != nil {
+			return fmt.Errorf("adding %s to %s failed: %w", a, args[0], err)
+		}
+		return nil
+	})
+}
+
+// eachIface opens the datapath args[0] and calls fn for every further
+// argument, reporting each failure and going on, as ovs-dpctl's add-if
+// and del-if do; the exit status is non-zero if any failed.
+func eachIface(e *env, args []string, usage string, fn func(dp odp.Datapath, arg string) error) error {
+	if err := needArgs(args, 2, -1, usage); err != nil {
 		return err
 	}
 	dp, err := openDP(e.ctx, args[0])
@@ -304,18 +320,14 @@ func cmdAddIf(e *env, args []string) error {
 		return err
 	}
 	defer dp.Close()
-	var lastErr error
+	failed := false
 	for _, a := range args[1:] {
-		spec, err := parseIfaceArg(a)
-		if err == nil {
-			_, err = dp.AddPort(e.ctx, spec)
-		}
-		if err != nil {
-			reportError(e.c.App.ErrWriter, fmt.Errorf("adding %s to %s failed: %w", a, args[0], err))
-			lastErr = err
+		if err := fn(dp, a); err != nil {
+			reportError(e.c.App.ErrWriter, err)
+			failed = true
 		}
 	}
-	if lastErr != nil {
+	if failed {
 		return cli.Exit("", 1)
 	}
 	return nil
@@ -368,16 +380,7 @@ func cmdSetIf(e *env, args []string) error {
 }
 
 func cmdDelIf(e *env, args []string) error {
-	if err := needArgs(args, 2, -1, "del-if DP IFACE..."); err != nil {
-		return err
-	}
-	dp, err := openDP(e.ctx, args[0])
-	if err != nil {
-		return err
-	}
-	defer dp.Close()
-	var lastErr error
-	for _, name := range args[1:] {
+	return eachIface(e, args, "del-if DP IFACE...", func(dp odp.Datapath, name string) error {
 		p, err := portByName(e, dp, name)
 		if err == nil {
 			if p.Number == 0 {
@@ -387,14 +390,10 @@ func cmdDelIf(e *env, args []string) error {
 			}
 		}
 		if err != nil {
-			reportError(e.c.App.ErrWriter, fmt.Errorf("deleting port %s from %s failed: %w", name, args[0], err))
-			lastErr = err
+			return fmt.Errorf("deleting port %s from %s failed: %w", name, args[0], err)
 		}
-	}
-	if lastErr != nil {
-		return cli.Exit("", 1)
-	}
-	return nil
+		return nil
+	})
 }
 
 // flowJSON is the JSON form of a flow.
