@@ -22,8 +22,11 @@ type LearningOptions struct {
 	// (DefaultMaxAge when zero).
 	MaxAge time.Duration
 	// MaxEntries bounds the table (DefaultMaxEntries when zero). When it
-	// is full, expired entries are dropped; if none are, a new address
-	// is not learned (and counted in Stats.Full) until room is made.
+	// is full, a new address takes the place of an aged-out entry if
+	// there is one, otherwise of the least recently seen entry of the
+	// port that has the most entries (Open vSwitch's fair eviction): a
+	// flood of new addresses on one port evicts only that port's
+	// addresses, never those learned on the other ports.
 	MaxEntries int
 	// Now is the clock (time.Now when nil); tests inject their own.
 	Now func() time.Time
@@ -43,6 +46,9 @@ const (
 	Moved
 	// Expired: the address, last on OldPort, aged out or was forgotten.
 	Expired
+	// Evicted: the address, last on OldPort, was dropped before it aged
+	// out to make room for a new one (the table was full).
+	Evicted
 )
 
 // String names the kind.
@@ -54,6 +60,8 @@ func (k EventKind) String() string {
 		return "moved"
 	case Expired:
 		return "expired"
+	case Evicted:
+		return "evicted"
 	}
 	return fmt.Sprintf("event(%d)", uint8(k))
 }
@@ -66,7 +74,7 @@ type Event struct {
 	Kind    EventKind
 	MAC     [6]byte
 	Port    uint32 // new port (Learned, Moved)
-	OldPort uint32 // previous port (Moved, Expired)
+	OldPort uint32 // previous port (Moved, Expired, Evicted)
 }
 
 // String describes the event.
@@ -76,6 +84,8 @@ func (e Event) String() string {
 		return fmt.Sprintf("%s learned on port %d", fmtMAC(e.MAC), e.Port)
 	case Moved:
 		return fmt.Sprintf("%s moved from port %d to port %d", fmtMAC(e.MAC), e.OldPort, e.Port)
+	case Evicted:
+		return fmt.Sprintf("%s evicted from port %d (table full)", fmtMAC(e.MAC), e.OldPort)
 	}
 	return fmt.Sprintf("%s expired from port %d", fmtMAC(e.MAC), e.OldPort)
 }
@@ -84,19 +94,42 @@ func (e Event) String() string {
 type LearningStats struct {
 	Entries                 int
 	Learned, Moved, Expired uint64
-	// Full counts addresses not learned because the table was full.
-	Full uint64
+	// Evicted counts entries dropped before they aged out to make room
+	// for a new address.
+	Evicted uint64
 }
 
+// none marks the end of a list of entries.
+const none = -1
+
+// macEntry is one learned address. Every entry is on two lists ordered
+// by when it was last seen, newest first: the table's and its port's.
 type macEntry struct {
-	port uint32
-	seen time.Time
+	mac          [6]byte
+	port         uint32
+	seen         time.Time
+	prev, next   int32 // the table's list; next links the free list too
+	pprev, pnext int32 // the port's list
+}
+
+// portList is the list of one port's entries, and the port's place in
+// the heap of ports ordered by their number of entries.
+type portList struct {
+	port       uint32
+	head, tail int32
+	n          int
+	heap       int
 }
 
 // LearningSwitch is an L2 learning switch: it learns which port each
 // Ethernet source address is on, forwards to the known port, and floods
 // broadcast, multicast and unknown destinations. It is safe for
 // concurrent use.
+//
+// Learning, looking up and evicting take constant time whatever the
+// table's size (evicting is logarithmic in the number of ports): the
+// entries are on a least-recently-seen list, and on one such list per
+// port, beside the index by address.
 //
 // The switch keys its table by MAC address alone (not by VLAN).
 type LearningSwitch struct {
@@ -105,24 +138,35 @@ type LearningSwitch struct {
 	now    func() time.Time
 	on     func(Event)
 
-	mu    sync.RWMutex
-	table map[[6]byte]macEntry
-	stats LearningStats
+	mu         sync.RWMutex
+	index      map[[6]byte]int32
+	ents       []macEntry
+	free       int32
+	head, tail int32 // newest and oldest entry
+	ports      map[uint32]*portList
+	heap       []*portList // max-heap by number of entries
+	stats      LearningStats
 }
 
 // NewLearningSwitch returns an empty switch.
 func NewLearningSwitch(opts LearningOptions) *LearningSwitch {
 	s := &LearningSwitch{maxAge: opts.MaxAge, max: opts.MaxEntries, now: opts.Now, on: opts.OnEvent,
-		table: make(map[[6]byte]macEntry)}
+		free: none, head: none, tail: none, ports: make(map[uint32]*portList)}
 	if s.maxAge <= 0 {
 		s.maxAge = DefaultMaxAge
 	}
 	if s.max <= 0 {
 		s.max = DefaultMaxEntries
 	}
+	if s.max > 1<<30 {
+		s.max = 1 << 30 // entries are numbered with int32
+	}
 	if s.now == nil {
 		s.now = time.Now
 	}
+	// Sized once, so that learning never grows them.
+	s.index = make(map[[6]byte]int32, s.max)
+	s.ents = make([]macEntry, 0, min(s.max, DefaultMaxEntries))
 	return s
 }
 
@@ -130,51 +174,85 @@ func NewLearningSwitch(opts LearningOptions) *LearningSwitch {
 // on every upcall. It returns the event when the table changed (a new
 // address, or one that moved port: the caller must revalidate flows to
 // that address) and reports it to OnEvent. Multicast and all-zero
-// sources are not learned. Refreshing a known address allocates nothing.
+// sources are not learned. It allocates nothing once the table has been
+// full once.
 func (s *LearningSwitch) Learn(k *flowkeys.Key) (Event, bool) {
 	return s.LearnMAC(k.EthSrc, k.InPort)
 }
 
-// LearnMAC is Learn for an explicit address and port.
+// LearnMAC is Learn for an explicit address and port. When the table is
+// full, a new address replaces one entry (see LearningOptions.MaxEntries),
+// reported to OnEvent as Expired or Evicted before the Learned event.
 func (s *LearningSwitch) LearnMAC(mac [6]byte, port uint32) (Event, bool) {
 	if mac[0]&1 != 0 || mac == [6]byte{} {
 		return Event{}, false
 	}
-	now := s.now()
-	var expired []Event
+	var gone, ev Event
 	s.mu.Lock()
-	e, ok := s.table[mac]
-	var ev Event
+	// The clock is read under the lock so that the lists stay ordered.
+	now := s.now()
+	i, ok := s.index[mac]
 	switch {
-	case ok && e.port == port:
-		s.table[mac] = macEntry{port: port, seen: now}
+	case ok && s.ents[i].port == port:
+		s.ents[i].seen = now
+		s.touch(i)
 		s.mu.Unlock()
 		return Event{}, false
-	case ok && now.Sub(e.seen) < s.maxAge:
-		ev = Event{Kind: Moved, MAC: mac, Port: port, OldPort: e.port}
-		s.stats.Moved++
-	default:
-		// New, or stale (a stale entry is as good as gone: the flows to it
-		// were revalidated, or will be, by its expiry).
-		if !ok && len(s.table) >= s.max {
-			expired = s.expireLocked(now, nil)
-			if len(s.table) >= s.max {
-				s.stats.Full++
-				s.mu.Unlock()
-				s.report(expired)
-				return Event{}, false
-			}
+	case ok:
+		e := &s.ents[i]
+		if now.Sub(e.seen) < s.maxAge {
+			ev = Event{Kind: Moved, MAC: mac, Port: port, OldPort: e.port}
+			s.stats.Moved++
+		} else {
+			// A stale entry is as good as gone: the flows to it were
+			// revalidated, or will be, by its expiry.
+			ev = Event{Kind: Learned, MAC: mac, Port: port}
+			s.stats.Learned++
 		}
+		s.portUnlink(i)
+		e.port, e.seen = port, now
+		s.portPush(i)
+		s.touch(i)
+	default:
+		if len(s.index) >= s.max {
+			gone = s.evictLocked(now)
+		}
+		i = s.alloc()
+		s.ents[i] = macEntry{mac: mac, port: port, seen: now, prev: none, next: none, pprev: none, pnext: none}
+		s.push(i)
+		s.portPush(i)
+		s.index[mac] = i
 		ev = Event{Kind: Learned, MAC: mac, Port: port}
 		s.stats.Learned++
 	}
-	s.table[mac] = macEntry{port: port, seen: now}
 	s.mu.Unlock()
-	s.report(expired)
 	if s.on != nil {
+		if gone.Kind != 0 {
+			s.on(gone)
+		}
 		s.on(ev)
 	}
 	return ev, true
+}
+
+// evictLocked removes one entry to make room: the oldest if it has aged
+// out, otherwise the least recently seen of the port with the most
+// entries.
+func (s *LearningSwitch) evictLocked(now time.Time) Event {
+	if s.tail != none && now.Sub(s.ents[s.tail].seen) >= s.maxAge {
+		e := s.ents[s.tail]
+		s.removeLocked(s.tail)
+		s.stats.Expired++
+		return Event{Kind: Expired, MAC: e.mac, OldPort: e.port}
+	}
+	if len(s.heap) == 0 || s.heap[0].tail == none {
+		return Event{}
+	}
+	i := s.heap[0].tail
+	e := s.ents[i]
+	s.removeLocked(i)
+	s.stats.Evicted++
+	return Event{Kind: Evicted, MAC: e.mac, OldPort: e.port}
 }
 
 // Lookup returns the port mac was learned on, if it is known and has not
@@ -182,7 +260,11 @@ func (s *LearningSwitch) LearnMAC(mac [6]byte, port uint32) (Event, bool) {
 func (s *LearningSwitch) Lookup(mac [6]byte) (uint32, bool) {
 	now := s.now()
 	s.mu.RLock()
-	e, ok := s.table[mac]
+	i, ok := s.index[mac]
+	var e macEntry
+	if ok {
+		e = s.ents[i]
+	}
 	s.mu.RUnlock()
 	if !ok || now.Sub(e.seen) >= s.maxAge {
 		return 0, false
@@ -191,11 +273,18 @@ func (s *LearningSwitch) Lookup(mac [6]byte) (uint32, bool) {
 }
 
 // Expire removes the entries that have aged out and returns an Expired
-// event for each (also reported to OnEvent). Call it periodically.
+// event for each (also reported to OnEvent). Call it periodically. Its
+// work is proportional to the number of entries it removes.
 func (s *LearningSwitch) Expire() []Event {
 	var evs []Event
 	s.mu.Lock()
-	evs = s.expireLocked(s.now(), evs)
+	now := s.now()
+	for s.tail != none && now.Sub(s.ents[s.tail].seen) >= s.maxAge {
+		e := s.ents[s.tail]
+		s.removeLocked(s.tail)
+		s.stats.Expired++
+		evs = append(evs, Event{Kind: Expired, MAC: e.mac, OldPort: e.port})
+	}
 	s.mu.Unlock()
 	s.report(evs)
 	return evs
@@ -206,12 +295,15 @@ func (s *LearningSwitch) Expire() []Event {
 func (s *LearningSwitch) ForgetPort(port uint32) []Event {
 	var evs []Event
 	s.mu.Lock()
-	for mac, e := range s.table {
-		if e.port == port {
-			delete(s.table, mac)
+	if pl := s.ports[port]; pl != nil {
+		for pl.head != none {
+			e := s.ents[pl.head]
+			s.removeLocked(pl.head)
 			s.stats.Expired++
-			evs = append(evs, Event{Kind: Expired, MAC: mac, OldPort: port})
+			evs = append(evs, Event{Kind: Expired, MAC: e.mac, OldPort: port})
 		}
+		s.heapRemove(pl.heap)
+		delete(s.ports, port)
 	}
 	s.mu.Unlock()
 	s.report(evs)
@@ -227,24 +319,163 @@ func (s *LearningSwitch) report(evs []Event) {
 	}
 }
 
-func (s *LearningSwitch) expireLocked(now time.Time, evs []Event) []Event {
-	for mac, e := range s.table {
-		if now.Sub(e.seen) >= s.maxAge {
-			delete(s.table, mac)
-			s.stats.Expired++
-			evs = append(evs, Event{Kind: Expired, MAC: mac, OldPort: e.port})
-		}
-	}
-	return evs
-}
-
 // Stats returns the counters.
 func (s *LearningSwitch) Stats() LearningStats {
 	s.mu.RLock()
 	st := s.stats
-	st.Entries = len(s.table)
+	st.Entries = len(s.index)
 	s.mu.RUnlock()
 	return st
+}
+
+// alloc returns a free entry slot.
+func (s *LearningSwitch) alloc() int32 {
+	if s.free != none {
+		i := s.free
+		s.free = s.ents[i].next
+		return i
+	}
+	s.ents = append(s.ents, macEntry{})
+	return int32(len(s.ents) - 1)
+}
+
+// removeLocked unlinks entry i from every list and the index and frees
+// its slot.
+func (s *LearningSwitch) removeLocked(i int32) {
+	s.unlink(i)
+	s.portUnlink(i)
+	delete(s.index, s.ents[i].mac)
+	s.ents[i] = macEntry{next: s.free, prev: none, pprev: none, pnext: none}
+	s.free = i
+}
+
+// push puts entry i at the head of the table's list.
+func (s *LearningSwitch) push(i int32) {
+	e := &s.ents[i]
+	e.prev, e.next = none, s.head
+	if s.head != none {
+		s.ents[s.head].prev = i
+	} else {
+		s.tail = i
+	}
+	s.head = i
+}
+
+// unlink takes entry i off the table's list.
+func (s *LearningSwitch) unlink(i int32) {
+	e := &s.ents[i]
+	if e.prev != none {
+		s.ents[e.prev].next = e.next
+	} else {
+		s.head = e.next
+	}
+	if e.next != none {
+		s.ents[e.next].prev = e.prev
+	} else {
+		s.tail = e.prev
+	}
+	e.prev, e.next = none, none
+}
+
+// touch moves entry i to the head of both its lists.
+func (s *LearningSwitch) touch(i int32) {
+	if s.head != i {
+		s.unlink(i)
+		s.push(i)
+	}
+	pl := s.ports[s.ents[i].port]
+	if pl.head != i {
+		s.portUnlink(i)
+		s.portPush(i)
+	}
+}
+
+// portPush puts entry i at the head of its port's list, creating the
+// list for a new port.
+func (s *LearningSwitch) portPush(i int32) {
+	e := &s.ents[i]
+	pl := s.ports[e.port]
+	if pl == nil {
+		pl = &portList{port: e.port, head: none, tail: none, heap: len(s.heap)}
+		s.ports[e.port] = pl
+		s.heap = append(s.heap, pl)
+	}
+	e.pprev, e.pnext = none, pl.head
+	if pl.head != none {
+		s.ents[pl.head].pprev = i
+	} else {
+		pl.tail = i
+	}
+	pl.head = i
+	pl.n++
+	s.heapUp(pl.heap)
+}
+
+// portUnlink takes entry i off its port's list.
+func (s *LearningSwitch) portUnlink(i int32) {
+	e := &s.ents[i]
+	pl := s.ports[e.port]
+	if e.pprev != none {
+		s.ents[e.pprev].pnext = e.pnext
+	} else {
+		pl.head = e.pnext
+	}
+	if e.pnext != none {
+		s.ents[e.pnext].pprev = e.pprev
+	} else {
+		pl.tail = e.pprev
+	}
+	e.pprev, e.pnext = none, none
+	pl.n--
+	s.heapDown(pl.heap)
+}
+
+// The heap of ports: heap[0] has the most entries.
+
+func (s *LearningSwitch) heapSwap(a, b int) {
+	s.heap[a], s.heap[b] = s.heap[b], s.heap[a]
+	s.heap[a].heap, s.heap[b].heap = a, b
+}
+
+func (s *LearningSwitch) heapUp(i int) {
+	for i > 0 {
+		p := (i - 1) / 2
+		if s.heap[p].n >= s.heap[i].n {
+			return
+		}
+		s.heapSwap(p, i)
+		i = p
+	}
+}
+
+func (s *LearningSwitch) heapDown(i int) {
+	for {
+		l, big := 2*i+1, i
+		if l < len(s.heap) && s.heap[l].n > s.heap[big].n {
+			big = l
+		}
+		if r := l + 1; r < len(s.heap) && s.heap[r].n > s.heap[big].n {
+			big = r
+		}
+		if big == i {
+			return
+		}
+		s.heapSwap(i, big)
+		i = big
+	}
+}
+
+func (s *LearningSwitch) heapRemove(i int) {
+	last := len(s.heap) - 1
+	if i != last {
+		s.heapSwap(i, last)
+	}
+	s.heap[last] = nil
+	s.heap = s.heap[:last]
+	if i < len(s.heap) {
+		s.heapDown(i)
+		s.heapUp(i)
+	}
 }
 
 // Decide is the learning switch's decision alone: a "normal" action (the
