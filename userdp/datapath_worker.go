@@ -98,7 +98,10 @@ func (w *worker) lookupAndRun(c *pktCtx) {
 	w.run(c, a.prog)
 }
 
-// account adds the packet to f's statistics.
+// account adds the packet to f's statistics, as the kernel's
+// ovs_flow_stats_update: the TCP flags are those of the packet's own key
+// (flowkeys.Extract sets them only for TCP over IP with a whole TCP
+// header, never for a later fragment), whatever the flow's mask.
 func (w *worker) account(f *megaflow, c *pktCtx) {
 	if w.acc.f != f {
 		w.flushAcc()
@@ -106,11 +109,7 @@ func (w *worker) account(f *megaflow, c *pktCtx) {
 	}
 	w.acc.packets++
 	w.acc.bytes += uint64(SkbLen(c.f.Bytes()))
-	// The kernel records TCP flags when the flow's (masked) key says
-	// TCP over IP and the packet is not a later fragment.
-	if fk := &f.key; fk.IPProto == ProtoTCP && (fk.EthType == EthTypeIPv4 || fk.EthType == EthTypeIPv6) && c.key.IPFrag != flowkeys.FragLater {
-		w.acc.flags |= c.key.TCPFlags
-	}
+	w.acc.flags |= c.key.TCPFlags
 }
 
 // flushAcc publishes the accumulated flow statistics.

@@ -104,13 +104,16 @@ type flowActions struct {
 	prog []op
 }
 
-// stats returns the flow's counters.
+// stats returns the flow's counters. The TCP flags are reported as the
+// kernel reports them: only the low 8 bits (it puts
+// OVS_FLOW_ATTR_TCP_FLAGS as a u8), so NS, and the reserved bits never
+// show.
 func (f *megaflow) stats() odp.FlowStats {
 	return odp.FlowStats{
 		Packets:  f.packets.Load(),
 		Bytes:    f.bytes.Load(),
 		Used:     f.used.Load(),
-		TCPFlags: uint16(f.tcpFlags.Load()),
+		TCPFlags: uint16(f.tcpFlags.Load()) & 0xff,
 	}
 }
 
