@@ -99,7 +99,9 @@ func (w *worker) lookupAndRun(c *pktCtx) {
 }
 
 // account adds the packet to f's statistics, as the kernel's
-// ovs_flow_stats_update: the TCP flags are those of the packet's own key
+// ovs_flow_stats_update: the byte count is the whole frame, VLAN tags
+// included (the kernel adds VLAN_HLEN to skb->len for the tag it holds
+// out of band), and the TCP flags are those of the packet's own key
 // (flowkeys.Extract sets them only for TCP over IP with a whole TCP
 // header, never for a later fragment), whatever the flow's mask.
 func (w *worker) account(f *megaflow, c *pktCtx) {
@@ -108,7 +110,7 @@ func (w *worker) account(f *megaflow, c *pktCtx) {
 		w.acc.f = f
 	}
 	w.acc.packets++
-	w.acc.bytes += uint64(SkbLen(c.f.Bytes()))
+	w.acc.bytes += uint64(c.f.Len)
 	w.acc.flags |= c.key.TCPFlags
 }
 

@@ -92,3 +92,40 @@ func TestFlowStatsTCPFlags(t *testing.T) {
 	}
 }
 
+// vlanFrame inserts VLAN tags (TPID, TCI pairs, outermost first) after
+// the Ethernet addresses of f.
+func vlanFrame(f []byte, tags ...[2]uint16) []byte {
+	out := append([]byte(nil), f[:12]...)
+	for _, tg := range tags {
+		out = binary.BigEndian.AppendUint16(out, tg[0])
+		out = binary.BigEndian.AppendUint16(out, tg[1])
+	}
+	return append(out, f[12:]...)
+}
+
+// TestFlowStatsVLANBytes checks that a flow counts the whole frame,
+// VLAN tags included, as the kernel does (skb->len plus VLAN_HLEN for
+// the tag it holds out of band; a second tag is in skb->len).
+func TestFlowStatsVLANBytes(t *testing.T) {
+	h := newHarness(t, 2)
+	h.put("in_port(1),"+anyEth+"eth_type(0x8100),vlan(vid=20),encap(eth_type(0x0800),ipv4(frag=no))", "2")
+	h.put("in_port(1),"+anyEth+"eth_type(0x88a8),vlan(vid=40),encap(eth_type(0x8100),vlan(vid=41),encap(eth_type(0x0800),ipv4(frag=no)))", "2")
+	h.put("in_port(1),"+anyEth+"eth_type(0x0800),ipv4(frag=no)", "2")
+	plain := udpFrame(1, 2, 1000)
+	one := vlanFrame(plain, [2]uint16{EthTypeVLAN, 20})
+	two := vlanFrame(plain, [2]uint16{EthTypeQinQ, 40}, [2]uint16{EthTypeVLAN, 41})
+	h.send(1, one, one, two, plain)
+	for i := 0; i < 4; i++ {
+		h.expect(2)
+	}
+	h.waitStats(4)
+	if st := h.flowStats("vlan(vid=20"); st.Packets != 2 || st.Bytes != 2*uint64(len(one)) {
+		t.Errorf("802.1Q flow: %d packets %d bytes, want 2 and %d", st.Packets, st.Bytes, 2*len(one))
+	}
+	if st := h.flowStats("vlan(vid=40"); st.Packets != 1 || st.Bytes != uint64(len(two)) {
+		t.Errorf("802.1ad flow: %d packets %d bytes, want 1 and %d", st.Packets, st.Bytes, len(two))
+	}
+	if st := h.flowStats("),eth_type(0x0800)"); st.Packets != 1 || st.Bytes != uint64(len(plain)) {
+		t.Errorf("untagged flow: %d packets %d bytes, want 1 and %d", st.Packets, st.Bytes, len(plain))
+	}
+}
