@@ -81,6 +81,7 @@ func (w *worker) process(buf []byte, off, n int, inPort uint32) {
 		return
 	}
 	c.keyValid = true
+	c.proto = keyProtocol(&c.key)
 	w.lookupAndRun(c)
 }
 

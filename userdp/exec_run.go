@@ -42,6 +42,44 @@ type pktCtx struct {
 	steal  bool
 	acts   *flowActions // the flow's actions (userspace actions=true)
 	recirc int
+	// proto is the kernel's skb->protocol for the packet: set from the
+	// key whenever the key is extracted (keyProtocol) and changed by
+	// the actions that change it in the kernel (push/pop of VLAN tags
+	// and MPLS labels). The parsed Headers carry it.
+	proto uint16
+}
+
+// keyProtocol is skb->protocol as the kernel's key_extract sets it: the
+// key's EtherType, or with two VLAN tags the inner tag's TPID.
+func keyProtocol(k *flowkeys.Key) uint16 {
+	if k.CVLANTCI&flowkeys.VLANTagPresent != 0 {
+		return k.CVLANTPID
+	}
+	return k.EthType
+}
+
+// outerTag reports whether the frame starts with a VLAN tag that the
+// kernel would hold out of band (the skb's accelerated tag): every tag
+// it parses on receive or execute, and every tag push_vlan adds, is.
+func outerTag(frame []byte) bool {
+	return len(frame) >= 18 && isVLANType(binary.BigEndian.Uint16(frame[12:]))
+}
+
+// encapProto is what the kernel's vlan_set_encap_proto makes
+// skb->protocol when it moves the frame's outer in-line tag out of band
+// (pop_vlan of the outer of two tags): the EtherType after the tag, or
+// for an 802.3 frame ETH_P_802_3 (0x0001) when the two bytes after the
+// length are 0xffff (Novell raw 802.3) and EthType8022 otherwise. It
+// does not look for SNAP, unlike key extraction.
+func encapProto(frame []byte) uint16 {
+	et := binary.BigEndian.Uint16(frame[16:])
+	if et >= ethTypeMin8023 {
+		return et
+	}
+	if len(frame) >= 20 && frame[18] == 0xff && frame[19] == 0xff {
+		return 0x0001
+	}
+	return EthType8022
 }
 
 // headers returns the packet's parsed headers.
@@ -50,6 +88,7 @@ func (c *pktCtx) headers() (*Headers, error) {
 		if err := ParseHeaders(c.f.Bytes(), &c.h); err != nil {
 			return nil, err
 		}
+		c.h.Protocol = c.proto
 		c.hValid = true
 	}
 	return &c.h, nil
@@ -77,6 +116,7 @@ func (c *pktCtx) validKey() error {
 		return err
 	}
 	c.keyValid = true
+	c.proto = keyProtocol(k)
 	return nil
 }
 
@@ -107,15 +147,37 @@ func (w *worker) run(c *pktCtx, ops []op) {
 		case opTrunc:
 			c.cutlen = o.a
 		case opPushVLAN:
+			// The kernel's skb_vlan_push moves an out-of-band tag into
+			// the packet and makes skb->protocol its TPID.
+			outer := outerTag(c.f.Bytes())
+			tpid := binary.BigEndian.Uint16(c.f.Bytes()[12:])
 			if err := PushVLAN(&c.f, o.c, o.d); err != nil {
 				w.actionError()
 				return
 			}
+			if outer {
+				c.proto = tpid
+			}
 			c.invalidate()
 		case opPopVLAN:
+			// skb_vlan_pop drops the out-of-band tag, then, if
+			// skb->protocol says another tag follows, takes the 4 bytes
+			// after the addresses as that tag (needing 18 bytes) and
+			// holds it out of band with skb->protocol as its TPID,
+			// setting skb->protocol from what follows it.
+			outer := outerTag(c.f.Bytes())
 			if err := PopVLAN(&c.f); err != nil {
 				w.actionError()
 				return
+			}
+			if outer && isVLANType(c.proto) {
+				b := c.f.Bytes()
+				if len(b) < 18 {
+					w.actionError()
+					return
+				}
+				binary.BigEndian.PutUint16(b[12:], c.proto)
+				c.proto = encapProto(b)
 			}
 			c.invalidate()
 		case opPushMPLS, opPopMPLS:
@@ -130,6 +192,9 @@ func (w *worker) run(c *pktCtx, ops []op) {
 			if err != nil {
 				w.actionError()
 				return
+			}
+			if o.kind == opPushMPLS || isMPLSType(c.proto) {
+				c.proto = o.c
 			}
 			c.invalidate()
 		case opSetPriority:

@@ -92,8 +92,19 @@ type Headers struct {
 	// VLAN tags (and an LLC/SNAP header), i.e. where the network header
 	// or MPLS label stack starts.
 	MACLen int
-	// EthType is the innermost EtherType (after VLAN tags and SNAP).
+	// EthType is the innermost EtherType (after VLAN tags and SNAP),
+	// exactly as flowkeys.Extract puts it in the key's eth_type: an
+	// 802.3 length field followed by LLC with DSAP and SSAP 0xaa and a
+	// zero OUI (whatever the control byte, as the kernel's
+	// parse_ethertype) gives the SNAP EtherType when that is one
+	// (>= 0x600), and every other 802.3 frame EthType8022.
 	EthType uint16
+	// Protocol is skb->protocol as the kernel's key_extract leaves it:
+	// EthType, or with two VLAN tags the inner tag's TPID. The kernel's
+	// dec_ttl and pop_mpls decide by it, not by the frame's bytes. The
+	// datapath keeps it across actions that change it (push/pop of
+	// VLAN tags and MPLS labels) as the kernel does.
+	Protocol uint16
 	// L3 is the offset of the IPv4/IPv6/ARP header or MPLS label stack.
 	L3 int
 	// L4 is the offset of the transport header, -1 if there is none
@@ -118,39 +129,24 @@ type Headers struct {
 // ParseHeaders fills h with the locations of frame's headers. It parses
 // an Ethernet header, up to two in-line VLAN tags (802.1Q or 802.1ad),
 // LLC/SNAP, and IPv4 or IPv6 (with the extension headers the kernel's
-// ipv6_find_hdr follows). It returns ErrTooShort when the frame is
-// shorter than an Ethernet header; a truncated or malformed IP header is
-// not an error: h.L4 is then -1, as the kernel leaves the packet without
-// a transport header. It allocates nothing.
+// ipv6_find_hdr follows). It finds the network header exactly where
+// flowkeys.Extract (the kernel's key_extract) does, so that the actions
+// work on the header the flow key describes. It returns ErrTooShort when
+// the frame is shorter than an Ethernet header; a truncated or malformed
+// IP header is not an error: h.L4 is then -1, as the kernel leaves the
+// packet without a transport header. It allocates nothing.
 func ParseHeaders(frame []byte, h *Headers) error {
 	*h = Headers{L3: -1, L4: -1}
 	if len(frame) < 14 {
 		return fmt.Errorf("%w: %d bytes, an Ethernet header needs 14", ErrTooShort, len(frame))
 	}
-	off := 12
-	et := binary.BigEndian.Uint16(frame[off:])
-	for tags := 0; tags < 2 && (et == EthTypeVLAN || et == EthTypeQinQ) && len(frame) >= off+6; tags++ {
-		off += 4
-		et = binary.BigEndian.Uint16(frame[off:])
-	}
-	off += 2
-	if et < ethTypeMin8023 {
-		// 802.3 length field: LLC, maybe SNAP.
-		if len(frame) < off+8 {
-			et = EthType8022
-		} else if frame[off] == 0xaa && frame[off+1] == 0xaa && frame[off+2] == 0x03 &&
-			frame[off+3] == 0 && frame[off+4] == 0 && frame[off+5] == 0 {
-			et = binary.BigEndian.Uint16(frame[off+6:])
-			off += 8
-			if et < ethTypeMin8023 {
-				et = EthType8022
-			}
-		} else {
-			et = EthType8022
-		}
-	}
+	off, et, tags := l2Type(frame)
 	h.MACLen = off
 	h.EthType = et
+	h.Protocol = et
+	if tags == 2 {
+		h.Protocol = binary.BigEndian.Uint16(frame[16:])
+	}
 	h.L3 = off
 	switch et {
 	case EthTypeIPv4:
@@ -159,6 +155,41 @@ func ParseHeaders(frame []byte, h *Headers) error {
 		parseIPv6(frame, h)
 	}
 	return nil
+}
+
+// l2Type applies the kernel's parse_vlan and parse_ethertype (as
+// flowkeys.Extract does) to a frame of at least 14 bytes: it returns the
+// offset of the network header, the EtherType the flow key gets and the
+// number of VLAN tags parsed. A tag is parsed only when its 4 bytes and
+// the 2 of the type after it are in the frame; an 802.3 length field is
+// followed by LLC, and by SNAP when DSAP and SSAP are 0xaa and the OUI is
+// zero (the control byte is not looked at); the SNAP EtherType is used
+// when it is one (>= 0x600), else the frame is EthType8022, as is any
+// other 802.3 frame and one whose LLC/SNAP header is cut short.
+func l2Type(frame []byte) (off int, et uint16, tags int) {
+	off = 12
+	et = binary.BigEndian.Uint16(frame[off:])
+	for tags < 2 && isVLANType(et) && len(frame) >= off+6 {
+		off += 4
+		tags++
+		et = binary.BigEndian.Uint16(frame[off:])
+	}
+	off += 2
+	if et >= ethTypeMin8023 {
+		return off, et, tags
+	}
+	if len(frame) < off+8 {
+		return off, EthType8022, tags
+	}
+	if frame[off] != 0xaa || frame[off+1] != 0xaa || frame[off+3]|frame[off+4]|frame[off+5] != 0 {
+		return off, EthType8022, tags
+	}
+	et = binary.BigEndian.Uint16(frame[off+6:])
+	off += 8
+	if et < ethTypeMin8023 {
+		et = EthType8022
+	}
+	return off, et, tags
 }
 
 func parseIPv4(frame []byte, h *Headers) {

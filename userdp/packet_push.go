@@ -19,21 +19,21 @@ import (
 // isVLANType reports whether et is a VLAN tag protocol identifier.
 func isVLANType(et uint16) bool { return et == EthTypeVLAN || et == EthTypeQinQ }
 
-// SkbProtocol returns the EtherType the kernel's datapath would see as
-// skb->protocol for frame: the EtherType after the outermost VLAN tag (which
-// the kernel holds out of band), or the frame's EtherType when untagged.
-// With two tags it is the inner tag's TPID. It returns 0 for a frame too
-// short to have one.
+// SkbProtocol returns the EtherType the kernel's datapath sees as
+// skb->protocol for frame right after key extraction (Headers.Protocol):
+// the flow key's EtherType (after VLAN tags and LLC/SNAP, as
+// flowkeys.Extract finds it), or with two VLAN tags the inner tag's TPID.
+// It returns 0 for a frame too short to have one. Actions can change
+// skb->protocol in ways the bytes do not show (popping the outer of two
+// tags from an 802.3 frame gives the kernel's 802.2 or 802.3 value);
+// the datapath tracks those.
 func SkbProtocol(frame []byte) uint16 {
 	if len(frame) < 14 {
 		return 0
 	}
-	et := binary.BigEndian.Uint16(frame[12:])
-	if isVLANType(et) {
-		if len(frame) < 18 {
-			return 0
-		}
-		et = binary.BigEndian.Uint16(frame[16:])
+	_, et, tags := l2Type(frame)
+	if tags == 2 {
+		return binary.BigEndian.Uint16(frame[16:])
 	}
 	return et
 }
@@ -128,15 +128,15 @@ func PushMPLS(f *Frame, h *Headers, lse uint32, ethertype uint16) error {
 
 // PopMPLS removes the outermost MPLS label stack entry (at h.MACLen) and
 // sets the EtherType in front of it to ethertype, as the kernel's
-// pop_mpls. A frame that is not MPLS (by SkbProtocol, as the kernel
-// checks skb->protocol) is left unchanged. ErrTooShort if the label is
+// pop_mpls. A frame that is not MPLS by h.Protocol (the kernel checks
+// skb->protocol) is left unchanged. ErrTooShort if the label is
 // not all in the frame.
 func PopMPLS(f *Frame, h *Headers, ethertype uint16) error {
 	if err := f.check(); err != nil {
 		return fmt.Errorf("pop_mpls: %w", err)
 	}
 	b := f.Bytes()
-	if !isMPLSType(SkbProtocol(b)) {
+	if !isMPLSType(h.Protocol) {
 		return nil
 	}
 	ml := h.MACLen
@@ -165,14 +165,15 @@ func TruncLen(frame []byte, maxLen uint32) int {
 
 // DecTTL decrements the IPv4 TTL (updating the header checksum
 // incrementally) or the IPv6 hop limit, as the kernel's execute_dec_ttl.
-// The kernel decides by skb->protocol (SkbProtocol): a frame that is
+// The kernel decides by skb->protocol (h.Protocol): a frame that is
 // neither IPv4 nor IPv6 by it (e.g. two VLAN tags, MPLS) is left
-// unchanged. When the TTL is 1 or 0 the frame is not changed and expired
+// unchanged. The IP header is the network header key extraction found
+// (h.L3), after VLAN tags and LLC/SNAP. When the TTL is 1 or 0 the frame is not changed and expired
 // is true: the datapath then runs the action's le_1 nested actions (none:
 // the packet is dropped). ErrTooShort when the IP header (at h.L3) is not
 // all in the frame.
 func DecTTL(frame []byte, h *Headers) (expired bool, err error) {
-	switch SkbProtocol(frame) {
+	switch h.Protocol {
 	case EthTypeIPv4:
 		if h.L3 < 0 || len(frame) < h.L3+20 {
 			return false, fmt.Errorf("dec_ttl: %w: %d bytes, the IPv4 header ends at %d", ErrTooShort, len(frame), h.L3+20)
