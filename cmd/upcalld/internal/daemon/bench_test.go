@@ -78,7 +78,7 @@ func BenchmarkHandleUpcall(b *testing.B) {
 		ups2[i].Key = odp.KeyFromFlowKeys(&k)
 	}
 	for i := range ups2 {
-		h.d.handleOne(ctx, hs, &ups2[i])
+		h.d.handleOne(ctx, hs, &ups2[i], time.Time{}, time.Now())
 	}
 	b.ReportMetric(float64(b.N)/full.Seconds(), "upcalls/s")
 	b.ReportMetric(float64(h.d.lat.Quantile(0.5).Nanoseconds()), "p50-ns")
@@ -139,7 +139,7 @@ func BenchmarkUpcallsEndToEnd(b *testing.B) {
 		wait := time.Now().Add(10 * time.Second)
 		for {
 			st := h.d.Status()
-			if int(st.Handled+st.Failed+st.Lost-start.Handled-start.Failed-start.Lost)+512 >= sent {
+			if int(st.Handled+st.Failed+st.Shed+st.Lost-start.Handled-start.Failed-start.Shed-start.Lost)+512 >= sent {
 				break
 			}
 			if time.Now().After(wait) {
@@ -153,7 +153,7 @@ func BenchmarkUpcallsEndToEnd(b *testing.B) {
 	for {
 		h.d.pollDatapath(context.Background())
 		st := h.d.Status()
-		if int(st.Handled+st.Failed+st.Lost-start.Handled-start.Failed-start.Lost) >= b.N || time.Now().After(deadline) {
+		if int(st.Handled+st.Failed+st.Shed+st.Lost-start.Handled-start.Failed-start.Shed-start.Lost) >= b.N || time.Now().After(deadline) {
 			break
 		}
 		time.Sleep(50 * time.Microsecond)
@@ -163,6 +163,7 @@ func BenchmarkUpcallsEndToEnd(b *testing.B) {
 	st := h.d.Status()
 	b.ReportMetric(float64(st.Handled-start.Handled)/el.Seconds(), "handled/s")
 	b.ReportMetric(float64(st.Lost-start.Lost), "lost")
+	b.ReportMetric(float64(st.Shed-start.Shed), "shed")
 	b.ReportMetric(float64(st.Failed-start.Failed), "failed")
 	b.ReportMetric(float64(h.d.lat.Quantile(0.5).Nanoseconds()), "p50-ns")
 	b.ReportMetric(float64(h.d.lat.Quantile(0.99).Nanoseconds()), "p99-ns")

@@ -40,6 +40,9 @@ const (
 	// limitIdle is the idle timeout used while the datapath holds more
 	// flows than the limit.
 	limitIdle = 100 * time.Millisecond
+	// DefaultMaxLag is how long a handler may stay behind before it
+	// sheds load (Config.MaxLag).
+	DefaultMaxLag = 250 * time.Millisecond
 )
 
 // Config configures a Daemon.
@@ -72,6 +75,18 @@ type Config struct {
 	// RevalidateInterval is the period of revalidation passes
 	// (DefaultRevalidateInterval); policy changes start one at once.
 	RevalidateInterval time.Duration
+	// MaxLag bounds how stale the upcalls a handler works on may get
+	// (DefaultMaxLag). A handler is behind while its receiver never runs
+	// empty: every read fills a whole batch. Once it has been behind for
+	// longer than MaxLag, its queue holds upcalls at least that old, and
+	// it sheds: a miss whose Ethernet source the learning switch already
+	// knows on its port is still handled in full (known hosts keep
+	// working during a flood of new addresses), any other is dropped
+	// without being decoded, counted in Status.Shed. Behind for longer
+	// than 4*MaxLag, it drops every miss until it catches up. As in Open
+	// vSwitch, overload is met by dropping, never by queueing without
+	// bound: the daemon recovers as soon as the flood ends.
+	MaxLag time.Duration
 	// Learning configures the learning switch (its OnEvent is the
 	// daemon's own and is ignored here).
 	Learning policy.LearningOptions
@@ -131,12 +146,21 @@ type Daemon struct {
 	dpFlows   atomic.Uint64
 	mode      atomic.Value // string
 	handled   atomic.Uint64
+	shed      atomic.Uint64
 	failed    atomic.Uint64
 	ctrl      atomic.Uint64
 	installed atomic.Uint64
 	started   time.Time
 
-	errLog rateLimit
+	// clock is the coarse clock of the learning switch: nanoseconds
+	// since started, advanced by the handlers (once per batch and per
+	// handled upcall) and the revalidator, so that learning reads no
+	// clock of its own (reading the clock is costly in a VM).
+	clock atomic.Int64
+
+	errLog  rateLimit
+	macLog  rateLimit
+	shedLog rateLimit
 }
 
 // New checks cfg and returns a daemon ready to Run.
@@ -153,8 +177,11 @@ func New(cfg Config) (*Daemon, error) {
 	if cfg.Batch <= 0 {
 		cfg.Batch = DefaultBatch
 	}
-	if cfg.IdleTimeout < 0 || cfg.FlowLimit < 0 || cfg.RevalidateInterval < 0 {
-		return nil, errors.New("daemon: negative idle timeout, flow limit or revalidation interval")
+	if cfg.IdleTimeout < 0 || cfg.FlowLimit < 0 || cfg.RevalidateInterval < 0 || cfg.MaxLag < 0 {
+		return nil, errors.New("daemon: negative idle timeout, flow limit, revalidation interval or maximum lag")
+	}
+	if cfg.MaxLag == 0 {
+		cfg.MaxLag = DefaultMaxLag
 	}
 	if cfg.IdleTimeout == 0 {
 		cfg.IdleTimeout = DefaultIdleTimeout
@@ -178,6 +205,7 @@ func New(cfg Config) (*Daemon, error) {
 		wake:     make(chan struct{}, 1),
 		maxLimit: int64(cfg.FlowLimit),
 		started:  time.Now(),
+		shedLog:  rateLimit{max: 1},
 	}
 	if d.mono == nil {
 		d.mono = monoMillis
@@ -185,6 +213,9 @@ func New(cfg Config) (*Daemon, error) {
 	d.flowLimit.Store(min(d.maxLimit, initialFlowLimit))
 	lo := cfg.Learning
 	lo.OnEvent = d.onMACEvent
+	if lo.Now == nil {
+		lo.Now = d.coarseNow
+	}
 	d.sw = policy.NewLearningSwitch(lo)
 	rules := cfg.Rules
 	if rules == nil {
@@ -394,18 +425,42 @@ func equalU32(a, b []uint32) bool {
 }
 
 // onMACEvent is the learning switch's event hook: flows to the address
-// must be re-decided.
+// must be re-decided. Only a move needs that at once (its flows now send
+// to the wrong port); the flows to a newly learned address flood until
+// the next periodic pass, which is correct, and so do those to an
+// expired or evicted one, which still reach the port the address was
+// last seen on. Kicking the revalidator for every new address would make
+// a flood of new addresses run passes back to back.
 func (d *Daemon) onMACEvent(ev policy.Event) {
 	seq := d.macSeq.Add(1)
 	d.macMu.Lock()
 	d.dirty[ev.MAC] = seq
 	d.macMu.Unlock()
-	if ev.Kind != policy.Learned {
-		d.log.Info("mac table", "event", ev.String())
-	} else {
-		d.log.Debug("mac table", "event", ev.String())
+	if ev.Kind != policy.Moved {
+		if d.log.Enabled(context.Background(), slog.LevelDebug) {
+			d.log.Debug("mac table", "event", ev.String())
+		}
+		return
 	}
+	d.macLog.do(func() { d.log.Info("mac table", "event", ev.String()) })
 	d.kick()
+}
+
+// tick advances the coarse clock to t (it never goes back).
+func (d *Daemon) tick(t time.Time) {
+	ns := int64(t.Sub(d.started))
+	for {
+		cur := d.clock.Load()
+		if ns <= cur || d.clock.CompareAndSwap(cur, ns) {
+			return
+		}
+	}
+}
+
+// coarseNow is the coarse clock: the latest time a handler or the
+// revalidator read.
+func (d *Daemon) coarseNow() time.Time {
+	return d.started.Add(time.Duration(d.clock.Load()))
 }
 
 // kick asks the revalidator for a pass soon.
@@ -460,8 +515,9 @@ func (d *Daemon) pollDatapath(ctx context.Context) {
 	}
 }
 
-// rateLimit lets through at most 10 calls a second.
+// rateLimit lets through at most max calls a second (10 when max is 0).
 type rateLimit struct {
+	max int64
 	sec atomic.Int64
 	n   atomic.Int64
 }
@@ -472,7 +528,11 @@ func (r *rateLimit) do(fn func()) {
 		r.sec.Store(now)
 		r.n.Store(0)
 	}
-	if r.n.Add(1) <= 10 {
+	limit := r.max
+	if limit == 0 {
+		limit = 10
+	}
+	if r.n.Add(1) <= limit {
 		fn()
 	}
 }

@@ -471,3 +471,66 @@ func TestNewRejectsBadConfig(t *testing.T) {
 		}
 	}
 }
+
+// missFrom is a miss of a UDP frame from src to dst on port 1.
+func missFrom(t *testing.T, src, dst mac) odp.Upcall {
+	t.Helper()
+	f := udpFrame(src, dst, ip4(10, 0, 0, 1), ip4(10, 0, 0, 2), 1, 9, 0)
+	var k flowkeys.Key
+	if err := flowkeys.Extract(f, &flowkeys.Metadata{InPort: 1}, &k); err != nil {
+		t.Fatal(err)
+	}
+	return odp.Upcall{Kind: odp.UpcallMiss, Port: 1, Key: odp.KeyFromFlowKeys(&k), Packet: f}
+}
+
+// A handler behind by more than MaxLag handles misses from known sources
+// only and drops the others; behind by more than four times MaxLag, it
+// drops every miss. Dropped misses are counted as shed.
+func TestShedWhenBehind(t *testing.T) {
+	h := newHarness(t, 2, Config{MaxLag: time.Second, Logger: discardLogger()})
+	ctx := context.Background()
+	hs := newHandlerState(0, 1)
+	handle := func(src, dst mac, behind time.Duration) {
+		up := missFrom(t, src, dst)
+		var since time.Time
+		now := time.Now()
+		if behind > 0 {
+			since = now.Add(-behind)
+		}
+		h.d.handleOne(ctx, hs, &up, since, now)
+	}
+	check := func(what string, handled, shed uint64, flows int) {
+		t.Helper()
+		st := h.d.Status()
+		if st.Handled != handled || st.Shed != shed || st.Flows != flows {
+			t.Errorf("%s: handled %d, shed %d, flows %d; want %d, %d, %d", what, st.Handled, st.Shed, st.Flows, handled, shed, flows)
+		}
+		if got := h.counter("upcalld_upcalls_shed_total"); uint64(got) != shed {
+			t.Errorf("%s: shed metric %v, want %d", what, got, shed)
+		}
+	}
+	handle(macN(1), macN(9), 0)
+	check("in time", 1, 0, 1)
+	// Behind by 2 s: the known source is handled, the new one dropped
+	// (and not learned: a flood's addresses cost nothing).
+	handle(macN(3), macN(9), 2*time.Second)
+	check("new source, behind", 1, 1, 1)
+	if _, ok := h.d.Switch().Lookup(macN(3)); ok {
+		t.Errorf("shed source learned")
+	}
+	handle(macN(1), macN(8), 2*time.Second)
+	check("known source, behind", 2, 1, 2)
+	// Known on another port is not known: dropped.
+	h.d.Switch().LearnMAC(macN(4), 2)
+	handle(macN(4), macN(8), 2*time.Second)
+	check("source known elsewhere, behind", 2, 2, 2)
+	// Behind by 5 s: everything is dropped.
+	handle(macN(1), macN(7), 5*time.Second)
+	check("far behind", 2, 3, 2)
+	// Caught up: handled again, and the new source is learned.
+	handle(macN(3), macN(7), 0)
+	check("caught up", 3, 3, 3)
+	if p, ok := h.d.Switch().Lookup(macN(3)); !ok || p != 1 {
+		t.Errorf("source not learned once caught up: %d %v", p, ok)
+	}
+}

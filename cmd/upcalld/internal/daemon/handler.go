@@ -27,9 +27,23 @@ func newHandlerState(id, batch int) *handlerState {
 	return &handlerState{id: id, ups: make([]odp.Upcall, batch), meta: make(odp.FlowKey, 0, 16)}
 }
 
-// handler reads upcalls in batches from rx until ctx is done.
+// shedMode says how much of an upcall a lagging handler handles.
+type shedMode uint8
+
+const (
+	// shedNone: handle everything.
+	shedNone shedMode = iota
+	// shedUnknown: handle misses from known sources only.
+	shedUnknown
+	// shedAll: drop every miss.
+	shedAll
+)
+
+// handler reads upcalls in batches from rx until ctx is done, shedding
+// load while it is behind (Config.MaxLag).
 func (d *Daemon) handler(ctx context.Context, id int, rx odp.UpcallReceiver) {
 	h := newHandlerState(id, d.cfg.Batch)
+	var behind time.Time // since when every read filled a whole batch
 	for {
 		n, err := rx.Recv(ctx, h.ups)
 		if err != nil {
@@ -47,28 +61,75 @@ func (d *Daemon) handler(ctx context.Context, id int, rx odp.UpcallReceiver) {
 				continue
 			}
 		}
+		now := time.Now()
+		d.tick(now)
+		if n < len(h.ups) {
+			// The receiver ran empty: whatever arrives next is fresh.
+			behind = time.Time{}
+		} else if behind.IsZero() {
+			behind = now
+		}
 		for i := 0; i < n; i++ {
-			d.handleOne(ctx, h, &h.ups[i])
+			now = d.handleOne(ctx, h, &h.ups[i], behind, now)
 			h.ups[i] = odp.Upcall{} // drop references to the packet
 		}
 	}
 }
 
-// handleOne handles one upcall and records its latency.
-func (d *Daemon) handleOne(ctx context.Context, h *handlerState, up *odp.Upcall) {
+// handleOne handles one upcall; behind is when the handler fell behind
+// (zero when it is not) and now the latest time the handler read. It
+// returns the time after handling, which is read (and the latency
+// recorded) only for upcalls handled in full: a shed upcall costs no
+// clock reading.
+func (d *Daemon) handleOne(ctx context.Context, h *handlerState, up *odp.Upcall, behind, now time.Time) time.Time {
+	mode := shedNone
+	if !behind.IsZero() {
+		switch lag := now.Sub(behind); {
+		case lag > 4*d.cfg.MaxLag:
+			mode = shedAll
+		case lag > d.cfg.MaxLag:
+			mode = shedUnknown
+		}
+	}
+	if mode != shedNone && up.Kind == odp.UpcallMiss && d.shedMiss(up, mode) {
+		d.m.upcallsReceivedM.Inc()
+		d.shed.Add(1)
+		d.m.shed.Inc()
+		d.shedLog.do(func() {
+			d.log.Warn("handler behind; shedding upcalls", "handler", h.id, "behind", now.Sub(behind).Round(time.Millisecond),
+				"all", mode == shedAll, "shed_total", d.shed.Load())
+		})
+		return now
+	}
 	start := time.Now()
 	err := d.handleUpcall(ctx, h, up)
-	el := time.Since(start)
+	end := time.Now()
+	d.tick(end)
+	el := end.Sub(start)
 	d.lat.Record(el)
 	d.m.handlerLatency.Observe(el.Seconds())
 	if err != nil {
 		d.failed.Add(1)
 		d.m.handledFail.Inc()
 		d.errLog.do(func() { d.log.Warn("upcall", "handler", h.id, "kind", up.Kind.String(), "port", up.Port, "err", err) })
-		return
+		return end
 	}
 	d.handled.Add(1)
 	d.m.handledOK.Inc()
+	return end
+}
+
+// shedMiss reports whether a lagging handler drops the miss up: always
+// in shedAll mode; in shedUnknown mode unless the learning switch knows
+// the frame's Ethernet source on the port it came in on. It decodes
+// nothing but the frame's source address, so that dropping costs next
+// to nothing.
+func (d *Daemon) shedMiss(up *odp.Upcall, mode shedMode) bool {
+	if mode == shedAll || len(up.Packet) < 14 {
+		return true
+	}
+	p, ok := d.sw.Lookup([6]byte(up.Packet[6:12]))
+	return !ok || p != up.Port
 }
 
 // HandleUpcall processes one upcall as a handler does: for a miss it

@@ -39,8 +39,15 @@ func TestIntegrationLearningSwitch(t *testing.T) { scenarioLearning(t, openKerne
 
 func TestIntegrationRewrite(t *testing.T) { scenarioRewrite(t, openKernel) }
 
+// The flood is 20,000 new flows per second for 10 s
+// (TestNamespaceOverload runs it on the host). Under TCG the generator
+// itself cannot send that many (it managed 3,000-6,000 frames/s while
+// competing with the daemon for the VM's two CPUs), so the VM sends
+// 3,000 per second for 10 s: what a TCG guest can keep up for the whole
+// 10 s, still far more than the handlers there can handle (about 1,000
+// upcalls/s), so the overload path is what is tested.
 func TestIntegrationOverload(t *testing.T) {
-	scenarioOverload(t, openKernel, 20000, 10*time.Second)
+	scenarioOverload(t, openKernel, 3000, 10*time.Second)
 }
 
 // A second daemon on the same kernel datapath adopts the flows: the

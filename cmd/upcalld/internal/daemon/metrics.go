@@ -21,6 +21,7 @@ type metrics struct {
 	upcallsActionM   prometheus.Counter
 	handledOK        prometheus.Counter
 	handledFail      prometheus.Counter
+	shed             prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer, d *Daemon) *metrics {
@@ -43,6 +44,9 @@ func newMetrics(reg prometheus.Registerer, d *Daemon) *metrics {
 		flowsDeleted: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "upcalld_flows_deleted_total", Help: "Flows the revalidator deleted, by reason (idle, limit, revalidate, unusable).",
 		}, []string{"reason"}),
+		shed: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "upcalld_upcalls_shed_total", Help: "Misses a lagging handler dropped without handling them (overload: the upcall had waited longer than the maximum lag).",
+		}),
 		flowLimitHits: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "upcalld_flow_limit_hits_total", Help: "Misses executed without installing a flow because the flow limit was reached.",
 		}),
@@ -69,7 +73,7 @@ func newMetrics(reg prometheus.Registerer, d *Daemon) *metrics {
 		return m
 	}
 	reg.MustRegister(m.upcallsReceived, m.upcallsHandled, m.controller, m.flowsInstalled, m.flowsModified,
-		m.flowsDeleted, m.flowLimitHits, m.revalidations, m.revalDuration, m.handlerLatency,
+		m.flowsDeleted, m.shed, m.flowLimitHits, m.revalidations, m.revalDuration, m.handlerLatency,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "upcalld_flows", Help: "Flows the daemon currently tracks in the datapath.",
 		}, func() float64 { return float64(d.flows.len()) }),

@@ -64,6 +64,7 @@ func (d *Daemon) RevalidateNow(ctx context.Context) (PassResult, error) {
 	d.revalMu.Lock()
 	defer d.revalMu.Unlock()
 	start := time.Now()
+	d.tick(start)
 	var res PassResult
 	pass := d.curPass.Add(1)
 	d.pollDatapath(ctx)

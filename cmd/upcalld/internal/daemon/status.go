@@ -29,6 +29,7 @@ type Status struct {
 	LastDump      string   `json:"last_dump_duration"`
 	Handled       uint64   `json:"upcalls_handled"`
 	Failed        uint64   `json:"upcalls_failed"`
+	Shed          uint64   `json:"upcalls_shed"`
 	Controller    uint64   `json:"controller_upcalls"`
 	Lost          uint64   `json:"upcalls_lost"`
 	Installed     uint64   `json:"flows_installed"`
@@ -62,6 +63,7 @@ func (d *Daemon) Status() Status {
 		LastDump:      time.Duration(d.lastDump.Load()).String(),
 		Handled:       d.handled.Load(),
 		Failed:        d.failed.Load(),
+		Shed:          d.shed.Load(),
 		Controller:    d.ctrl.Load(),
 		Lost:          d.lost.Load(),
 		Installed:     d.installed.Load(),
@@ -83,14 +85,14 @@ func (s *Status) Format(w io.Writer) error {
   policy: %s (generation %d)
   ports: %v
   handlers: %d, upcall mode: %s
-  upcalls: handled %d, failed %d, controller %d, lost %d
+  upcalls: handled %d, failed %d, controller %d, shed %d, lost %d
   handler latency: p50 %s, p99 %s
   flows: %d tracked, %d in the datapath, installed %d
   flow limit: %d (max %d), idle timeout %s
   revalidations: %d, last dump %s
   mac entries: %d
   uptime: %s
-`, s.Datapath, s.Policy, s.PolicyGen, s.Ports, s.Handlers, mode, s.Handled, s.Failed, s.Controller, s.Lost,
+`, s.Datapath, s.Policy, s.PolicyGen, s.Ports, s.Handlers, mode, s.Handled, s.Failed, s.Controller, s.Shed, s.Lost,
 		s.LatencyP50, s.LatencyP99, s.Flows, s.DatapathFlows, s.Installed, s.FlowLimit, s.MaxFlowLimit, s.IdleTimeout,
 		s.Revalidations, s.LastDump, s.MACs, s.Uptime)
 	return err
