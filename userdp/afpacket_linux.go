@@ -127,6 +127,11 @@ type NetdevPort struct {
 	statsMu sync.Mutex
 	closeMu sync.Mutex
 	closed  bool
+
+	// The egress program that sends the outer VLAN tag out of band
+	// (vlantx_linux.go), or why there is none.
+	vlanTx    *vlanTx
+	vlanTxErr error
 }
 
 const ctlSpace = 64 // room for one PACKET_AUXDATA control message
@@ -173,8 +178,16 @@ func OpenNetdev(name string, opts NetdevOptions) (*NetdevPort, error) {
 	p.rc = rc
 	p.readFn = p.doRead
 	p.writeFn = p.doWrite
+	p.vlanTx, p.vlanTxErr = attachVLANTx(p.ifindex)
 	return p, nil
 }
+
+// VLANTxOffload returns nil when the port transmits a frame's outer VLAN
+// tag out of band, as the kernel's datapath does (so that the receiver
+// gets tagged frames of 18 and 19 bytes too), or the reason it sends
+// tags in line: the kernel lacks the clsact qdisc or cls_bpf, or the
+// process may not load BPF programs.
+func (p *NetdevPort) VLANTxOffload() error { return p.vlanTxErr }
 
 func (p *NetdevPort) setup(fd int, opts NetdevOptions) error {
 	if err := unix.SetsockoptInt(fd, unix.SOL_PACKET, unix.PACKET_IGNORE_OUTGOING, 1); err != nil {
@@ -591,6 +604,7 @@ func (p *NetdevPort) Close() error {
 	}
 	p.closed = true
 	p.closeMu.Unlock()
+	p.vlanTx.detach()
 	err := p.file.Close()
 	p.rdMu.Lock()
 	if p.ring != nil {

@@ -355,3 +355,57 @@ func readFrom(t testing.TB, p Port, n int, src []byte) [][]byte {
 	}
 	return out
 }
+
+// TestNetdevVLANTxOffload: a netdev port sends the outer VLAN tag out of
+// band, as the kernel's datapath does, so the receiver gets tagged
+// frames of 18 and 19 bytes (which it would drop with the tag in line)
+// and every other tagged frame unchanged.
+func TestNetdevVLANTxOffload(t *testing.T) {
+	for _, mode := range netdevModes {
+		t.Run(mode.String(), func(t *testing.T) {
+			out, in := netdevPair(t, mode)
+			if err := out.VLANTxOffload(); err != nil {
+				t.Fatalf("no out-of-band VLAN transmit: %v", err)
+			}
+			base := []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02, 0, 0, 0, 0, 1}
+			frames := [][]byte{
+				append(append([]byte(nil), base...), 0x81, 0x00, 0x20, 0x07, 0x08, 0x06),
+				append(append([]byte(nil), base...), 0x81, 0x00, 0x20, 0x07, 0x08, 0x06, 0x00),
+				append(append([]byte(nil), base...), 0x88, 0xa8, 0x01, 0x2c, 0x81, 0x00, 0x00, 0x05, 0x08, 0x00),
+				append(append([]byte(nil), base...), 0x88, 0xa8, 0xa0, 0x05, 0x81, 0x00, 0x00, 0x05, 0x08, 0x00, 1, 2, 3, 4, 5, 6, 7, 8),
+				append(append([]byte(nil), base...), 0x81, 0x00, 0x00, 0x09, 0x08, 0x06, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10),
+				append(append([]byte(nil), base...), 0x08, 0x06),
+			}
+			if n, err := out.WriteBatch(frames); err != nil || n != len(frames) {
+				t.Fatalf("WriteBatch: %d of %d, %v", n, len(frames), err)
+			}
+			bufs := make([][]byte, 8)
+			sizes := make([]int, 8)
+			for i := range bufs {
+				bufs[i] = make([]byte, BufferSize(in.MTU()))
+			}
+			var got [][]byte
+			deadline := time.Now().Add(3 * time.Second)
+			for len(got) < len(frames) && time.Now().Before(deadline) {
+				n, err := in.ReadBatch(bufs, sizes, DefaultHeadroom)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for i := 0; i < n; i++ {
+					f := bufs[i][DefaultHeadroom : DefaultHeadroom+sizes[i]]
+					if bytes.Equal(f[:12], base) {
+						got = append(got, append([]byte(nil), f...))
+					}
+				}
+			}
+			if len(got) != len(frames) {
+				t.Fatalf("received %d of %d frames: % x", len(got), len(frames), got)
+			}
+			for i := range frames {
+				if !bytes.Equal(got[i], frames[i]) {
+					t.Errorf("frame %d:\n got % x\nwant % x", i, got[i], frames[i])
+				}
+			}
+		})
+	}
+}
