@@ -13,8 +13,8 @@ import (
 
 // newFlowUpcalls builds n miss upcalls of distinct megaflows entering
 // port 1: one source address, n unknown destinations (flooded). (Distinct
-// source addresses would measure the learning switch's table once it is
-// full: see the package's known issues.)
+// source addresses cost the same since the learning switch evicts in
+// constant time: policy's BenchmarkLearnFloodFullTable measures that.)
 func newFlowUpcalls(tb testing.TB, n int) []odp.Upcall {
 	ups := make([]odp.Upcall, n)
 	for i := range ups {

@@ -523,6 +523,13 @@ type rateLimit struct {
 }
 
 func (r *rateLimit) do(fn func()) {
+	if r.allow() {
+		fn()
+	}
+}
+
+// allow reports whether one more call may go through this second.
+func (r *rateLimit) allow() bool {
 	now := time.Now().Unix()
 	if r.sec.Load() != now {
 		r.sec.Store(now)
@@ -532,7 +539,5 @@ func (r *rateLimit) do(fn func()) {
 	if limit == 0 {
 		limit = 10
 	}
-	if r.n.Add(1) <= limit {
-		fn()
-	}
+	return r.n.Add(1) <= limit
 }

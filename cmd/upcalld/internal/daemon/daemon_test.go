@@ -534,3 +534,22 @@ func TestShedWhenBehind(t *testing.T) {
 		t.Errorf("source not learned once caught up: %d %v", p, ok)
 	}
 }
+
+// Dropping a miss while behind allocates nothing (the log line aside,
+// which is rate-limited to one a second).
+func TestShedAllocatesNothing(t *testing.T) {
+	h := newHarness(t, 2, Config{MaxLag: time.Second, Logger: discardLogger()})
+	hs := newHandlerState(0, 1)
+	up := missFrom(t, macN(5), macN(9))
+	now := time.Now()
+	h.d.shedLog.allow() // use up this second's log line
+	for _, behind := range []time.Duration{2 * time.Second, 5 * time.Second} {
+		since := now.Add(-behind)
+		if n := testing.AllocsPerRun(1000, func() { h.d.handleOne(context.Background(), hs, &up, since, now) }); n != 0 {
+			t.Errorf("behind %v: shedding allocates %v times", behind, n)
+		}
+	}
+	if st := h.d.Status(); st.Shed < 2000 || st.Handled != 0 {
+		t.Errorf("shed %d, handled %d", st.Shed, st.Handled)
+	}
+}

@@ -95,10 +95,10 @@ func (d *Daemon) handleOne(ctx context.Context, h *handlerState, up *odp.Upcall,
 		d.m.upcallsReceivedM.Inc()
 		d.shed.Add(1)
 		d.m.shed.Inc()
-		d.shedLog.do(func() {
+		if d.shedLog.allow() { // not a closure: shedding allocates nothing
 			d.log.Warn("handler behind; shedding upcalls", "handler", h.id, "behind", now.Sub(behind).Round(time.Millisecond),
 				"all", mode == shedAll, "shed_total", d.shed.Load())
-		})
+		}
 		return now
 	}
 	start := time.Now()
