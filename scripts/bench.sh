@@ -6,7 +6,7 @@
 # (bin/vmrun) when the host has no openvswitch module.
 #
 # Environment: BENCHTIME (host benchmarks, default 200ms), COUNT (runs per
-# benchmark, median taken; default 3), BENCH_LARGE=0 to skip the 100,000
+# benchmark, median taken; default 3), BENCH_LARGE=1 to add the 100,000
 # flow dpctl run (default: skipped; over 7 minutes under TCG), BENCH_VM=0 to skip the VM, BENCH_KEEP=DIR to keep the raw
 # outputs in DIR.
 set -uo pipefail
