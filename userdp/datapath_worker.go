@@ -153,8 +153,10 @@ func (w *worker) userspace(c *pktCtx, o *op) {
 		return
 	}
 	b := c.f.Bytes()
-	if c.cutlen > 0 {
-		b = b[:TruncLen(b, c.cutlen)]
+	// The kernel sends skb->len - cutlen bytes of the packet with its
+	// out-of-band tag put back in line: the whole frame less cutlen.
+	if c.cutlen > 0 && int(c.cutlen) < len(b) {
+		b = b[:len(b)-int(c.cutlen)]
 	}
 	m := upcallMsg{kind: odp.UpcallAction, key: c.key, pkt: w.slab.copyOf(b), userdata: o.user.userdata}
 	if o.user.actions && c.acts != nil {

@@ -36,7 +36,9 @@ type pktCtx struct {
 	keyValid bool
 	h        Headers
 	hValid   bool
-	cutlen   uint32
+	// cutlen is the kernel's OVS_CB(skb)->cutlen: the bytes a trunc
+	// action asked the next output or userspace action to cut.
+	cutlen uint32
 	// steal: the frame is the receive buffer and may be queued for
 	// transmission without a copy by its last output.
 	steal  bool
@@ -56,6 +58,29 @@ func keyProtocol(k *flowkeys.Key) uint16 {
 		return k.CVLANTPID
 	}
 	return k.EthType
+}
+
+// cutFrame returns the length the frame is output with after a trunc,
+// as the kernel's do_output: skb->len (SkbLen, without the out-of-band
+// tag, which is sent too) less cutlen, but no less than the Ethernet
+// header (nothing for a packet without one); a packet that shrank below
+// cutlen bytes since the trunc is not cut at all (the kernel's unsigned
+// subtraction wraps).
+func (c *pktCtx) cutFrame() int {
+	b := c.f.Bytes()
+	sl := uint32(SkbLen(b))
+	if c.cutlen > sl {
+		return len(b)
+	}
+	hl := uint32(14)
+	if c.key.MacProto != flowkeys.MacProtoEthernet {
+		hl = 0
+	}
+	keep := max(sl-c.cutlen, hl)
+	if keep >= sl {
+		return len(b)
+	}
+	return int(keep) + len(b) - int(sl)
 }
 
 // outerTag reports whether the frame starts with a VLAN tag that the
@@ -131,7 +156,7 @@ func (w *worker) run(c *pktCtx, ops []op) {
 		case opOutput:
 			n := c.f.Len
 			if c.cutlen > 0 {
-				n = TruncLen(c.f.Bytes(), c.cutlen)
+				n = c.cutFrame()
 				c.cutlen = 0
 			}
 			w.output(o.a, c.f.Buf[c.f.Off:c.f.Off+n], o.last && c.steal)
@@ -145,7 +170,12 @@ func (w *worker) run(c *pktCtx, ops []op) {
 			w.counters.explicitDrops++
 			return
 		case opTrunc:
-			c.cutlen = o.a
+			// The kernel records how many bytes to cut (cutlen), not
+			// the length to keep, and only when the packet is longer
+			// than max_len; a shorter one keeps the cutlen it had.
+			if sl := uint32(SkbLen(c.f.Bytes())); sl > o.a {
+				c.cutlen = sl - o.a
+			}
 		case opPushVLAN:
 			// The kernel's skb_vlan_push moves an out-of-band tag into
 			// the packet and makes skb->protocol its TPID.
@@ -303,7 +333,7 @@ func (w *worker) recirculate(c *pktCtx, id uint32) {
 	}
 	c.key.RecircID = id
 	c.recirc++
-	c.cutlen = 0
+	// cutlen is kept, as the kernel keeps OVS_CB(skb)->cutlen.
 	w.lookupAndRun(c)
 }
 
