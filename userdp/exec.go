@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"math/bits"
 
 	"github.com/ovsdp/ovsdp/flowkeys"
 	"github.com/ovsdp/ovsdp/odp"
@@ -111,13 +112,18 @@ func compileActions(as odp.Actions, k *flowkeys.Key) ([]op, error) {
 		return nil, einval("actions: %d bytes exceed the kernel's limit of %d", len(b), maxActionsBytes)
 	}
 	c := compiler{key: *k}
+	if isMPLSType(k.EthType) {
+		c.mplsLabels = bits.OnesCount32(k.MPLSLabelsMask)
+	}
 	return c.list(as, 0, "actions")
 }
 
 // compiler tracks the key as the actions change it, as the kernel's
-// validation does for push/pop (eth_type) and for nesting.
+// validation (__ovs_nla_copy_actions) does for push/pop (its eth_type,
+// vlan_tci and mpls_label_count) and for nesting.
 type compiler struct {
-	key flowkeys.Key
+	key        flowkeys.Key
+	mplsLabels int
 }
 
 func (c *compiler) list(as odp.Actions, depth int, path string) ([]op, error) {
@@ -175,8 +181,13 @@ func (c *compiler) action(a odp.Action, depth int, path string, last bool) (op, 
 		if c.key.MacProto != flowkeys.MacProtoEthernet {
 			return op{}, einval("%s: packet has no Ethernet header", path)
 		}
+		c.key.VLANTCI = a.TCI
 		return op{kind: opPushVLAN, c: a.TPID, d: a.TCI}, nil
 	case odp.PopVLAN:
+		if c.key.MacProto != flowkeys.MacProtoEthernet {
+			return op{}, einval("%s: packet has no Ethernet header", path)
+		}
+		c.key.VLANTCI = 0
 		return op{kind: opPopVLAN}, nil
 	case odp.PushMPLS:
 		if a.EthType != EthTypeMPLS && a.EthType != EthTypeMPLSMC {
@@ -185,13 +196,38 @@ func (c *compiler) action(a odp.Action, depth int, path string, last bool) (op, 
 		if c.key.MacProto != flowkeys.MacProtoEthernet {
 			return op{}, einval("%s: packet has no Ethernet header", path)
 		}
+		// The kernel pushes MPLS only on packets of a known tag
+		// order: no VLAN tag, and IPv4, IPv6, ARP, RARP or MPLS.
+		if c.key.VLANTCI&flowkeys.VLANTagPresent != 0 {
+			return op{}, einval("%s: the packet has a VLAN tag", path)
+		}
+		switch et := c.key.EthType; et {
+		case EthTypeIPv4, EthTypeIPv6, EthTypeARP, EthTypeRARP, EthTypeMPLS, EthTypeMPLSMC:
+		default:
+			return op{}, einval("%s: the flow's EtherType %#04x is not IPv4, IPv6, ARP, RARP or MPLS", path, et)
+		}
 		c.key.EthType = a.EthType
+		c.mplsLabels++
 		return op{kind: opPushMPLS, a: a.LSE, c: a.EthType}, nil
 	case odp.PopMPLS:
+		if c.key.VLANTCI&flowkeys.VLANTagPresent != 0 {
+			return op{}, einval("%s: the packet has a VLAN tag", path)
+		}
 		if c.key.EthType != EthTypeMPLS && c.key.EthType != EthTypeMPLSMC {
 			return op{}, einval("%s: the flow's EtherType %#04x is not MPLS", path, c.key.EthType)
 		}
-		c.key.EthType = a.EthType
+		if a.EthType == ethTypeTEB && c.key.MacProto != flowkeys.MacProtoNone {
+			return op{}, einval("%s: EtherType 0x6558 (Ethernet) on a packet that has an Ethernet header", path)
+		}
+		// As the kernel: after the last label, or to a non-MPLS
+		// EtherType, the packet's EtherType is unknown (0), so later
+		// sets of L3 and L4 fields and pops are rejected.
+		c.mplsLabels--
+		if isMPLSType(a.EthType) && c.mplsLabels > 0 {
+			c.key.EthType = a.EthType
+		} else {
+			c.key.EthType = 0
+		}
 		return op{kind: opPopMPLS, c: a.EthType}, nil
 	case odp.Trunc:
 		if a.MaxLen < 14 {
@@ -230,9 +266,8 @@ func (c *compiler) action(a odp.Action, depth int, path string, last bool) (op, 
 		}
 		return op{kind: opCheckPktLen, c: a.PktLen, sub: gt, sub2: le}, nil
 	case odp.DecTTL:
-		if c.key.EthType != EthTypeIPv4 && c.key.EthType != EthTypeIPv6 {
-			return op{}, einval("%s: the flow's EtherType %#04x is neither IPv4 nor IPv6", path, c.key.EthType)
-		}
+		// The kernel accepts dec_ttl whatever the EtherType; it
+		// changes only IPv4 and IPv6 packets.
 		sub, err := c.nested(a.LE1, depth, path+" le_1")
 		if err != nil {
 			return op{}, err
@@ -245,7 +280,7 @@ func (c *compiler) action(a odp.Action, depth int, path string, last bool) (op, 
 // nested compiles a nested list with its own copy of the key state, as
 // the kernel validates nested lists.
 func (c *compiler) nested(as odp.Actions, depth int, path string) ([]op, error) {
-	sub := compiler{key: c.key}
+	sub := *c
 	return sub.list(as, depth+1, path)
 }
 

@@ -61,6 +61,7 @@ const (
 	EthTypeMPLS    = 0x8847
 	EthTypeMPLSMC  = 0x8848
 	EthType8022    = 0x0004 // the kernel's ETH_P_802_2: an 802.3 frame without SNAP
+	ethTypeTEB     = 0x6558 // transparent Ethernet bridging (ETH_P_TEB)
 	ethTypeMin8023 = 0x0600
 )
 

@@ -99,10 +99,14 @@ func PopVLAN(f *Frame) error {
 func isMPLSType(et uint16) bool { return et == EthTypeMPLS || et == EthTypeMPLSMC }
 
 // PushMPLS inserts the MPLS label stack entry lse at h.MACLen (after the
-// Ethernet header and its VLAN tags: on top of the label stack if the
-// frame is MPLS already) and sets the EtherType in front of it to
-// ethertype (0x8847 or 0x8848, which the kernel requires when the flow is
-// put), as the kernel's push_mpls. It needs 4 bytes of headroom.
+// Ethernet header, its in-line VLAN tags and an LLC/SNAP header: on top
+// of the label stack if the frame is MPLS already) and sets the
+// Ethernet header's EtherType field to ethertype (0x8847 or 0x8848,
+// which the kernel requires when the flow is put), as the kernel's
+// push_mpls (skb_mpls_push): the field it sets is the one right after
+// the addresses and the out-of-band outer VLAN tag, that is at offset
+// 12, or 16 when the frame has an outer tag; with LLC/SNAP that is the
+// 802.3 length field. It needs 4 bytes of headroom.
 func PushMPLS(f *Frame, h *Headers, lse uint32, ethertype uint16) error {
 	if err := f.check(); err != nil {
 		return fmt.Errorf("push_mpls: %w", err)
@@ -117,10 +121,14 @@ func PushMPLS(f *Frame, h *Headers, lse uint32, ethertype uint16) error {
 	if f.Off < 4 {
 		return fmt.Errorf("push_mpls: %w: %d bytes in front of the frame, 4 needed", ErrNoHeadroom, f.Off)
 	}
+	typeOff := 12
+	if outerTag(f.Bytes()) && ml >= 18 {
+		typeOff = 16
+	}
 	b := f.Buf[f.Off-4:]
 	copy(b[:ml], b[4:4+ml])
 	binary.BigEndian.PutUint32(b[ml:], lse)
-	binary.BigEndian.PutUint16(b[ml-2:], ethertype)
+	binary.BigEndian.PutUint16(b[typeOff:], ethertype)
 	f.Off -= 4
 	f.Len += 4
 	return nil
