@@ -182,6 +182,16 @@ func OpenNetdev(name string, opts NetdevOptions) (*NetdevPort, error) {
 	return p, nil
 }
 
+// txLen is the length the interface counts for a transmitted frame, as
+// the kernel's vport reports the device's tx_bytes: skb->len, without
+// an outer VLAN tag sent out of band.
+func (p *NetdevPort) txLen(frame []byte) int {
+	if p.vlanTx != nil {
+		return SkbLen(frame)
+	}
+	return len(frame)
+}
+
 // VLANTxOffload returns nil when the port transmits a frame's outer VLAN
 // tag out of band, as the kernel's datapath does (so that the receiver
 // gets tagged frames of 18 and 19 bytes too), or the reason it sends
@@ -292,7 +302,12 @@ func (p *NetdevPort) Ifindex() int { return p.ifindex }
 
 // Stats returns the port's counters. RxDropped includes the frames the
 // kernel dropped because the socket (or ring) was full, read from
-// PACKET_STATISTICS.
+// PACKET_STATISTICS. Byte counts are what the kernel's vport reports for
+// the same traffic (the interface's counters, skb->len): TxBytes leaves
+// out an outer VLAN tag sent out of band (VLANTxOffload); RxBytes counts
+// every tag, as the interface does for a sender that put its tags in
+// line (one that used VLAN offload is counted 4 bytes less per tagged
+// frame by the interface, which AF_PACKET does not tell apart).
 func (p *NetdevPort) Stats() odp.PortStats {
 	p.pollDrops()
 	return p.stats.Snapshot()
@@ -549,7 +564,7 @@ func (p *NetdevPort) WriteBatch(pkts [][]byte) (int, error) {
 			return sent, fmt.Errorf("userdp: %s: write: %w", p.name, err)
 		}
 		for i := 0; i < p.txSent; i++ {
-			bytes += uint64(len(pkts[i]))
+			bytes += uint64(p.txLen(pkts[i]))
 		}
 		sent += p.txSent
 		skip := p.txSent

@@ -406,6 +406,14 @@ func TestNetdevVLANTxOffload(t *testing.T) {
 					t.Errorf("frame %d:\n got % x\nwant % x", i, got[i], frames[i])
 				}
 			}
+			// The interface counts skb->len: the out-of-band tag is not in it.
+			want := uint64(0)
+			for _, f := range frames {
+				want += uint64(SkbLen(f))
+			}
+			if st := out.Stats(); st.TxPackets != uint64(len(frames)) || st.TxBytes != want {
+				t.Errorf("tx stats %+v, want %d packets and %d bytes", st, len(frames), want)
+			}
 		})
 	}
 }
