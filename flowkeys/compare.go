@@ -1,17 +1,25 @@
 package flowkeys
 
+import "unsafe"
+
 // EqualMasked reports whether a and b agree on every bit that mask sets,
 // within the words of r. It looks at every word of r (no early exit: after
 // a hash hit the keys are almost always equal, and a branch per word
 // costs more than it saves). It panics if r is not Valid.
 func EqualMasked(a, b, mask *Key, r Range) bool {
-	x := a.Words()[r.Start:r.End]
-	y := b.Words()[r.Start:r.End]
-	m := mask.Words()[r.Start:r.End]
-	if len(x) == 0 {
-		return true
+	// Small enough to be inlined, so that the caller calls the
+	// comparator directly: one call per comparison.
+	if uint(r.Start) >= uint(r.End) || uint(r.End) > KeyWords {
+		if r.Start == r.End && uint(r.End) <= KeyWords {
+			return true
+		}
+		panic("flowkeys: EqualMasked: range is not Valid")
 	}
-	return equalMasked(&x[0], &y[0], &m[0], len(x))
+	off := 8 * uintptr(r.Start)
+	// In bounds: 0 <= r.Start < r.End <= KeyWords.
+	return equalMasked((*uint64)(unsafe.Add(unsafe.Pointer(a), off)),
+		(*uint64)(unsafe.Add(unsafe.Pointer(b), off)),
+		(*uint64)(unsafe.Add(unsafe.Pointer(mask), off)), r.End-r.Start)
 }
 
 // equalMaskedGeneric is the portable comparator over n words.

@@ -1,0 +1,171 @@
+package flowkeys
+
+import (
+	"math/rand"
+	"sort"
+	"testing"
+)
+
+// refEqualMaskedBytes is the reference: byte at a time over the words
+// [s, e) of the keys' memory.
+func refEqualMaskedBytes(a, b, m *Key, s, e int) bool {
+	x, y, z := a.Bytes(), b.Bytes(), m.Bytes()
+	for i := 8 * s; i < 8*e; i++ {
+		if (x[i]^y[i])&z[i] != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+type comparator struct {
+	name string
+	f    func(a, b, m *uint64, n int) bool
+}
+
+// comparators returns every comparator this CPU can run, and the
+// dispatching equalMasked under each setting it has, sorted by name.
+func comparators(t *testing.T) []comparator {
+	var cs []comparator
+	for name, f := range equalMaskedImpls() {
+		cs = append(cs, comparator{name, f})
+	}
+	cs = append(cs, comparator{"equalMasked", equalMasked})
+	sort.Slice(cs, func(i, j int) bool { return cs[i].name < cs[j].name })
+	names := make([]string, len(cs))
+	for i, c := range cs {
+		names[i] = c.name
+	}
+	t.Logf("comparators tested on this CPU: %v", names)
+	return cs
+}
+
+// TestComparatorsExhaustive checks every comparator over every range of
+// words (so every length 0-40, whatever its remainder modulo 4 words, at
+// every offset) against the byte reference: equal keys, and one bit
+// flipped in each word inside the range and next to it, with the mask's
+// bit set and clear.
+func TestComparatorsExhaustive(t *testing.T) {
+	rng := rand.New(rand.NewSource(11))
+	var a, m Key
+	for j := range a.Words() {
+		a.Words()[j] = rng.Uint64()
+		m.Words()[j] = rng.Uint64() | 1<<(j%64)
+	}
+	cases := 0
+	var trues, falses int
+	for _, c := range comparators(t) {
+		for s := 0; s < KeyWords; s++ {
+			for e := s; e <= KeyWords; e++ {
+				check := func(b *Key, what string) {
+					want := refEqualMaskedBytes(&a, b, &m, s, e)
+					got := c.f(&a.Words()[s], &b.Words()[s], &m.Words()[s], e-s)
+					if got != want {
+						t.Fatalf("%s over words %d-%d, %s: got %v, want %v", c.name, s, e, what, got, want)
+					}
+					cases++
+					if want {
+						trues++
+					} else {
+						falses++
+					}
+				}
+				b := a
+				check(&b, "equal keys")
+				for w := max(0, s-1); w <= e && w < KeyWords; w++ {
+					bit := uint64(1) << (w % 64)
+					b = a
+					b.Words()[w] ^= bit // the mask has this bit
+					check(&b, "a masked bit differs")
+					b = a
+					b.Words()[w] ^= ^m.Words()[w] // every bit outside the mask
+					check(&b, "only unmasked bits differ")
+				}
+			}
+		}
+	}
+	t.Logf("%d cases: %d equal, %d not", cases, trues, falses)
+	if falses == 0 || trues == 0 {
+		t.Errorf("degenerate cases: %d equal, %d not", trues, falses)
+	}
+}
+
+// TestComparatorsRandom checks the comparators against each other and
+// the byte reference on random keys, masks and ranges.
+func TestComparatorsRandom(t *testing.T) {
+	rng := rand.New(rand.NewSource(12))
+	cs := comparators(t)
+	var a, b, m Key
+	for i := 0; i < 20000; i++ {
+		for j := range a.Words() {
+			a.Words()[j] = rng.Uint64()
+			m.Words()[j] = rng.Uint64() & rng.Uint64()
+		}
+		b = a
+		for k := rng.Intn(3); k > 0; k-- {
+			b.Words()[rng.Intn(KeyWords)] ^= 1 << rng.Intn(64)
+		}
+		s := rng.Intn(KeyWords)
+		e := s + rng.Intn(KeyWords-s+1)
+		want := refEqualMaskedBytes(&a, &b, &m, s, e)
+		for _, c := range cs {
+			if got := c.f(&a.Words()[s], &b.Words()[s], &m.Words()[s], e-s); got != want {
+				t.Fatalf("%s over words %d-%d = %v, reference %v", c.name, s, e, got, want)
+			}
+		}
+	}
+}
+
+// TestEqualMaskedEveryImpl runs the exported EqualMasked with each
+// setting of the dispatch this CPU allows, over every range.
+func TestEqualMaskedEveryImpl(t *testing.T) {
+	orig := useAVX2
+	defer func() { useAVX2 = orig }()
+	settings := []bool{false}
+	if _, ok := equalMaskedImpls()["avx2"]; ok {
+		settings = append(settings, true)
+	}
+	rng := rand.New(rand.NewSource(13))
+	var a, m Key
+	for j := range a.Words() {
+		a.Words()[j] = rng.Uint64()
+		m.Words()[j] = ^uint64(0)
+	}
+	for _, avx2 := range settings {
+		setUseAVX2(avx2)
+		for s := 0; s <= KeyWords; s++ {
+			for e := s; e <= KeyWords; e++ {
+				b := a
+				if !EqualMasked(&a, &b, &m, Range{s, e}) {
+					t.Fatalf("avx2=%v: EqualMasked(equal keys, %d-%d) = false", avx2, s, e)
+				}
+				if e > s {
+					b.Words()[e-1] ^= 1 << 63
+					if EqualMasked(&a, &b, &m, Range{s, e}) {
+						t.Fatalf("avx2=%v: EqualMasked(last word differs, %d-%d) = true", avx2, s, e)
+					}
+				}
+				r := Range{s, e}
+				var sink bool
+				if n := testing.AllocsPerRun(3, func() { sink = EqualMasked(&a, &b, &m, r) }); n != 0 {
+					t.Fatalf("avx2=%v: EqualMasked over %v allocates %v times", avx2, r, n)
+				}
+				_ = sink
+			}
+		}
+	}
+}
+
+func TestEqualMaskedInvalidRangePanics(t *testing.T) {
+	var k Key
+	for _, r := range []Range{{-1, 2}, {3, 2}, {0, KeyWords + 1}, {KeyWords + 1, KeyWords + 1}, {-2, -2}} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("EqualMasked over %v did not panic", r)
+				}
+			}()
+			EqualMasked(&k, &k, &k, r)
+		}()
+	}
+}
