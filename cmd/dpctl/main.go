@@ -5,6 +5,7 @@ package main
 
 import (
 	"os"
+	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
 )
@@ -13,6 +14,14 @@ func main() {
 	// dpctl is short-lived and its garbage (decoded flows) is transient:
 	// collect less often, which matters in large dumps and flow files.
 	debug.SetGCPercent(400)
+	// dpctl's work is one netlink conversation at a time: a second P
+	// buys nothing and costs futex wake-ups and thread hand-offs on every
+	// blocking receive, which on a slow (emulated) machine made dump,
+	// add and del flows 2-5 times slower. GOMAXPROCS in the environment
+	// still wins.
+	if os.Getenv("GOMAXPROCS") == "" {
+		runtime.GOMAXPROCS(1)
+	}
 	// OVSDP_CPUPROFILE=FILE writes a CPU profile of the command (for
 	// measuring dpctl against ovs-dpctl).
 	if path := os.Getenv("OVSDP_CPUPROFILE"); path != "" {
