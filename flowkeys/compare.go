@@ -7,13 +7,21 @@ import "unsafe"
 // a hash hit the keys are almost always equal, and a branch per word
 // costs more than it saves). It panics if r is not Valid.
 func EqualMasked(a, b, mask *Key, r Range) bool {
-	// Small enough to be inlined, so that the caller calls the
-	// comparator directly: one call per comparison.
-	if uint(r.Start) >= uint(r.End) || uint(r.End) > KeyWords {
-		if r.Start == r.End && uint(r.End) <= KeyWords {
-			return true
-		}
-		panic("flowkeys: EqualMasked: range is not Valid")
+	// Small enough to be inlined: the caller calls the comparator
+	// directly, one call per comparison.
+	_ = keyWordIndex[r.Start:r.End] // panics if r is not Valid
+	return equalMaskedRange(a, b, mask, r)
+}
+
+// keyWordIndex has one (empty) element per word of a Key: slicing it with
+// a Range checks that the Range is Valid, more cheaply (for inlining)
+// than comparisons and a panic.
+var keyWordIndex [KeyWords]struct{}
+
+// equalMaskedRangeGeneric is equalMaskedRange in Go: r is Valid.
+func equalMaskedRangeGeneric(a, b, mask *Key, r Range) bool {
+	if r.Start >= r.End {
+		return true
 	}
 	off := 8 * uintptr(r.Start)
 	// In bounds: 0 <= r.Start < r.End <= KeyWords.

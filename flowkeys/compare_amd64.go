@@ -6,6 +6,7 @@ import "golang.org/x/sys/cpu"
 
 // equalMaskedSSE2 is the comparator with 16-byte SSE2 operations (SSE2 is
 // part of every amd64 CPU), two accumulators, and a word-sized tail.
+// The comparators are in compare_amd64.s.
 //
 //go:noescape
 func equalMaskedSSE2(a, b, m *uint64, n int) bool
@@ -23,11 +24,17 @@ func equalMaskedAVX2(a, b, m *uint64, n int) bool
 // through a function variable.
 var useAVX2 = cpu.X86.HasAVX2
 
-// equalMasked jumps to equalMaskedAVX2 or equalMaskedSSE2, as useAVX2
-// says.
+// equalMasked is equalMaskedAVX2 or equalMaskedSSE2, as useAVX2 says.
 //
 //go:noescape
 func equalMasked(a, b, m *uint64, n int) bool
+
+// equalMaskedRange is EqualMasked for a Valid r, in assembly so that
+// EqualMasked can be inlined and its caller calls the comparator
+// directly.
+//
+//go:noescape
+func equalMaskedRange(a, b, m *Key, r Range) bool
 
 // equalMaskedImpls lists the comparators this CPU can run, by name, for
 // the tests that check them against each other and a reference.

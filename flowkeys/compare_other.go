@@ -4,6 +4,8 @@ package flowkeys
 
 func equalMasked(a, b, m *uint64, n int) bool { return equalMaskedGeneric(a, b, m, n) }
 
+func equalMaskedRange(a, b, m *Key, r Range) bool { return equalMaskedRangeGeneric(a, b, m, r) }
+
 // equalMaskedImpls lists the comparators of this build, by name, for the
 // tests that check them against each other and a reference.
 func equalMaskedImpls() map[string]func(a, b, m *uint64, n int) bool {
