@@ -25,7 +25,7 @@ type comparator struct {
 
 // comparators returns every comparator this CPU can run, and the
 // dispatching equalMasked under each setting it has, sorted by name.
-func comparators(t *testing.T) []comparator {
+func comparators(t testing.TB) []comparator {
 	var cs []comparator
 	for name, f := range equalMaskedImpls() {
 		cs = append(cs, comparator{name, f})
@@ -167,5 +167,28 @@ func TestEqualMaskedInvalidRangePanics(t *testing.T) {
 			}()
 			EqualMasked(&k, &k, &k, r)
 		}()
+	}
+}
+
+// BenchmarkEqualMaskedImpl measures each comparator this CPU can run on
+// equal keys over 16 words (128 bytes), the range of the goal.
+func BenchmarkEqualMaskedImpl(b *testing.B) {
+	var x, m Key
+	for j := range x.Words() {
+		x.Words()[j] = uint64(j) * 0x9e3779b97f4a7c15
+		m.Words()[j] = ^uint64(0)
+	}
+	y := x
+	for _, c := range comparators(b) {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			var ok bool
+			for i := 0; i < b.N; i++ {
+				ok = c.f(&x.Words()[8], &y.Words()[8], &m.Words()[8], 16)
+			}
+			if !ok {
+				b.Fatal("equal keys compared unequal")
+			}
+		})
 	}
 }
