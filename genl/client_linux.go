@@ -32,10 +32,20 @@ func Dial() (*Client, error) {
 	return NewClient(dialGeneric)
 }
 
+// recvBufferSize is the size of a generic netlink socket's receive buffer.
+const recvBufferSize = 256 << 10
+
 // dialGeneric opens a NETLINK_GENERIC socket with extended
 // acknowledgements when the kernel has them.
 func dialGeneric() (*netlink.Conn, error) {
-	c, err := netlink.Dial(unix.NETLINK_GENERIC, nil)
+	// A fixed receive buffer saves the MSG_PEEK|MSG_TRUNC recvmsg that
+	// netlink.Conn otherwise makes before every datagram to size it (two
+	// system calls per datagram, the larger cost of a flow dump). It must
+	// hold the largest datagram the kernel sends us: dump datagrams are
+	// at most 32 KiB, a flow or upcall message (64 KiB packet, 32 KiB of
+	// actions, key, mask) and an error echoing a request stay well below
+	// this.
+	c, err := netlink.Dial(unix.NETLINK_GENERIC, &netlink.Config{MessageBufferSize: recvBufferSize})
 	if err != nil {
 		return nil, wrapErr("dial generic netlink", err)
 	}

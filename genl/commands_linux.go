@@ -721,41 +721,103 @@ func (c *Client) PutFlows(dpIndex int32, flows []*odp.Flow, flags odp.PutFlags, 
 		if len(msgs) == 0 {
 			continue
 		}
-		sent, err := c.conn.SendMessages(msgs)
-		if err != nil {
-			return errs, wrapErr("ovs_flow put batch", err)
+		if err := c.sendBatch("ovs_flow put batch", msgs, idx, errs, func(i int) string {
+			return flowOp("put", flows[i].UFID, flows[i].Key)
+		}); err != nil {
+			return errs, err
 		}
-		bySeq := make(map[uint32]int, len(sent))
-		for j, m := range sent {
-			bySeq[m.Header.Sequence] = idx[j]
+	}
+	return errs, nil
+}
+
+// sendBatch sends msgs in one system call and reads their
+// acknowledgements; idx[j] is msgs[j]'s index in errs, where a kernel
+// rejection is recorded (named by op(i)). The error returned is a failure
+// of the socket itself. c.mu must be held.
+func (c *Client) sendBatch(batchOp string, msgs []netlink.Message, idx []int, errs []error, op func(i int) string) error {
+	sent, err := c.conn.SendMessages(msgs)
+	if err != nil {
+		return wrapErr(batchOp, err)
+	}
+	bySeq := make(map[uint32]int, len(sent))
+	for j, m := range sent {
+		bySeq[m.Header.Sequence] = idx[j]
+	}
+	for len(bySeq) > 0 {
+		n := 0
+		for m, err := range c.conn.ReceiveIter() {
+			n++
+			seq := m.Header.Sequence
+			if err != nil {
+				var oe *netlink.OpError
+				if !errors.As(err, &oe) || oe.Sequence == 0 {
+					return wrapErr(batchOp, err)
+				}
+				seq = oe.Sequence
+			}
+			i, ok := bySeq[seq]
+			if !ok {
+				continue
+			}
+			if err != nil {
+				errs[i] = wrapErr(op(i), err)
+				delete(bySeq, seq)
+			} else if m.Header.Type == netlink.Error {
+				delete(bySeq, seq) // the acknowledgement
+			}
 		}
-		for len(bySeq) > 0 {
-			n := 0
-			for m, err := range c.conn.ReceiveIter() {
-				n++
-				seq := m.Header.Sequence
-				if err != nil {
-					var oe *netlink.OpError
-					if !errors.As(err, &oe) || oe.Sequence == 0 {
-						return errs, wrapErr("ovs_flow put batch", err)
-					}
-					seq = oe.Sequence
-				}
-				i, ok := bySeq[seq]
-				if !ok {
-					continue
-				}
-				if err != nil {
-					f := flows[i]
-					errs[i] = wrapErr(flowOp("put", f.UFID, f.Key), err)
-					delete(bySeq, seq)
-				} else if m.Header.Type == netlink.Error {
-					delete(bySeq, seq) // the acknowledgement
-				}
+		if n == 0 {
+			return wrapErr(batchOp, errors.New("the socket returned no reply"))
+		}
+	}
+	return nil
+}
+
+// DelFlows deletes many flows as DelFlow does, but without asking for
+// their statistics, sending putBatch requests per system call and then
+// reading their acknowledgements. errs[i] is the error for ids[i], nil
+// when it succeeded; err reports a failure of the socket itself, after
+// which errs is incomplete.
+func (c *Client) DelFlows(dpIndex int32, ids []odp.FlowID, o FlowOptions) (errs []error, err error) {
+	errs = make([]error, len(ids))
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	op := func(i int) string { return flowOp("del", ids[i].UFID, ids[i].Key) }
+	msgs := make([]netlink.Message, 0, putBatch)
+	idx := make([]int, 0, putBatch)
+	for start := 0; start < len(ids); start += putBatch {
+		end := min(start+putBatch, len(ids))
+		msgs, idx = msgs[:0], idx[:0]
+		for i := start; i < end; i++ {
+			id := ids[i]
+			if id.UFID.IsZero() && len(id.Key) == 0 {
+				errs[i] = errors.New("genl: delete flow: neither UFID nor key given (FlushFlows deletes all)")
+				continue
 			}
-			if n == 0 {
-				return errs, wrapErr("ovs_flow put batch", errors.New("the socket returned no reply"))
+			ae := netlink.NewAttributeEncoder()
+			if err := flowAttrs(ae, id.UFID, id.Key, nil, o); err != nil {
+				errs[i] = fmt.Errorf("genl: %s: %w", op(i), err)
+				continue
 			}
+			b, err := ovsHeader(dpIndex, ae)
+			if err != nil {
+				errs[i] = fmt.Errorf("genl: %s: %w", op(i), err)
+				continue
+			}
+			gm := genetlink.Message{Header: genetlink.Header{Command: flowCmdDel, Version: versionFlow}, Data: b}
+			gb, err := gm.MarshalBinary()
+			if err != nil {
+				errs[i] = fmt.Errorf("genl: %s: %w", op(i), err)
+				continue
+			}
+			msgs = append(msgs, netlink.Message{Header: netlink.Header{Type: netlink.HeaderType(c.flow.ID), Flags: netlink.Request | netlink.Acknowledge}, Data: gb})
+			idx = append(idx, i)
+		}
+		if len(msgs) == 0 {
+			continue
+		}
+		if err := c.sendBatch("ovs_flow del batch", msgs, idx, errs, op); err != nil {
+			return errs, err
 		}
 	}
 	return errs, nil

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -158,6 +159,33 @@ func cmdFlowsFile(def fileCmd) func(e *env, args []string) error {
 			}
 			batch = pendingPuts{}
 		}
+		// Consecutive deletes likewise, without asking for statistics
+		// (del-flows FILE prints none).
+		deleter, _ := dp.(flowDeleter)
+		var dels pendingDels
+		flushDels := func() {
+			if len(dels.ids) == 0 {
+				return
+			}
+			errs, err := deleter.DelFlows(e.ctx, dels.ids)
+			for i, n := range dels.lines {
+				var derr error
+				switch {
+				case errs != nil && errs[i] != nil:
+					derr = errs[i]
+				case err != nil:
+					derr = err
+				default:
+					continue
+				}
+				derr = fmt.Errorf("deleting flow: %w", derr)
+				if errors.Is(derr, os.ErrNotExist) && dels.ids[i].UFID.IsZero() {
+					derr = fmt.Errorf("%w (perhaps you need to specify a UFID?)", derr)
+				}
+				report(n, derr)
+			}
+			dels = pendingDels{}
+		}
 		for n := 1; sc.Scan(); n++ {
 			line := sc.Text()
 			prog.add(len(line) + 1)
@@ -174,6 +202,7 @@ func cmdFlowsFile(def fileCmd) func(e *env, args []string) error {
 			case flow == "" || (cmd != fileDel && acts == "") || (cmd == fileDel && acts != ""):
 				err = fmt.Errorf("failed parsing line number %d, skipped", n)
 			case cmd != fileDel && batcher != nil:
+				flushDels()
 				var f *odp.Flow
 				if f, err = buildFlow(e, dp, flow, acts); err == nil {
 					if len(batch.flows) > 0 && batch.flags != flags {
@@ -185,7 +214,18 @@ func cmdFlowsFile(def fileCmd) func(e *env, args []string) error {
 					}
 				}
 			case cmd != fileDel:
+				flushDels()
 				_, err = putFlow(e, dp, flow, acts, flags)
+			case deleter != nil:
+				flush()
+				var id odp.FlowID
+				if id.UFID, id.Key, _, err = parseFlowArg(flow, portNumbers(e, dp)); err == nil {
+					dels.ids = append(dels.ids, id)
+					dels.lines = append(dels.lines, n)
+					if len(dels.ids) >= flowBatchSize {
+						flushDels()
+					}
+				}
 			default:
 				flush()
 				_, err = delFlow(e, dp, flow)
@@ -195,6 +235,7 @@ func cmdFlowsFile(def fileCmd) func(e *env, args []string) error {
 			}
 		}
 		flush()
+		flushDels()
 		prog.finish()
 		if err := sc.Err(); err != nil {
 			return fmt.Errorf("reading %s: %w", file, err)
@@ -267,4 +308,19 @@ func (p *pendingPuts) add(f *odp.Flow, flags odp.PutFlags, line int) {
 	p.flows = append(p.flows, f)
 	p.lines = append(p.lines, line)
 	p.flags = flags
+}
+
+// flowDeleter is implemented by datapaths that can delete many flows per
+// system call (the kernel's, through genl.Client.DelFlows).
+type flowDeleter interface {
+	// DelFlows deletes flows; errs[i] is ids[i]'s error, err a failure
+	// of the whole batch.
+	DelFlows(ctx context.Context, ids []odp.FlowID) (errs []error, err error)
+}
+
+// pendingDels is a batch of flows waiting to be deleted, with the line
+// number each came from.
+type pendingDels struct {
+	ids   []odp.FlowID
+	lines []int
 }

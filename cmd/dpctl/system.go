@@ -62,6 +62,11 @@ func (d systemDP) PutFlows(_ context.Context, flows []*odp.Flow, flags odp.PutFl
 	return d.Client().PutFlows(d.Index(), flows, flags, genl.FlowOptions{})
 }
 
+// DelFlows implements flowDeleter.
+func (d systemDP) DelFlows(_ context.Context, ids []odp.FlowID) ([]error, error) {
+	return d.Client().DelFlows(d.Index(), ids, genl.FlowOptions{})
+}
+
 // SetMasksCacheSize implements cacheSizer.
 func (d systemDP) SetMasksCacheSize(_ context.Context, size uint32) error {
 	return d.Datapath.SetMasksCacheSize(size)
