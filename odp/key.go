@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"strings"
+	"sync"
 )
 
 // KeyAttr is one OVS_KEY_ATTR_* attribute of a flow key or of a flow mask.
@@ -64,6 +65,36 @@ var (
 	keyParsers  = map[string]keyParser{}
 )
 
+// keyTabLen bounds the key types kept in keyTab (the kernel's are < 64).
+const keyTabLen = 64
+
+// keyTab holds keyDecoders and keyTypeNames as arrays indexed by type, so
+// that decoding and formatting a key does no map lookup per attribute.
+// They are copied from the maps on first use, after every init function
+// has filled them.
+var keyTab struct {
+	once sync.Once
+	dec  [keyTabLen]keyDecoder
+	name [keyTabLen]string
+}
+
+// keyTables returns keyTab, built.
+func keyTables() *[keyTabLen]keyDecoder {
+	keyTab.once.Do(func() {
+		for t, d := range keyDecoders {
+			if int(t) < keyTabLen {
+				keyTab.dec[t] = d
+			}
+		}
+		for t, n := range keyTypeNames {
+			if int(t) < keyTabLen {
+				keyTab.name[t] = n
+			}
+		}
+	})
+	return &keyTab.dec
+}
+
 // maxEncapDepth bounds nested encap() attributes, as Open vSwitch does
 // when parsing (it rejects 33 nested encaps).
 const maxEncapDepth = 32
@@ -117,9 +148,16 @@ func UnmarshalKey(b []byte) (FlowKey, error) {
 // decodeKey decodes the attributes in b, which starts at byte offset base
 // of the outermost buffer.
 func decodeKey(b []byte, base int, path string, depth int) (FlowKey, error) {
-	var k FlowKey
+	// Size the key once: count the attributes first (the walk is cheap,
+	// growing the slice attribute by attribute is not).
+	n := 0
 	w := newAttrWalker(b, base)
 	var a rawAttr
+	for w.next(&a) {
+		n++
+	}
+	k := make(FlowKey, 0, n)
+	w = newAttrWalker(b, base)
 	for w.next(&a) {
 		ka, err := decodeKeyAttr(&a, path, depth)
 		if err != nil {
@@ -136,9 +174,14 @@ func decodeKey(b []byte, base int, path string, depth int) (FlowKey, error) {
 // decodeKeyAttr decodes one key attribute.
 func decodeKeyAttr(a *rawAttr, path string, depth int) (KeyAttr, error) {
 	t := KeyType(a.Type)
-	p := path + "." + t.String()
-	if dec, ok := keyDecoders[t]; ok {
-		return dec(a, p, depth)
+	var dec keyDecoder
+	if int(t) < keyTabLen {
+		dec = keyTables()[t]
+	} else {
+		dec = keyDecoders[t]
+	}
+	if dec != nil {
+		return dec(a, path+"."+t.String(), depth)
 	}
 	return UnknownKey{Type: t, Data: append([]byte(nil), a.Data...)}, nil
 }

@@ -48,7 +48,12 @@ const (
 // String returns the attribute's name in the text syntax ("ipv4",
 // "eth_type", ...), or "keyN" for a type this package does not know.
 func (t KeyType) String() string {
-	if n, ok := keyTypeNames[t]; ok {
+	if int(t) < keyTabLen {
+		keyTables()
+		if n := keyTab.name[t]; n != "" {
+			return n
+		}
+	} else if n, ok := keyTypeNames[t]; ok {
 		return n
 	}
 	return "key" + strconv.Itoa(int(t))
