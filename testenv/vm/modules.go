@@ -228,4 +228,7 @@ var OptionalModules = []string{
 	"vxlan", "geneve", "vport_vxlan", "vport_geneve", "vport_gre",
 	"nf_conntrack_netlink", "nf_conntrack_ftp", "nf_conntrack_tftp", "nf_nat_ftp", "nf_nat_tftp",
 	"bridge", "dummy", "af_packet",
+	// For the userspace datapath's netdev ports, which move an outer VLAN tag
+	// out of band with a tc egress program, as the kernel datapath sends it.
+	"sch_ingress", "cls_bpf",
 }
