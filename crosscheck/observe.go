@@ -69,6 +69,11 @@ type CompareOptions struct {
 	IgnoreFlowStats bool
 	// UnorderedFrames compares each host's frames as a sorted list.
 	UnorderedFrames bool
+	// DedupFrames compares each host's distinct frames once, for traffic
+	// from the hosts' own TCP stacks, which may send an identical segment
+	// twice (a duplicate ACK fired by a timer) depending on timing alone.
+	// Use it with UnorderedFrames.
+	DedupFrames bool
 	// IgnoreCounters leaves the hit/missed counters out.
 	IgnoreCounters bool
 }
@@ -79,7 +84,6 @@ type CompareOptions struct {
 func (ob *Observation) Render(o CompareOptions) string {
 	var b strings.Builder
 	for _, r := range ob.Received {
-		fmt.Fprintf(&b, "== %s received (%d frames)\n", r.Host, len(r.Frames))
 		lines := make([]string, 0, len(r.Frames))
 		for _, f := range r.Frames {
 			lines = append(lines, fmt.Sprintf("  %s | %s", f.Summary, hex.EncodeToString(f.Data)))
@@ -87,6 +91,12 @@ func (ob *Observation) Render(o CompareOptions) string {
 		if o.UnorderedFrames {
 			sort.Strings(lines)
 		}
+		what := "frames"
+		if o.DedupFrames {
+			lines = dedupSorted(lines)
+			what = "distinct frames"
+		}
+		fmt.Fprintf(&b, "== %s received (%d %s)\n", r.Host, len(lines), what)
 		for _, l := range lines {
 			b.WriteString(l)
 			b.WriteByte('\n')
@@ -206,4 +216,15 @@ func sections(r string) []section {
 		}
 	}
 	return ss
+}
+
+// dedupSorted drops repeated lines from a sorted list.
+func dedupSorted(lines []string) []string {
+	out := lines[:0]
+	for i, l := range lines {
+		if i == 0 || l != lines[i-1] {
+			out = append(out, l)
+		}
+	}
+	return out
 }

@@ -299,6 +299,19 @@ func TestRenderAndCompare(t *testing.T) {
 	if d := Compare(a, b, CompareOptions{UnorderedFrames: true}); d != "" {
 		t.Errorf("UnorderedFrames still shows:\n%s", d)
 	}
+	// A repeated frame shows unless DedupFrames; a different frame always.
+	b = mk()
+	b.Received[0].Frames = append(b.Received[0].Frames, b.Received[0].Frames[0])
+	if Compare(a, b, CompareOptions{UnorderedFrames: true}) == "" {
+		t.Error("repeated frame not shown")
+	}
+	if d := Compare(a, b, CompareOptions{UnorderedFrames: true, DedupFrames: true}); d != "" {
+		t.Errorf("DedupFrames still shows a repeated frame:\n%s", d)
+	}
+	b.Received[0].Frames[len(b.Received[0].Frames)-1].Data = []byte{1, 2, 3}
+	if Compare(a, b, CompareOptions{UnorderedFrames: true, DedupFrames: true}) == "" {
+		t.Error("DedupFrames hides a different frame")
+	}
 	b = mk()
 	b.Upcalls[0].Extracted = "other"
 	if ms := b.KeyMismatches(); len(ms) != 1 || !strings.Contains(ms[0], "flowkeys.Extract") {

