@@ -74,7 +74,7 @@ func (r *upcallRouter) send(m *upcallMsg, pid uint32) bool {
 		}
 	}
 	if q == nil {
-		q = s.qs[flowkeys.HashKeyed(&m.key, cacheRange, r.hasher, 0)%uint32(len(s.qs))]
+		q = s.qs[cacheHash(&m.key, r.hasher)%uint32(len(s.qs))]
 	}
 	select {
 	case q.ch <- *m:
