@@ -13,7 +13,7 @@ import (
 
 var nsSeq int
 
-func openUserdp(t *testing.T) odp.Datapath {
+func openUserdp(t testing.TB) odp.Datapath {
 	nsSeq++
 	dp, err := userdp.New(fmt.Sprintf("upns%d", nsSeq), userdp.WithoutLocalPort())
 	if err != nil {

@@ -27,7 +27,7 @@ import (
 
 // topo is n hosts, each in a namespace with a veth to the datapath.
 type topo struct {
-	t     *testing.T
+	t     testing.TB
 	hosts []*testenv.Netns
 	veths []*testenv.Veth
 	ports []uint32 // datapath port number of host i
@@ -40,7 +40,7 @@ func hostIP(i int) string { return fmt.Sprintf("10.9.0.%d", i+1) }
 
 // newTopo builds n hosts on the datapath made by open, and runs a daemon
 // with cfg on it.
-func newTopo(t *testing.T, n int, open func(t *testing.T) odp.Datapath, cfg Config) *topo {
+func newTopo(t testing.TB, n int, open func(t testing.TB) odp.Datapath, cfg Config) *topo {
 	testenv.RequireRoot(t)
 	tp := &topo{t: t}
 	var names []string
@@ -133,10 +133,10 @@ func newTopo(t *testing.T, n int, open func(t *testing.T) odp.Datapath, cfg Conf
 	return tp
 }
 
-func testLogger(t *testing.T) *slogLogger { return newTestLogger(t) }
+func testLogger(t testing.TB) *slogLogger { return newTestLogger(t) }
 
 // dumpFlows returns the datapath's flows as text lines.
-func dumpFlows(t *testing.T, dp odp.Datapath) []string {
+func dumpFlows(t testing.TB, dp odp.Datapath) []string {
 	t.Helper()
 	var out []string
 	err := dp.DumpFlows(context.Background(), odp.DumpOptions{}, func(f *odp.Flow) error {
@@ -151,7 +151,7 @@ func dumpFlows(t *testing.T, dp odp.Datapath) []string {
 
 // scenarioLearning: every pair pings, a TCP transfer completes, and the
 // megaflows are the expected few (in_port, eth src and dst only).
-func scenarioLearning(t *testing.T, open func(t *testing.T) odp.Datapath) {
+func scenarioLearning(t *testing.T, open func(t testing.TB) odp.Datapath) {
 	tp := newTopo(t, 3, open, Config{})
 	for i := range tp.hosts {
 		for j := range tp.hosts {
@@ -276,7 +276,7 @@ func tcpTransfer(t *testing.T, a, b *testenv.Netns, bAddr string, n int) {
 
 // scenarioRewrite: a rules file with dec_ttl and mod_nw_tos; the receiver
 // sees TTL 63, TOS 0x20 and a correct IPv4 checksum.
-func scenarioRewrite(t *testing.T, open func(t *testing.T) odp.Datapath) {
+func scenarioRewrite(t *testing.T, open func(t testing.TB) odp.Datapath) {
 	// Port numbers are only known once the ports exist: start with
 	// "normal", then reload the real rules.
 	tp := newTopo(t, 2, open, Config{Rules: mustRules(t, "priority=0,actions=normal\n")})
@@ -338,7 +338,7 @@ func scenarioRewrite(t *testing.T, open func(t *testing.T) odp.Datapath) {
 // ports); the daemon keeps running, counts what it lost and shed, and as
 // soon as the flood ends the hosts ping again. It logs the handler's
 // rate and latency during the flood and the time to recover.
-func scenarioOverload(t *testing.T, open func(t *testing.T) odp.Datapath, rate int, dur time.Duration) {
+func scenarioOverload(t *testing.T, open func(t testing.TB) odp.Datapath, rate int, dur time.Duration) {
 	// Info level even under -v: a debug line per learned address would
 	// measure the log, not the daemon.
 	logger := discardLogger()
