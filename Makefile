@@ -9,6 +9,8 @@ PKGS    := ./...
 # openvswitch module (see testenv/README.md); vmrun runs them directly when
 # the host has it.
 KTEST_TIMEOUT ?= 40m
+# Flows of cmd/dpctl's bulk test (add-flows, dump-flows | wc -l, del-flows).
+DPCTL_BULK ?= 100000
 
 .PHONY: all build setup test unit ktest crosscheck lint fuzz bench demo demo-kernel docs clean
 
@@ -33,7 +35,7 @@ unit:
 # One VM at a time (-p 1): two TCG guests on two cores slow each other
 # down enough to disturb timing-sensitive kernel tests.
 ktest: build
-	$(GO) test -count=1 -p 1 -tags integration -timeout $(KTEST_TIMEOUT) -exec "$(VMRUN) -timeout $(KTEST_TIMEOUT)" -run '^TestIntegration' $(PKGS)
+	DPCTL_BULK=$(DPCTL_BULK) $(GO) test -count=1 -p 1 -tags integration -timeout $(KTEST_TIMEOUT) -exec "$(VMRUN) -timeout $(KTEST_TIMEOUT)" -run '^TestIntegration' $(PKGS)
 
 # The cross-check suite alone (it is part of ktest, hence of test): the same
 # scenarios through the kernel datapath and the userspace one, compared.

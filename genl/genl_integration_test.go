@@ -569,12 +569,19 @@ func benchFlows(tb testing.TB, n int) []*odp.Flow {
 	return fs
 }
 
-// BenchmarkIntegrationFlows installs 10,000 flows one request at a time
-// (PutFlow) and batched (PutFlows), and dumps them in full and terse,
-// reporting flows/s for each. The one-at-a-time install is the baseline
-// for the batched one.
+// BenchmarkIntegrationFlows installs GENL_BENCH_FLOWS flows (default
+// 10,000) one request at a time (PutFlow) and batched (PutFlows), and
+// dumps them in full and terse, reporting flows/s for each. The
+// one-at-a-time install is the baseline for the batched one; make bench
+// also sets these rates beside ovs-dpctl's add-flows and dump-flows of
+// the same number of flows in the same VM run (cmd/dpctl's benchmark).
 func BenchmarkIntegrationFlows(b *testing.B) {
-	const n = 10000
+	n := 10000
+	if s := os.Getenv("GENL_BENCH_FLOWS"); s != "" {
+		if _, err := fmt.Sscan(s, &n); err != nil || n <= 0 {
+			b.Fatalf("GENL_BENCH_FLOWS=%q: want a positive number of flows", s)
+		}
+	}
 	c := kernelClient(b)
 	d := newKernelDP(b, c)
 	fs := benchFlows(b, n)

@@ -7,7 +7,7 @@
 #
 # Environment: BENCHTIME (host benchmarks, default 200ms), COUNT (runs per
 # benchmark, median taken; default 3), BENCH_LARGE=1 to add the 100,000
-# flow dpctl run (default: skipped; over 7 minutes under TCG), BENCH_VM=0 to skip the VM, BENCH_KEEP=DIR to keep the raw
+# flow genl and dpctl runs (default: skipped; about half an hour under TCG), BENCH_VM=0 to skip the VM, BENCH_KEEP=DIR to keep the raw
 # outputs in DIR.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -92,12 +92,17 @@ else
 fi
 
 # 3. Kernel benchmarks, in one VM boot (or directly with a host module):
-# genl's flow install/dump, dpctl vs ovs-dpctl at 10k and 100k flows.
-vm_steps="genl@vm cmd/dpctl@10k"
+# genl's flow install/dump, dpctl vs ovs-dpctl at 10k (and 100k) flows,
+# and the upcall daemon on system@ and netdev@ in the same guest.
+vm_steps="genl@vm cmd/dpctl@10k upcalld@vm"
+vm_timeout=15m
 if [ "$BENCH_LARGE" = 1 ]; then
-	vm_steps="$vm_steps cmd/dpctl@100k"
+	vm_steps="$vm_steps genl@100k cmd/dpctl@100k"
+	vm_timeout=75m
 else
-	step cmd/dpctl@100k skipped "BENCH_LARGE=0 (100,000 flows take over 7 minutes per run under TCG; BENCH_LARGE=1 runs them)"
+	for s in genl@100k cmd/dpctl@100k; do
+		step $s skipped "BENCH_LARGE=0 (100,000 flows take several minutes per tool under TCG; BENCH_LARGE=1 runs them)"
+	done
 fi
 if [ "$BENCH_VM" != 1 ]; then
 	for s in $vm_steps; do step "$s" skipped "BENCH_VM=0"; done
@@ -106,7 +111,7 @@ elif [ ! -x bin/vmrun ]; then
 else
 	say "kernel benchmarks in the VM ($vm_steps)"
 	ok=1
-	for p in genl cmd/dpctl; do
+	for p in genl cmd/dpctl cmd/upcalld/internal/daemon; do
 		if ! $GO test -c -tags integration -o "$raw/$(basename $p).test" "./$p" 2>"$raw/build-$(basename $p).err"; then
 			ok=0
 			step "vm-build-$(basename $p)" fail "$(head -c 300 "$raw/build-$(basename $p).err" | tr '\n\t' '  ')"
@@ -119,7 +124,11 @@ cd "$ROOT/genl" && "$raw/genl.test" -test.run '^\$' -test.bench '^BenchmarkInteg
 echo "genl@vm \$?" >>"$raw/vm-status"
 cd "$ROOT/cmd/dpctl" && DPCTL_BULK=10000 "$raw/dpctl.test" -test.run '^\$' -test.bench '^BenchmarkIntegrationFlows\$' -test.benchtime 1x >"$raw/cmd_dpctl@10k.txt" 2>&1
 echo "cmd/dpctl@10k \$?" >>"$raw/vm-status"
+cd "$ROOT/cmd/upcalld/internal/daemon" && "$raw/daemon.test" -test.run '^\$' -test.bench '^BenchmarkIntegrationUpcalls\$' -test.benchtime 2000x -test.count 3 >"$raw/upcalld@vm.txt" 2>&1
+echo "upcalld@vm \$?" >>"$raw/vm-status"
 if [ "$BENCH_LARGE" = 1 ]; then
+	cd "$ROOT/genl" && GENL_BENCH_FLOWS=100000 "$raw/genl.test" -test.run '^\$' -test.bench '^BenchmarkIntegrationFlows\$' -test.benchtime 1x -test.benchmem >"$raw/genl@100k.txt" 2>&1
+	echo "genl@100k \$?" >>"$raw/vm-status"
 	cd "$ROOT/cmd/dpctl" && DPCTL_BULK=100000 "$raw/dpctl.test" -test.run '^\$' -test.bench '^BenchmarkIntegrationFlows\$' -test.benchtime 1x >"$raw/cmd_dpctl@100k.txt" 2>&1
 	echo "cmd/dpctl@100k \$?" >>"$raw/vm-status"
 fi
@@ -128,7 +137,7 @@ EOF
 		# vm.sh's directory (the raw outputs) is shared read-write with the
 		# guest, as a program's directory always is.
 		chmod +x "$raw/vm.sh"
-		bin/vmrun -timeout 12m "$raw/vm.sh" >"$raw/vm.log" 2>&1
+		bin/vmrun -timeout "$vm_timeout" "$raw/vm.sh" >"$raw/vm.log" 2>&1
 		vmrc=$?
 		for s in $vm_steps; do
 			st=$(sed -n "s|^$s ||p" "$raw/vm-status" 2>/dev/null)

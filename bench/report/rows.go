@@ -186,21 +186,33 @@ func (r *Results) userdpRows() []Row {
 	} else {
 		rows = append(rows, notMeasured(g, "Masked set of IPv4, TTL only (vs all four fields + checksum recomputed)", "≥ 1.3×", r.missing(pkg, si)))
 	}
-	for _, v := range []struct{ name, what string }{
-		{"BenchmarkPipeline/cache", "Whole pipeline per packet (extract, lookup hit, dec_ttl, output), cache on"},
-		{"BenchmarkPipeline/nocache", "Whole pipeline per packet, cache off"},
+	// The issue's target is for the datapath as it runs (cache on); the
+	// cache-less figure is shown for information.
+	for _, v := range []struct {
+		name, what string
+		goal       bool
+	}{
+		{"BenchmarkPipeline/cache", "Whole pipeline per packet (extract, lookup hit, dec_ttl, output), cache on", true},
+		{"BenchmarkPipeline/nocache", "Whole pipeline per packet, cache off", false},
 	} {
+		goal, ok := "≥ 10 Mpps per core", "yes"
+		if !v.goal {
+			goal, ok = "— (report)", "—"
+		}
 		ns, ok1 := r.Metric(pkg, v.name, "ns/op")
 		mpps, ok2 := r.Metric(pkg, v.name, "Mpps")
 		if !ok2 && ok1 && ns > 0 {
 			mpps, ok2 = 1e3/ns, true
 		}
 		if ok1 && ok2 {
+			if v.goal {
+				ok = met(mpps >= 10)
+			}
 			rows = append(rows, Row{Group: g, What: v.what, Ours: fmt.Sprintf("%s/packet = %.3g Mpps", fmtNs(ns), mpps),
-				Baseline: "—", Ratio: mpps, RatioUnit: " Mpps", Goal: "≥ 10 Mpps per core", Met: met(mpps >= 10),
-				Note: "`userdp` " + v.name + " (in-memory ports, one core)"})
+				Baseline: "—", Ratio: mpps, RatioUnit: " Mpps", Goal: goal, Met: ok,
+				Note: "`userdp` " + v.name + " (in-memory ports, one core; CPU time of the benchmark's thread)"})
 		} else {
-			rows = append(rows, notMeasured(g, v.what, "≥ 10 Mpps per core", r.missing(pkg, v.name)))
+			rows = append(rows, notMeasured(g, v.what, goal, r.missing(pkg, v.name)))
 		}
 	}
 	for _, v := range []struct{ name, what string }{
@@ -256,26 +268,62 @@ func (r *Results) policyRows() []Row {
 // dpctlLog matches the log line of cmd/dpctl's BenchmarkIntegrationFlows.
 var dpctlLog = regexp.MustCompile(`(add|dump|del)-flows of (\d+) flows \((\d+) runs\): ovs-dpctl (\S+), dpctl (\S+):`)
 
+// ovsDpctlRates returns ovs-dpctl's flows/s per operation (add, dump,
+// del) from the log of cmd/dpctl's BenchmarkIntegrationFlows in pkg.
+func (r *Results) ovsDpctlRates(pkg string) map[string]float64 {
+	rates := map[string]float64{}
+	for _, m := range dpctlLog.FindAllStringSubmatch(r.Text[pkg], -1) {
+		n, _ := strconv.ParseFloat(m[2], 64)
+		runs, _ := strconv.ParseFloat(m[3], 64)
+		if ref, err := time.ParseDuration(m[4]); err == nil && ref > 0 {
+			rates[m[1]] = n * runs / ref.Seconds()
+		}
+	}
+	return rates
+}
+
 // kernelRows are the genl and dpctl benchmarks run in the VM.
 func (r *Results) kernelRows() []Row {
 	var rows []Row
 	const g = "genl (VM)"
-	pkg, name := "genl@vm", "BenchmarkIntegrationFlows"
-	one, ok1 := r.Metric(pkg, name, "install-flows/s")
-	bat, ok2 := r.Metric(pkg, name, "batched-install-flows/s")
-	dump, ok3 := r.Metric(pkg, name, "dump-flows/s")
-	terse, ok4 := r.Metric(pkg, name, "terse-dump-flows/s")
-	if ok1 && ok2 && ok3 && ok4 {
-		note := "`genl` BenchmarkIntegrationFlows, 10,000 flows, Debian 6.1 kernel under QEMU TCG"
+	name := "BenchmarkIntegrationFlows"
+	for _, v := range []struct{ pkg, size, n, dpctl string }{{"genl@vm", "10k", "10,000", "cmd/dpctl@10k"}, {"genl@100k", "100k", "100,000", "cmd/dpctl@100k"}} {
+		what := func(s string) string { return fmt.Sprintf(s, v.n) }
+		one, ok1 := r.Metric(v.pkg, name, "install-flows/s")
+		bat, ok2 := r.Metric(v.pkg, name, "batched-install-flows/s")
+		dump, ok3 := r.Metric(v.pkg, name, "dump-flows/s")
+		terse, ok4 := r.Metric(v.pkg, name, "terse-dump-flows/s")
+		if !ok1 || !ok2 || !ok3 || !ok4 {
+			why := r.missing(v.pkg, name)
+			rows = append(rows, notMeasured(g, what("genl flow install, %s flows, batched (vs one request at a time)"), "— (report)", why),
+				notMeasured(g, what("genl flow dump, %s flows"), "— (report)", why),
+				notMeasured(g, what("genl flow install, %s flows, batched (vs ovs-dpctl add-flows, same VM)"), "— (report)", why),
+				notMeasured(g, what("genl flow dump, %s flows, full (vs ovs-dpctl dump-flows, same VM)"), "— (report)", why))
+			continue
+		}
+		note := fmt.Sprintf("`genl` BenchmarkIntegrationFlows, %s flows (GENL_BENCH_FLOWS), Debian 6.1 kernel under QEMU TCG", v.n)
 		rows = append(rows,
-			Row{Group: g, What: "genl flow install, 10,000 flows, batched (vs one request at a time)", Ours: fmtRate(bat, "flows/s"),
+			Row{Group: g, What: what("genl flow install, %s flows, batched (vs one request at a time)"), Ours: fmtRate(bat, "flows/s"),
 				Baseline: fmtRate(one, "flows/s"), Ratio: bat / one, Goal: "— (report)", Met: "—", Note: note},
-			Row{Group: g, What: "genl flow dump, 10,000 flows, full (terse in Baseline column)", Ours: fmtRate(dump, "flows/s"),
+			Row{Group: g, What: what("genl flow dump, %s flows, full (terse in Baseline column)"), Ours: fmtRate(dump, "flows/s"),
 				Baseline: fmtRate(terse, "flows/s") + " (terse)", Goal: "— (report)", Met: "—", Note: note})
-	} else {
-		why := r.missing(pkg, name)
-		rows = append(rows, notMeasured(g, "genl flow install, 10,000 flows, batched (vs one request at a time)", "— (report)", why),
-			notMeasured(g, "genl flow dump, 10,000 flows", "— (report)", why))
+		// ovs-dpctl's rates come from cmd/dpctl's benchmark of the same
+		// number of flows, in the same VM boot.
+		ref := r.ovsDpctlRates(v.dpctl)
+		for _, c := range []struct {
+			op, what string
+			ours     float64
+		}{{"add", "genl flow install, %s flows, batched (vs ovs-dpctl add-flows, same VM)", bat},
+			{"dump", "genl flow dump, %s flows, full (vs ovs-dpctl dump-flows, same VM)", dump}} {
+			base, ok := ref[c.op]
+			if !ok {
+				rows = append(rows, notMeasured(g, what(c.what), "— (report)", r.missing(v.dpctl, "BenchmarkIntegrationFlows")))
+				continue
+			}
+			rows = append(rows, Row{Group: g, What: what(c.what), Ours: fmtRate(c.ours, "flows/s"), Baseline: fmtRate(base, "flows/s"),
+				Ratio: c.ours / base, Goal: "— (report)", Met: "—",
+				Note: note + "; ovs-dpctl " + c.op + "-flows FILE timed as a whole command by `cmd/dpctl` BenchmarkIntegrationFlows"})
+		}
 	}
 	for _, size := range []string{"10k", "100k"} {
 		pkg := "cmd/dpctl@" + size
@@ -344,19 +392,24 @@ func (r *Results) upcalldRows() []Row {
 		why := r.missing(pkg, name)
 		rows = append(rows, notMeasured(g, what, "— (report)", why), notMeasured(g, "Handler latency p50 / p99, userspace datapath", "— (report)", why))
 	}
-	kpkg, kname := "upcalld@system", "BenchmarkUpcalls"
-	kwhat := "Upcalls handled per second and latency, kernel datapath (VM)"
-	if kr, ok := r.Metric(kpkg, kname, "upcalls/s"); ok {
-		p50, _ := r.Metric(kpkg, kname, "p50-ns")
-		p99, _ := r.Metric(kpkg, kname, "p99-ns")
-		rows = append(rows, Row{Group: g, What: kwhat, Ours: fmt.Sprintf("%s, p50 %s, p99 %s", fmtRate(kr, "upcalls/s"), fmtNs(p50), fmtNs(p99)),
-			Baseline: "—", Goal: "— (report)", Met: "—", Note: "`" + kpkg + "` " + kname})
-	} else {
-		why := r.missing(kpkg, kname)
-		if _, ran := r.Steps[kpkg]; !ran {
-			why = "no kernel upcall benchmark exists yet (cmd/upcalld's benchmarks drive the userspace datapath with in-memory ports)"
+	for _, v := range []struct{ dp, what string }{
+		{"system", "Upcalls handled per second, p50 / p99 handler latency, kernel datapath (VM)"},
+		{"netdev", "Upcalls handled per second, p50 / p99 handler latency, userspace datapath on veth (same VM run)"},
+	} {
+		kpkg, kname := "upcalld@vm", "BenchmarkIntegrationUpcalls/"+v.dp
+		rate, ok1 := r.Metric(kpkg, kname, "handled/s")
+		p50, ok2 := r.Metric(kpkg, kname, "p50-ns")
+		p99, ok3 := r.Metric(kpkg, kname, "p99-ns")
+		if !ok1 || !ok2 || !ok3 {
+			rows = append(rows, notMeasured(g, v.what, "— (report)", r.missing(kpkg, kname)))
+			continue
 		}
-		rows = append(rows, notMeasured(g, kwhat, "— (report)", why))
+		lost, _ := r.Metric(kpkg, kname, "lost")
+		shed, _ := r.Metric(kpkg, kname, "shed")
+		rows = append(rows, Row{Group: g, What: v.what, Ours: fmt.Sprintf("%s, %s / %s", fmtRate(rate, "upcalls/s"), fmtNs(p50), fmtNs(p99)),
+			Baseline: "—", Goal: "— (report)", Met: "—",
+			Note: fmt.Sprintf("`%s` %s (medians of %d runs): new flows from a namespace over veth, 2 handlers, Debian 6.1 kernel under QEMU TCG; %g lost, %g shed",
+				"cmd/upcalld/internal/daemon", kname, len(r.Runs(kpkg, kname)), lost, shed)})
 	}
 	return rows
 }

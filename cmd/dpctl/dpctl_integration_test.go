@@ -284,7 +284,8 @@ func bulkFlows(t testing.TB, n int) (addFile, delFile string) {
 }
 
 // bulkSize is the number of flows of the bulk test and benchmark:
-// DPCTL_BULK, else 10,000 (100,000 takes minutes under TCG).
+// DPCTL_BULK, else 10,000 (make ktest sets 100,000, as the issue asks;
+// that takes a few minutes under TCG).
 func bulkSize() int {
 	n := 10000
 	if s := os.Getenv("DPCTL_BULK"); s != "" {
