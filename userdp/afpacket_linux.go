@@ -26,6 +26,19 @@ const (
 	NetdevRing NetdevMode = iota
 	// NetdevMmsg reads with recvmmsg and writes with sendmmsg.
 	NetdevMmsg
+	// NetdevXDP reads and writes through an AF_XDP socket on the
+	// interface's queue 0 in copy mode, with an XDP program that
+	// redirects every frame of the interface to it (afxdp_linux.go).
+	// Frames are taken from the interface before the kernel's stack
+	// sees them. Unlike the AF_PACKET modes, it gets no VLAN tag or
+	// checksum status from the kernel: frames arrive as the XDP
+	// program sees them, so a tag the sender passed out of band (VLAN
+	// offload) is not in the frame, and a TCP/UDP checksum a local
+	// sender left to offload (CHECKSUM_PARTIAL) arrives incomplete;
+	// frames are sent as written (the outer VLAN tag in line:
+	// VLANTxOffload says so). It needs one rx queue, CAP_NET_ADMIN and
+	// CAP_BPF (or CAP_SYS_ADMIN).
+	NetdevXDP
 )
 
 // DefaultNetdevMode is the mode OpenNetdev uses unless told otherwise,
@@ -46,13 +59,15 @@ const (
 // higher; the ratio is what chose the default.
 const DefaultNetdevMode = NetdevRing
 
-// String returns "ring" or "mmsg".
+// String returns "ring", "mmsg" or "xdp".
 func (m NetdevMode) String() string {
 	switch m {
 	case NetdevRing:
 		return "ring"
 	case NetdevMmsg:
 		return "mmsg"
+	case NetdevXDP:
+		return "xdp"
 	}
 	return fmt.Sprintf("NetdevMode(%d)", int(m))
 }
@@ -132,6 +147,8 @@ type NetdevPort struct {
 	// (vlantx_linux.go), or why there is none.
 	vlanTx    *vlanTx
 	vlanTxErr error
+
+	xdp *xdpSock // NetdevXDP state (afxdp_linux.go)
 }
 
 const ctlSpace = 64 // room for one PACKET_AUXDATA control message
@@ -150,11 +167,29 @@ func OpenNetdev(name string, opts NetdevOptions) (*NetdevPort, error) {
 	if p.batch <= 0 {
 		p.batch = 64
 	}
-	if p.mode != NetdevRing && p.mode != NetdevMmsg {
+	if p.mode != NetdevRing && p.mode != NetdevMmsg && p.mode != NetdevXDP {
 		return nil, fmt.Errorf("userdp: netdev %s: unknown mode %d", name, int(p.mode))
 	}
 	if err := setLinkUp(name); err != nil {
 		return nil, fmt.Errorf("userdp: netdev %s: %w", name, err)
+	}
+	if p.mode == NetdevXDP {
+		if err := p.openXDP(); err != nil {
+			return nil, fmt.Errorf("userdp: netdev %s: %w", name, err)
+		}
+		p.file = os.NewFile(uintptr(p.xdp.fd), "afxdp:"+name)
+		p.xdp.fd = -1 // p.file owns it
+		rc, err := p.file.SyscallConn()
+		if err != nil {
+			p.file.Close()
+			p.xdp.release()
+			return nil, fmt.Errorf("userdp: netdev %s: %w", name, err)
+		}
+		p.rc = rc
+		p.readFn = p.doRead
+		p.writeFn = p.doWriteXDP
+		p.vlanTxErr = errXDPVLANTx
+		return p, nil
 	}
 	// Protocol 0: nothing is received until bind, so no frame from
 	// another interface is queued before the socket is bound.
@@ -321,7 +356,9 @@ func (p *NetdevPort) pollDrops() {
 		return
 	}
 	p.rc.Control(func(fd uintptr) {
-		if p.mode == NetdevRing {
+		if p.mode == NetdevXDP {
+			p.pollXDPDrops(fd)
+		} else if p.mode == NetdevRing {
 			if st, err := unix.GetsockoptTpacketStatsV3(int(fd), unix.SOL_PACKET, unix.PACKET_STATISTICS); err == nil {
 				p.stats.RxDropped.Add(uint64(st.Drops))
 			}
@@ -363,6 +400,9 @@ func (p *NetdevPort) ReadBatch(bufs [][]byte, sizes []int, offset int) (int, err
 }
 
 func (p *NetdevPort) doRead(fd uintptr) bool {
+	if p.mode == NetdevXDP {
+		return p.readXDP()
+	}
 	if p.mode == NetdevRing {
 		return p.readRing()
 	}
@@ -541,6 +581,9 @@ func (p *NetdevPort) readRing() bool {
 // skipped; ENOBUFS counts a tx drop. When the socket's send buffer is
 // full it waits for room.
 func (p *NetdevPort) WriteBatch(pkts [][]byte) (int, error) {
+	if p.mode == NetdevXDP {
+		return p.writeXDP(pkts)
+	}
 	p.wrMu.Lock()
 	defer p.wrMu.Unlock()
 	sent := 0
@@ -610,7 +653,8 @@ func (p *NetdevPort) isClosed() bool {
 }
 
 // Close closes the socket (unblocking a pending ReadBatch) and releases
-// the ring; the interface leaves promiscuous mode.
+// the ring; the interface leaves promiscuous mode. In NetdevXDP mode it
+// detaches the XDP program, closes the XSKMAP and frees the UMEM.
 func (p *NetdevPort) Close() error {
 	p.closeMu.Lock()
 	if p.closed {
@@ -627,6 +671,14 @@ func (p *NetdevPort) Close() error {
 			err = e
 		}
 		p.ring = nil
+	}
+	if p.xdp != nil {
+		// The socket is closed: no reader or writer is in the rings.
+		p.wrMu.Lock()
+		if e := p.xdp.release(); e != nil && err == nil {
+			err = e
+		}
+		p.wrMu.Unlock()
 	}
 	p.rdMu.Unlock()
 	if err != nil {
