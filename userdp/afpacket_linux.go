@@ -664,6 +664,7 @@ func (p *NetdevPort) Close() error {
 	p.closed = true
 	p.closeMu.Unlock()
 	p.vlanTx.detach()
+	p.xdp.detach() // before the socket goes: no frame reaches the stack half-done
 	err := p.file.Close()
 	p.rdMu.Lock()
 	if p.ring != nil {

@@ -41,8 +41,22 @@ const (
 	xdpMaxKicks   = 128 // sendto calls per write before waiting for room
 	xdpDescSize   = int(unsafe.Sizeof(unix.XDPDesc{}))
 	xdpBpfMapName = "ovsdp_xsks"
-	xdpBpfName    = "ovsdp_xsk"
 )
+
+// XDPVLANRestore returns nil when a NetdevXDP port's XDP program puts
+// back in line the outer VLAN tag the driver took out of a received
+// frame, or why it does not (no kfunc bpf_xdp_metadata_rx_vlan_tag in the
+// kernel or driver, generic mode). For the other modes it returns nil:
+// AF_PACKET reports the tag and the port puts it back.
+func (p *NetdevPort) XDPVLANRestore() error {
+	if p.xdp == nil || p.xdp.vlanRestore {
+		return nil
+	}
+	if p.xdp.vlanErr == nil {
+		return errors.New("AF_XDP: the XDP program does not restore VLAN tags")
+	}
+	return fmt.Errorf("AF_XDP: outer VLAN tags taken out by the driver are lost: %w", p.xdp.vlanErr)
+}
 
 // bpf(2) commands, types and helpers used here (include/uapi/linux/bpf.h).
 const (
@@ -90,7 +104,11 @@ type xdpSock struct {
 	progFD    int
 	mapFD     int
 	native    bool // attached in driver mode (else generic)
-	lastStats unix.XDPStatistics
+	// vlanRestore: the program puts back in line the outer VLAN tag the
+	// driver took out of the frame; else vlanErr says why not.
+	vlanRestore bool
+	vlanErr     error
+	lastStats   unix.XDPStatistics
 
 	// WriteBatch call state, used by writeXDPFn.
 	txPkts  [][]byte
@@ -142,27 +160,105 @@ func updateMap(fd int, key, value uint32) error {
 	return nil
 }
 
+// More BPF instruction encodings (include/uapi/linux/bpf.h).
+const (
+	bpfStDW             = 0x7a // BPF_ST | BPF_MEM | BPF_DW
+	bpfStxW             = 0x63 // BPF_STX | BPF_MEM | BPF_W
+	bpfStxH             = 0x6b // BPF_STX | BPF_MEM | BPF_H
+	bpfJgtReg           = 0x2d // BPF_JMP | BPF_JGT | BPF_X
+	bpfPseudoKfuncCall  = 2
+	bpfFuncXDPAdjustHdr = 44 // bpf_xdp_adjust_head
+	bpfFXDPDevBoundOnly = 0x40
+	toRedirect          = -0x8000 // jump target placeholder in xskProgram
+)
+
 // xskProgram returns the XDP program:
 //
+//	if vlanKfunc != 0 && bpf_xdp_metadata_rx_vlan_tag(ctx, &tpid, &tci) == 0 &&
+//	   bpf_xdp_adjust_head(ctx, -4) == 0 && the frame has 18 bytes:
+//		move the Ethernet addresses 4 bytes to the front, and write
+//		tpid, tci in the 4 bytes after them
 //	return bpf_redirect_map(map, ctx->rx_queue_index, XDP_PASS)
-func xskProgram(mapFD int) []bpfInsn {
-	const r0, r1, r2, r3 = 0, 1, 2, 3
-	return []bpfInsn{
+//
+// vlanKfunc is the BTF id of the kfunc bpf_xdp_metadata_rx_vlan_tag,
+// which returns the outer VLAN tag a driver took out of the frame (veth
+// does, for a tag its peer sent out of band); putting it back in line
+// gives the socket the whole frame, as the AF_PACKET modes do.
+func xskProgram(mapFD int, vlanKfunc uint32) []bpfInsn {
+	const r0, r1, r2, r3, r4, r5, r6, r10 = 0, 1, 2, 3, 4, 5, 6, 10
+	var p []bpfInsn
+	if vlanKfunc != 0 {
+		p = []bpfInsn{
+			insn(bpfMov64Reg, r6, r1, 0, 0), // r6 = ctx
+			insn(bpfStDW, r10, 0, -8, 0),    // tpid at fp-8, tci at fp-6
+			insn(bpfMov64Reg, r2, r10, 0, 0),
+			insn(bpfAdd64Imm, r2, 0, 0, -8),
+			insn(bpfMov64Reg, r3, r10, 0, 0),
+			insn(bpfAdd64Imm, r3, 0, 0, -6),
+			insn(bpfCall, 0, bpfPseudoKfuncCall, 0, int32(vlanKfunc)),
+			insn(bpfJneImm, r0, 0, toRedirect, 0),
+			insn(bpfMov64Reg, r1, r6, 0, 0),
+			insn(bpfMov64Imm, r2, 0, 0, -4),
+			insn(bpfCall, 0, 0, 0, bpfFuncXDPAdjustHdr),
+			insn(bpfJneImm, r0, 0, toRedirect, 0),
+			insn(bpfLdxW, r2, r6, 0, 0), // data
+			insn(bpfLdxW, r3, r6, 4, 0), // data_end
+			insn(bpfMov64Reg, r4, r2, 0, 0),
+			insn(bpfAdd64Imm, r4, 0, 0, 18),
+			insn(bpfJgtReg, r4, r3, toRedirect, 0),
+			insn(bpfLdxW, r5, r2, 4, 0),
+			insn(bpfStxW, r2, r5, 0, 0),
+			insn(bpfLdxW, r5, r2, 8, 0),
+			insn(bpfStxW, r2, r5, 4, 0),
+			insn(bpfLdxW, r5, r2, 12, 0),
+			insn(bpfStxW, r2, r5, 8, 0),
+			insn(bpfLdxH, r5, r10, -8, 0), // tpid, in network order
+			insn(bpfStxH, r2, r5, 12, 0),
+			insn(bpfLdxH, r5, r10, -6, 0), // tci, in host order
+			insn(bpfToBE, r5, 0, 0, 16),
+			insn(bpfStxH, r2, r5, 14, 0),
+			insn(bpfMov64Reg, r1, r6, 0, 0), // redirect: r1 = ctx
+		}
+	}
+	redirect := len(p) - 1
+	p = append(p,
 		insn(bpfLdxW, r2, r1, xdpMdRxQueueOff, 0),
 		insn(bpfLdImm64, r1, bpfPseudoMapFD, 0, int32(mapFD)),
 		insn(0, 0, 0, 0, 0), // upper half of the 64-bit immediate
 		insn(bpfMov64Imm, r3, 0, 0, xdpPass),
 		insn(bpfCall, 0, 0, 0, bpfFuncRedirectMap),
 		insn(bpfExit, 0, 0, 0, 0),
+	)
+	for i := range p {
+		if p[i].off == toRedirect && p[i].code&0x07 == 0x05 { // BPF_JMP
+			p[i].off = int16(redirect - i - 1)
+		}
 	}
+	return p
 }
 
-// loadXSKProgram loads xskProgram and returns its file descriptor.
-func loadXSKProgram(mapFD int) (int, error) {
-	prog := xskProgram(mapFD)
-	license := []byte("Apache-2.0\x00")
-	logBuf := make([]byte, 4096)
-	attr := bpfProgLoadAttr{
+// xdpProgLicense is the license the XDP program declares to the kernel.
+// The kernel lets only programs with a GPL-compatible license call
+// kfuncs (the verifier refuses bpf_xdp_metadata_rx_vlan_tag otherwise:
+// "cannot call kernel function from non-GPL compatible program"), so
+// this program of ours, written here and assembled at run time, is
+// declared dual-licensed. With a non-GPL string here the port still
+// works, without restoring VLAN tags (XDPVLANRestore says why).
+const xdpProgLicense = "Dual MIT/GPL"
+
+// loadXSKProgram loads xskProgram and returns its file descriptor. With
+// vlanKfunc, the program is bound to interface ifindex (a kfunc of the
+// driver's XDP metadata needs that) and can only be attached in driver
+// mode.
+func loadXSKProgram(mapFD int, vlanKfunc uint32, ifindex int) (int, error) {
+	prog := xskProgram(mapFD, vlanKfunc)
+	license := []byte(xdpProgLicense + "\x00")
+	logBuf := make([]byte, 16384)
+	var attr struct {
+		bpfProgLoadAttr
+		progIfindex, expectedAttachType uint32
+	}
+	attr.bpfProgLoadAttr = bpfProgLoadAttr{
 		progType: bpfProgTypeXDP,
 		insnCnt:  uint32(len(prog)),
 		insns:    uint64(uintptr(unsafe.Pointer(&prog[0]))),
@@ -170,8 +266,12 @@ func loadXSKProgram(mapFD int) (int, error) {
 		logLevel: 1,
 		logSize:  uint32(len(logBuf)),
 		logBuf:   uint64(uintptr(unsafe.Pointer(&logBuf[0]))),
+		progName: [16]byte{'o', 'v', 's', 'd', 'p', '_', 'x', 's', 'k'},
 	}
-	copy(attr.progName[:], xdpBpfName)
+	if vlanKfunc != 0 {
+		attr.progFlags = bpfFXDPDevBoundOnly
+		attr.progIfindex = uint32(ifindex)
+	}
 	fd, _, e := unix.Syscall(unix.SYS_BPF, bpfProgLoad, uintptr(unsafe.Pointer(&attr)), unsafe.Sizeof(attr))
 	runtime.KeepAlive(prog)
 	runtime.KeepAlive(license)
@@ -185,33 +285,57 @@ func loadXSKProgram(mapFD int) (int, error) {
 	return int(fd), nil
 }
 
-// attachXDP attaches program progFD to interface ifindex (in the calling
-// thread's network namespace) through a BPF link, in driver mode if the
-// driver supports it, else in generic mode.
-func attachXDP(progFD, ifindex int) (linkFD int, native bool, err error) {
-	attach := func(flags uint32) (int, error) {
-		attr := struct {
-			progFD, targetIfindex, attachType, flags uint32
-			_                                        [4]uint64
-		}{progFD: uint32(progFD), targetIfindex: uint32(ifindex), attachType: bpfAttachXDP, flags: flags}
-		fd, _, e := unix.Syscall(unix.SYS_BPF, bpfLinkCreate, uintptr(unsafe.Pointer(&attr)), unsafe.Sizeof(attr))
-		if e != 0 {
-			return -1, e
-		}
-		return int(fd), nil
+// xdpAttach attaches program progFD to interface ifindex (in the calling
+// thread's network namespace) through a BPF link, in driver mode or in
+// generic (skb) mode.
+func xdpAttach(progFD, ifindex int, flags uint32) (int, error) {
+	attr := struct {
+		progFD, targetIfindex, attachType, flags uint32
+		_                                        [4]uint64
+	}{progFD: uint32(progFD), targetIfindex: uint32(ifindex), attachType: bpfAttachXDP, flags: flags}
+	fd, _, e := unix.Syscall(unix.SYS_BPF, bpfLinkCreate, uintptr(unsafe.Pointer(&attr)), unsafe.Sizeof(attr))
+	if e != 0 {
+		return -1, e
 	}
-	fd, errDrv := attach(unix.XDP_FLAGS_DRV_MODE)
-	if errDrv == nil {
-		return fd, true, nil
+	return int(fd), nil
+}
+
+// attach loads the XDP program and attaches it to interface ifindex: in
+// driver mode with the VLAN tag restored (when the kernel has the kfunc
+// and the driver implements it), else in driver mode without, else in
+// generic mode. x.vlanErr says why there is no VLAN restoring.
+func (x *xdpSock) attach(ifindex int) error {
+	kfunc, err := btfFuncID("bpf_xdp_metadata_rx_vlan_tag")
+	if err == nil {
+		x.progFD, err = loadXSKProgram(x.mapFD, kfunc, ifindex)
+		if err == nil {
+			x.linkFD, err = xdpAttach(x.progFD, ifindex, unix.XDP_FLAGS_DRV_MODE)
+			if err == nil {
+				x.native, x.vlanRestore = true, true
+				return nil
+			}
+			err = fmt.Errorf("attaching the device-bound XDP program (bpf BPF_LINK_CREATE, driver mode): %w", err)
+			unix.Close(x.progFD)
+			x.progFD = -1
+		}
+	}
+	x.vlanErr = err
+	if x.progFD, err = loadXSKProgram(x.mapFD, 0, 0); err != nil {
+		return err
+	}
+	var errDrv error
+	if x.linkFD, errDrv = xdpAttach(x.progFD, ifindex, unix.XDP_FLAGS_DRV_MODE); errDrv == nil {
+		x.native = true
+		return nil
 	}
 	if errors.Is(errDrv, unix.EBUSY) || errors.Is(errDrv, unix.EEXIST) {
-		return -1, false, fmt.Errorf("attaching the XDP program (bpf BPF_LINK_CREATE): the interface already has an XDP program: %w", errDrv)
+		return fmt.Errorf("attaching the XDP program (bpf BPF_LINK_CREATE): the interface already has an XDP program: %w", errDrv)
 	}
-	fd, errSkb := attach(unix.XDP_FLAGS_SKB_MODE)
-	if errSkb != nil {
-		return -1, false, fmt.Errorf("attaching the XDP program (bpf BPF_LINK_CREATE): driver mode: %v; generic mode: %w", errDrv, errSkb)
+	x.linkFD, err = xdpAttach(x.progFD, ifindex, unix.XDP_FLAGS_SKB_MODE)
+	if err != nil {
+		return fmt.Errorf("attaching the XDP program (bpf BPF_LINK_CREATE): driver mode: %v; generic mode: %w", errDrv, err)
 	}
-	return fd, false, nil
+	return nil
 }
 
 func setsockoptPtr(fd, level, opt int, p unsafe.Pointer, size uintptr) error {
@@ -375,14 +499,20 @@ func (p *NetdevPort) openXDP() (err error) {
 	if err := updateMap(x.mapFD, xdpQueue, uint32(x.fd)); err != nil {
 		return fmt.Errorf("AF_XDP: putting the socket in the XSKMAP (bpf BPF_MAP_UPDATE_ELEM): %w", err)
 	}
-	if x.progFD, err = loadXSKProgram(x.mapFD); err != nil {
-		return fmt.Errorf("AF_XDP: %w", err)
-	}
-	if x.linkFD, x.native, err = attachXDP(x.progFD, p.ifindex); err != nil {
+	if err := x.attach(p.ifindex); err != nil {
 		return fmt.Errorf("AF_XDP: %w", err)
 	}
 	p.xdp = x
 	return nil
+}
+
+// detach closes the BPF link, which takes the XDP program off the
+// interface.
+func (x *xdpSock) detach() {
+	if x != nil && x.linkFD >= 0 {
+		unix.Close(x.linkFD)
+		x.linkFD = -1
+	}
 }
 
 // release closes and unmaps whatever x holds. The socket (x.fd) is

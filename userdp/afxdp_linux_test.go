@@ -7,7 +7,7 @@ import (
 
 func TestNetdevXDPSmoke(t *testing.T) {
 	rx, tx := netdevPair(t, NetdevXDP)
-	t.Logf("native %v", rx.XDPNative())
+	t.Logf("native %v vlan %v", rx.XDPNative(), rx.XDPVLANRestore())
 	pkts := [][]byte{udpFrame64(1), udpFrame64(2)}
 	if n, err := tx.WriteBatch(pkts); err != nil || n != 2 {
 		t.Fatal(n, err)
