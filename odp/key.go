@@ -102,7 +102,8 @@ const maxEncapDepth = 32
 // MarshalKey encodes a flow key or mask as a sequence of netlink
 // attributes (the payload of OVS_FLOW_ATTR_KEY or OVS_FLOW_ATTR_MASK).
 func MarshalKey(k FlowKey) ([]byte, error) {
-	b, err := appendKey(nil, k)
+	// Most keys fit in 256 bytes: one allocation instead of a growing buffer.
+	b, err := appendKey(make([]byte, 0, 256), k)
 	if err != nil {
 		return nil, err
 	}

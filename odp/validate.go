@@ -158,15 +158,24 @@ func (w *nlaWalk) next() (typ uint16, data []byte, ok bool) {
 	return typ, data, true
 }
 
-// kattr is one entry of the kernel's attribute table a[].
+// kattr is one entry of the kernel's attribute table a[]. Its name for
+// error messages (parent path, dot, type name) is built only when an
+// error needs it: a parse that succeeds builds no strings.
 type kattr struct {
-	data []byte
-	path string
+	data   []byte
+	parent string
+	typ    KeyType
 }
+
+// name is the attribute's path for error messages, e.g. "key.ipv4".
+func (a *kattr) name() string { return attrName(a.parent, uint16(a.typ)) }
+
+func attrName(parent string, t uint16) string { return parent + "." + KeyType(t).String() }
 
 // kparser holds the state of one ovs_nla_get_match.
 type kparser struct {
 	a       [kernelKeyAttrMax + 1]*kattr
+	store   [kernelKeyAttrMax + 1]kattr // what a points into
 	k, m    *flowkeys.Key
 	hasMask bool // match->mask != NULL
 	// lenient suppresses the checks that only the flow-put path makes
@@ -198,22 +207,22 @@ func (p *kparser) parseAttrs(b []byte, path string, attrs *uint64, nz bool) erro
 		if !ok {
 			break
 		}
-		name := path + "." + KeyType(t).String()
 		if t > kernelKeyAttrMax {
-			return p.fail(name, "key type %d is out of range max %d", t, kernelKeyAttrMax)
+			return p.fail(attrName(path, t), "key type %d is out of range max %d", t, kernelKeyAttrMax)
 		}
 		if t == uint16(KeyPacketType) || t == uint16(KeyNDExtensions) || t == uint16(KeyTunnelInfo) {
-			return p.fail(name, "key type %d is not supported", t)
+			return p.fail(attrName(path, t), "key type %d is not supported", t)
 		}
 		if *attrs&(1<<t) != 0 {
-			return p.fail(name, "duplicate key (type %d)", t)
+			return p.fail(attrName(path, t), "duplicate key (type %d)", t)
 		}
 		if want := kernelKeyLens[t]; !lenOK(len(data), want) {
-			return p.fail(name, "key %d has unexpected len %d expected %d", t, len(data), want)
+			return p.fail(attrName(path, t), "key %d has unexpected len %d expected %d", t, len(data), want)
 		}
 		if !nz || !allZero(data) {
 			*attrs |= 1 << t
-			p.a[t] = &kattr{data: data, path: name}
+			p.store[t] = kattr{data: data, parent: path, typ: KeyType(t)}
+			p.a[t] = &p.store[t]
 		}
 	}
 	if w.rem != 0 {
@@ -224,7 +233,7 @@ func (p *kparser) parseAttrs(b []byte, path string, attrs *uint64, nz bool) erro
 
 func (p *kparser) be16(t KeyType) uint16 { return binary.BigEndian.Uint16(p.a[t].data) }
 func (p *kparser) u32(t KeyType) uint32  { return binary.NativeEndian.Uint32(p.a[t].data) }
-func (p *kparser) path(t KeyType) string { return p.a[t].path }
+func (p *kparser) path(t KeyType) string { return p.a[t].name() }
 
 func has(attrs uint64, t KeyType) bool { return attrs&(1<<t) != 0 }
 
@@ -328,10 +337,13 @@ func (p *kparser) parseVLANLenient(attrs *uint64) error {
 		} else {
 			p.k.CVLANTPID, p.k.CVLANTCI = tpid, tci
 		}
-		if err := p.parseAttrs(encap.data, encap.path, attrs, false); err != nil {
+		// encap points into p.store, which parsing its contents may
+		// overwrite (a nested encap).
+		encapData := encap.data
+		if err := p.parseAttrs(encapData, encap.name(), attrs, false); err != nil {
 			return err
 		}
-		if tci == 0 && tpid == 0 && len(encap.data) == 0 {
+		if tci == 0 && tpid == 0 && len(encapData) == 0 {
 			// The kernel's truncated tag: its eth_type was a VLAN
 			// TPID that the attributes do not say; 802.1Q is
 			// assumed.
@@ -462,10 +474,10 @@ func (p *kparser) tunnel(ka *kattr, isMask bool) error {
 			break
 		}
 		if typ > tunAttrMax {
-			return p.fail(ka.path, "tunnel attr %d out of range max %d", typ, tunAttrMax)
+			return p.fail(ka.name(), "tunnel attr %d out of range max %d", typ, tunAttrMax)
 		}
 		if want := kernelTunLens[typ]; !lenOK(len(d), want) {
-			return p.fail(ka.path, "tunnel attr %d has unexpected len %d expected %d", typ, len(d), want)
+			return p.fail(ka.name(), "tunnel attr %d has unexpected len %d expected %d", typ, len(d), want)
 		}
 		switch typ {
 		case tunID:
@@ -500,32 +512,32 @@ func (p *kparser) tunnel(ka *kattr, isMask bool) error {
 			flags |= KernelTunnelOAM
 		case tunGeneveOpts, tunVXLANOpts, tunERSPANOpts:
 			if optsType != 0 {
-				return p.fail(ka.path, "multiple metadata blocks provided")
+				return p.fail(ka.name(), "multiple metadata blocks provided")
 			}
 			optsType = int(typ)
 			switch typ {
 			case tunGeneveOpts:
 				if len(d) > tunOptsMax {
-					return p.fail(ka.path, "Geneve option length err (len %d, max %d)", len(d), tunOptsMax)
+					return p.fail(ka.name(), "Geneve option length err (len %d, max %d)", len(d), tunOptsMax)
 				}
 				if len(d)%4 != 0 {
-					return p.fail(ka.path, "Geneve opt len %d is not a multiple of 4", len(d))
+					return p.fail(ka.name(), "Geneve opt len %d is not a multiple of 4", len(d))
 				}
 				if !isMask {
 					p.tunOptsLen = len(d)
 				} else if p.tunOptsLen != len(d) {
-					return p.fail(ka.path, "Geneve option len %d != mask len %d", p.tunOptsLen, len(d))
+					return p.fail(ka.name(), "Geneve option len %d != mask len %d", p.tunOptsLen, len(d))
 				}
 				flags |= KernelTunnelGeneveOpt
-				p.markUnsupported(ka.path, "Geneve options")
+				p.markUnsupported(ka.name(), "Geneve options")
 			case tunERSPANOpts:
 				if len(d) > tunOptsMax {
-					return p.fail(ka.path, "ERSPAN option length err (len %d, max %d)", len(d), tunOptsMax)
+					return p.fail(ka.name(), "ERSPAN option length err (len %d, max %d)", len(d), tunOptsMax)
 				}
 				flags |= KernelTunnelERSPANOpt
-				p.markUnsupported(ka.path, "ERSPAN options")
+				p.markUnsupported(ka.name(), "ERSPAN options")
 			case tunVXLANOpts:
-				gbp, err := p.vxlanOpts(ka.path, d)
+				gbp, err := p.vxlanOpts(ka.name(), d)
 				if err != nil {
 					return err
 				}
@@ -537,7 +549,7 @@ func (p *kparser) tunnel(ka *kattr, isMask bool) error {
 			bridge = true
 			ipv4 = true
 		default:
-			return p.fail(ka.path, "unknown IP tunnel attribute %d", typ)
+			return p.fail(ka.name(), "unknown IP tunnel attribute %d", typ)
 		}
 	}
 	t.TunFlags = flags
@@ -549,30 +561,30 @@ func (p *kparser) tunnel(ka *kattr, isMask bool) error {
 		t.TunProto = flowkeys.TunProtoIPv4
 	}
 	if w.rem > 0 {
-		return p.fail(ka.path, "IP tunnel attribute has %d unknown bytes", w.rem)
+		return p.fail(ka.name(), "IP tunnel attribute has %d unknown bytes", w.rem)
 	}
 	if ipv4 && ipv6 {
-		return p.fail(ka.path, "mixed IPv4 and IPv6 tunnel attributes")
+		return p.fail(ka.name(), "mixed IPv4 and IPv6 tunnel attributes")
 	}
 	if !isMask {
 		if !ipv4 && !ipv6 {
-			return p.fail(ka.path, "IP tunnel dst address not specified")
+			return p.fail(ka.name(), "IP tunnel dst address not specified")
 		}
 		if ipv4 {
 			if bridge {
 				if t.TunIPv4Src != ([4]byte{}) || t.TunIPv4Dst != ([4]byte{}) || t.TunTpSrc != 0 ||
 					t.TunTpDst != 0 || t.TunTTL != 0 || t.TunTOS != 0 || flags&^KernelTunnelKey != 0 {
-					return p.fail(ka.path, "IPv4 tun info is not correct")
+					return p.fail(ka.name(), "IPv4 tun info is not correct")
 				}
 			} else if t.TunIPv4Dst == ([4]byte{}) {
-				return p.fail(ka.path, "IPv4 tunnel dst address is zero")
+				return p.fail(ka.name(), "IPv4 tunnel dst address is zero")
 			}
 		}
 		if ipv6 && t.TunIPv6Dst == ([16]byte{}) {
-			return p.fail(ka.path, "IPv6 tunnel dst address is zero")
+			return p.fail(ka.name(), "IPv6 tunnel dst address is zero")
 		}
 		if !ttl && !bridge {
-			return p.fail(ka.path, "IP tunnel TTL not specified")
+			return p.fail(ka.name(), "IP tunnel TTL not specified")
 		}
 	}
 	return nil
@@ -626,10 +638,10 @@ func (p *kparser) nsh(ka *kattr, isMask bool) error {
 			break
 		}
 		if typ > nshMD2 {
-			return p.fail(ka.path, "nsh attr %d is out of range max %d", typ, nshMD2)
+			return p.fail(ka.name(), "nsh attr %d is out of range max %d", typ, nshMD2)
 		}
 		if want := kernelNSHLens[typ]; !lenOK(len(d), want) {
-			return p.fail(ka.path, "nsh attr %d has unexpected len %d expected %d", typ, len(d), want)
+			return p.fail(ka.name(), "nsh attr %d has unexpected len %d expected %d", typ, len(d), want)
 		}
 		switch typ {
 		case nshBase:
@@ -642,16 +654,16 @@ func (p *kparser) nsh(ka *kattr, isMask bool) error {
 				t.NSHContext[i] = binary.BigEndian.Uint32(d[4*i:])
 			}
 		case nshMD2:
-			return p.fail(ka.path, "MD type 2 is not supported (ENOTSUPP)")
+			return p.fail(ka.name(), "MD type 2 is not supported (ENOTSUPP)")
 		default:
-			return p.fail(ka.path, "unknown nsh attribute %d", typ)
+			return p.fail(ka.name(), "unknown nsh attribute %d", typ)
 		}
 	}
 	if w.rem > 0 {
-		return p.fail(ka.path, "nsh attribute has %d unknown bytes", w.rem)
+		return p.fail(ka.name(), "nsh attribute has %d unknown bytes", w.rem)
 	}
 	if !isMask && hasMD1 && mdtype != 1 {
-		return p.fail(ka.path, "nsh attribute has unmatched MD type %d", mdtype)
+		return p.fail(ka.name(), "nsh attribute has unmatched MD type %d", mdtype)
 	}
 	return nil
 }
