@@ -7,6 +7,7 @@ import (
 	"os"
 	"runtime"
 	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"github.com/vishvananda/netlink"
@@ -42,6 +43,7 @@ const (
 	xdpQueue      = 0   // the one rx queue the socket binds to
 	xdpMaxKicks   = 128 // sendto calls per write before waiting for room
 	xdpDescSize   = int(unsafe.Sizeof(unix.XDPDesc{}))
+	xdpBindWait   = 500 * time.Millisecond // for a queue the kernel has not freed yet
 	xdpBpfMapName = "ovsdp_xsks"
 )
 
@@ -492,8 +494,20 @@ func (p *NetdevPort) openXDP() (err error) {
 	}
 
 	sa := unix.SockaddrXDP{Flags: unix.XDP_COPY, Ifindex: uint32(p.ifindex), QueueID: xdpQueue}
-	if err := unix.Bind(x.fd, &sa); err != nil {
-		return fmt.Errorf("AF_XDP: bind to ifindex %d queue %d: %w", p.ifindex, xdpQueue, err)
+	// The kernel frees a queue some time after the socket bound to it
+	// closes (in a work queue): a port closed and opened again in quick
+	// succession may find it busy for a moment.
+	for start := time.Now(); ; time.Sleep(5 * time.Millisecond) {
+		err = unix.Bind(x.fd, &sa)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, unix.EBUSY) {
+			return fmt.Errorf("AF_XDP: bind to ifindex %d queue %d: %w", p.ifindex, xdpQueue, err)
+		}
+		if time.Since(start) > xdpBindWait {
+			return fmt.Errorf("AF_XDP: bind to ifindex %d queue %d: %w (another AF_XDP socket is bound to the queue)", p.ifindex, xdpQueue, err)
+		}
 	}
 	if x.mapFD, err = createXSKMap(1); err != nil {
 		return fmt.Errorf("AF_XDP: %w", err)

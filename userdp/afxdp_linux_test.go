@@ -2,20 +2,369 @@ package userdp
 
 import (
 	"bytes"
+	"encoding/binary"
+	"errors"
+	"os"
+	"strings"
 	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/ovsdp/ovsdp/testenv"
 )
 
-func TestNetdevXDPSmoke(t *testing.T) {
-	rx, tx := netdevPair(t, NetdevXDP)
-	t.Logf("native %v vlan %v", rx.XDPNative(), rx.XDPVLANRestore())
-	pkts := [][]byte{udpFrame64(1), udpFrame64(2)}
-	if n, err := tx.WriteBatch(pkts); err != nil || n != 2 {
-		t.Fatal(n, err)
+// xdpPair opens a NetdevXDP port on a veth end in the test's namespace
+// and a port of peerMode on the other end, in a namespace.
+func xdpPair(t testing.TB, peerMode NetdevMode) (x, peer *NetdevPort, v *testenv.Veth) {
+	t.Helper()
+	testenv.RequireRoot(t)
+	ns := testenv.NewNetns(t)
+	v = testenv.NewVeth(t, nil, ns)
+	x, err := OpenNetdev(v.Name, NetdevOptions{Mode: NetdevXDP})
+	if err != nil {
+		t.Fatal(err)
 	}
-	got := readFrom(t, rx, 2, testSrcMAC)
-	for i := range got {
-		if !bytes.Equal(got[i], pkts[i]) {
-			t.Errorf("%d: % x", i, got[i])
+	t.Cleanup(func() { x.Close() })
+	if err := ns.Do(func() error {
+		var err error
+		peer, err = OpenNetdev(v.PeerName, NetdevOptions{Mode: peerMode})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { peer.Close() })
+	return x, peer, v
+}
+
+// sizedFrame is a frame of n bytes from testSrcMAC with a counting
+// payload, so that every byte is checked.
+func sizedFrame(n int, seq byte) []byte {
+	f := make([]byte, n)
+	copy(f, []byte{0x02, 0, 0, 0, 0, 0x02, 0x02, 0, 0, 0, 0, 0x01, 0x88, 0xb5})
+	for i := 14; i < n; i++ {
+		f[i] = byte(i) + seq
+	}
+	return f
+}
+
+func vlanTagged(f []byte, tpid, tci uint16) []byte {
+	out := append([]byte(nil), f[:12]...)
+	out = binary.BigEndian.AppendUint16(out, tpid)
+	out = binary.BigEndian.AppendUint16(out, tci)
+	return append(out, f[12:]...)
+}
+
+// TestNetdevXDPReceive: frames the peer sends, of every size from an
+// Ethernet header to the MTU and with VLAN tags (which the peer's port
+// sends out of band), arrive byte for byte, in order, and are counted.
+func TestNetdevXDPReceive(t *testing.T) {
+	x, peer, _ := xdpPair(t, NetdevMmsg)
+	if !x.XDPNative() {
+		t.Errorf("XDP program in generic mode on veth, which has native XDP")
+	}
+	if err := x.XDPVLANRestore(); err != nil {
+		t.Errorf("no VLAN tag restoring on veth: %v", err)
+	}
+	var frames [][]byte
+	for i, n := range []int{14, 15, 59, 60, 61, 128, 1000, 1513, 1514} {
+		frames = append(frames, sizedFrame(n, byte(i)))
+	}
+	frames = append(frames,
+		vlanTagged(sizedFrame(60, 1), EthTypeVLAN, 0xe00a),
+		vlanTagged(vlanTagged(sizedFrame(100, 2), EthTypeVLAN, 7), EthTypeQinQ, 0x1ffe),
+		vlanTagged(sizedFrame(1514, 3), EthTypeVLAN, 0x0123),
+		vlanTagged(sizedFrame(14, 4), EthTypeVLAN, 0x0124), // 18 bytes
+	)
+	if n, err := peer.WriteBatch(frames); err != nil || n != len(frames) {
+		t.Fatalf("peer WriteBatch: %d of %d, %v", n, len(frames), err)
+	}
+	got := readFrom(t, x, len(frames), testSrcMAC)
+	var bytesIn uint64
+	for i, want := range frames {
+		bytesIn += uint64(len(want))
+		if !bytes.Equal(got[i], want) {
+			t.Errorf("frame %d (%d bytes) read as %d bytes:\n% x\nsent\n% x", i, len(want), len(got[i]), got[i], want)
 		}
 	}
+	if st := x.Stats(); st.RxPackets < uint64(len(frames)) || st.RxBytes < bytesIn || st.RxErrors != 0 {
+		t.Errorf("stats %+v, want at least %d packets and %d bytes, no errors", st, len(frames), bytesIn)
+	}
+}
+
+// TestNetdevXDPSend: frames written through the XDP port arrive at the
+// peer byte for byte; frames too short or too long are refused and
+// counted, and those after them still sent; a batch larger than the
+// UMEM's transmit half goes out whole (frames reclaimed from the
+// completion ring as they go).
+func TestNetdevXDPSend(t *testing.T) {
+	x, peer, _ := xdpPair(t, NetdevMmsg)
+	good := [][]byte{sizedFrame(60, 0), sizedFrame(1514, 1), vlanTagged(sizedFrame(1514, 2), EthTypeVLAN, 9), sizedFrame(14, 3)}
+	batch := [][]byte{good[0], make([]byte, 13), good[1], sizedFrame(1515, 9), good[2], good[3]}
+	n, err := x.WriteBatch(batch)
+	if n != len(good) || err == nil || !errors.Is(err, errEMSGSIZE) {
+		t.Fatalf("WriteBatch with a 13- and a 1515-byte frame: %d, %v; want %d and EMSGSIZE", n, err, len(good))
+	}
+	st := x.Stats()
+	want := uint64(0)
+	for _, f := range good {
+		want += uint64(len(f))
+	}
+	if st.TxPackets != uint64(len(good)) || st.TxBytes != want || st.TxErrors != 2 {
+		t.Errorf("stats %+v, want %d packets, %d bytes, 2 errors", st, len(good), want)
+	}
+	got := readFrom(t, peer, len(good), testSrcMAC)
+	for i := range good {
+		if !bytes.Equal(got[i], good[i]) {
+			t.Errorf("frame %d arrived as\n% x\nsent\n% x", i, got[i], good[i])
+		}
+	}
+
+	big := make([][]byte, 3*xdpFrames)
+	for i := range big {
+		big[i] = sizedFrame(60, byte(i))
+	}
+	done := make(chan error, 1)
+	go func() {
+		n, err := x.WriteBatch(big)
+		if err == nil && n != len(big) {
+			err = errors.New("short write")
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("WriteBatch of %d frames: %v", len(big), err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("WriteBatch of %d frames still blocked after 10s", len(big))
+	}
+	if st := x.Stats(); st.TxPackets+st.TxDropped != uint64(len(good)+len(big)) {
+		t.Errorf("stats %+v: %d frames written, want tx packets + tx dropped = %d", st, len(big), len(good)+len(big))
+	}
+}
+
+var errEMSGSIZE = unix.EMSGSIZE
+
+// TestNetdevXDPCloseUnblocks: Close wakes a ReadBatch blocked on an idle
+// socket, which returns ErrPortClosed, and a second Close is harmless.
+func TestNetdevXDPCloseUnblocks(t *testing.T) {
+	x, _, _ := xdpPair(t, NetdevMmsg)
+	done := make(chan error, 1)
+	go func() {
+		bufs := [][]byte{make([]byte, BufferSize(1500))}
+		sizes := []int{0}
+		for {
+			if _, err := x.ReadBatch(bufs, sizes, DefaultHeadroom); err != nil {
+				done <- err
+				return
+			}
+		}
+	}()
+	time.Sleep(100 * time.Millisecond)
+	select {
+	case err := <-done:
+		t.Fatalf("ReadBatch returned before Close: %v", err)
+	default:
+	}
+	if err := x.Close(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if !errors.Is(err, ErrPortClosed) {
+			t.Errorf("ReadBatch after Close: %v, want ErrPortClosed", err)
+		}
+	case <-time.After(3 * time.Second):
+		t.Fatal("ReadBatch still blocked 3s after Close")
+	}
+	if err := x.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+	if _, err := x.WriteBatch([][]byte{sizedFrame(60, 0)}); !errors.Is(err, ErrPortClosed) {
+		t.Errorf("WriteBatch after Close: %v, want ErrPortClosed", err)
+	}
+}
+
+// TestNetdevXDPNoAllocs: a batch written by one XDP port and read by the
+// XDP port at the other end of the veth allocates nothing.
+func TestNetdevXDPNoAllocs(t *testing.T) {
+	rx, tx, _ := xdpPair(t, NetdevXDP)
+	pkts := make([][]byte, 8)
+	for i := range pkts {
+		pkts[i] = udpFrame64(i)
+	}
+	bufs := make([][]byte, 8)
+	sizes := make([]int, 8)
+	for i := range bufs {
+		bufs[i] = make([]byte, BufferSize(rx.MTU()))
+	}
+	var failed error
+	allocs := testing.AllocsPerRun(200, func() {
+		if n, err := tx.WriteBatch(pkts); err != nil || n != len(pkts) {
+			failed = errors.Join(err, errors.New("short write"))
+			return
+		}
+		for got := 0; got < len(pkts); {
+			n, err := rx.ReadBatch(bufs, sizes, DefaultHeadroom)
+			if err != nil {
+				failed = err
+				return
+			}
+			got += n
+		}
+	})
+	if failed != nil {
+		t.Fatal(failed)
+	}
+	if allocs != 0 {
+		t.Errorf("%v allocations per batch write+read, want 0", allocs)
+	}
+	if st := rx.Stats(); st.RxPackets < 201*8 {
+		t.Errorf("rx stats %+v, want at least %d packets", st, 201*8)
+	}
+}
+
+// TestNetdevXDPDetach: the XDP program is on the interface while the
+// port is open and gone after Close, even when Close runs in another
+// network namespace than the open; the interface can then be opened
+// again in XDP mode.
+func TestNetdevXDPDetach(t *testing.T) {
+	testenv.RequireRoot(t)
+	ns := testenv.NewNetns(t)
+	v := testenv.NewVeth(t, ns, nil) // the XDP end in ns
+	attached := func() bool {
+		l := ns.Link(t, v.Name)
+		return l.Attrs().Xdp != nil && l.Attrs().Xdp.Attached
+	}
+	var p *NetdevPort
+	if err := ns.Do(func() error {
+		var err error
+		p, err = OpenNetdev(v.Name, NetdevOptions{Mode: NetdevXDP})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if !attached() {
+		p.Close()
+		t.Fatal("no XDP program on the interface while the port is open")
+	}
+	// A second XDP port on the same interface is refused, saying why.
+	if err := ns.Do(func() error {
+		q, err := OpenNetdev(v.Name, NetdevOptions{Mode: NetdevXDP})
+		if err == nil {
+			q.Close()
+			return errors.New("second XDP port opened")
+		}
+		t.Logf("second open: %v", err)
+		if !strings.Contains(err.Error(), "AF_XDP") {
+			return errors.New("error does not say AF_XDP: " + err.Error())
+		}
+		return nil
+	}); err != nil {
+		t.Error(err)
+	}
+	if err := p.Close(); err != nil { // from the test's namespace
+		t.Fatal(err)
+	}
+	if attached() {
+		t.Fatal("XDP program still on the interface after Close")
+	}
+	if err := ns.Do(func() error {
+		q, err := OpenNetdev(v.Name, NetdevOptions{Mode: NetdevXDP})
+		if err != nil {
+			return err
+		}
+		return q.Close()
+	}); err != nil {
+		t.Fatalf("reopening after Close: %v", err)
+	}
+	if attached() {
+		t.Fatal("XDP program still on the interface after the second Close")
+	}
+}
+
+// TestNetdevXDPNamespace: an XDP port answers ARP and ping from a
+// namespace at the other end of the veth (frames both ways through the
+// kernel's stack there).
+func TestNetdevXDPNamespace(t *testing.T) {
+	testenv.RequireRoot(t)
+	ns := testenv.NewNetns(t)
+	v := testenv.NewVeth(t, nil, ns)
+	ns.AddAddr(t, v.PeerName, "10.79.0.2/24")
+	p, err := OpenNetdev(v.Name, NetdevOptions{Mode: NetdevXDP})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	startResponder(p, [4]byte{10, 79, 0, 1})
+	if err := ns.Ping("10.79.0.1", 5*time.Second); err != nil {
+		t.Fatalf("ping through the XDP port: %v", err)
+	}
+}
+
+// TestNetdevXDPRxDropped: frames that arrive while the rx ring is full
+// and the fill ring empty (nobody reading) are counted as rx drops, from
+// XDP_STATISTICS.
+func TestNetdevXDPRxDropped(t *testing.T) {
+	x, peer, _ := xdpPair(t, NetdevMmsg)
+	pkts := make([][]byte, 64)
+	for i := range pkts {
+		pkts[i] = sizedFrame(60, byte(i))
+	}
+	for sent := 0; sent < 2*xdpRingSize; {
+		n, err := peer.WriteBatch(pkts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sent += n
+	}
+	var st = x.Stats()
+	for deadline := time.Now().Add(3 * time.Second); st.RxDropped == 0 && time.Now().Before(deadline); st = x.Stats() {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if st.RxDropped == 0 {
+		t.Errorf("stats %+v after %d unread frames into a %d-frame ring: no drops counted", st, 2*xdpRingSize, xdpRingSize)
+	}
+}
+
+// TestFindBTFFunc: the kernel's own BTF has the kfunc the XDP program
+// calls (this kernel has it); a made-up name and malformed blobs give
+// errors.
+func TestFindBTFFunc(t *testing.T) {
+	data, err := os.ReadFile(vmlinuxBTF)
+	if err != nil {
+		t.Fatalf("the kernel publishes no BTF: %v", err)
+	}
+	id, err := findBTFFunc(data, "bpf_xdp_metadata_rx_vlan_tag")
+	if err != nil || id == 0 {
+		t.Fatalf("bpf_xdp_metadata_rx_vlan_tag: %d, %v", id, err)
+	}
+	if _, err := findBTFFunc(data, "no_such_function_ovsdp"); err == nil {
+		t.Error("found a function that does not exist")
+	}
+	// A prefix of a real name is not that name.
+	if _, err := findBTFFunc(data, "bpf_xdp_metadata_rx_vlan"); err == nil {
+		t.Error("found bpf_xdp_metadata_rx_vlan, a prefix")
+	}
+	for _, bad := range [][]byte{nil, {0x9f, 0xeb}, data[:24], data[:len(data)/2], append([]byte{0, 0}, data[2:100]...)} {
+		if _, err := findBTFFunc(bad, "bpf_xdp_metadata_rx_vlan_tag"); err == nil {
+			t.Errorf("no error for a malformed %d-byte blob", len(bad))
+		}
+	}
+}
+
+// FuzzFindBTFFunc: no blob makes the BTF reader panic or read outside it.
+func FuzzFindBTFFunc(f *testing.F) {
+	if data, err := os.ReadFile(vmlinuxBTF); err == nil {
+		f.Add(data[:min(len(data), 4096)])
+	}
+	hdr := make([]byte, 24)
+	binary.NativeEndian.PutUint16(hdr, 0xeb9f)
+	binary.NativeEndian.PutUint32(hdr[4:], 24)
+	f.Add(hdr)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		findBTFFunc(data, "bpf_xdp_metadata_rx_vlan_tag")
+	})
 }
