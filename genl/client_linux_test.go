@@ -529,14 +529,15 @@ func TestExecute(t *testing.T) {
 		}
 		if !bytes.Equal(r.Attrs[packetAttrPacket], []byte("frame")) || !bytes.Equal(r.Attrs[packetAttrKey], rawKey(t, 1)) ||
 			!bytes.Equal(r.Attrs[packetAttrActions], rawActions(t)) || !r.has(packetAttrProbe) ||
-			binary.NativeEndian.Uint16(r.Attrs[packetAttrMRU]) != 1500 || binary.NativeEndian.Uint64(r.Attrs[packetAttrHash]) != 0xabcdef {
+			binary.NativeEndian.Uint16(r.Attrs[packetAttrMRU]) != 1500 || binary.NativeEndian.Uint64(r.Attrs[packetAttrHash]) != 0xabcdef ||
+			binary.NativeEndian.Uint32(r.Attrs[packetAttrUpcallPID]) != 4242 {
 			t.Errorf("execute attrs %v", r.Attrs)
 		}
 		return nil, nil
 	})
 	key, _ := odp.UnmarshalKey(rawKey(t, 1))
 	acts, _ := odp.UnmarshalActions(rawActions(t))
-	err := k.client().Execute(1, &odp.Packet{Data: []byte("frame"), Key: key, Actions: acts, MRU: 1500, Hash: 0xabcdef, Probe: true})
+	err := k.client().Execute(1, &odp.Packet{Data: []byte("frame"), Key: key, Actions: acts, MRU: 1500, Hash: 0xabcdef, Probe: true, UpcallPID: 4242})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -189,8 +189,8 @@ func (c *Client) DumpFlows(_ int32, _ FlowOptions, _ func(*odp.Flow) error) erro
 }
 
 // Execute runs actions on a packet (OVS_PACKET_CMD_EXECUTE). p.Key holds
-// the packet's metadata (in_port, ...); MRU, Hash and Probe are sent when
-// set.
+// the packet's metadata (in_port, ...); MRU, Hash, Probe and UpcallPID
+// are sent when set.
 func (c *Client) Execute(_ int32, _ *odp.Packet) error {
 	return ErrNotSupported
 }

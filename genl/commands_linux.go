@@ -470,8 +470,8 @@ func (c *Client) DumpFlows(dpIndex int32, o FlowOptions, fn func(*odp.Flow) erro
 }
 
 // Execute runs actions on a packet (OVS_PACKET_CMD_EXECUTE). p.Key holds
-// the packet's metadata (in_port, ...); MRU, Hash and Probe are sent when
-// set.
+// the packet's metadata (in_port, ...); MRU, Hash, Probe and UpcallPID
+// are sent when set.
 func (c *Client) Execute(dpIndex int32, p *odp.Packet) error {
 	const op = "ovs_packet execute"
 	kb, err := odp.MarshalKey(p.Key)
@@ -494,6 +494,9 @@ func (c *Client) Execute(dpIndex int32, p *odp.Packet) error {
 	}
 	if p.Hash != 0 {
 		ae.Uint64(packetAttrHash, p.Hash)
+	}
+	if p.UpcallPID != 0 {
+		ae.Uint32(packetAttrUpcallPID, p.UpcallPID)
 	}
 	b, err := ovsHeader(dpIndex, ae)
 	if err != nil {

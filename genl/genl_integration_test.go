@@ -723,3 +723,52 @@ func TestIntegrationLargeDump(t *testing.T) {
 		t.Errorf("heap grew by %d MiB during the dump: it does not stream", (peak-base)>>20)
 	}
 }
+
+// TestIntegrationExecuteUpcallPID executes a packet whose userspace
+// action names one upcall socket while the packet's UpcallPID
+// (OVS_PACKET_ATTR_UPCALL_PID) names another: the upcall must go to the
+// packet's, which takes precedence (Debian's 6.1 does so).
+func TestIntegrationExecuteUpcallPID(t *testing.T) {
+	c := kernelClient(t)
+	d := newKernelDP(t, c)
+	ctx := context.Background()
+	rs, err := d.Upcalls(ctx, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := rs[0].(*UpcallSocket), rs[1].(*UpcallSocket)
+	inKey, err := odp.ParseKey("in_port(0)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	frame := udpFrame(net.HardwareAddr{0x02, 0, 0, 0, 0, 0x55}, net.HardwareAddr{0x02, 0, 0, 0, 0, 0x66})
+	if err := d.Execute(ctx, &odp.Packet{Data: frame, Key: inKey, UpcallPID: b.PID(),
+		Actions: odp.Actions{odp.Userspace{PID: a.PID(), Userdata: []byte{1, 2, 3, 4}}}}); err != nil {
+		t.Fatalf("execute with upcall PID %d: %v", b.PID(), err)
+	}
+	got := make(chan string, 2)
+	for name, r := range map[string]*UpcallSocket{"the action's": a, "the packet's": b} {
+		go func() {
+			ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+			defer cancel()
+			ups := make([]odp.Upcall, 4)
+			n, _ := r.Recv(ctx, ups)
+			for _, u := range ups[:n] {
+				if u.Kind == odp.UpcallAction && bytes.Equal(u.Packet, frame) && bytes.Equal(u.Userdata, []byte{1, 2, 3, 4}) {
+					got <- name
+					return
+				}
+			}
+			got <- ""
+		}()
+	}
+	var on []string
+	for range 2 {
+		if s := <-got; s != "" {
+			on = append(on, s)
+		}
+	}
+	if len(on) != 1 || on[0] != "the packet's" {
+		t.Errorf("the upcall arrived on %q, want only the packet's upcall PID socket", on)
+	}
+}

@@ -177,6 +177,12 @@ type Packet struct {
 	Hash uint64
 	// Probe suppresses error logging in the kernel (OVS_PACKET_ATTR_PROBE).
 	Probe bool
+	// UpcallPID, when non-zero, is the netlink port that upcalls made
+	// while executing the packet (a userspace action) go to, in place of
+	// the datapath's and the vport's (OVS_PACKET_ATTR_UPCALL_PID, Linux
+	// 5.16 and newer). Only the kernel datapath has netlink ports: the
+	// userspace datapath refuses a packet that sets it.
+	UpcallPID uint32
 }
 
 // UpcallKind tells why a packet came up to userspace.

@@ -157,6 +157,9 @@ func (dp *Datapath) Execute(ctx context.Context, p *odp.Packet) error {
 	if len(p.Data) > MaxFrameLen {
 		return fmt.Errorf("userdp: execute: packet of %d bytes exceeds %d: %w", len(p.Data), MaxFrameLen, syscall.EINVAL)
 	}
+	if p.UpcallPID != 0 {
+		return fmt.Errorf("userdp: execute: upcall PID %d: the userspace datapath has no netlink ports (its upcalls go to the registered handlers): %w", p.UpcallPID, syscall.EINVAL)
+	}
 	mk, err := odp.ToFlowKeysExact(p.Key)
 	if err != nil {
 		return fmt.Errorf("userdp: execute: %w", err)

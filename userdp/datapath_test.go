@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -530,5 +531,23 @@ func TestUpcallQueueOverflowIsLost(t *testing.T) {
 		if want := udpFrame(1, 2, uint16(i)); string(ups[i].Packet) != string(want) {
 			t.Errorf("upcall %d has the wrong packet", i)
 		}
+	}
+}
+
+// An upcall PID is a kernel notion: Execute refuses it instead of
+// ignoring it.
+func TestExecuteRefusesUpcallPID(t *testing.T) {
+	dp, err := New("upid", WithoutLocalPort())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dp.Close()
+	key, err := odp.ParseKey("in_port(0)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = dp.Execute(context.Background(), &odp.Packet{Data: make([]byte, 60), Key: key, UpcallPID: 7})
+	if !errors.Is(err, syscall.EINVAL) || !strings.Contains(err.Error(), "upcall PID 7") {
+		t.Errorf("err = %v, want EINVAL naming the upcall PID", err)
 	}
 }
