@@ -30,33 +30,49 @@ const (
 	// interface's queue 0 in copy mode, with an XDP program that
 	// redirects every frame of the interface to it (afxdp_linux.go).
 	// Frames are taken from the interface before the kernel's stack
-	// sees them. Unlike the AF_PACKET modes, it gets no VLAN tag or
-	// checksum status from the kernel: frames arrive as the XDP
-	// program sees them, so a tag the sender passed out of band (VLAN
-	// offload) is not in the frame, and a TCP/UDP checksum a local
-	// sender left to offload (CHECKSUM_PARTIAL) arrives incomplete;
-	// frames are sent as written (the outer VLAN tag in line:
-	// VLANTxOffload says so). It needs one rx queue, CAP_NET_ADMIN and
-	// CAP_BPF (or CAP_SYS_ADMIN).
+	// sees them. Unlike the AF_PACKET modes it gets no checksum status
+	// from the kernel: a TCP/UDP checksum that a local sender left to
+	// offload (CHECKSUM_PARTIAL, as a socket behind veth does unless
+	// tx offload is off) arrives incomplete and is passed on so. An
+	// outer VLAN tag the driver took out of the frame is put back in
+	// line by the XDP program where the driver has the kfunc
+	// bpf_xdp_metadata_rx_vlan_tag (veth does, in native mode), else
+	// lost (XDPVLANRestore says which). Frames are sent as written,
+	// outer VLAN tag in line, past the tc egress hook (VLANTxOffload
+	// says so). It needs an interface with one rx queue,
+	// CAP_NET_ADMIN and CAP_BPF (or CAP_SYS_ADMIN).
 	NetdevXDP
 )
 
 // DefaultNetdevMode is the mode OpenNetdev uses unless told otherwise,
-// chosen by measurement: BenchmarkNetdevRx (afpacket_bench_linux_test.go)
-// over a veth pair, 64-byte UDP frames sent by sendmmsg in batches of 64
-// from the peer namespace, read in batches of 64:
+// chosen by measurement: BenchmarkNetdevRx and BenchmarkNetdevRxXDP
+// (afpacket_bench_linux_test.go, afxdp_bench_linux_test.go) over a veth
+// pair, 64-byte UDP frames sent by sendmmsg in batches of 64 from the
+// peer namespace, read in batches of 64; BenchmarkNetdevTx and
+// BenchmarkNetdevTxXDP write the same frames in batches of 64. All in
+// one run, as root:
 //
-//	go test -run XXX -bench Netdev -benchtime 1000000x ./userdp   (as root)
+//	go test -run XXX -bench 'NetdevRx|NetdevTx' -benchtime 500000x -count 3 ./userdp
 //
-//	BenchmarkNetdevRx/ring   0.18 Mpps, 0% of frames dropped by the kernel
-//	BenchmarkNetdevRx/mmsg   0.12 Mpps, 9.4% dropped (socket buffer full)
-//	BenchmarkNetdevTx        0.19 Mpps (sendmmsg)
+// gave (median of 3, the range in brackets):
 //
-// on the 2-core shared development VM (load average 5 to 8 from other
-// jobs), where the sender, which also does the veth receive work of the
-// kernel, is the bottleneck: the ring reader keeps up with it and the
-// recvmmsg reader does not. Absolute numbers on an idle machine will be
-// higher; the ratio is what chose the default.
+//	rx ring (TPACKET_V3)   0.17 Mpps [0.15-0.17], no drops
+//	rx mmsg (recvmmsg)     0.27 Mpps [0.24-0.28], 7.7% dropped in one run
+//	rx xdp  (AF_XDP copy)  0.18 Mpps [0.15-0.20], no drops
+//	tx sendmmsg (ring, mmsg modes)  0.37 Mpps [0.33-0.38]
+//	tx xdp  (AF_XDP copy, sendto)   0.53 Mpps [0.50-0.56]
+//
+// on the 2-core shared development VM (load average about 3 from other
+// jobs). The reader rates are bounded by the sender, whose core also
+// does the kernel's veth receive work (for XDP that likely includes
+// copying each frame into a page with XDP headroom, then into the UMEM),
+// and they move with the load: an earlier run measured ring 0.18 and
+// mmsg 0.12 Mpps with 9.4% dropped. No read mode is clearly ahead, and
+// the AF_XDP mode fails what the netdev tests require (checksums a
+// local sender left to offload, VLAN tags sent out of band), so the
+// default stays the ring, which has dropped nothing in any run. The
+// AF_XDP mode writes 1.4x as fast as sendmmsg here, partly because it
+// passes neither the qdisc nor the tc egress program.
 const DefaultNetdevMode = NetdevRing
 
 // String returns "ring", "mmsg" or "xdp".

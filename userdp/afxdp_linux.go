@@ -38,7 +38,7 @@ import (
 
 // Sizes of the UMEM and rings.
 const (
-	xdpFrames     = 4096 // UMEM frames, half for rx, half for tx
+	xdpFrames     = 8192 // UMEM frames, half for rx, half for tx
 	xdpRingSize   = xdpFrames / 2
 	xdpQueue      = 0   // the one rx queue the socket binds to
 	xdpMaxKicks   = 128 // sendto calls per write before waiting for room
