@@ -91,7 +91,8 @@ func (m NetdevMode) String() string {
 // NetdevOptions tune OpenNetdev. The zero value uses DefaultNetdevMode
 // and default sizes.
 type NetdevOptions struct {
-	// Mode selects ring or recvmmsg reads; the zero value is NetdevRing.
+	// Mode selects ring or recvmmsg reads (AF_PACKET) or AF_XDP; the
+	// zero value is NetdevRing.
 	Mode NetdevMode
 	// Batch is the most frames one ReadBatch or WriteBatch syscall
 	// handles; 0 means 64.

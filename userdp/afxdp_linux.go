@@ -312,7 +312,9 @@ func (x *xdpSock) attach(ifindex int) error {
 	kfunc, err := btfFuncID("bpf_xdp_metadata_rx_vlan_tag")
 	if err == nil {
 		x.progFD, err = loadXSKProgram(x.mapFD, kfunc, ifindex)
-		if err == nil {
+		if err != nil {
+			err = fmt.Errorf("device-bound program calling bpf_xdp_metadata_rx_vlan_tag (the driver may have no XDP metadata kfuncs): %w", err)
+		} else {
 			x.linkFD, err = xdpAttach(x.progFD, ifindex, unix.XDP_FLAGS_DRV_MODE)
 			if err == nil {
 				x.native, x.vlanRestore = true, true

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
 	"github.com/ovsdp/ovsdp/testenv"
@@ -367,4 +368,46 @@ func FuzzFindBTFFunc(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		findBTFFunc(data, "bpf_xdp_metadata_rx_vlan_tag")
 	})
+}
+
+// TestNetdevXDPGeneric: on an interface whose driver has no native XDP
+// (a bridge), the program goes on in generic mode, the port says that it
+// does not restore VLAN tags, writes work, and Close takes the program
+// off.
+func TestNetdevXDPGeneric(t *testing.T) {
+	testenv.RequireRoot(t)
+	ns := testenv.NewNetns(t)
+	name := testenv.NewName()
+	if err := ns.Handle().LinkAdd(&netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: name}}); err != nil {
+		t.Fatalf("creating a bridge: %v", err)
+	}
+	var p *NetdevPort
+	if err := ns.Do(func() error {
+		var err error
+		p, err = OpenNetdev(name, NetdevOptions{Mode: NetdevXDP})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if p.XDPNative() {
+		t.Error("XDPNative on a bridge, which has no native XDP")
+	}
+	if err := p.XDPVLANRestore(); err == nil {
+		t.Error("XDPVLANRestore says tags are restored in generic mode")
+	} else {
+		t.Logf("XDPVLANRestore: %v", err)
+	}
+	if n, err := p.WriteBatch([][]byte{sizedFrame(60, 0), sizedFrame(100, 1)}); n != 2 || err != nil {
+		t.Errorf("WriteBatch: %d, %v", n, err)
+	}
+	if l := ns.Link(t, name); l.Attrs().Xdp == nil || !l.Attrs().Xdp.Attached {
+		t.Fatal("no XDP program on the interface while the port is open")
+	}
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if l := ns.Link(t, name); l.Attrs().Xdp != nil && l.Attrs().Xdp.Attached {
+		t.Error("XDP program still on the interface after Close")
+	}
 }
