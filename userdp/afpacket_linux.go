@@ -34,10 +34,12 @@ const (
 	// from the kernel: a TCP/UDP checksum that a local sender left to
 	// offload (CHECKSUM_PARTIAL, as a socket behind veth does unless
 	// tx offload is off) arrives incomplete and is passed on so. An
-	// outer VLAN tag the driver took out of the frame is put back in
-	// line by the XDP program where the driver has the kfunc
-	// bpf_xdp_metadata_rx_vlan_tag (veth does, in native mode), else
-	// lost (XDPVLANRestore says which). Frames are sent as written,
+	// outer VLAN tag the driver took out of the frame (veth hands it out
+	// of band) is lost: putting it back needs the kfunc
+	// bpf_xdp_metadata_rx_vlan_tag, which the verifier allows only to
+	// programs with a GPL-compatible license, and the program declares
+	// the project's (xdpProgLicense; XDPVLANRestore says why). So this
+	// mode is for measurement, not for VLAN traffic. Frames are sent as written,
 	// outer VLAN tag in line, past the tc egress hook (VLANTxOffload
 	// says so). It needs an interface with one rx queue,
 	// CAP_NET_ADMIN and CAP_BPF (or CAP_SYS_ADMIN).

@@ -244,14 +244,16 @@ func xskProgram(mapFD int, vlanKfunc uint32) []bpfInsn {
 	return p
 }
 
-// xdpProgLicense is the license the XDP program declares to the kernel.
-// The kernel lets only programs with a GPL-compatible license call
-// kfuncs (the verifier refuses bpf_xdp_metadata_rx_vlan_tag otherwise:
-// "cannot call kernel function from non-GPL compatible program"), so
-// this program of ours, written here and assembled at run time, is
-// declared dual-licensed. With a non-GPL string here the port still
-// works, without restoring VLAN tags (XDPVLANRestore says why).
-const xdpProgLicense = "Dual MIT/GPL"
+// xdpProgLicense is the license the XDP program declares to the kernel:
+// the project's own, as for the tc program (vlantx_linux.go). The kernel
+// lets only programs with a GPL-compatible license call kfuncs, so the
+// verifier refuses bpf_xdp_metadata_rx_vlan_tag here ("cannot call
+// kernel function from non-GPL compatible program") and the port works
+// without restoring VLAN tags that the driver took out of the frame
+// (XDPVLANRestore says why). Declaring a GPL-compatible license would
+// enable it; that is a licensing decision for the project, not a
+// technical one, and the XDP mode is not the default.
+const xdpProgLicense = "Apache-2.0"
 
 // loadXSKProgram loads xskProgram and returns its file descriptor. With
 // vlanKfunc, the program is bound to interface ifindex (a kfunc of the

@@ -64,8 +64,17 @@ func TestNetdevXDPReceive(t *testing.T) {
 	if !x.XDPNative() {
 		t.Errorf("XDP program in generic mode on veth, which has native XDP")
 	}
-	if err := x.XDPVLANRestore(); err != nil {
-		t.Errorf("no VLAN tag restoring on veth: %v", err)
+	// Restoring the tag veth took out of the frame needs a kfunc that
+	// only programs with a GPL-compatible license may call; the program
+	// declares the project's license (xdpProgLicense), so the verifier
+	// refuses it and the outer tag is lost (documented on NetdevXDP).
+	restore := x.XDPVLANRestore()
+	if gplCompatible(xdpProgLicense) {
+		if restore != nil {
+			t.Errorf("no VLAN tag restoring on veth: %v", restore)
+		}
+	} else if restore == nil || !strings.Contains(restore.Error(), "GPL") {
+		t.Errorf("XDPVLANRestore = %v, want the verifier's refusal of the kfunc for a non-GPL program", restore)
 	}
 	var frames [][]byte
 	for i, n := range []int{14, 15, 59, 60, 61, 128, 1000, 1513, 1514} {
@@ -83,6 +92,11 @@ func TestNetdevXDPReceive(t *testing.T) {
 	got := readFrom(t, x, len(frames), testSrcMAC)
 	var bytesIn uint64
 	for i, want := range frames {
+		if restore != nil && i >= 9 {
+			// The tagged frames: the peer sent the outer tag out of
+			// band, and without the kfunc it does not reach us.
+			want = append(append([]byte(nil), want[:12]...), want[16:]...)
+		}
 		bytesIn += uint64(len(want))
 		if !bytes.Equal(got[i], want) {
 			t.Errorf("frame %d (%d bytes) read as %d bytes:\n% x\nsent\n% x", i, len(want), len(got[i]), got[i], want)
@@ -410,4 +424,13 @@ func TestNetdevXDPGeneric(t *testing.T) {
 	if l := ns.Link(t, name); l.Attrs().Xdp != nil && l.Attrs().Xdp.Attached {
 		t.Error("XDP program still on the interface after Close")
 	}
+}
+
+// gplCompatible is the kernel's license_is_gpl_compatible.
+func gplCompatible(license string) bool {
+	switch license {
+	case "GPL", "GPL v2", "GPL and additional rights", "Dual BSD/GPL", "Dual MIT/GPL", "Dual MPL/GPL":
+		return true
+	}
+	return false
 }
