@@ -47,11 +47,11 @@ const (
 )
 
 // DefaultNetdevMode is the mode OpenNetdev uses unless told otherwise,
-// chosen by measurement: BenchmarkNetdevRx and BenchmarkNetdevRxXDP
-// (afpacket_bench_linux_test.go, afxdp_bench_linux_test.go) over a veth
+// chosen by measurement: BenchmarkNetdevRx (ring, mmsg, xdp)
+// (afpacket_bench_linux_test.go) over a veth
 // pair, 64-byte UDP frames sent by sendmmsg in batches of 64 from the
-// peer namespace, read in batches of 64; BenchmarkNetdevTx and
-// BenchmarkNetdevTxXDP write the same frames in batches of 64. All in
+// peer namespace, read in batches of 64; BenchmarkNetdevTx (mmsg, xdp)
+// writes the same frames in batches of 64. All in
 // one run, as root:
 //
 //	go test -run XXX -bench 'NetdevRx|NetdevTx' -benchtime 500000x -count 3 ./userdp

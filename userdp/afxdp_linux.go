@@ -39,7 +39,7 @@ import (
 // Sizes of the UMEM and rings.
 const (
 	// UMEM frames, half for rx, half for tx (16 MiB of 2048-byte
-	// frames): with 4096, BenchmarkNetdevRxXDP saw 2 to 19% of its
+	// frames): with 4096, BenchmarkNetdevRx/xdp saw 2 to 19% of its
 	// stream dropped (rx ring full); with 8192, none.
 	xdpFrames     = 8192
 	xdpRingSize   = xdpFrames / 2

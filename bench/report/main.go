@@ -212,7 +212,9 @@ func (r *Results) Charts(rows []Row, dir string) ([]Chart, error) {
 	addMpps("in-memory port I/O, batch 32", "userdp", "BenchmarkMemPipe/batch32")
 	addMpps("AF_PACKET rx, TPACKET_V3 ring", "userdp", "BenchmarkNetdevRx/ring")
 	addMpps("AF_PACKET rx, recvmmsg", "userdp", "BenchmarkNetdevRx/mmsg")
-	addMpps("AF_PACKET tx, sendmmsg", "userdp", "BenchmarkNetdevTx")
+	addMpps("AF_XDP rx, copy mode", "userdp", "BenchmarkNetdevRx/xdp")
+	addMpps("AF_PACKET tx, sendmmsg", "userdp", "BenchmarkNetdevTx/mmsg")
+	addMpps("AF_XDP tx, copy mode", "userdp", "BenchmarkNetdevTx/xdp")
 	if len(stages) > 0 {
 		c := Chart{"stages.png", "Packets per second per stage, one core (blue: from ns/op; orange: measured Mpps; dashed: 10 Mpps target)"}
 		if err := BarChart(filepath.Join(dir, c.File), c.Title, "million packets per second (log scale)", stages, true, 10); err != nil {

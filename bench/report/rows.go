@@ -218,7 +218,9 @@ func (r *Results) userdpRows() []Row {
 	for _, v := range []struct{ name, what string }{
 		{"BenchmarkNetdevRx/ring", "AF_PACKET read, TPACKET_V3 ring, 64-byte frames over veth"},
 		{"BenchmarkNetdevRx/mmsg", "AF_PACKET read, recvmmsg, 64-byte frames over veth"},
-		{"BenchmarkNetdevTx", "AF_PACKET write, sendmmsg batches of 64, 64-byte frames"},
+		{"BenchmarkNetdevRx/xdp", "AF_XDP read (copy mode), 64-byte frames over veth"},
+		{"BenchmarkNetdevTx/mmsg", "AF_PACKET write, sendmmsg batches of 64, 64-byte frames"},
+		{"BenchmarkNetdevTx/xdp", "AF_XDP write (copy mode), batches of 64, 64-byte frames"},
 		{"BenchmarkMemPipe/batch32", "In-memory port pair, batches of 32"},
 	} {
 		mpps, ok := r.Metric(pkg, v.name, "Mpps")
