@@ -120,31 +120,55 @@ func (s SetMasked) Normalize() SetMasked {
 	return SetMasked{Key: k, Mask: s.Mask}
 }
 
-// actInterleaveNested merges two nested attribute lists of the same
-// shape into one whose attributes carry value then mask.
+// actInterleaveNested merges two nested attribute lists into one whose
+// attributes carry value then mask. Every mask attribute needs one of
+// the same type and size in the value, in the same order, except that a
+// value may lack an attribute the mask has: it is then zero there (Open
+// vSwitch always writes nsh's md1 mask, and md1 in the value only for
+// MD type 1, so a partial set(nsh(spi=..)) has no md1 value).
 func actInterleaveNested(kp, mp []byte) ([]byte, error) {
-	var out []byte
-	kw, mw := newAttrWalker(kp, 0), newAttrWalker(mp, 0)
-	var ka, ma rawAttr
-	for kw.next(&ka) {
-		if !mw.next(&ma) {
-			return nil, fmt.Errorf("mask has fewer attributes than the value")
-		}
-		if ka.Type != ma.Type || len(ka.Data) != len(ma.Data) {
-			return nil, fmt.Errorf("value attribute %d (%d bytes) and mask attribute %d (%d bytes) differ", ka.Type, len(ka.Data), ma.Type, len(ma.Data))
-		}
-		out = appendAttrHeader(out, ka.Type, 2*len(ka.Data))
-		out = append(out, ka.Data...)
-		out = append(out, ma.Data...)
-		out = padAttr(out)
-	}
-	if mw.next(&ma) {
-		return nil, fmt.Errorf("mask has more attributes than the value")
+	var vals [8]rawAttr
+	nv := 0
+	kw := newAttrWalker(kp, 0)
+	for nv < len(vals) && kw.next(&vals[nv]) {
+		nv++
 	}
 	if kw.err != nil {
 		return nil, kw.err
 	}
-	return out, mw.err
+	var extra rawAttr
+	if nv == len(vals) && kw.next(&extra) {
+		return nil, fmt.Errorf("value has more than %d nested attributes", len(vals))
+	}
+	var out []byte
+	used := 0
+	mw := newAttrWalker(mp, 0)
+	var ma rawAttr
+	for mw.next(&ma) {
+		var data []byte
+		if used < nv && vals[used].Type == ma.Type {
+			if len(vals[used].Data) != len(ma.Data) {
+				return nil, fmt.Errorf("value attribute %d (%d bytes) and mask attribute %d (%d bytes) differ", vals[used].Type, len(vals[used].Data), ma.Type, len(ma.Data))
+			}
+			data = vals[used].Data
+			used++
+		}
+		out = appendAttrHeader(out, ma.Type, 2*len(ma.Data))
+		if data != nil {
+			out = append(out, data...)
+		} else {
+			out = append(out, make([]byte, len(ma.Data))...)
+		}
+		out = append(out, ma.Data...)
+		out = padAttr(out)
+	}
+	if mw.err != nil {
+		return nil, mw.err
+	}
+	if used < nv {
+		return nil, fmt.Errorf("value attribute %d has no mask attribute", vals[used].Type)
+	}
+	return out, nil
 }
 
 // actSingleKeyAttr returns the one key attribute nested in a SET or
