@@ -2,9 +2,12 @@ package genl
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -694,5 +697,146 @@ func TestPutFlows(t *testing.T) {
 	}
 	if _, err := c.PutFlows(1, fs, 0, FlowOptions{}); err == nil {
 		t.Error("PutFlows without create or modify succeeded")
+	}
+}
+
+// sendsSince returns the sizes of the sendmsg calls after the first n.
+func (k *fakeKernel) sendsSince(n int) []int {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return append([]int(nil), k.sends[n:]...)
+}
+
+func TestExecuteBatch(t *testing.T) {
+	var seen []string
+	k := newFake(t, func(r fakeReq) ([]fakeMsg, error) {
+		if r.Family != familyPacket || r.Cmd != packetCmdExecute || r.DPIndex != 3 || r.Flags&netlink.Acknowledge == 0 {
+			t.Fatalf("request %+v", r)
+		}
+		data := string(r.Attrs[packetAttrPacket])
+		seen = append(seen, data)
+		if !bytes.Equal(r.Attrs[packetAttrActions], rawActions(t)) || binary.NativeEndian.Uint16(r.Attrs[packetAttrMRU]) != 1500 {
+			t.Errorf("%s: attrs %v", data, r.Attrs)
+		}
+		if strings.HasSuffix(data, "bad") {
+			return nil, kerr{errno: unix.EINVAL, msg: "bad packet"}
+		}
+		return nil, nil
+	})
+	c := k.client()
+	key, _ := odp.UnmarshalKey(rawKey(t, 1))
+	acts, _ := odp.UnmarshalActions(rawActions(t))
+	var huge odp.Actions
+	for range 9000 {
+		huge = append(huge, odp.Output{Port: 2})
+	}
+	const n = 120
+	var pkts []*odp.Packet
+	var want []string
+	for i := range n {
+		p := &odp.Packet{Data: fmt.Appendf(nil, "frame %d", i), Key: key, Actions: acts, MRU: 1500}
+		switch {
+		case i%9 == 4:
+			p.Data = append(p.Data, " bad"...)
+		case i == 50:
+			p.Actions = huge // fails to encode: never sent
+		}
+		if i != 50 {
+			want = append(want, string(p.Data))
+		}
+		pkts = append(pkts, p)
+	}
+	before := len(k.sendsSince(0))
+	errs, err := c.ExecuteBatch(3, pkts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(errs) != n {
+		t.Fatalf("%d errors for %d packets", len(errs), n)
+	}
+	for i, e := range errs {
+		switch {
+		case i == 50:
+			if e == nil || !strings.Contains(e.Error(), "exceed the limit") {
+				t.Errorf("packet %d (unencodable actions): err %v", i, e)
+			}
+		case i%9 == 4:
+			if !errors.Is(e, unix.EINVAL) || !strings.Contains(e.Error(), "bad packet") || !strings.Contains(e.Error(), fmt.Sprintf("packet %d of %d", i+1, n)) {
+				t.Errorf("packet %d: err %v, want EINVAL with the kernel's message naming the packet", i, e)
+			}
+		default:
+			if e != nil {
+				t.Errorf("packet %d: %v", i, e)
+			}
+		}
+	}
+	if !slices.Equal(seen, want) {
+		t.Errorf("kernel executed, in order:\n%q\nwant\n%q", seen, want)
+	}
+	// 119 requests: 50 + 50 + 19 per sendmsg.
+	if got := k.sendsSince(before); !slices.Equal(got, []int{50, 50, 19}) {
+		t.Errorf("messages per sendmsg %v, want [50 50 19]", got)
+	}
+
+	// Large packets: a batch stays within executeBatchBytes.
+	seen = nil
+	big := make([]byte, 30<<10)
+	pkts = []*odp.Packet{
+		{Data: append(big[:len(big):len(big)], "a"...), Key: key, Actions: acts, MRU: 1500},
+		{Data: append(big[:len(big):len(big)], "b"...), Key: key, Actions: acts, MRU: 1500},
+		{Data: append(big[:len(big):len(big)], "c"...), Key: key, Actions: acts, MRU: 1500},
+		{Data: make([]byte, 65000), Key: key, Actions: acts, MRU: 1500},
+	}
+	before = len(k.sendsSince(0))
+	errs, err = c.ExecuteBatch(3, pkts)
+	if err != nil || len(errs) != 4 || errors.Join(errs...) != nil {
+		t.Fatalf("ExecuteBatch = %v, %v", errs, err)
+	}
+	if got := k.sendsSince(before); !slices.Equal(got, []int{2, 1, 1}) {
+		t.Errorf("messages per sendmsg %v, want [2 1 1] (at most %d bytes, a larger request alone)", got, executeBatchBytes)
+	}
+	if len(seen) != 4 {
+		t.Errorf("kernel executed %d packets, want 4", len(seen))
+	}
+
+	// Empty batch: nothing sent.
+	before = len(k.sendsSince(0))
+	if errs, err := c.ExecuteBatch(3, nil); err != nil || len(errs) != 0 {
+		t.Errorf("empty batch: %v, %v", errs, err)
+	}
+	if got := k.sendsSince(before); len(got) != 0 {
+		t.Errorf("empty batch sent %v", got)
+	}
+
+	// The socket is in step afterwards.
+	k.handle = func(r fakeReq) ([]fakeMsg, error) { return []fakeMsg{{Cmd: 1, Data: dpReply(t, 3, "x", 0, nil)}}, nil }
+	d, err := c.OpenDatapath("x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Through the Datapath handle; a done context sends nothing.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := d.ExecuteBatch(ctx, pkts); !errors.Is(err, context.Canceled) {
+		t.Errorf("ExecuteBatch with a done context: %v", err)
+	}
+	if _, err := d.PutFlows(ctx, nil, odp.PutCreate); !errors.Is(err, context.Canceled) {
+		t.Errorf("PutFlows with a done context: %v", err)
+	}
+	k.handle = func(r fakeReq) ([]fakeMsg, error) {
+		if r.DPIndex != 3 {
+			t.Errorf("request for datapath %d", r.DPIndex)
+		}
+		if r.Family == familyFlow && (r.Cmd != flowCmdNew || binary.NativeEndian.Uint32(r.Attrs[flowAttrUFIDFlags]) != uint32(Terse)) {
+			t.Errorf("flow request %+v: want a terse new", r)
+		}
+		return nil, nil
+	}
+	fs := []*odp.Flow{{UFID: odp.UFID{1}, Key: key, Actions: acts}, {UFID: odp.UFID{2}, Key: key, Actions: acts}}
+	if errs, err := d.PutFlows(context.Background(), fs, odp.PutCreate); err != nil || errors.Join(errs...) != nil {
+		t.Errorf("Datapath.PutFlows: %v, %v", errs, err)
+	}
+	if errs, err := d.ExecuteBatch(context.Background(), pkts[:2]); err != nil || errors.Join(errs...) != nil {
+		t.Errorf("Datapath.ExecuteBatch: %v, %v", errs, err)
 	}
 }

@@ -243,6 +243,15 @@ func (c *Client) PutFlows(_ int32, _ []*odp.Flow, _ odp.PutFlags, _ FlowOptions)
 	return nil, ErrNotSupported
 }
 
+// ExecuteBatch executes many packets as Execute does, sending up to
+// putBatch requests per system call and then reading their
+// acknowledgements. errs[i] is the error for pkts[i], nil when the kernel
+// executed it; err reports a failure of the socket itself, after which
+// errs is incomplete.
+func (c *Client) ExecuteBatch(_ int32, _ []*odp.Packet) (errs []error, err error) {
+	return nil, ErrNotSupported
+}
+
 // Open opens the existing kernel datapath called name, on a Client of its
 // own that Close closes. It does not change the datapath's features.
 func Open(_ string) (*Datapath, error) {
@@ -436,4 +445,16 @@ func (w *VportWatcher) Recv() (VportEvent, error) {
 // Close stops watching.
 func (w *VportWatcher) Close() error {
 	return ErrNotSupported
+}
+
+// PutFlows puts many flows as PutFlow does, without returning their
+// statistics, batching the requests (see Client.PutFlows).
+func (d *Datapath) PutFlows(_ context.Context, _ []*odp.Flow, _ odp.PutFlags) (errs []error, err error) {
+	return nil, ErrNotSupported
+}
+
+// ExecuteBatch executes many packets as Execute does, batching the
+// requests (see Client.ExecuteBatch).
+func (d *Datapath) ExecuteBatch(_ context.Context, _ []*odp.Packet) (errs []error, err error) {
+	return nil, ErrNotSupported
 }

@@ -474,13 +474,23 @@ func (c *Client) DumpFlows(dpIndex int32, o FlowOptions, fn func(*odp.Flow) erro
 // are sent when set.
 func (c *Client) Execute(dpIndex int32, p *odp.Packet) error {
 	const op = "ovs_packet execute"
-	kb, err := odp.MarshalKey(p.Key)
+	b, err := executeRequest(dpIndex, p)
 	if err != nil {
 		return fmt.Errorf("genl: %s: %w", op, err)
 	}
+	return c.do(request{op: op, family: c.packet.ID, cmd: packetCmdExecute, version: versionPacket, data: b}, ignoreReply)
+}
+
+// executeRequest encodes an OVS_PACKET_CMD_EXECUTE request's payload
+// (ovs_header and attributes) for p.
+func executeRequest(dpIndex int32, p *odp.Packet) ([]byte, error) {
+	kb, err := odp.MarshalKey(p.Key)
+	if err != nil {
+		return nil, err
+	}
 	ab, err := odp.MarshalActions(p.Actions)
 	if err != nil {
-		return fmt.Errorf("genl: %s: %w", op, err)
+		return nil, err
 	}
 	ae := netlink.NewAttributeEncoder()
 	ae.Bytes(packetAttrPacket, p.Data)
@@ -498,11 +508,7 @@ func (c *Client) Execute(dpIndex int32, p *odp.Packet) error {
 	if p.UpcallPID != 0 {
 		ae.Uint32(packetAttrUpcallPID, p.UpcallPID)
 	}
-	b, err := ovsHeader(dpIndex, ae)
-	if err != nil {
-		return fmt.Errorf("genl: %s: %w", op, err)
-	}
-	return c.do(request{op: op, family: c.packet.ID, cmd: packetCmdExecute, version: versionPacket, data: b}, ignoreReply)
+	return ovsHeader(dpIndex, ae)
 }
 
 // meterFamily returns the meter family or an error wrapping
@@ -824,4 +830,62 @@ func (c *Client) DelFlows(dpIndex int32, ids []odp.FlowID, o FlowOptions) (errs 
 		}
 	}
 	return errs, nil
+}
+
+// executeBatchBytes bounds the requests ExecuteBatch sends in one
+// sendmsg: the kernel refuses a datagram larger than the socket's send
+// buffer (EMSGSIZE), and echoes a failed request whole in its error
+// reply, so the replies to a batch that fails entirely must still fit
+// the receive buffer (both about 208 KiB by default). A single larger
+// request is sent alone.
+const executeBatchBytes = 64 << 10
+
+// ExecuteBatch executes many packets as Execute does, sending up to
+// putBatch requests (and at most executeBatchBytes) per system call and
+// then reading their acknowledgements, as Open vSwitch's handlers do
+// with the packets of one batch of upcalls. The kernel runs the requests
+// in order, so a packet executed after a flow put in an earlier call sees
+// the flow. errs[i] is the error for pkts[i], nil when the kernel
+// executed it; one packet's failure does not stop the others. err reports
+// a failure of the socket itself, after which errs is incomplete.
+func (c *Client) ExecuteBatch(dpIndex int32, pkts []*odp.Packet) (errs []error, err error) {
+	const op = "ovs_packet execute"
+	errs = make([]error, len(pkts))
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	msgs := make([]netlink.Message, 0, min(putBatch, len(pkts)))
+	idx := make([]int, 0, cap(msgs))
+	size := 0
+	flush := func() error {
+		if len(msgs) == 0 {
+			return nil
+		}
+		err := c.sendBatch("ovs_packet execute batch", msgs, idx, errs, func(i int) string {
+			return fmt.Sprintf("%s (packet %d of %d)", op, i+1, len(pkts))
+		})
+		msgs, idx, size = msgs[:0], idx[:0], 0
+		return err
+	}
+	for i, p := range pkts {
+		b, err := executeRequest(dpIndex, p)
+		if err != nil {
+			errs[i] = fmt.Errorf("genl: %s: %w", op, err)
+			continue
+		}
+		gm := genetlink.Message{Header: genetlink.Header{Command: packetCmdExecute, Version: versionPacket}, Data: b}
+		gb, err := gm.MarshalBinary()
+		if err != nil {
+			errs[i] = fmt.Errorf("genl: %s: %w", op, err)
+			continue
+		}
+		if len(msgs) == putBatch || (len(msgs) > 0 && size+len(gb) > executeBatchBytes) {
+			if err := flush(); err != nil {
+				return errs, err
+			}
+		}
+		msgs = append(msgs, netlink.Message{Header: netlink.Header{Type: netlink.HeaderType(c.packet.ID), Flags: netlink.Request | netlink.Acknowledge}, Data: gb})
+		idx = append(idx, i)
+		size += len(gb) + 16 // with the netlink header
+	}
+	return errs, flush()
 }

@@ -395,3 +395,25 @@ func (d *Datapath) Upcalls(ctx context.Context, n int) ([]odp.UpcallReceiver, er
 	}
 	return rs, nil
 }
+
+// PutFlows puts many flows as PutFlow does, without returning their
+// statistics, batching the requests (see Client.PutFlows). errs[i] is
+// flows[i]'s error, nil when it succeeded; err reports a failure of the
+// socket (or ctx done before it started), after which errs is incomplete.
+func (d *Datapath) PutFlows(ctx context.Context, flows []*odp.Flow, flags odp.PutFlags) (errs []error, err error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return d.c.PutFlows(d.index, flows, flags, FlowOptions{UFIDFlags: Terse})
+}
+
+// ExecuteBatch executes many packets as Execute does, batching the
+// requests (see Client.ExecuteBatch). errs[i] is pkts[i]'s error, nil
+// when it was executed; err reports a failure of the socket (or ctx done
+// before it started), after which errs is incomplete.
+func (d *Datapath) ExecuteBatch(ctx context.Context, pkts []*odp.Packet) (errs []error, err error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return d.c.ExecuteBatch(d.index, pkts)
+}

@@ -55,6 +55,9 @@ type fakeKernel struct {
 	reqs      []fakeReq
 	multicast [][]fakeMsg
 	mcastDial bool // the next dial is a multicast socket
+	// sends is how many messages each sendmsg on a request socket
+	// carried.
+	sends []int
 }
 
 var fakeIDs = map[string]uint16{familyDatapath: 0x20, familyVport: 0x21, familyFlow: 0x22, familyPacket: 0x23, familyMeter: 0x24, familyCTLimit: 0x25}
@@ -107,6 +110,9 @@ func (s *fakeSock) Send(m netlink.Message) error {
 	return s.SendMessages([]netlink.Message{m})
 }
 func (s *fakeSock) SendMessages(ms []netlink.Message) error {
+	s.k.mu.Lock()
+	s.k.sends = append(s.k.sends, len(ms))
+	s.k.mu.Unlock()
 	for _, m := range ms {
 		out, err := s.k.serve([]netlink.Message{m})
 		if err != nil {
