@@ -117,6 +117,27 @@ func TestExtractMetadata(t *testing.T) {
 	}
 }
 
+// ExtractPort gives Extract's key with only in_port as metadata, for
+// every packet of the corpus.
+func TestExtractPortIsExtract(t *testing.T) {
+	for _, p := range flowkeystest.Corpus() {
+		var want, got flowkeys.Key
+		err1 := flowkeys.Extract(p.Data, &flowkeys.Metadata{InPort: p.InPort}, &want)
+		for i := range got.Words() {
+			got.Words()[i] = ^uint64(0)
+		}
+		err2 := flowkeys.ExtractPort(p.Data, p.InPort, &got)
+		if err1 != err2 || got != want {
+			t.Errorf("%s: ExtractPort %v %+v\nExtract %v %+v", p.Name, err2, got, err1, want)
+		}
+	}
+	var k flowkeys.Key
+	pkt := flowkeystest.Corpus()[0].Data
+	if n := testing.AllocsPerRun(100, func() { _ = flowkeys.ExtractPort(pkt, 1, &k) }); n != 0 {
+		t.Errorf("ExtractPort allocates %.1f times", n)
+	}
+}
+
 func TestExtractErrorsSayWhat(t *testing.T) {
 	var k flowkeys.Key
 	err := flowkeys.Extract([]byte{1, 2, 3}, nil, &k)

@@ -97,6 +97,22 @@ func Extract(packet []byte, md *Metadata, key *Key) error {
 			return extractL3L4(packet, 0, key)
 		}
 	}
+	return extractEthernet(packet, key)
+}
+
+// ExtractPort is Extract for a frame received on port inPort with no
+// other metadata (no tunnel, recirculation or conntrack state): the same
+// key as Extract with Metadata{InPort: inPort}, without copying a
+// Metadata. It is the datapath's receive path.
+func ExtractPort(packet []byte, inPort uint32, key *Key) error {
+	*key = Key{}
+	key.InPort = inPort
+	return extractEthernet(packet, key)
+}
+
+// extractEthernet extracts the key of an Ethernet frame into key, whose
+// metadata is already set.
+func extractEthernet(packet []byte, key *Key) error {
 	key.MacProto = MacProtoEthernet
 	p := packet
 	if len(p) < 14 {

@@ -30,6 +30,10 @@ func FuzzExtract(f *testing.F) {
 		if err1 != err2 || (err1 == nil && k1 != k2) {
 			t.Fatalf("two runs differ: %v / %v\n%+v\n%+v", err1, err2, k1, k2)
 		}
+		var k3 flowkeys.Key
+		if err3 := flowkeys.ExtractPort(d, inPort, &k3); err3 != err1 || (err1 == nil && k3 != k1) {
+			t.Fatalf("ExtractPort differs from Extract: %v / %v\n%+v\n%+v", err3, err1, k3, k1)
+		}
 		if !bytes.Equal(d, data) {
 			t.Fatal("Extract modified the packet")
 		}

@@ -13,9 +13,6 @@ type worker struct {
 	dp    *Datapath
 	cache *flowCache
 	ctx   pktCtx
-	// md is the metadata of a received packet: zero but for InPort,
-	// which process sets (kept here so that it is not zeroed per packet).
-	md flowkeys.Metadata
 
 	// Transmit queues, indexed by port number, and the ports that have
 	// frames queued.
@@ -78,8 +75,7 @@ func (w *worker) process(buf []byte, off, n int, inPort uint32) {
 	c := &w.ctx
 	c.f = Frame{Buf: buf, Off: off, Len: n}
 	c.hValid, c.cutlen, c.recirc, c.steal = false, 0, 0, true
-	w.md.InPort = inPort
-	if err := flowkeys.Extract(c.f.Bytes(), &w.md, &c.key); err != nil {
+	if err := flowkeys.ExtractPort(c.f.Bytes(), inPort, &c.key); err != nil {
 		w.counters.extractErrors++
 		return
 	}
