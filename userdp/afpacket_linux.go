@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"unsafe"
 
@@ -139,11 +140,31 @@ type NetdevPort struct {
 	readFn  func(fd uintptr) bool
 	writeFn func(fd uintptr) bool
 
-	// recvmmsg state.
-	rxHdrs []unix.Mmsghdr
-	rxIov  []unix.Iovec
-	rxCtl  []byte
-	// sendmmsg state.
+	rdBytes uint64 // bytes delivered by the current read
+
+	// recvmmsg state. Each message has three iovecs: its
+	// virtio_net_hdr in rxVnet, the caller's buffer, and the rest of
+	// its slab in rxSlab for a frame longer than the caller's buffer (a
+	// GSO super-frame). Once a message of a batch needs its slab, it
+	// and the messages after it are delivered from their slabs (the
+	// caller's buffers then receive segments): rxPend[pendNext:pendEnd]
+	// are their lengths, -1 for one already dropped.
+	rxHdrs   []unix.Mmsghdr
+	rxIov    []unix.Iovec
+	rxCtl    []byte
+	rxVnet   []byte
+	rxSlab   []byte
+	rxPend   []int
+	pendNext int
+	pendEnd  int
+
+	// The GSO super-frame being segmented (gso.go), from the ring or a
+	// slab; its remaining segments go to the next ReadBatch when the
+	// caller's buffers run out.
+	seg    segmenter
+	offl   offloadCounters
+	txVnet [vnetHdrLen]byte // the zero virtio_net_hdr sent before every frame
+	// sendmmsg state: two iovecs per message, txVnet and the frame.
 	txHdrs []unix.Mmsghdr
 	txIov  []unix.Iovec
 	txN    int // messages to send in txHdrs
@@ -171,6 +192,10 @@ type NetdevPort struct {
 }
 
 const ctlSpace = 64 // room for one PACKET_AUXDATA control message
+
+// rxSlabSize is the room for one frame in NetdevMmsg's slabs: the
+// longest frame AF_PACKET hands over (a 64 KiB GSO super-frame).
+const rxSlabSize = MaxFrameLen
 
 // OpenNetdev opens a port on the existing interface name (in the network
 // namespace of the calling thread) and sets the interface up.
@@ -263,14 +288,23 @@ func (p *NetdevPort) setup(fd int, opts NetdevOptions) error {
 	}
 	unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF, 4<<20)
 	unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUF, 4<<20)
+	// Before the ring is set up (the kernel refuses it after).
+	if err := unix.SetsockoptInt(fd, unix.SOL_PACKET, unix.PACKET_VNET_HDR, 1); err != nil {
+		return fmt.Errorf("PACKET_VNET_HDR: %w", err)
+	}
 	switch p.mode {
 	case NetdevMmsg:
 		if err := unix.SetsockoptInt(fd, unix.SOL_PACKET, unix.PACKET_AUXDATA, 1); err != nil {
 			return fmt.Errorf("PACKET_AUXDATA: %w", err)
 		}
 		p.rxHdrs = make([]unix.Mmsghdr, p.batch)
-		p.rxIov = make([]unix.Iovec, p.batch)
+		p.rxIov = make([]unix.Iovec, 3*p.batch)
 		p.rxCtl = make([]byte, p.batch*ctlSpace)
+		p.rxVnet = make([]byte, p.batch*vnetHdrLen)
+		// Virtual memory mostly: a slab's pages are touched only by
+		// frames longer than the caller's buffer.
+		p.rxSlab = make([]byte, p.batch*rxSlabSize)
+		p.rxPend = make([]int, p.batch)
 	case NetdevRing:
 		if err := unix.SetsockoptInt(fd, unix.SOL_PACKET, unix.PACKET_VERSION, unix.TPACKET_V3); err != nil {
 			return fmt.Errorf("TPACKET_V3: %w", err)
@@ -305,7 +339,7 @@ func (p *NetdevPort) setup(fd int, opts NetdevOptions) error {
 		p.ring = ring
 	}
 	p.txHdrs = make([]unix.Mmsghdr, p.batch)
-	p.txIov = make([]unix.Iovec, p.batch)
+	p.txIov = make([]unix.Iovec, 2*p.batch)
 	sa := unix.RawSockaddrLinklayer{Family: unix.AF_PACKET, Protocol: htons(unix.ETH_P_ALL), Ifindex: int32(p.ifindex)}
 	if _, _, e := unix.Syscall(unix.SYS_BIND, uintptr(fd), uintptr(unsafe.Pointer(&sa)), unsafe.Sizeof(sa)); e != 0 {
 		return fmt.Errorf("bind to ifindex %d: %w", p.ifindex, e)
@@ -429,35 +463,228 @@ func (p *NetdevPort) doRead(fd uintptr) bool {
 }
 
 // finishFrame re-inserts a VLAN tag the kernel took out of the frame and
-// completes a checksum left to offload. b is the whole buffer, the frame
-// is b[off:off+n]. It returns the frame's new length, or -1 if it does
-// not fit.
-func finishFrame(b []byte, off, n int, vlanValid bool, tpid, tci uint16, csumNotReady bool) int {
+// completes a checksum left to offload, as the frame's virtio_net_hdr vh
+// says (VIRTIO_NET_HDR_F_NEEDS_CSUM, set exactly when AF_PACKET also
+// reports TP_STATUS_CSUMNOTREADY: both mean CHECKSUM_PARTIAL). b is the
+// whole buffer, the frame is b[off:off+n] and is not a GSO frame. It
+// returns the frame's new length, or -1 and the reason it was refused.
+func finishFrame(b []byte, off, n int, vlanValid bool, tpid, tci uint16, vh vnetHdr) (int, VnetDropReason) {
+	if int(vh.hdrLen) > n {
+		return -1, VnetBadHdrLen
+	}
+	start := int(vh.csumStart)
 	if vlanValid {
 		if n < 12 || off+n+4 > len(b) {
-			return -1
+			return -1, VnetTooBig
 		}
 		f := b[off : off+n+4]
 		copy(f[16:], f[12:n])
 		binary.BigEndian.PutUint16(f[12:], tpid)
 		binary.BigEndian.PutUint16(f[14:], tci)
 		n += 4
+		start += 4 // csum_start counts from the frame without the tag
 	}
-	if csumNotReady {
-		CompleteChecksum(b[off : off+n])
+	if vh.flags&vnetFlagNeedsCsum != 0 && !completeCsum(b[off:off+n], start, int(vh.csumOffset)) {
+		return -1, VnetBadCsum
 	}
-	return n
+	return n, 0
+}
+
+// offloadCounters are a netdev port's receive offload counters.
+type offloadCounters struct {
+	gsoFrames, gsoSegments, csums atomic.Uint64
+	drops                         [numVnetDropReasons]atomic.Uint64
+
+	mu       sync.Mutex
+	lastDrop vnetDrop
+}
+
+// vnetDrop records the last frame dropped for its virtio_net_hdr.
+type vnetDrop struct {
+	valid  bool
+	reason VnetDropReason
+	hdr    vnetHdr
+	len    int
+}
+
+// NetdevOffloadStats counts a netdev port's receive offload work (see
+// NetdevPort).
+type NetdevOffloadStats struct {
+	// GSOFrames is the number of GSO super-frames read and segmented.
+	GSOFrames uint64
+	// GSOSegments is the number of frames they were cut into (each
+	// counted in RxPackets).
+	GSOSegments uint64
+	// ChecksumsCompleted is the number of frames (not GSO) whose
+	// TCP/UDP checksum (or SCTP CRC32c) the port completed.
+	ChecksumsCompleted uint64
+	// Dropped counts the frames dropped for their virtio_net_hdr, by
+	// reason (each also counted in RxErrors); reasons with no drop are
+	// absent.
+	Dropped map[VnetDropReason]uint64
+	// LastDrop describes the last such drop (reason, the header's
+	// fields and the frame's length); nil if there was none.
+	LastDrop error
+}
+
+// OffloadStats returns the port's receive offload counters.
+func (p *NetdevPort) OffloadStats() NetdevOffloadStats {
+	o := &p.offl
+	st := NetdevOffloadStats{
+		GSOFrames:          o.gsoFrames.Load(),
+		GSOSegments:        o.gsoSegments.Load(),
+		ChecksumsCompleted: o.csums.Load(),
+	}
+	for r := range o.drops {
+		if v := o.drops[r].Load(); v != 0 {
+			if st.Dropped == nil {
+				st.Dropped = make(map[VnetDropReason]uint64)
+			}
+			st.Dropped[VnetDropReason(r)] = v
+		}
+	}
+	o.mu.Lock()
+	d := o.lastDrop
+	o.mu.Unlock()
+	if d.valid {
+		st.LastDrop = fmt.Errorf("userdp: %s: dropped a %d-byte frame: %s (virtio_net_hdr flags %#x gso_type %#x hdr_len %d gso_size %d csum_start %d csum_offset %d)",
+			p.name, d.len, d.reason, d.hdr.flags, d.hdr.gsoType, d.hdr.hdrLen, d.hdr.gsoSize, d.hdr.csumStart, d.hdr.csumOffset)
+	}
+	return st
+}
+
+// dropVnet counts a frame dropped for reason r.
+func (p *NetdevPort) dropVnet(r VnetDropReason, vh vnetHdr, n int) {
+	p.stats.RxErrors.Add(1)
+	o := &p.offl
+	o.drops[r].Add(1)
+	o.mu.Lock()
+	o.lastDrop = vnetDrop{valid: true, reason: r, hdr: vh, len: n}
+	o.mu.Unlock()
+}
+
+// deliverFinished records frame number p.rdN of length l (or a drop).
+func (p *NetdevPort) deliverFinished(l int, r VnetDropReason, vh vnetHdr, n int) {
+	if l < 0 {
+		p.dropVnet(r, vh, n)
+		return
+	}
+	if vh.flags&vnetFlagNeedsCsum != 0 {
+		p.offl.csums.Add(1)
+	}
+	p.rdSizes[p.rdN] = l
+	p.rdBytes += uint64(l)
+	p.rdN++
+}
+
+// startGSO prepares the segmentation of the super-frame src.
+func (p *NetdevPort) startGSO(src []byte, vh vnetHdr, vlanValid bool, tpid, tci uint16) {
+	if r, ok := p.seg.init(src, vh, vlanValid, tpid, tci, p.mtu); !ok {
+		p.dropVnet(r, vh, len(src))
+		return
+	}
+	p.offl.gsoFrames.Add(1)
+}
+
+// emitSegments writes the current super-frame's segments into the
+// caller's buffers from p.rdN on, as many as fit.
+func (p *NetdevPort) emitSegments() {
+	for p.seg.active && p.rdN < len(p.rdBufs) {
+		l := p.seg.next(p.rdBufs[p.rdN][p.rdOff:])
+		if l < 0 {
+			p.dropVnet(VnetTooBig, vnetHdr{gsoSize: uint16(p.seg.mss)}, p.seg.maxSegLen())
+			continue
+		}
+		p.offl.gsoSegments.Add(1)
+		p.rdSizes[p.rdN] = l
+		p.rdBytes += uint64(l)
+		p.rdN++
+	}
+}
+
+// auxdata returns message i's VLAN tag and status from its control
+// message.
+func (p *NetdevPort) auxdata(i int) (vlanValid bool, tpid, tci uint16) {
+	h := &p.rxHdrs[i]
+	var status uint32
+	if cl := int(h.Hdr.Controllen); cl >= unix.CmsgLen(int(unsafe.Sizeof(unix.TpacketAuxdata{}))) {
+		c := p.rxCtl[i*ctlSpace:]
+		cm := (*unix.Cmsghdr)(unsafe.Pointer(&c[0]))
+		if cm.Level == unix.SOL_PACKET && cm.Type == unix.PACKET_AUXDATA {
+			aux := (*unix.TpacketAuxdata)(unsafe.Pointer(&c[unix.CmsgLen(0)]))
+			status, tci, tpid = aux.Status, aux.Vlan_tci, aux.Vlan_tpid
+		}
+	}
+	if status&unix.TP_STATUS_VLAN_TPID_VALID == 0 {
+		tpid = EthTypeVLAN
+	}
+	return status&unix.TP_STATUS_VLAN_VALID != 0, tpid, tci
+}
+
+func (p *NetdevPort) slab(i int) []byte { return p.rxSlab[i*rxSlabSize : (i+1)*rxSlabSize] }
+
+// drainPending delivers what is left of the last recvmmsg batch (the
+// segments of a super-frame and the messages in their slabs) into the
+// caller's buffers from p.rdN on.
+func (p *NetdevPort) drainPending() {
+	for p.rdN < len(p.rdBufs) {
+		if p.seg.active {
+			p.emitSegments()
+			continue
+		}
+		if p.pendNext >= p.pendEnd {
+			return
+		}
+		j := p.pendNext
+		p.pendNext++
+		l := p.rxPend[j]
+		if l < 0 {
+			continue
+		}
+		vh := decodeVnetHdr(p.rxVnet[j*vnetHdrLen:])
+		vlanValid, tpid, tci := p.auxdata(j)
+		src := p.slab(j)[:l]
+		if vh.gsoType != vnetGSONone {
+			p.startGSO(src, vh, vlanValid, tpid, tci)
+			continue
+		}
+		b := p.rdBufs[p.rdN]
+		if l > len(b)-p.rdOff {
+			p.dropVnet(VnetTooBig, vh, l)
+			continue
+		}
+		copy(b[p.rdOff:], src)
+		nl, r := finishFrame(b, p.rdOff, l, vlanValid, tpid, tci, vh)
+		p.deliverFinished(nl, r, vh, l)
+	}
 }
 
 func (p *NetdevPort) readMmsg(fd uintptr) bool {
+	p.rdN, p.rdBytes = 0, 0
+	if p.seg.active || p.pendNext < p.pendEnd {
+		p.drainPending()
+		if p.rdN > 0 {
+			p.stats.rx(p.rdN, p.rdBytes)
+			return true
+		}
+	}
 	want := min(len(p.rdBufs), p.batch)
 	for i := 0; i < want; i++ {
 		b := p.rdBufs[i][p.rdOff:]
-		p.rxIov[i].Base = unsafe.SliceData(b)
-		p.rxIov[i].SetLen(len(b))
+		iov := p.rxIov[3*i : 3*i+3]
+		iov[0].Base = &p.rxVnet[i*vnetHdrLen]
+		iov[0].SetLen(vnetHdrLen)
+		iov[1].Base = unsafe.SliceData(b)
+		iov[1].SetLen(len(b))
 		h := &p.rxHdrs[i].Hdr
-		h.Iov = &p.rxIov[i]
-		h.Iovlen = 1
+		h.Iov = &iov[0]
+		h.Iovlen = 2
+		if len(b) < rxSlabSize {
+			sl := p.slab(i)[len(b):]
+			iov[2].Base = &sl[0]
+			iov[2].SetLen(len(sl))
+			h.Iovlen = 3
+		}
 		h.Control = &p.rxCtl[i*ctlSpace]
 		h.SetControllen(ctlSpace)
 		h.Flags = 0
@@ -472,50 +699,53 @@ func (p *NetdevPort) readMmsg(fd uintptr) bool {
 		return true
 	}
 	got := int(r)
-	n := 0
-	var bytes uint64
 	for i := 0; i < got; i++ {
 		h := &p.rxHdrs[i]
-		l := int(h.Len)
+		l := int(h.Len) - vnetHdrLen
 		avail := len(p.rdBufs[i]) - p.rdOff
-		if l > avail || h.Hdr.Flags&unix.MSG_TRUNC != 0 {
-			p.stats.RxErrors.Add(1)
+		if l < 0 || h.Hdr.Flags&unix.MSG_TRUNC != 0 || l > max(avail, rxSlabSize) {
+			p.dropVnet(VnetTooBig, vnetHdr{}, l)
 			continue
 		}
-		var status uint32
-		var tci, tpid uint16
-		if cl := int(h.Hdr.Controllen); cl >= unix.CmsgLen(int(unsafe.Sizeof(unix.TpacketAuxdata{}))) {
-			c := p.rxCtl[i*ctlSpace:]
-			cm := (*unix.Cmsghdr)(unsafe.Pointer(&c[0]))
-			if cm.Level == unix.SOL_PACKET && cm.Type == unix.PACKET_AUXDATA {
-				aux := (*unix.TpacketAuxdata)(unsafe.Pointer(&c[unix.CmsgLen(0)]))
-				status, tci, tpid = aux.Status, aux.Vlan_tci, aux.Vlan_tpid
+		vh := decodeVnetHdr(p.rxVnet[i*vnetHdrLen:])
+		if vh.gsoType != vnetGSONone || l > avail {
+			// This frame is read from its slab, and so are the ones
+			// after it: the caller's buffers from p.rdN on will
+			// hold segments. Make each slab hold its whole frame.
+			for j := i; j < got; j++ {
+				lj := int(p.rxHdrs[j].Len) - vnetHdrLen
+				aj := len(p.rdBufs[j]) - p.rdOff
+				if lj < 0 || p.rxHdrs[j].Hdr.Flags&unix.MSG_TRUNC != 0 || lj > rxSlabSize {
+					if j > i {
+						p.dropVnet(VnetTooBig, vnetHdr{}, lj)
+					}
+					p.rxPend[j] = -1
+					continue
+				}
+				copy(p.slab(j)[:min(lj, aj)], p.rdBufs[j][p.rdOff:])
+				p.rxPend[j] = lj
 			}
+			p.pendNext, p.pendEnd = i, got
+			p.drainPending()
+			break
 		}
-		if status&unix.TP_STATUS_VLAN_TPID_VALID == 0 {
-			tpid = EthTypeVLAN
-		}
-		// Compact: frame i goes to buffer n (n <= i); buffers are the
-		// caller's, so move the data if a frame before was dropped.
+		vlanValid, tpid, tci := p.auxdata(i)
+		// Compact: frame i goes to buffer p.rdN (p.rdN <= i); buffers
+		// are the caller's, so move the data if a frame before was
+		// dropped.
+		n := p.rdN
 		if n != i {
 			if len(p.rdBufs[n])-p.rdOff < l {
-				p.stats.RxErrors.Add(1)
+				p.dropVnet(VnetTooBig, vh, l)
 				continue
 			}
 			copy(p.rdBufs[n][p.rdOff:], p.rdBufs[i][p.rdOff:p.rdOff+l])
 		}
-		l = finishFrame(p.rdBufs[n], p.rdOff, l, status&unix.TP_STATUS_VLAN_VALID != 0, tpid, tci, status&unix.TP_STATUS_CSUMNOTREADY != 0)
-		if l < 0 {
-			p.stats.RxErrors.Add(1)
-			continue
-		}
-		p.rdSizes[n] = l
-		bytes += uint64(l)
-		n++
+		nl, r := finishFrame(p.rdBufs[n], p.rdOff, l, vlanValid, tpid, tci, vh)
+		p.deliverFinished(nl, r, vh, l)
 	}
-	p.stats.rx(n, bytes)
-	p.rdN = n
-	return n > 0
+	p.stats.rx(p.rdN, p.rdBytes)
+	return p.rdN > 0
 }
 
 // Offsets in a TPACKET_V3 block descriptor and packet header.
@@ -537,9 +767,14 @@ func (p *NetdevPort) u32(off int) uint32 {
 }
 
 func (p *NetdevPort) readRing() bool {
-	n := 0
-	var bytes uint64
-	for n < len(p.rdBufs) {
+	p.rdN, p.rdBytes = 0, 0
+	for p.rdN < len(p.rdBufs) {
+		if p.seg.active {
+			// Segments of a super-frame in the ring: its block is
+			// not given back before the last one is out.
+			p.emitSegments()
+			continue
+		}
 		if p.pktLeft == 0 {
 			if p.pktOff != 0 {
 				// Done with the current block: give it back.
@@ -572,27 +807,32 @@ func (p *NetdevPort) readRing() bool {
 		if p.pktLeft > 0 {
 			p.pktOff = hdr + next
 		}
-		b := p.rdBufs[n]
-		if snap < full || snap > len(b)-p.rdOff || hdr+mac+snap > len(p.ring) {
-			p.stats.RxErrors.Add(1)
+		if snap < full || mac < vnetHdrLen || hdr+mac+snap > len(p.ring) {
+			p.dropVnet(VnetTooBig, vnetHdr{}, full)
 			continue
 		}
-		copy(b[p.rdOff:], p.ring[hdr+mac:hdr+mac+snap])
+		// tpacket_rcv writes the virtio_net_hdr just before the frame.
+		vh := decodeVnetHdr(p.ring[hdr+mac-vnetHdrLen:])
 		if status&unix.TP_STATUS_VLAN_TPID_VALID == 0 {
 			tpid = EthTypeVLAN
 		}
-		l := finishFrame(b, p.rdOff, snap, status&unix.TP_STATUS_VLAN_VALID != 0, tpid, tci, status&unix.TP_STATUS_CSUMNOTREADY != 0)
-		if l < 0 {
-			p.stats.RxErrors.Add(1)
+		vlanValid := status&unix.TP_STATUS_VLAN_VALID != 0
+		src := p.ring[hdr+mac : hdr+mac+snap]
+		if vh.gsoType != vnetGSONone {
+			p.startGSO(src, vh, vlanValid, tpid, tci)
 			continue
 		}
-		p.rdSizes[n] = l
-		bytes += uint64(l)
-		n++
+		b := p.rdBufs[p.rdN]
+		if snap > len(b)-p.rdOff {
+			p.dropVnet(VnetTooBig, vh, snap)
+			continue
+		}
+		copy(b[p.rdOff:], src)
+		l, r := finishFrame(b, p.rdOff, snap, vlanValid, tpid, tci, vh)
+		p.deliverFinished(l, r, vh, snap)
 	}
-	p.stats.rx(n, bytes)
-	p.rdN = n
-	return n > 0
+	p.stats.rx(p.rdN, p.rdBytes)
+	return p.rdN > 0
 }
 
 // WriteBatch implements Port with sendmmsg. A frame the kernel refuses
@@ -611,11 +851,16 @@ func (p *NetdevPort) WriteBatch(pkts [][]byte) (int, error) {
 	for len(pkts) > 0 {
 		k := min(len(pkts), p.batch)
 		for i := 0; i < k; i++ {
-			p.txIov[i].Base = unsafe.SliceData(pkts[i])
-			p.txIov[i].SetLen(len(pkts[i]))
+			// The socket has PACKET_VNET_HDR: a zero header (no
+			// offload asked) goes before each frame, by iovec.
+			iov := p.txIov[2*i : 2*i+2]
+			iov[0].Base = &p.txVnet[0]
+			iov[0].SetLen(vnetHdrLen)
+			iov[1].Base = unsafe.SliceData(pkts[i])
+			iov[1].SetLen(len(pkts[i]))
 			h := &p.txHdrs[i].Hdr
-			h.Iov = &p.txIov[i]
-			h.Iovlen = 1
+			h.Iov = &iov[0]
+			h.Iovlen = 2
 		}
 		p.txN, p.txSent, p.txErr = k, 0, nil
 		if err := p.rc.Write(p.writeFn); err != nil {
@@ -692,6 +937,8 @@ func (p *NetdevPort) Close() error {
 		}
 		p.ring = nil
 	}
+	p.seg = segmenter{} // it may point into the ring
+	p.pendNext = p.pendEnd
 	if p.xdp != nil {
 		// The socket is closed: no reader or writer is in the rings.
 		p.wrMu.Lock()
