@@ -65,6 +65,10 @@ type Config struct {
 	// datapath without a daemon (dpctl's netdev datapaths).
 	NoHandlers bool
 	// Batch is how many upcalls a handler reads at once (DefaultBatch).
+	// A handler decides a batch's upcalls one by one, then puts their
+	// megaflows and executes their packets together: in one batched call
+	// each when the datapath offers them (the kernel datapath: many
+	// netlink requests per system call), else one call per item.
 	Batch int
 	// IdleTimeout is how long a flow may go unused before the
 	// revalidator deletes it (DefaultIdleTimeout).
@@ -153,8 +157,8 @@ type Daemon struct {
 	started   time.Time
 
 	// clock is the coarse clock of the learning switch: nanoseconds
-	// since started, advanced by the handlers (once per batch and per
-	// handled upcall) and the revalidator, so that learning reads no
+	// since started, advanced by the handlers (after reading a batch and
+	// after handling it) and the revalidator, so that learning reads no
 	// clock of its own (reading the clock is costly in a VM).
 	clock atomic.Int64
 
@@ -233,7 +237,9 @@ func (d *Daemon) Switch() *policy.LearningSwitch { return d.sw }
 // Rules returns the rule set in use.
 func (d *Daemon) Rules() *policy.RuleSet { return d.pol.Load().rules }
 
-// Latency returns the handler latency histogram.
+// Latency returns the handler latency histogram: for each upcall handled
+// (not shed), the time from the read of its batch to the end of the
+// batch's work, when its flow is installed and its packet executed.
 func (d *Daemon) Latency() *Latency { return &d.lat }
 
 // Setup adds the configured ports the datapath lacks, learns the port

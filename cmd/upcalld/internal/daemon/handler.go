@@ -14,17 +14,77 @@ import (
 	"github.com/ovsdp/ovsdp/policy"
 )
 
-// handlerState is one handler goroutine's reusable memory.
+// handlerState is one handler goroutine's reusable memory: the batch
+// of upcalls it read and, for each, its work in progress; the puts and
+// executes of the batch, handed to the datapath together.
 type handlerState struct {
-	id   int
-	ups  []odp.Upcall
-	meta odp.FlowKey
-	dec  policy.Decision
-	pkt  odp.Packet
+	id  int
+	ups []odp.Upcall
+	// one holds the upcall of handleOne and handleUpcall (a batch of one).
+	one [1]odp.Upcall
+	dec policy.Decision
+	// work[i] is ups[i]'s progress through the batch.
+	work []upcallWork
+	// flows are the batch's megaflows to put, flowPtrs pointers to them,
+	// putOf[j] the index in work of flows[j]'s upcall.
+	flows    []odp.Flow
+	flowPtrs []*odp.Flow
+	putOf    []int
+	// pkts are the batch's packets to execute, pktPtrs pointers to them,
+	// execOf[j] the index in work of pkts[j]'s upcall; meta holds their
+	// metadata keys back to back.
+	pkts    []odp.Packet
+	pktPtrs []*odp.Packet
+	execOf  []int
+	meta    odp.FlowKey
+	// errs collects per-item results when the datapath has no batched
+	// calls.
+	errs []error
+}
+
+// upcallWork is one upcall's progress through its batch.
+type upcallWork struct {
+	// shed: dropped without handling (counted, no latency).
+	shed bool
+	// exec: its packet is to be executed with acts.
+	exec bool
+	acts odp.Actions
+	// rec is the megaflow record it installs, nil when none (flow limit,
+	// already installed, or installed by an earlier upcall of the batch).
+	rec *record
+	// metaStart and metaEnd delimit its metadata in handlerState.meta.
+	metaStart, metaEnd int
+	// installErr and execErr are the failures of its put and execute;
+	// err is its outcome, set at the end of the batch (or earlier when it
+	// fails before installing, e.g. a bad key).
+	installErr, execErr, err error
 }
 
 func newHandlerState(id, batch int) *handlerState {
-	return &handlerState{id: id, ups: make([]odp.Upcall, batch), meta: make(odp.FlowKey, 0, 16)}
+	return &handlerState{
+		id:       id,
+		ups:      make([]odp.Upcall, batch),
+		work:     make([]upcallWork, batch),
+		flows:    make([]odp.Flow, 0, batch),
+		flowPtrs: make([]*odp.Flow, 0, batch),
+		putOf:    make([]int, 0, batch),
+		pkts:     make([]odp.Packet, 0, batch),
+		pktPtrs:  make([]*odp.Packet, 0, batch),
+		execOf:   make([]int, 0, batch),
+		meta:     make(odp.FlowKey, 0, 8*batch),
+		errs:     make([]error, 0, batch),
+	}
+}
+
+// batcher is what a datapath offers, optionally, to put and execute many
+// at once (genl's *Datapath: one sendmsg for up to 50 requests instead
+// of a netlink round trip each). The daemon uses it when the datapath
+// has it and calls PutFlow and Execute once per item otherwise. errs[i]
+// is item i's error; err a failure of the whole call, after which the
+// items without an error of their own are in doubt (see itemErr).
+type batcher interface {
+	PutFlows(ctx context.Context, flows []*odp.Flow, flags odp.PutFlags) (errs []error, err error)
+	ExecuteBatch(ctx context.Context, pkts []*odp.Packet) (errs []error, err error)
 }
 
 // shedMode says how much of an upcall a lagging handler handles.
@@ -40,7 +100,8 @@ const (
 )
 
 // handler reads upcalls in batches from rx until ctx is done, shedding
-// load while it is behind (Config.MaxLag).
+// load while it is behind (Config.MaxLag), and handles each batch
+// together (handleBatch).
 func (d *Daemon) handler(ctx context.Context, id int, rx odp.UpcallReceiver) {
 	h := newHandlerState(id, d.cfg.Batch)
 	var behind time.Time // since when every read filled a whole batch
@@ -69,53 +130,95 @@ func (d *Daemon) handler(ctx context.Context, id int, rx odp.UpcallReceiver) {
 		} else if behind.IsZero() {
 			behind = now
 		}
-		for i := 0; i < n; i++ {
-			now = d.handleOne(ctx, h, &h.ups[i], behind, now)
-			h.ups[i] = odp.Upcall{} // drop references to the packet
-		}
+		d.handleBatch(ctx, h, h.ups[:n], behind, now)
+		clear(h.ups[:n]) // drop references to the packets
 	}
 }
 
-// handleOne handles one upcall; behind is when the handler fell behind
-// (zero when it is not) and now the latest time the handler read. It
-// returns the time after handling, which is read (and the latency
-// recorded) only for upcalls handled in full: a shed upcall costs no
-// clock reading.
-func (d *Daemon) handleOne(ctx context.Context, h *handlerState, up *odp.Upcall, behind, now time.Time) time.Time {
-	mode := shedNone
-	if !behind.IsZero() {
-		switch lag := now.Sub(behind); {
-		case lag > 4*d.cfg.MaxLag:
-			mode = shedAll
-		case lag > d.cfg.MaxLag:
-			mode = shedUnknown
-		}
+// shedModeAt is how much a handler that fell behind at behind (zero when
+// it is not behind) handles at now.
+func (d *Daemon) shedModeAt(behind, now time.Time) shedMode {
+	if behind.IsZero() {
+		return shedNone
 	}
-	if mode != shedNone && up.Kind == odp.UpcallMiss && d.shedMiss(up, mode) {
-		d.m.upcallsReceivedM.Inc()
-		d.shed.Add(1)
-		d.m.shed.Inc()
-		if d.shedLog.allow() { // not a closure: shedding allocates nothing
-			d.log.Warn("handler behind; shedding upcalls", "handler", h.id, "behind", now.Sub(behind).Round(time.Millisecond),
-				"all", mode == shedAll, "shed_total", d.shed.Load())
+	switch lag := now.Sub(behind); {
+	case lag > 4*d.cfg.MaxLag:
+		return shedAll
+	case lag > d.cfg.MaxLag:
+		return shedUnknown
+	}
+	return shedNone
+}
+
+// handleBatch handles a batch of upcalls read at now; behind is when the
+// handler fell behind (zero when it is not). First it sheds what a
+// lagging handler drops; then it decides every other upcall in turn,
+// puts all the batch's new megaflows in one batched call and executes
+// all its packets in another (puts first, as Open vSwitch's handlers do,
+// so that later packets already hit the new flows), and accounts for
+// each upcall as handled or failed.
+//
+// The latency recorded for each handled upcall is the time from the
+// batch's read (now) to the end of the whole batch's work: what the last
+// upcall of the batch waited for its packet to leave, an upper bound for
+// the others. It returns the time after handling, read only when some
+// upcall was handled in full: shedding costs no clock reading.
+func (d *Daemon) handleBatch(ctx context.Context, h *handlerState, ups []odp.Upcall, behind, now time.Time) time.Time {
+	if cap(h.work) < len(ups) {
+		h.work = make([]upcallWork, len(ups))
+	}
+	work := h.work[:len(ups)]
+	mode := d.shedModeAt(behind, now)
+	handle := 0
+	for i := range ups {
+		up := &ups[i]
+		work[i] = upcallWork{}
+		if mode != shedNone && up.Kind == odp.UpcallMiss && d.shedMiss(up, mode) {
+			work[i].shed = true
+			d.m.upcallsReceivedM.Inc()
+			d.shed.Add(1)
+			d.m.shed.Inc()
+			if d.shedLog.allow() { // not a closure: shedding allocates nothing
+				d.log.Warn("handler behind; shedding upcalls", "handler", h.id, "behind", now.Sub(behind).Round(time.Millisecond),
+					"all", mode == shedAll, "shed_total", d.shed.Load())
+			}
+			continue
 		}
+		handle++
+	}
+	if handle == 0 {
 		return now
 	}
-	start := time.Now()
-	err := d.handleUpcall(ctx, h, up)
+	d.process(ctx, h, ups)
 	end := time.Now()
 	d.tick(end)
-	el := end.Sub(start)
-	d.lat.Record(el)
-	d.m.handlerLatency.Observe(el.Seconds())
-	if err != nil {
-		d.failed.Add(1)
-		d.m.handledFail.Inc()
-		d.errLog.do(func() { d.log.Warn("upcall", "handler", h.id, "kind", up.Kind.String(), "port", up.Port, "err", err) })
-		return end
+	el := end.Sub(now)
+	for i := range ups {
+		w := &work[i]
+		if w.shed {
+			continue
+		}
+		d.lat.Record(el)
+		d.m.handlerLatency.Observe(el.Seconds())
+		if err := w.err; err != nil {
+			d.failed.Add(1)
+			d.m.handledFail.Inc()
+			up := &ups[i]
+			d.errLog.do(func() { d.log.Warn("upcall", "handler", h.id, "kind", up.Kind.String(), "port", up.Port, "err", err) })
+		} else {
+			d.handled.Add(1)
+			d.m.handledOK.Inc()
+		}
+		*w = upcallWork{} // drop references
 	}
-	d.handled.Add(1)
-	d.m.handledOK.Inc()
+	return end
+}
+
+// handleOne handles one upcall as a batch of one (see handleBatch).
+func (d *Daemon) handleOne(ctx context.Context, h *handlerState, up *odp.Upcall, behind, now time.Time) time.Time {
+	h.one[0] = *up
+	end := d.handleBatch(ctx, h, h.one[:], behind, now)
+	h.one[0] = odp.Upcall{}
 	return end
 }
 
@@ -141,7 +244,49 @@ func (d *Daemon) HandleUpcall(ctx context.Context, up *odp.Upcall) error {
 	return d.handleUpcall(ctx, h, up)
 }
 
+// handleUpcall processes one upcall (a batch of one, never shed) and
+// returns its outcome, without accounting for it.
 func (d *Daemon) handleUpcall(ctx context.Context, h *handlerState, up *odp.Upcall) error {
+	h.one[0] = *up
+	h.work[0] = upcallWork{}
+	d.process(ctx, h, h.one[:])
+	err := h.work[0].err
+	h.work[0] = upcallWork{}
+	h.one[0] = odp.Upcall{}
+	return err
+}
+
+// process handles the upcalls of a batch not marked shed in h.work:
+// decide each in turn, put the new megaflows, execute the packets. Each
+// upcall's outcome is left in h.work[i].err: a failed put still executes
+// the packet, and an upcall whose put and execute both fail reports both.
+func (d *Daemon) process(ctx context.Context, h *handlerState, ups []odp.Upcall) {
+	h.flows, h.putOf, h.meta = h.flows[:0], h.putOf[:0], h.meta[:0]
+	for i := range ups {
+		if w := &h.work[i]; !w.shed {
+			w.err = d.decide(ctx, h, i, &ups[i])
+		}
+	}
+	d.installBatch(ctx, h)
+	d.executeBatch(ctx, h, ups)
+	for i := range ups {
+		w := &h.work[i]
+		switch {
+		case w.installErr != nil && w.execErr != nil:
+			w.err = errors.Join(w.installErr, w.execErr)
+		case w.installErr != nil:
+			w.err = w.installErr
+		case w.execErr != nil:
+			w.err = w.execErr
+		}
+	}
+}
+
+// decide handles the decision part of upcall i of a batch: for a miss,
+// the policy's decision, learning, the actions, the megaflow to install
+// (queued in h.flows) and the packet to execute (h.work[i].exec). An
+// error returned means the upcall goes no further.
+func (d *Daemon) decide(ctx context.Context, h *handlerState, i int, up *odp.Upcall) error {
 	switch up.Kind {
 	case odp.UpcallAction:
 		d.m.upcallsActionM.Inc()
@@ -167,15 +312,11 @@ func (d *Daemon) handleUpcall(ctx context.Context, h *handlerState, up *odp.Upca
 	if dec.Normal {
 		d.sw.Learn(&k)
 	}
-	acts := policy.Translate(dec, &k, ps.env)
-	if err := d.install(ctx, &k, dec, acts, ps, seq); err != nil {
-		// Still forward the packet.
-		if xerr := d.execute(ctx, h, up, acts); xerr != nil {
-			return errors.Join(err, xerr)
-		}
-		return err
-	}
-	return d.execute(ctx, h, up, acts)
+	w := &h.work[i]
+	w.acts = policy.Translate(dec, &k, ps.env)
+	w.exec = len(w.acts) > 0 // no actions: dropped
+	w.installErr = d.queueInstall(h, i, &k, dec, w.acts, ps, seq)
+	return nil
 }
 
 // megaflowMask is a decision's mask as installed: the policy's mask with
@@ -189,10 +330,12 @@ func megaflowMask(dec *policy.Decision) flowkeys.Key {
 	return m
 }
 
-// install puts the megaflow for key k and decision dec, unless the flow
-// limit is reached or the daemon already has it.
-func (d *Daemon) install(ctx context.Context, k *flowkeys.Key, dec *policy.Decision, acts odp.Actions, ps *policyState, seq uint64) error {
-	if int64(d.flows.len()) >= d.flowLimit.Load() {
+// queueInstall queues the megaflow for key k and decision dec (upcall i
+// of the batch) to be put, unless the flow limit is reached (counting
+// the flows already queued), the daemon already has it, or an earlier
+// upcall of the batch queued it (another packet of the same megaflow).
+func (d *Daemon) queueInstall(h *handlerState, i int, k *flowkeys.Key, dec *policy.Decision, acts odp.Actions, ps *policyState, seq uint64) error {
+	if int64(d.flows.len()+len(h.putOf)) >= d.flowLimit.Load() {
 		d.m.flowLimitHits.Inc()
 		return nil
 	}
@@ -201,6 +344,11 @@ func (d *Daemon) install(ctx context.Context, k *flowkeys.Key, dec *policy.Decis
 	if d.flows.get(ufid) != nil {
 		// Another packet of the same megaflow got here first.
 		return nil
+	}
+	for _, j := range h.putOf {
+		if h.work[j].rec.ufid == ufid {
+			return nil // the same, earlier in this batch
+		}
 	}
 	wire, err := odp.MarshalActions(acts)
 	if err != nil {
@@ -221,41 +369,133 @@ func (d *Daemon) install(ctx context.Context, k *flowkeys.Key, dec *policy.Decis
 		installed:   d.mono(),
 		seenPass:    d.curPass.Load(),
 	}
-	f := odp.Flow{UFID: ufid, Key: r.keyAttrs, Mask: r.maskAttrs, Actions: acts}
-	if _, err := d.dp.PutFlow(ctx, &f, odp.PutCreate); err != nil {
-		if errors.Is(err, os.ErrExist) {
-			d.flows.add(r)
-			return nil
-		}
-		return fmt.Errorf("installing %s actions:%s: %w", odp.FormatKey(r.keyAttrs, r.maskAttrs, false), odp.FormatActions(acts), err)
+	h.work[i].rec = r
+	h.flows = append(h.flows, odp.Flow{UFID: ufid, Key: r.keyAttrs, Mask: r.maskAttrs, Actions: acts})
+	h.putOf = append(h.putOf, i)
+	return nil
+}
+
+// itemErr is item j's error among n items of a batched call that
+// returned errs and err: its own error, else the call's (a failure of
+// the whole call leaves the items without an error of their own in
+// doubt: they count as failed), else an error if the datapath returned
+// too few results.
+func itemErr(errs []error, err error, j, n int) error {
+	if j < len(errs) && errs[j] != nil {
+		return errs[j]
 	}
-	if d.flows.add(r) {
-		d.installed.Add(1)
-		d.m.flowsInstalled.Inc()
+	if err != nil {
+		return err
+	}
+	if len(errs) != n {
+		return fmt.Errorf("the datapath returned %d results for %d requests", len(errs), n)
 	}
 	return nil
 }
 
-// execute sends the upcall's packet through acts, with the upcall's
-// metadata (in_port, priority, mark, conntrack, tunnel).
-func (d *Daemon) execute(ctx context.Context, h *handlerState, up *odp.Upcall, acts odp.Actions) error {
-	if len(acts) == 0 {
-		return nil // dropped
+// installBatch puts the batch's queued megaflows, in one call when the
+// datapath is a batcher, and records those installed. A flow the
+// datapath already has (EEXIST: another handler put it, or it survived a
+// restart) is recorded as the daemon's without counting as installed, as
+// for a single put. A flow whose put failed for good (e.g. a socket
+// failure after the kernel took it) and that the datapath does have is
+// adopted by the next revalidation.
+func (d *Daemon) installBatch(ctx context.Context, h *handlerState) {
+	n := len(h.flows)
+	if n == 0 {
+		return
 	}
-	meta := h.meta[:0]
-	for _, a := range up.Key {
-		switch a.KeyType() {
-		case odp.KeyInPort, odp.KeyPriority, odp.KeySkbMark, odp.KeyRecircID, odp.KeyDPHash, odp.KeyTunnel,
-			odp.KeyCTState, odp.KeyCTZone, odp.KeyCTMark, odp.KeyCTLabels, odp.KeyCTOrigTupleV4, odp.KeyCTOrigTupleV6:
-			meta = append(meta, a)
+	h.flowPtrs = h.flowPtrs[:0]
+	for j := range h.flows {
+		h.flowPtrs = append(h.flowPtrs, &h.flows[j])
+	}
+	var errs []error
+	var berr error
+	if b, ok := d.dp.(batcher); ok {
+		errs, berr = b.PutFlows(ctx, h.flowPtrs, odp.PutCreate)
+	} else {
+		errs = h.errs[:0]
+		for _, f := range h.flowPtrs {
+			_, err := d.dp.PutFlow(ctx, f, odp.PutCreate)
+			errs = append(errs, err)
+		}
+		h.errs = errs
+	}
+	for j, i := range h.putOf {
+		w := &h.work[i]
+		r := w.rec
+		err := itemErr(errs, berr, j, n)
+		switch {
+		case err == nil:
+			if d.flows.add(r) {
+				d.installed.Add(1)
+				d.m.flowsInstalled.Inc()
+			}
+		case errors.Is(err, os.ErrExist):
+			d.flows.add(r)
+		default:
+			w.installErr = fmt.Errorf("installing %s actions:%s: %w", odp.FormatKey(r.keyAttrs, r.maskAttrs, false), odp.FormatActions(r.actions), err)
 		}
 	}
-	h.meta = meta
-	h.pkt = odp.Packet{Data: up.Packet, Key: meta, Actions: acts, MRU: up.MRU}
-	err := d.dp.Execute(ctx, &h.pkt)
-	h.pkt = odp.Packet{}
-	if err != nil {
-		return fmt.Errorf("executing the packet: %w", err)
+	clear(h.flows)
+	clear(h.flowPtrs)
+	clear(h.errs)
+}
+
+// executeBatch sends the batch's packets through their actions, with
+// their upcalls' metadata (in_port, priority, mark, conntrack, tunnel),
+// in one call when the datapath is a batcher.
+func (d *Daemon) executeBatch(ctx context.Context, h *handlerState, ups []odp.Upcall) {
+	h.pkts, h.execOf = h.pkts[:0], h.execOf[:0]
+	meta := h.meta[:0]
+	for i := range ups {
+		w := &h.work[i]
+		if w.shed || !w.exec || w.err != nil {
+			continue
+		}
+		w.metaStart = len(meta)
+		for _, a := range ups[i].Key {
+			switch a.KeyType() {
+			case odp.KeyInPort, odp.KeyPriority, odp.KeySkbMark, odp.KeyRecircID, odp.KeyDPHash, odp.KeyTunnel,
+				odp.KeyCTState, odp.KeyCTZone, odp.KeyCTMark, odp.KeyCTLabels, odp.KeyCTOrigTupleV4, odp.KeyCTOrigTupleV6:
+				meta = append(meta, a)
+			}
+		}
+		w.metaEnd = len(meta)
+		h.execOf = append(h.execOf, i)
 	}
-	return nil
+	h.meta = meta
+	n := len(h.execOf)
+	if n == 0 {
+		return
+	}
+	h.pktPtrs = h.pktPtrs[:0]
+	for _, i := range h.execOf {
+		w := &h.work[i]
+		up := &ups[i]
+		h.pkts = append(h.pkts, odp.Packet{Data: up.Packet, Key: meta[w.metaStart:w.metaEnd:w.metaEnd], Actions: w.acts, MRU: up.MRU})
+	}
+	for j := range h.pkts {
+		h.pktPtrs = append(h.pktPtrs, &h.pkts[j])
+	}
+	var errs []error
+	var berr error
+	if b, ok := d.dp.(batcher); ok {
+		errs, berr = b.ExecuteBatch(ctx, h.pktPtrs)
+	} else {
+		errs = h.errs[:0]
+		for _, p := range h.pktPtrs {
+			errs = append(errs, d.dp.Execute(ctx, p))
+		}
+		h.errs = errs
+	}
+	for j, i := range h.execOf {
+		if err := itemErr(errs, berr, j, n); err != nil {
+			h.work[i].execErr = fmt.Errorf("executing the packet: %w", err)
+		}
+	}
+	clear(h.pkts)
+	clear(h.pktPtrs)
+	clear(h.errs)
+	clear(h.meta)
 }

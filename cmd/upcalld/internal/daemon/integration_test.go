@@ -90,8 +90,8 @@ func TestIntegrationRestartAdopts(t *testing.T) {
 // sent once the daemon has accounted for all but 64 of the frames before
 // it (handled, shed or lost), so the queues never overflow and the rate is
 // what the handlers sustain. It reports handled upcalls per second, the
-// handler latency quantiles (from the upcall's arrival at a handler to
-// its flow installed and packet executed) and what was lost or shed.
+// handler latency quantiles (from the read of an upcall's batch to the
+// end of the batch's work: its flows installed and packets executed) and what was lost or shed.
 //
 //	go test -c -tags integration -o /tmp/daemon.test ./cmd/upcalld/internal/daemon
 //	bin/vmrun /tmp/daemon.test -test.run '^$' -test.bench '^BenchmarkIntegrationUpcalls$' -test.benchtime 2000x

@@ -58,7 +58,7 @@ func newMetrics(reg prometheus.Registerer, d *Daemon) *metrics {
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
 		}),
 		handlerLatency: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name: "upcalld_handler_latency_seconds", Help: "Time to handle one upcall (decide, install, execute).",
+			Name: "upcalld_handler_latency_seconds", Help: "Time to handle one upcall: from the read of its batch to the end of the batch's work (decide, install, execute).",
 			Buckets: prometheus.ExponentialBuckets(1e-6, 2, 20),
 		}),
 	}
