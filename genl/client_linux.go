@@ -23,6 +23,10 @@ type Client struct {
 	dp, vport, flow, packet genetlink.Family
 	meter, ctLimit          *genetlink.Family // nil when the kernel lacks them
 	vportGroup              uint32            // 0 when missing
+	// packetMaxAttr is the highest attribute the kernel's ovs_packet
+	// family knows (CTRL_ATTR_MAXATTR): newer attributes would be
+	// ignored, not refused.
+	packetMaxAttr uint16
 }
 
 // Dial opens a generic netlink socket and resolves the Open vSwitch
@@ -98,6 +102,9 @@ func (c *Client) resolve() error {
 			c.vportGroup = g.ID
 		}
 	}
+	if c.packetMaxAttr, err = c.familyMaxAttr(familyPacket); err != nil {
+		return err
+	}
 	// Meters (4.15) and conntrack limits (4.18) are optional.
 	if f, err := c.gconn.GetFamily(familyMeter); err == nil {
 		c.meter = &f
@@ -110,6 +117,41 @@ func (c *Client) resolve() error {
 		return wrapErr("resolve family "+familyCTLimit, err)
 	}
 	return nil
+}
+
+// familyMaxAttr asks the generic netlink controller for the highest
+// attribute type a family knows (genetlink.Family does not keep it).
+func (c *Client) familyMaxAttr(name string) (uint16, error) {
+	ae := netlink.NewAttributeEncoder()
+	ae.String(unix.CTRL_ATTR_FAMILY_NAME, name)
+	b, err := ae.Encode()
+	if err != nil {
+		return 0, fmt.Errorf("genl: family %s: %w", name, err)
+	}
+	msgs, err := c.gconn.Execute(genetlink.Message{Header: genetlink.Header{Command: unix.CTRL_CMD_GETFAMILY, Version: 1}, Data: b},
+		unix.GENL_ID_CTRL, netlink.Request)
+	if err != nil {
+		return 0, wrapErr("resolve family "+name, err)
+	}
+	for _, m := range msgs {
+		ad, err := netlink.NewAttributeDecoder(m.Data)
+		if err != nil {
+			return 0, &DecodeError{What: "family " + name, Attr: "CTRL_ATTR_MAXATTR", Err: err}
+		}
+		for ad.Next() {
+			if ad.Type() == unix.CTRL_ATTR_MAXATTR {
+				v := ad.Uint32()
+				if v > 0xffff {
+					return 0, &DecodeError{What: "family " + name, Attr: "CTRL_ATTR_MAXATTR", Err: fmt.Errorf("maxattr %d out of range", v)}
+				}
+				return uint16(v), nil
+			}
+		}
+		if err := ad.Err(); err != nil {
+			return 0, &DecodeError{What: "family " + name, Attr: "CTRL_ATTR_MAXATTR", Err: err}
+		}
+	}
+	return 0, &DecodeError{What: "family " + name, Attr: "CTRL_ATTR_MAXATTR", Err: errors.New("the controller's reply has no CTRL_ATTR_MAXATTR")}
 }
 
 // Close closes the Client's request socket.

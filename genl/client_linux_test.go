@@ -546,6 +546,33 @@ func TestExecute(t *testing.T) {
 	}
 }
 
+// A kernel whose ovs_packet family predates OVS_PACKET_ATTR_UPCALL_PID
+// would ignore it: Execute and ExecuteBatch refuse a packet with an
+// upcall PID there, and send nothing for it.
+func TestExecuteUpcallPIDNeedsKernelSupport(t *testing.T) {
+	k := newFake(t, func(r fakeReq) ([]fakeMsg, error) {
+		if r.has(packetAttrUpcallPID) {
+			t.Errorf("upcall PID sent to a kernel without it: %+v", r)
+		}
+		return nil, nil
+	})
+	k.packetMaxAttr = 11 // Linux 6.1
+	c := k.client()
+	key, _ := odp.UnmarshalKey(rawKey(t, 1))
+	acts, _ := odp.UnmarshalActions(rawActions(t))
+	err := c.Execute(1, &odp.Packet{Data: []byte("frame"), Key: key, Actions: acts, UpcallPID: 9})
+	if !errors.Is(err, errors.ErrUnsupported) || !strings.Contains(err.Error(), "up to 11") {
+		t.Errorf("Execute with an upcall PID on an old kernel: %v, want errors.ErrUnsupported naming the family's maximum", err)
+	}
+	errs, err := c.ExecuteBatch(1, []*odp.Packet{{Data: []byte("frame"), Key: key, Actions: acts, UpcallPID: 9}, {Data: []byte("frame"), Key: key, Actions: acts}})
+	if err != nil || !errors.Is(errs[0], errors.ErrUnsupported) || errs[1] != nil {
+		t.Errorf("ExecuteBatch: %v, %v", errs, err)
+	}
+	if err := c.Execute(1, &odp.Packet{Data: []byte("frame"), Key: key, Actions: acts}); err != nil {
+		t.Errorf("Execute without an upcall PID: %v", err)
+	}
+}
+
 func TestMetersAndZoneLimits(t *testing.T) {
 	k := newFake(t, func(r fakeReq) ([]fakeMsg, error) {
 		switch r.Family {

@@ -474,7 +474,7 @@ func (c *Client) DumpFlows(dpIndex int32, o FlowOptions, fn func(*odp.Flow) erro
 // are sent when set.
 func (c *Client) Execute(dpIndex int32, p *odp.Packet) error {
 	const op = "ovs_packet execute"
-	b, err := executeRequest(dpIndex, p)
+	b, err := c.executeRequest(dpIndex, p)
 	if err != nil {
 		return fmt.Errorf("genl: %s: %w", op, err)
 	}
@@ -483,7 +483,13 @@ func (c *Client) Execute(dpIndex int32, p *odp.Packet) error {
 
 // executeRequest encodes an OVS_PACKET_CMD_EXECUTE request's payload
 // (ovs_header and attributes) for p.
-func executeRequest(dpIndex int32, p *odp.Packet) ([]byte, error) {
+func (c *Client) executeRequest(dpIndex int32, p *odp.Packet) ([]byte, error) {
+	if p.UpcallPID != 0 && c.packetMaxAttr < packetAttrUpcallPID {
+		// Older kernels ignore an attribute beyond their maximum: the
+		// upcall would silently go elsewhere.
+		return nil, fmt.Errorf("upcall PID %d: this kernel's %s family knows attributes up to %d, and OVS_PACKET_ATTR_UPCALL_PID (%d) came in 2025 (Linux 6.17): %w",
+			p.UpcallPID, familyPacket, c.packetMaxAttr, packetAttrUpcallPID, errors.ErrUnsupported)
+	}
 	kb, err := odp.MarshalKey(p.Key)
 	if err != nil {
 		return nil, err
@@ -867,7 +873,7 @@ func (c *Client) ExecuteBatch(dpIndex int32, pkts []*odp.Packet) (errs []error, 
 		return err
 	}
 	for i, p := range pkts {
-		b, err := executeRequest(dpIndex, p)
+		b, err := c.executeRequest(dpIndex, p)
 		if err != nil {
 			errs[i] = fmt.Errorf("genl: %s: %w", op, err)
 			continue

@@ -58,6 +58,9 @@ type fakeKernel struct {
 	// sends is how many messages each sendmsg on a request socket
 	// carried.
 	sends []int
+	// packetMaxAttr is the ovs_packet family's CTRL_ATTR_MAXATTR; 0
+	// means 12 (OVS_PACKET_ATTR_UPCALL_PID, as in current kernels).
+	packetMaxAttr uint32
 }
 
 var fakeIDs = map[string]uint16{familyDatapath: 0x20, familyVport: 0x21, familyFlow: 0x22, familyPacket: 0x23, familyMeter: 0x24, familyCTLimit: 0x25}
@@ -289,6 +292,11 @@ func (k *fakeKernel) family(req netlink.Message, gm genetlink.Message) ([]netlin
 	ae.Uint16(unix.CTRL_ATTR_FAMILY_ID, id)
 	ae.String(unix.CTRL_ATTR_FAMILY_NAME, name)
 	ae.Uint32(unix.CTRL_ATTR_VERSION, 1)
+	maxAttr := uint32(12)
+	if name == familyPacket && k.packetMaxAttr != 0 {
+		maxAttr = k.packetMaxAttr
+	}
+	ae.Uint32(unix.CTRL_ATTR_MAXATTR, maxAttr)
 	if name == familyVport {
 		ae.Nested(unix.CTRL_ATTR_MCAST_GROUPS, func(ne *netlink.AttributeEncoder) error {
 			ne.Nested(1, func(ge *netlink.AttributeEncoder) error {

@@ -727,10 +727,12 @@ func TestIntegrationLargeDump(t *testing.T) {
 	}
 }
 
-// TestIntegrationExecuteUpcallPID executes a packet whose userspace
-// action names one upcall socket while the packet's UpcallPID
-// (OVS_PACKET_ATTR_UPCALL_PID) names another: the upcall must go to the
-// packet's, which takes precedence (Debian's 6.1 does so).
+// TestIntegrationExecuteUpcallPID: OVS_PACKET_ATTR_UPCALL_PID came in
+// 2025 (Linux 6.17). On a kernel without it (Debian's 6.1: its ovs_packet
+// family knows attributes up to 11) the kernel would ignore the
+// attribute and send the upcall by per-CPU dispatch, so Execute refuses
+// the packet with errors.ErrUnsupported. On a kernel with it, a userspace
+// action's upcall goes to the packet's upcall PID, not the action's.
 func TestIntegrationExecuteUpcallPID(t *testing.T) {
 	c := kernelClient(t)
 	d := newKernelDP(t, c)
@@ -745,8 +747,16 @@ func TestIntegrationExecuteUpcallPID(t *testing.T) {
 		t.Fatal(err)
 	}
 	frame := udpFrame(net.HardwareAddr{0x02, 0, 0, 0, 0, 0x55}, net.HardwareAddr{0x02, 0, 0, 0, 0, 0x66})
-	if err := d.Execute(ctx, &odp.Packet{Data: frame, Key: inKey, UpcallPID: b.PID(),
-		Actions: odp.Actions{odp.Userspace{PID: a.PID(), Userdata: []byte{1, 2, 3, 4}}}}); err != nil {
+	err = d.Execute(ctx, &odp.Packet{Data: frame, Key: inKey, UpcallPID: b.PID(),
+		Actions: odp.Actions{odp.Userspace{PID: a.PID(), Userdata: []byte{1, 2, 3, 4}}}})
+	t.Logf("ovs_packet maxattr %d; execute with an upcall PID: %v", c.packetMaxAttr, err)
+	if c.packetMaxAttr < packetAttrUpcallPID {
+		if !errors.Is(err, errors.ErrUnsupported) {
+			t.Fatalf("execute with an upcall PID on a kernel without it: %v, want errors.ErrUnsupported", err)
+		}
+		return
+	}
+	if err != nil {
 		t.Fatalf("execute with upcall PID %d: %v", b.PID(), err)
 	}
 	got := make(chan string, 2)

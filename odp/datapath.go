@@ -179,8 +179,10 @@ type Packet struct {
 	Probe bool
 	// UpcallPID, when non-zero, is the netlink port that upcalls made
 	// while executing the packet (a userspace action) go to, in place of
-	// the datapath's and the vport's (OVS_PACKET_ATTR_UPCALL_PID, Linux
-	// 5.16 and newer). Only the kernel datapath has netlink ports: the
+	// the datapath's, the vport's and per-CPU dispatch's
+	// (OVS_PACKET_ATTR_UPCALL_PID, added in 2025, Linux 6.17; genl
+	// refuses it with errors.ErrUnsupported on an older kernel, which would
+	// ignore it). Only the kernel datapath has netlink ports: the
 	// userspace datapath refuses a packet that sets it.
 	UpcallPID uint32
 }
