@@ -137,7 +137,11 @@ EOF
 		# vm.sh's directory (the raw outputs) is shared read-write with the
 		# guest, as a program's directory always is.
 		chmod +x "$raw/vm.sh"
-		bin/vmrun -timeout "$vm_timeout" "$raw/vm.sh" >"$raw/vm.log" 2>&1
+		# One VM at a time on this machine: wait for any other user of
+		# the VM lock (make ktest run by hand takes it too).
+		lock=""
+		command -v flock >/dev/null && lock="flock /tmp/ovsdp-vm.lock"
+		$lock bin/vmrun -timeout "$vm_timeout" "$raw/vm.sh" >"$raw/vm.log" 2>&1
 		vmrc=$?
 		for s in $vm_steps; do
 			st=$(sed -n "s|^$s ||p" "$raw/vm-status" 2>/dev/null)
