@@ -137,8 +137,8 @@ EOF
 		# vm.sh's directory (the raw outputs) is shared read-write with the
 		# guest, as a program's directory always is.
 		chmod +x "$raw/vm.sh"
-		# One VM at a time on this machine: wait for any other user of
-		# the VM lock (make ktest run by hand takes it too).
+		# One VM at a time on this machine: wait for whoever holds the VM
+		# lock (wrap other vmrun uses in the same flock to serialise them).
 		lock=""
 		command -v flock >/dev/null && lock="flock /tmp/ovsdp-vm.lock"
 		$lock bin/vmrun -timeout "$vm_timeout" "$raw/vm.sh" >"$raw/vm.log" 2>&1
