@@ -188,6 +188,12 @@ func (c *Client) DumpFlows(_ int32, _ FlowOptions, _ func(*odp.Flow) error) erro
 	return ErrNotSupported
 }
 
+// DumpFlowsRaw is DumpFlows without the decoding: fn gets each flow
+// message, valid only until fn returns.
+func (c *Client) DumpFlowsRaw(_ int32, _ FlowOptions, _ func([]byte) error) error {
+	return ErrNotSupported
+}
+
 // Execute runs actions on a packet (OVS_PACKET_CMD_EXECUTE). p.Key holds
 // the packet's metadata (in_port, ...); MRU, Hash, Probe and UpcallPID
 // are sent when set.
@@ -363,6 +369,11 @@ func (d *Datapath) FlushFlows(_ context.Context) error {
 // DumpFlows implements odp.Datapath. It streams (see Client.DumpFlows)
 // and stops with ctx's error when ctx is done.
 func (d *Datapath) DumpFlows(_ context.Context, _ odp.DumpOptions, _ func(*odp.Flow) error) error {
+	return ErrNotSupported
+}
+
+// DumpFlowsRaw is DumpFlows without the decoding.
+func (d *Datapath) DumpFlowsRaw(_ context.Context, _ odp.DumpOptions, _ func([]byte) error) error {
 	return ErrNotSupported
 }
 

@@ -469,6 +469,31 @@ func (c *Client) DumpFlows(dpIndex int32, o FlowOptions, fn func(*odp.Flow) erro
 	return nil
 }
 
+// DumpFlowsRaw is DumpFlows without the decoding: fn gets each flow
+// message's generic netlink payload (struct ovs_header included, what
+// DecodeFlow takes), valid only until fn returns. It lets a caller decode
+// on other goroutines (dpctl dump-flows does, on two CPUs).
+func (c *Client) DumpFlowsRaw(dpIndex int32, o FlowOptions, fn func([]byte) error) error {
+	ae := netlink.NewAttributeEncoder()
+	if o.UFIDFlags != 0 {
+		ae.Uint32(flowAttrUFIDFlags, uint32(o.UFIDFlags))
+	}
+	b, err := ovsHeader(dpIndex, ae)
+	if err != nil {
+		return err
+	}
+	intr, err := c.dumpOn(request{op: "ovs_flow dump", family: c.flow.ID, cmd: flowCmdGet, version: versionFlow, data: b}, func(_ uint8, data []byte) error {
+		return fn(data)
+	})
+	if err != nil {
+		return err
+	}
+	if intr {
+		return fmt.Errorf("genl: ovs_flow dump: %w", ErrDumpInterrupted)
+	}
+	return nil
+}
+
 // Execute runs actions on a packet (OVS_PACKET_CMD_EXECUTE). p.Key holds
 // the packet's metadata (in_port, ...); MRU, Hash, Probe and UpcallPID
 // are sent when set.

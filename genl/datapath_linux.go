@@ -301,6 +301,22 @@ func (d *Datapath) DumpFlows(ctx context.Context, opts odp.DumpOptions, fn func(
 	})
 }
 
+// DumpFlowsRaw is DumpFlows without the decoding (Client.DumpFlowsRaw):
+// fn gets each flow message, to decode with DecodeFlow, valid only until
+// fn returns.
+func (d *Datapath) DumpFlowsRaw(ctx context.Context, opts odp.DumpOptions, fn func([]byte) error) error {
+	o := FlowOptions{}
+	if opts.Terse {
+		o.UFIDFlags = Terse
+	}
+	return d.c.DumpFlowsRaw(d.index, o, func(b []byte) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		return fn(b)
+	})
+}
+
 // Execute implements odp.Datapath.
 func (d *Datapath) Execute(ctx context.Context, p *odp.Packet) error {
 	if err := ctx.Err(); err != nil {

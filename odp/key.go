@@ -3,6 +3,7 @@ package odp
 import (
 	"encoding/binary"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 )
@@ -76,6 +77,10 @@ var keyTab struct {
 	once sync.Once
 	dec  [keyTabLen]keyDecoder
 	name [keyTabLen]string
+	// keyPath[t] is "key." + the name of t: the path of a top-level
+	// attribute of UnmarshalKey (keys and masks alike), built once
+	// instead of per decoded attribute.
+	keyPath [keyTabLen]string
 }
 
 // keyTables returns keyTab, built.
@@ -90,6 +95,13 @@ func keyTables() *[keyTabLen]keyDecoder {
 			if int(t) < keyTabLen {
 				keyTab.name[t] = n
 			}
+		}
+		for t := range keyTab.keyPath {
+			n := keyTab.name[t]
+			if n == "" {
+				n = "key" + strconv.Itoa(t) // as KeyType.String (which would wait on this Once)
+			}
+			keyTab.keyPath[t] = "key." + n
 		}
 	})
 	return &keyTab.dec
@@ -182,6 +194,9 @@ func decodeKeyAttr(a *rawAttr, path string, depth int) (KeyAttr, error) {
 		dec = keyDecoders[t]
 	}
 	if dec != nil {
+		if path == "key" && int(t) < keyTabLen {
+			return dec(a, keyTab.keyPath[t], depth)
+		}
 		return dec(a, path+"."+t.String(), depth)
 	}
 	return UnknownKey{Type: t, Data: append([]byte(nil), a.Data...)}, nil

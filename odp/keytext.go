@@ -44,7 +44,7 @@ func formatKey(f *textBuf, key, mask FlowKey, verbose bool) {
 			hasPacketType = true
 		}
 		nested := t == KeyEncap || t == KeyTunnel || t == KeyNSH
-		wildcard := hasMask && (ma == nil || maskIsConst(ma, 0))
+		wildcard := hasMask && (ma == nil || maskIsConstBuf(ma, 0, f.scratch[:0]))
 		switch {
 		case verbose || !wildcard || nested:
 			if wildcard && ma == nil {
@@ -107,7 +107,12 @@ func zeroMask(a KeyAttr) KeyAttr {
 // 0xff), as Open vSwitch's odp_mask_is_constant__: padding and unused
 // bits do not count; encap, nested and unknown attributes are never
 // constant.
-func maskIsConst(m KeyAttr, c byte) bool {
+func maskIsConst(m KeyAttr, c byte) bool { return maskIsConstBuf(m, c, nil) }
+
+// maskIsConstBuf is maskIsConst encoding m's payload into buf (a
+// formatter's scratch space, so that formatting a key does not allocate
+// per attribute).
+func maskIsConstBuf(m KeyAttr, c byte, buf []byte) bool {
 	switch v := m.(type) {
 	case Encap, Tunnel, NSH, UnknownKey:
 		return false
@@ -118,7 +123,7 @@ func maskIsConst(m KeyAttr, c byte) bool {
 			v.Proto == c && v.TClass == c && v.HLimit == c && v.Frag == c &&
 			allByte(v.Src[:], c) && allByte(v.Dst[:], c)
 	}
-	p, err := m.appendPayload(nil)
+	p, err := m.appendPayload(buf)
 	if err != nil {
 		return false
 	}

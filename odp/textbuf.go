@@ -12,6 +12,9 @@ type textBuf struct {
 	strings.Builder
 	// portName, when set, names datapath ports (ovs-dpctl --names).
 	portName func(uint32) (string, bool)
+	// scratch holds a mask attribute's payload while formatKey checks
+	// it (64 bytes hold every fixed-size attribute).
+	scratch [64]byte
 }
 
 // writePort writes a datapath port number, or its name when names are
@@ -40,6 +43,7 @@ type FormatOptions struct {
 // FormatKeyWith is FormatKey with options.
 func FormatKeyWith(key, mask FlowKey, opts FormatOptions) string {
 	f := textBuf{portName: opts.PortName}
+	f.Grow(32 * len(key)) // about a key's text, without regrowing
 	formatKey(&f, key, mask, opts.Verbose)
 	return f.String()
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,9 +11,12 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/ovsdp/ovsdp/genl"
 	"github.com/ovsdp/ovsdp/odp"
 )
 
@@ -437,39 +441,187 @@ func cmdDumpFlows(e *env, args []string) error {
 	now := monotonicMS()
 	w := bufio.NewWriterSize(e.out, 64*1024)
 	defer w.Flush()
-	first := true
 	if e.json {
 		w.WriteString("[")
 	}
-	err = dp.DumpFlows(e.ctx, odp.DumpOptions{}, func(f *odp.Flow) error {
+	first := true
+	if err := dumpFlowsParallel(e.ctx, dp, func(f *odp.Flow) (string, bool, error) {
 		if !match(f) {
-			return nil
+			return "", false, nil
 		}
+		if !e.json {
+			return formatFlow(f, opts, now), true, nil
+		}
+		b, err := json.Marshal(toFlowJSON(f, opts))
+		return string(b), true, err
+	}, func(entry string) error {
 		if e.json {
-			b, err := json.Marshal(toFlowJSON(f, opts))
-			if err != nil {
-				return err
-			}
 			if !first {
-				w.WriteString(",")
+				w.WriteByte(',')
 			}
 			w.WriteString("\n  ")
-			w.Write(b)
-		} else {
-			w.WriteString(formatFlow(f, opts, now))
-			w.WriteByte('\n')
 		}
 		first = false
+		w.WriteString(entry)
+		if !e.json {
+			return w.WriteByte('\n')
+		}
 		return nil
-	})
+	}); err != nil {
+		return err
+	}
 	if e.json {
 		w.WriteString("\n]\n")
+	}
+	return nil
+}
+
+// rawDumper is a datapath that can dump its flows undecoded (genl's
+// *Datapath): dump-flows then decodes on several goroutines.
+type rawDumper interface {
+	DumpFlowsRaw(ctx context.Context, opts odp.DumpOptions, fn func([]byte) error) error
+}
+
+// dumpChunk is a run of consecutive flows of a dump, raw (from a
+// rawDumper) or decoded, and where its formatted entries go.
+type dumpChunk struct {
+	raw   [][]byte
+	flows []*odp.Flow
+	done  chan dumpResult
+}
+
+type dumpResult struct {
+	entries []string
+	err     error
+}
+
+// dumpChunkLen is how many flows a chunk holds.
+const dumpChunkLen = 64
+
+// dumpFlowsParallel dumps dp's flows, formats each with format (which
+// also filters: keep false drops the flow) on two worker goroutines, and
+// hands the entries to write in the dump's order. This goroutine only
+// receives (and, for a datapath that cannot dump raw, decodes); decoding
+// and formatting, most of a large dump's CPU time, run on both CPUs
+// (ovs-dpctl does all of it in one thread).
+func dumpFlowsParallel(ctx context.Context, dp odp.Datapath, format func(*odp.Flow) (string, bool, error), write func(string) error) error {
+	parallelStages()
+	work := make(chan *dumpChunk, 8)
+	ordered := make(chan *dumpChunk, 8)
+	var failed atomic.Bool // a chunk failed: stop dumping
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for c := range work {
+				c.done <- formatChunk(c, format)
+			}
+		}()
+	}
+	writeErr := make(chan error, 1)
+	go func() {
+		var err error
+		for c := range ordered {
+			r := <-c.done
+			if err != nil {
+				continue // drain until the dump stops
+			}
+			if err = r.err; err == nil {
+				for _, s := range r.entries {
+					if err = write(s); err != nil {
+						err = fmt.Errorf("dump-flows: writing: %w", err)
+						break
+					}
+				}
+			}
+			if err != nil {
+				failed.Store(true)
+			}
+		}
+		writeErr <- err
+	}()
+	cur := &dumpChunk{}
+	send := func() {
+		cur.done = make(chan dumpResult, 1)
+		ordered <- cur
+		work <- cur
+		cur = &dumpChunk{}
+	}
+	var err error
+	if rd, ok := dp.(rawDumper); ok {
+		err = rd.DumpFlowsRaw(ctx, odp.DumpOptions{}, func(b []byte) error {
+			if failed.Load() {
+				return errDumpStopped
+			}
+			cur.raw = append(cur.raw, bytes.Clone(b))
+			if len(cur.raw) == dumpChunkLen {
+				send()
+			}
+			return nil
+		})
+	} else {
+		err = dp.DumpFlows(ctx, odp.DumpOptions{}, func(f *odp.Flow) error {
+			if failed.Load() {
+				return errDumpStopped
+			}
+			cur.flows = append(cur.flows, f)
+			if len(cur.flows) == dumpChunkLen {
+				send()
+			}
+			return nil
+		})
+	}
+	if len(cur.raw)+len(cur.flows) > 0 {
+		send()
+	}
+	close(work)
+	close(ordered)
+	wg.Wait()
+	if werr := <-writeErr; werr != nil {
+		return werr
 	}
 	if err != nil {
 		return fmt.Errorf("failed to dump flows from datapath: %w", err)
 	}
 	return nil
 }
+
+// formatChunk decodes (if raw) and formats a chunk's flows.
+func formatChunk(c *dumpChunk, format func(*odp.Flow) (string, bool, error)) dumpResult {
+	var r dumpResult
+	one := func(f *odp.Flow) bool {
+		s, keep, err := format(f)
+		if err != nil {
+			r.err = err
+			return false
+		}
+		if keep {
+			r.entries = append(r.entries, s)
+		}
+		return true
+	}
+	for _, b := range c.raw {
+		f, err := genl.DecodeFlow(b)
+		if err != nil {
+			r.err = fmt.Errorf("failed to dump flows from datapath: genl: ovs_flow dump: %w", err)
+			return r
+		}
+		if !one(f) {
+			return r
+		}
+	}
+	for _, f := range c.flows {
+		if !one(f) {
+			return r
+		}
+	}
+	return r
+}
+
+// errDumpStopped stops a dump whose output failed (the writer's own
+// error is reported).
+var errDumpStopped = errors.New("dump stopped: output failed")
 
 // parseFlowArg parses "[ufid:UFID,]FLOW" as ovs-dpctl's put and del do.
 func parseFlowArg(s string, portNumber func(string) (uint32, bool)) (odp.UFID, odp.FlowKey, odp.FlowKey, error) {

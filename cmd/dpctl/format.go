@@ -50,6 +50,7 @@ func tcpFlagsString(f uint16) string {
 // vSwitch's kernel and userspace datapaths do (", dp:ovs" with -m).
 func formatFlow(f *odp.Flow, opts odp.FormatOptions, nowMS uint64) string {
 	var b strings.Builder
+	b.Grow(384) // a typical flow's line, without regrowing
 	if opts.Verbose && !f.UFID.IsZero() {
 		b.WriteString(f.UFID.String())
 		b.WriteString(", ")

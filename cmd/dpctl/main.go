@@ -22,6 +22,8 @@ func main() {
 	if os.Getenv("GOMAXPROCS") == "" {
 		runtime.GOMAXPROCS(1)
 	}
+	// (dump-flows, whose two stages run in parallel, asks for two:
+	// parallelStages.)
 	// OVSDP_CPUPROFILE=FILE writes a CPU profile of the command (for
 	// measuring dpctl against ovs-dpctl).
 	if path := os.Getenv("OVSDP_CPUPROFILE"); path != "" {
@@ -68,4 +70,13 @@ func netnsArg(args []string) (string, []string) {
 		}
 	}
 	return "", args
+}
+
+// parallelStages lets a command that runs two busy goroutines (dump-flows'
+// decoder and formatter) use two CPUs, unless GOMAXPROCS is set in the
+// environment.
+func parallelStages() {
+	if os.Getenv("GOMAXPROCS") == "" && runtime.NumCPU() > 1 {
+		runtime.GOMAXPROCS(2)
+	}
 }
