@@ -120,7 +120,14 @@ func BenchmarkUpcallsEndToEnd(b *testing.B) {
 			m, _ := h.in[1].WriteBatch(hits[:n-w])
 			w += m
 		}
+		wait := time.Now().Add(10 * time.Second)
 		for h.portTx(2)-before < uint64(sent) {
+			if time.Now().After(wait) {
+				ps, _ := h.dp.Ports(context.Background())
+				info, _ := h.dp.Info(context.Background())
+				b.Fatalf("baseline: %d hits sent, port 2 output %d after 10 s; ports %+v; datapath %+v; daemon %+v; flows %v",
+					sent, h.portTx(2)-before, ps, info.Stats, h.d.Status(), h.flows())
+			}
 			time.Sleep(10 * time.Microsecond)
 		}
 	}
