@@ -445,28 +445,13 @@ func (c *Client) FlushFlows(dpIndex int32) error {
 // the dump runs to its end and then returns an error wrapping
 // ErrDumpInterrupted. The *odp.Flow passed to fn is fn's to keep.
 func (c *Client) DumpFlows(dpIndex int32, o FlowOptions, fn func(*odp.Flow) error) error {
-	ae := netlink.NewAttributeEncoder()
-	if o.UFIDFlags != 0 {
-		ae.Uint32(flowAttrUFIDFlags, uint32(o.UFIDFlags))
-	}
-	b, err := ovsHeader(dpIndex, ae)
-	if err != nil {
-		return err
-	}
-	intr, err := c.dumpOn(request{op: "ovs_flow dump", family: c.flow.ID, cmd: flowCmdGet, version: versionFlow, data: b}, func(_ uint8, data []byte) error {
+	return c.DumpFlowsRaw(dpIndex, o, func(data []byte) error {
 		f, err := DecodeFlow(data)
 		if err != nil {
 			return fmt.Errorf("genl: ovs_flow dump: %w", err)
 		}
 		return fn(f)
 	})
-	if err != nil {
-		return err
-	}
-	if intr {
-		return fmt.Errorf("genl: ovs_flow dump: %w", ErrDumpInterrupted)
-	}
-	return nil
 }
 
 // DumpFlowsRaw is DumpFlows without the decoding: fn gets each flow
