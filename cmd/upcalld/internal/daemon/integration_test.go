@@ -106,16 +106,7 @@ func BenchmarkIntegrationUpcalls(b *testing.B) {
 
 func benchUpcalls(b *testing.B, open func(testing.TB) odp.Datapath) {
 	tp := newTopo(b, 2, open, Config{Logger: discardLogger(), Handlers: 2})
-	var fd int
-	if err := tp.hosts[0].Do(func() error {
-		var err error
-		fd, err = unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0)
-		return err
-	}); err != nil {
-		b.Fatal(err)
-	}
-	defer unix.Close(fd)
-	sa := &unix.SockaddrLinklayer{Ifindex: tp.hosts[0].Index(b, tp.veths[0].Name), Protocol: 0x0008, Halen: 6}
+	fd, sa := tp.rawSender(0)
 	frames := make([][]byte, b.N)
 	for i := range frames {
 		dst := mac{0x02, 0xee}

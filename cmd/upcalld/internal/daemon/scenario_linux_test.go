@@ -135,6 +135,21 @@ func newTopo(t testing.TB, n int, open func(t testing.TB) odp.Datapath, cfg Conf
 
 func testLogger(t testing.TB) *slogLogger { return newTestLogger(t) }
 
+// rawSender opens an AF_PACKET socket in host i's namespace, closed when
+// the test ends, and its address for sendto out of the host's veth.
+func (tp *topo) rawSender(i int) (int, *unix.SockaddrLinklayer) {
+	var fd int
+	if err := tp.hosts[i].Do(func() error {
+		var err error
+		fd, err = unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0)
+		return err
+	}); err != nil {
+		tp.t.Fatal(err)
+	}
+	tp.t.Cleanup(func() { unix.Close(fd) })
+	return fd, &unix.SockaddrLinklayer{Ifindex: tp.hosts[i].Index(tp.t, tp.veths[i].Name), Protocol: 0x0008, Halen: 6}
+}
+
 // dumpFlows returns the datapath's flows as text lines.
 func dumpFlows(t testing.TB, dp odp.Datapath) []string {
 	t.Helper()
@@ -349,16 +364,7 @@ func scenarioOverload(t *testing.T, open func(t testing.TB) odp.Datapath, rate i
 	if err := tp.hosts[0].Ping(hostIP(1), 10*time.Second); err != nil {
 		t.Fatalf("ping before the flood: %v", err)
 	}
-	var fd int
-	if err := tp.hosts[0].Do(func() error {
-		var err error
-		fd, err = unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0)
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	defer unix.Close(fd)
-	sa := &unix.SockaddrLinklayer{Ifindex: tp.hosts[0].Index(t, tp.veths[0].Name), Protocol: 0x0008, Halen: 6}
+	fd, sa := tp.rawSender(0)
 	dst := mac{0x02, 0xee, 0, 0, 0, 1} // nobody: flooded
 	copy(sa.Addr[:], dst[:])
 	const tick = 10 * time.Millisecond
