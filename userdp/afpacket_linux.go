@@ -679,20 +679,26 @@ func (p *NetdevPort) drainPending() {
 		}
 		vh := decodeVnetHdr(p.rxVnet[j*vnetHdrLen:])
 		vlanValid, tpid, tci := p.auxdata(j)
-		src := p.slab(j)[:l]
-		if vh.gsoType != vnetGSONone {
-			p.startGSO(src, vh, vlanValid, tpid, tci)
-			continue
-		}
-		b := p.rdBufs[p.rdN]
-		if l > len(b)-p.rdOff {
-			p.dropVnet(VnetTooBig, vh, l)
-			continue
-		}
-		copy(b[p.rdOff:], src)
-		nl, r := finishFrame(b, p.rdOff, l, vlanValid, tpid, tci, vh)
-		p.deliverFinished(nl, r, vh, l)
+		p.receive(p.slab(j)[:l], vh, vlanValid, tpid, tci)
 	}
+}
+
+// receive takes one received frame, src, with its virtio_net_hdr and
+// out-of-band VLAN tag: a GSO super-frame starts segmenting; any other
+// frame is copied into the caller's next buffer and finished.
+func (p *NetdevPort) receive(src []byte, vh vnetHdr, vlanValid bool, tpid, tci uint16) {
+	if vh.gsoType != vnetGSONone {
+		p.startGSO(src, vh, vlanValid, tpid, tci)
+		return
+	}
+	b := p.rdBufs[p.rdN]
+	if len(src) > len(b)-p.rdOff {
+		p.dropVnet(VnetTooBig, vh, len(src))
+		return
+	}
+	copy(b[p.rdOff:], src)
+	l, r := finishFrame(b, p.rdOff, len(src), vlanValid, tpid, tci, vh)
+	p.deliverFinished(l, r, vh, len(src))
 }
 
 func (p *NetdevPort) readMmsg(fd uintptr) bool {
@@ -853,19 +859,7 @@ func (p *NetdevPort) readRing() bool {
 			tpid = EthTypeVLAN
 		}
 		vlanValid := status&unix.TP_STATUS_VLAN_VALID != 0
-		src := p.ring[hdr+mac : hdr+mac+snap]
-		if vh.gsoType != vnetGSONone {
-			p.startGSO(src, vh, vlanValid, tpid, tci)
-			continue
-		}
-		b := p.rdBufs[p.rdN]
-		if snap > len(b)-p.rdOff {
-			p.dropVnet(VnetTooBig, vh, snap)
-			continue
-		}
-		copy(b[p.rdOff:], src)
-		l, r := finishFrame(b, p.rdOff, snap, vlanValid, tpid, tci, vh)
-		p.deliverFinished(l, r, vh, snap)
+		p.receive(p.ring[hdr+mac:hdr+mac+snap], vh, vlanValid, tpid, tci)
 	}
 	p.stats.rx(p.rdN, p.rdBytes)
 	return p.rdN > 0

@@ -253,7 +253,7 @@ func xskProgram(mapFD int, vlanKfunc uint32) []bpfInsn {
 // (XDPVLANRestore says why). Declaring a GPL-compatible license would
 // enable it; that is a licensing decision for the project, not a
 // technical one, and the XDP mode is not the default.
-const xdpProgLicense = "Apache-2.0"
+const xdpProgLicense = bpfLicense
 
 // loadXSKProgram loads xskProgram and returns its file descriptor. With
 // vlanKfunc, the program is bound to interface ifindex (a kfunc of the

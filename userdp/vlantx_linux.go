@@ -161,10 +161,14 @@ type bpfProgLoadAttr struct {
 	progName    [16]byte
 }
 
+// bpfLicense is the license the project's BPF programs declare to the
+// kernel.
+const bpfLicense = "Apache-2.0"
+
 // loadVLANTxProgram loads the program and returns its file descriptor.
 func loadVLANTxProgram() (int, error) {
 	prog := vlanTxProgram()
-	license := []byte("Apache-2.0\x00")
+	license := []byte(bpfLicense + "\x00")
 	logBuf := make([]byte, 4096)
 	attr := bpfProgLoadAttr{
 		progType: bpfProgTypeSchedCl,
