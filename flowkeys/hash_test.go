@@ -288,3 +288,94 @@ func TestHashEnv(t *testing.T) {
 		}
 	}
 }
+
+func TestHashMicroflow(t *testing.T) {
+	a := flowkeys.NewKeyedHasherFromSecret([]byte("one"))
+	b := flowkeys.NewKeyedHasherFromSecret([]byte("two"))
+	k := flowkeystest5Tuple()
+	k.EthSrc = [6]byte{2, 0, 0, 0, 0, 1}
+	k.EthDst = [6]byte{2, 0, 0, 0, 0, 2}
+	h := flowkeys.HashMicroflow(&k, a)
+	if h != flowkeys.HashMicroflow(&k, flowkeys.NewKeyedHasherFromSecret([]byte("one"))) {
+		t.Error("same secret, different hash")
+	}
+	if h == flowkeys.HashMicroflow(&k, b) {
+		t.Error("different secrets, same hash")
+	}
+	// Every field it covers changes the hash (with this secret: a
+	// collision would be a 2^-32 accident, and the secret is fixed).
+	covered := map[string]func(*flowkeys.Key){
+		"in_port":   func(k *flowkeys.Key) { k.InPort++ },
+		"recirc_id": func(k *flowkeys.Key) { k.RecircID = 7 },
+		"eth_type":  func(k *flowkeys.Key) { k.EthType = flowkeys.EthTypeARP },
+		"vlan":      func(k *flowkeys.Key) { k.VLANTCI = 0x1005 },
+		"eth_src":   func(k *flowkeys.Key) { k.EthSrc[0] ^= 0x80 },
+		"eth_src5":  func(k *flowkeys.Key) { k.EthSrc[5] ^= 1 },
+		"eth_dst":   func(k *flowkeys.Key) { k.EthDst[3] ^= 1 },
+		"eth_dst5":  func(k *flowkeys.Key) { k.EthDst[5] ^= 1 },
+		"ip_proto":  func(k *flowkeys.Key) { k.IPProto = 17 },
+		"ipv4_src":  func(k *flowkeys.Key) { k.IPv4Src[3]++ },
+		"ipv4_dst":  func(k *flowkeys.Key) { k.IPv4Dst[0]++ },
+		"tp_src":    func(k *flowkeys.Key) { k.TpSrc++ },
+		"tp_dst":    func(k *flowkeys.Key) { k.TpDst++ },
+	}
+	for name, change := range covered {
+		k2 := k
+		change(&k2)
+		if flowkeys.HashMicroflow(&k2, a) == h {
+			t.Errorf("changing %s leaves the hash unchanged", name)
+		}
+	}
+	// Fields outside the microflow identity do not change it: packets
+	// of one connection share a cache set whatever their TTL or flags.
+	ignored := map[string]func(*flowkeys.Key){
+		"ttl":       func(k *flowkeys.Key) { k.IPTTL-- },
+		"tcp_flags": func(k *flowkeys.Key) { k.TCPFlags = 0x10 },
+		"dp_hash":   func(k *flowkeys.Key) { k.DPHash = 99 },
+		"skb_mark":  func(k *flowkeys.Key) { k.SkbMark = 1 },
+		"ipv6_src":  func(k *flowkeys.Key) { k.IPv6Src[0] = 1 }, // not an IPv6 key
+	}
+	for name, change := range ignored {
+		k2 := k
+		change(&k2)
+		if flowkeys.HashMicroflow(&k2, a) != h {
+			t.Errorf("changing %s changes the hash", name)
+		}
+	}
+	// An IPv6 key hashes its addresses, all 32 bytes.
+	k6 := k
+	k6.EthType = flowkeys.EthTypeIPv6
+	h6 := flowkeys.HashMicroflow(&k6, a)
+	for i := 0; i < 32; i++ {
+		k2 := k6
+		if i < 16 {
+			k2.IPv6Src[i] ^= 1
+		} else {
+			k2.IPv6Dst[i-16] ^= 1
+		}
+		if flowkeys.HashMicroflow(&k2, a) == h6 {
+			t.Errorf("IPv6 address byte %d does not change the hash", i)
+		}
+	}
+	// Keys that collide under CRC32C over the cache's words (the
+	// attack) spread over the hash like any others: no more than a few
+	// in one of 1,024 buckets.
+	free := flowkeys.Key{TpSrc: 0xffff, TpDst: 0xffff, IPv4Src: [4]byte{255, 255, 255, 255}, IPv4Dst: [4]byte{255, 255, 255, 255}}
+	keys, err := flowkeys.CRCCollisions(&k, &free, flowkeys.Range{Start: 8, End: 17}, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	buckets := map[uint32]int{}
+	most := 0
+	for i := range keys {
+		x := flowkeys.HashMicroflow(&keys[i], a) & 1023
+		buckets[x]++
+		most = max(most, buckets[x])
+	}
+	if most > 8 {
+		t.Errorf("1,000 CRC-colliding keys: %d in one of 1,024 buckets", most)
+	}
+	if n := testing.AllocsPerRun(100, func() { h ^= flowkeys.HashMicroflow(&k, a) }); n != 0 {
+		t.Errorf("HashMicroflow allocates %.1f times", n)
+	}
+}

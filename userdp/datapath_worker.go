@@ -73,9 +73,9 @@ func newWorker(dp *Datapath, cacheEntries int) *worker {
 // process runs one received frame, at buf[off:off+n], from port inPort.
 func (w *worker) process(buf []byte, off, n int, inPort uint32) {
 	c := &w.ctx
-	c.f = Frame{Buf: buf, Off: off, Len: n}
+	c.f.Buf, c.f.Off, c.f.Len = buf, off, n
 	c.hValid, c.cutlen, c.recirc, c.steal = false, 0, 0, true
-	if err := flowkeys.ExtractPort(c.f.Bytes(), inPort, &c.key); err != nil {
+	if err := flowkeys.ExtractPort(buf[off:off+n], inPort, &c.key); err != nil {
 		w.counters.extractErrors++
 		return
 	}

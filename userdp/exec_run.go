@@ -119,6 +119,21 @@ func (c *pktCtx) headers() (*Headers, error) {
 	return &c.h, nil
 }
 
+// l3 returns the offset of the packet's network header (Headers.L3)
+// without parsing what follows it, or -1 for a frame shorter than an
+// Ethernet header.
+func (c *pktCtx) l3() int {
+	if c.hValid {
+		return c.h.L3
+	}
+	b := c.f.Bytes()
+	if len(b) < 14 {
+		return -1
+	}
+	off, _, _ := l2Type(b)
+	return off
+}
+
 // validKey re-extracts the key if an action invalidated it, keeping the
 // metadata.
 func (c *pktCtx) validKey() error {
@@ -238,11 +253,12 @@ func (w *worker) run(c *pktCtx, ops []op) {
 				return
 			}
 		case opDecTTL:
-			h, err := c.headers()
-			var expired bool
-			if err == nil {
-				expired, err = DecTTL(c.f.Bytes(), h)
+			l3 := c.l3()
+			if l3 < 0 { // as ParseHeaders: no Ethernet header
+				w.actionError()
+				return
 			}
+			expired, err := decTTL(c.f.Bytes(), c.proto, l3)
 			if err != nil {
 				w.actionError()
 				return

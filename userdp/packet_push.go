@@ -181,12 +181,17 @@ func TruncLen(frame []byte, maxLen uint32) int {
 // the packet is dropped). ErrTooShort when the IP header (at h.L3) is not
 // all in the frame.
 func DecTTL(frame []byte, h *Headers) (expired bool, err error) {
-	switch h.Protocol {
+	return decTTL(frame, h.Protocol, h.L3)
+}
+
+// decTTL is DecTTL for skb->protocol proto and the network header at l3.
+func decTTL(frame []byte, proto uint16, l3 int) (expired bool, err error) {
+	switch proto {
 	case EthTypeIPv4:
-		if h.L3 < 0 || len(frame) < h.L3+20 {
-			return false, fmt.Errorf("dec_ttl: %w: %d bytes, the IPv4 header ends at %d", ErrTooShort, len(frame), h.L3+20)
+		if l3 < 0 || len(frame) < l3+20 {
+			return false, fmt.Errorf("dec_ttl: %w: %d bytes, the IPv4 header ends at %d", ErrTooShort, len(frame), l3+20)
 		}
-		ip := frame[h.L3:]
+		ip := frame[l3:]
 		if ip[8] <= 1 {
 			return true, nil
 		}
@@ -194,10 +199,10 @@ func DecTTL(frame []byte, h *Headers) (expired bool, err error) {
 		c := CsumReplace2(binary.BigEndian.Uint16(ip[10:]), uint16(ip[8]+1)<<8, uint16(ip[8])<<8)
 		binary.BigEndian.PutUint16(ip[10:], c)
 	case EthTypeIPv6:
-		if h.L3 < 0 || len(frame) < h.L3+40 {
-			return false, fmt.Errorf("dec_ttl: %w: %d bytes, the IPv6 header ends at %d", ErrTooShort, len(frame), h.L3+40)
+		if l3 < 0 || len(frame) < l3+40 {
+			return false, fmt.Errorf("dec_ttl: %w: %d bytes, the IPv6 header ends at %d", ErrTooShort, len(frame), l3+40)
 		}
-		ip := frame[h.L3:]
+		ip := frame[l3:]
 		if ip[7] <= 1 {
 			return true, nil
 		}

@@ -402,26 +402,13 @@ func (t *table) rebalance() {
 	t.list.Store(&subtableList{st: nl})
 }
 
-// cacheRange is the part of a packet key the exact-match cache hashes:
-// the packet metadata, Ethernet, IP, L4 and IPv6 words. cacheRangeNoIPv6
-// leaves the IPv6 words out, for keys that are not IPv6 (their IPv6
-// words are zero, and hashing them is a third of the hash's work). The
-// hash only picks the cache entry; a hit is validated against the
-// flow's whole mask, so packets that differ only outside the hashed
-// range merely share an entry.
-var (
-	cacheRange       = flowkeys.Range{Start: 8, End: 22}
-	cacheRangeNoIPv6 = flowkeys.Range{Start: 8, End: 17}
-)
-
 // cacheHash is the exact-match cache's (and the upcall queues') hash of
-// packet key k.
+// packet key k: flowkeys.HashMicroflow, the fields that tell microflows
+// apart. The hash only picks the cache set; a hit is validated against
+// the flow's whole mask, so packets that differ only in fields it leaves
+// out merely share a set.
 func cacheHash(k *flowkeys.Key, h *flowkeys.KeyedHasher) uint32 {
-	r := cacheRangeNoIPv6
-	if k.EthType == flowkeys.EthTypeIPv6 {
-		r = cacheRange
-	}
-	return flowkeys.HashKeyed(k, r, h, 0)
+	return flowkeys.HashMicroflow(k, h)
 }
 
 // DefaultCacheEntries is the default size of each forwarding thread's
