@@ -36,11 +36,11 @@ const (
 	// offload (CHECKSUM_PARTIAL, as a socket behind veth does unless
 	// tx offload is off) arrives incomplete and is passed on so. An
 	// outer VLAN tag the driver took out of the frame (veth hands it out
-	// of band) is lost: putting it back needs the kfunc
-	// bpf_xdp_metadata_rx_vlan_tag, which the verifier allows only to
-	// programs with a GPL-compatible license, and the program declares
-	// the project's (xdpProgLicense; XDPVLANRestore says why). So this
-	// mode is for measurement, not for VLAN traffic. Frames are sent as written,
+	// of band) is put back in line by the XDP program, with the kfunc
+	// bpf_xdp_metadata_rx_vlan_tag (Linux 6.8 and later, for drivers
+	// with XDP metadata kfuncs such as veth, in driver mode); where the
+	// kernel, the driver or generic mode lacks it, such a tag is lost,
+	// and XDPVLANRestore says why. Frames are sent as written,
 	// outer VLAN tag in line, past the tc egress hook (VLANTxOffload
 	// says so). It needs an interface with one rx queue,
 	// CAP_NET_ADMIN and CAP_BPF (or CAP_SYS_ADMIN).

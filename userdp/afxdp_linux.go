@@ -244,15 +244,11 @@ func xskProgram(mapFD int, vlanKfunc uint32) []bpfInsn {
 	return p
 }
 
-// xdpProgLicense is the license the XDP program declares to the kernel:
-// the project's own, as for the tc program (vlantx_linux.go). The kernel
-// lets only programs with a GPL-compatible license call kfuncs, so the
-// verifier refuses bpf_xdp_metadata_rx_vlan_tag here ("cannot call
-// kernel function from non-GPL compatible program") and the port works
-// without restoring VLAN tags that the driver took out of the frame
-// (XDPVLANRestore says why). Declaring a GPL-compatible license would
-// enable it; that is a licensing decision for the project, not a
-// technical one, and the XDP mode is not the default.
+// xdpProgLicense is the license the XDP program declares to the kernel
+// (bpfLicense). It must be GPL-compatible: the verifier refuses a call
+// of bpf_xdp_metadata_rx_vlan_tag from any other program ("cannot call
+// kernel function from non-GPL compatible program"), and without it the
+// port could not restore VLAN tags the driver took out of the frame.
 const xdpProgLicense = bpfLicense
 
 // loadXSKProgram loads xskProgram and returns its file descriptor. With
