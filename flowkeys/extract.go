@@ -97,7 +97,8 @@ func Extract(packet []byte, md *Metadata, key *Key) error {
 			return extractL3L4(packet, 0, key)
 		}
 	}
-	return extractEthernet(packet, key)
+	_, err := extractEthernet(packet, key)
+	return err
 }
 
 // ExtractPort is Extract for a frame received on port inPort with no
@@ -105,6 +106,15 @@ func Extract(packet []byte, md *Metadata, key *Key) error {
 // key as Extract with Metadata{InPort: inPort}, without copying a
 // Metadata. It is the datapath's receive path.
 func ExtractPort(packet []byte, inPort uint32, key *Key) error {
+	_, err := ExtractPortL3(packet, inPort, key)
+	return err
+}
+
+// ExtractPortL3 is ExtractPort that also returns the offset of the
+// network header it found (after VLAN tags and an LLC/SNAP header: where
+// the kernel's skb network header is set), which the datapath's actions
+// need. The offset is valid when err is nil.
+func ExtractPortL3(packet []byte, inPort uint32, key *Key) (l3 int, err error) {
 	*key = Key{}
 	key.InPort = inPort
 	return extractEthernet(packet, key)
@@ -112,41 +122,43 @@ func ExtractPort(packet []byte, inPort uint32, key *Key) error {
 
 // extractEthernet extracts the key of an Ethernet frame into key, whose
 // metadata is already set.
-func extractEthernet(packet []byte, key *Key) error {
+func extractEthernet(packet []byte, key *Key) (l3 int, err error) {
 	key.MacProto = MacProtoEthernet
 	p := packet
 	if len(p) < 14 {
-		return ErrShortFrame
+		return 0, ErrShortFrame
 	}
-	copy(key.EthDst[:], p[0:6])
-	copy(key.EthSrc[:], p[6:12])
-	off := 12
+	key.EthDst = [6]byte(p[0:6])
+	key.EthSrc = [6]byte(p[6:12])
 
 	// parse_vlan: at most two tags, each needing its 4 bytes plus the 2
 	// bytes of the type that follows; otherwise the TPID is taken as
 	// the Ethernet type.
-	if t := be16(p[off:]); isVLANType(t) && len(p)-off >= 6 {
-		key.VLANTPID = t
-		key.VLANTCI = be16(p[off+2:]) | VLANTagPresent
-		off += 4
-		if t := be16(p[off:]); isVLANType(t) && len(p)-off >= 6 {
-			key.CVLANTPID = t
-			key.CVLANTCI = be16(p[off+2:]) | VLANTagPresent
-			off += 4
+	off := 12
+	proto := be16(p[12:14])
+	if isVLANType(proto) && len(p) >= 18 {
+		key.VLANTPID = proto
+		key.VLANTCI = be16(p[14:16]) | VLANTagPresent
+		off = 16
+		proto = be16(p[16:18])
+		if isVLANType(proto) && len(p) >= 22 {
+			key.CVLANTPID = proto
+			key.CVLANTCI = be16(p[18:20]) | VLANTagPresent
+			off = 20
+			proto = be16(p[20:22])
 		}
 	}
 
 	// parse_ethertype: Ethernet II, or 802.3 with LLC/SNAP.
-	proto := be16(p[off:])
 	off += 2
 	if proto >= 0x600 {
 		key.EthType = proto
 	} else if len(p)-off < 8 {
 		key.EthType = EthType8022
-	} else if p[off] != 0xaa || p[off+1] != 0xaa || p[off+3]|p[off+4]|p[off+5] != 0 {
+	} else if l := p[off : off+8]; l[0] != 0xaa || l[1] != 0xaa || l[3]|l[4]|l[5] != 0 {
 		key.EthType = EthType8022
 	} else {
-		et := be16(p[off+6:])
+		et := be16(l[6:8])
 		off += 8
 		if et >= 0x600 {
 			key.EthType = et
@@ -154,7 +166,7 @@ func extractEthernet(packet []byte, key *Key) error {
 			key.EthType = EthType8022
 		}
 	}
-	return extractL3L4(p, off, key)
+	return off, extractL3L4(p, off, key)
 }
 
 // extractL3L4 is key_extract_l3l4: nh is the offset of the network header.
@@ -206,16 +218,20 @@ func extractIPv4(p []byte, nh int, key *Key) {
 	if len(p)-nh < 20 {
 		return // check_iphdr -EINVAL: IP fields stay zero
 	}
-	ihl := int(p[nh]&0x0f) * 4
-	if ihl < 20 || len(p)-nh < ihl {
+	// ip is the header's first 20 bytes: fixed indexes into a slice of
+	// known length need no bounds checks.
+	ip := p[nh:]
+	ihl := int(ip[0]&0x0f) * 4
+	if ihl < 20 || len(ip) < ihl {
 		return
 	}
-	copy(key.IPv4Src[:], p[nh+12:nh+16])
-	copy(key.IPv4Dst[:], p[nh+16:nh+20])
-	key.IPProto = p[nh+9]
-	key.IPTOS = p[nh+1]
-	key.IPTTL = p[nh+8]
-	frag := be16(p[nh+6:])
+	ip = ip[:20]
+	key.IPv4Src = [4]byte(ip[12:16])
+	key.IPv4Dst = [4]byte(ip[16:20])
+	key.IPProto = ip[9]
+	key.IPTOS = ip[1]
+	key.IPTTL = ip[8]
+	frag := be16(ip[6:8])
 	if frag&0x1fff != 0 {
 		key.IPFrag = FragLater
 		return
@@ -233,8 +249,9 @@ func extractIPv4(p []byte, nh int, key *Key) {
 		extractPorts(p, th, 12, key)
 	case protoICMP:
 		if len(p)-th >= 8 {
-			key.TpSrc = uint16(p[th])
-			key.TpDst = uint16(p[th+1])
+			t := p[th:]
+			key.TpSrc = uint16(t[0])
+			key.TpDst = uint16(t[1])
 		}
 	}
 }
@@ -245,13 +262,15 @@ func extractTCP(p []byte, th int, key *Key) {
 	if len(p)-th < 20 {
 		return
 	}
-	doff := int(p[th+12]>>4) * 4
-	if doff < 20 || len(p)-th < doff {
+	t := p[th:]
+	doff := int(t[12]>>4) * 4
+	if doff < 20 || len(t) < doff {
 		return
 	}
-	key.TpSrc = be16(p[th:])
-	key.TpDst = be16(p[th+2:])
-	key.TCPFlags = be16(p[th+12:]) & 0x0fff
+	t = t[:20]
+	key.TpSrc = be16(t[0:2])
+	key.TpDst = be16(t[2:4])
+	key.TCPFlags = be16(t[12:14]) & 0x0fff
 }
 
 // extractPorts copies the two ports of a UDP or SCTP header of hlen bytes
@@ -260,8 +279,10 @@ func extractPorts(p []byte, th, hlen int, key *Key) {
 	if len(p)-th < hlen {
 		return
 	}
-	key.TpSrc = be16(p[th:])
-	key.TpDst = be16(p[th+2:])
+	t := p[th:]
+	t = t[:4]
+	key.TpSrc = be16(t[0:2])
+	key.TpDst = be16(t[2:4])
 }
 
 func isIPv6ExtHdr(n uint8) bool {

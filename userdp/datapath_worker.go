@@ -75,10 +75,13 @@ func (w *worker) process(buf []byte, off, n int, inPort uint32) {
 	c := &w.ctx
 	c.f.Buf, c.f.Off, c.f.Len = buf, off, n
 	c.hValid, c.cutlen, c.recirc, c.steal = false, 0, 0, true
-	if err := flowkeys.ExtractPort(buf[off:off+n], inPort, &c.key); err != nil {
+	l3, err := flowkeys.ExtractPortL3(buf[off:off+n], inPort, &c.key)
+	if err != nil {
+		c.l3off = 0
 		w.counters.extractErrors++
 		return
 	}
+	c.l3off = l3
 	c.keyValid = true
 	c.proto = keyProtocol(&c.key)
 	w.lookupAndRun(c)

@@ -36,6 +36,10 @@ type pktCtx struct {
 	keyValid bool
 	h        Headers
 	hValid   bool
+	// l3off is the network header's offset as key extraction found it
+	// (Headers.L3), 0 when not known (an Ethernet frame's is at least
+	// 14): actions that move headers clear it with the key.
+	l3off int
 	// cutlen is the kernel's OVS_CB(skb)->cutlen: the bytes a trunc
 	// action asked the next output or userspace action to cut.
 	cutlen uint32
@@ -123,6 +127,9 @@ func (c *pktCtx) headers() (*Headers, error) {
 // without parsing what follows it, or -1 for a frame shorter than an
 // Ethernet header.
 func (c *pktCtx) l3() int {
+	if c.l3off > 0 {
+		return c.l3off
+	}
 	if c.hValid {
 		return c.h.L3
 	}
@@ -161,7 +168,7 @@ func (c *pktCtx) validKey() error {
 }
 
 // invalidate marks key and headers stale after a length-changing action.
-func (c *pktCtx) invalidate() { c.keyValid, c.hValid = false, false }
+func (c *pktCtx) invalidate() { c.keyValid, c.hValid, c.l3off = false, false, 0 }
 
 // run executes ops on the packet.
 func (w *worker) run(c *pktCtx, ops []op) {

@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/ovsdp/ovsdp/flowkeys"
 )
 
 // FuzzPacketOps runs every packet operation on arbitrary frames: none may
@@ -26,6 +28,13 @@ func FuzzPacketOps(f *testing.F) {
 		}
 		if h.L3 > len(frame) || h.L4 > len(frame) || h.MACLen > len(frame) {
 			t.Fatalf("offsets beyond the frame: %+v, len %d", h, len(frame))
+		}
+		// The datapath takes the network header offset from key
+		// extraction (pktCtx.l3off); it must be the one ParseHeaders
+		// finds.
+		var key flowkeys.Key
+		if l3, err := flowkeys.ExtractPortL3(frame, 1, &key); err == nil && l3 != h.L3 {
+			t.Fatalf("ExtractPortL3 finds the network header at %d, ParseHeaders at %d", l3, h.L3)
 		}
 		validIP := h.EthType == EthTypeIPv4 && len(frame) >= h.L3+20 && frame[h.L3]&0xf == 5 &&
 			refCsum(frame[h.L3:h.L3+20]) == 0

@@ -191,7 +191,7 @@ func decTTL(frame []byte, proto uint16, l3 int) (expired bool, err error) {
 		if l3 < 0 || len(frame) < l3+20 {
 			return false, fmt.Errorf("dec_ttl: %w: %d bytes, the IPv4 header ends at %d", ErrTooShort, len(frame), l3+20)
 		}
-		ip := frame[l3:]
+		ip := frame[l3 : l3+20]
 		if ip[8] <= 1 {
 			return true, nil
 		}
@@ -202,7 +202,7 @@ func decTTL(frame []byte, proto uint16, l3 int) (expired bool, err error) {
 		if l3 < 0 || len(frame) < l3+40 {
 			return false, fmt.Errorf("dec_ttl: %w: %d bytes, the IPv6 header ends at %d", ErrTooShort, len(frame), l3+40)
 		}
-		ip := frame[l3:]
+		ip := frame[l3 : l3+40]
 		if ip[7] <= 1 {
 			return true, nil
 		}

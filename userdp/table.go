@@ -458,12 +458,12 @@ const cacheWays = 4
 
 // lookup returns the flow for packet key k, or nil on a miss.
 func (c *flowCache) lookup(k *flowkeys.Key) *megaflow {
-	var set []cacheEntry
+	var set *[cacheWays]cacheEntry
 	var h uint32
 	if c.ent != nil {
 		h = cacheHash(k, c.hasher)
 		i := int(h) & (len(c.ent) - 1) &^ (cacheWays - 1)
-		set = c.ent[i : i+cacheWays : i+cacheWays]
+		set = (*[cacheWays]cacheEntry)(c.ent[i:])
 		for j := range set {
 			e := &set[j]
 			if f := e.flow; f != nil && e.hash == h && !f.dead.Load() &&
