@@ -3,6 +3,7 @@ package userdp
 import (
 	"math/rand/v2"
 	"runtime"
+	"slices"
 	"testing"
 	"time"
 	"unsafe"
@@ -267,7 +268,23 @@ func BenchmarkTableCRCAttack(b *testing.B) {
 // BenchmarkPipeline is the whole per-packet path on in-memory ports:
 // extract, lookup (a hit), dec_ttl, output (queued, written to a sink
 // port every 32 packets), with and without the exact-match cache. It
-// reports ns/packet and Mpps on one core.
+// reports ns/packet and Mpps on one core, from the CPU time of its
+// thread.
+//
+// This machine is a VM on a shared host, and the same binary runs in
+// two modes minutes apart: about 70 ns/packet, and about 120 when the
+// host is busy (the physical core's other hyperthread, presumably: the
+// guest is idle and no counter shows it). Noise of that kind only ever
+// adds time, so besides the mean over the whole run (cpu-ns/packet,
+// Mpps) the benchmark times 40 chunks of b.N/40 packets and reports the
+// fastest tenth of them (p10-cpu-ns/packet, p10-Mpps: the 10th
+// percentile, less sensitive to one lucky chunk than the minimum), the
+// estimator that "Robust benchmarking in noisy environments" (Chen and
+// Revels, 2016) argues for when noise is additive. The host's modes last
+// seconds, so in a long run (chunks of 10,000 packets or more) the
+// chunks are spread out by pauses of 40 ms, with the timer stopped;
+// they cost no CPU time and are not counted. Which figure is which, the
+// report says.
 func BenchmarkPipeline(b *testing.B) {
 	for _, c := range []struct {
 		name    string
@@ -280,23 +297,42 @@ func BenchmarkPipeline(b *testing.B) {
 			for i := range bufs {
 				bufs[i] = make([]byte, BufferSize(1500))
 			}
+			const chunks = 40
+			per := max(1, b.N/chunks)
+			chunkNs := make([]float64, 0, chunks+1)
 			b.ReportAllocs()
 			runtime.LockOSThread()
 			defer runtime.UnlockOSThread()
 			b.ResetTimer()
 			start := threadCPU()
-			for i := 0; i < b.N; i++ {
-				buf := bufs[i%batch]
-				copy(buf[DefaultHeadroom:], frame)
-				w.process(buf, DefaultHeadroom, len(frame), 1)
-				if i%batch == batch-1 {
-					w.flush()
+			for done := 0; done < b.N; {
+				n := min(per, b.N-done)
+				t0 := threadCPU()
+				for i := done; i < done+n; i++ {
+					buf := bufs[i%batch]
+					copy(buf[DefaultHeadroom:], frame)
+					w.process(buf, DefaultHeadroom, len(frame), 1)
+					if i%batch == batch-1 {
+						w.flush()
+					}
+				}
+				chunkNs = append(chunkNs, float64((threadCPU()-t0).Nanoseconds())/float64(n))
+				done += n
+				if per >= 10000 && done < b.N {
+					b.StopTimer()
+					time.Sleep(40 * time.Millisecond)
+					b.StartTimer()
 				}
 			}
 			w.flush()
 			el := threadCPU() - start
+			b.StopTimer()
 			b.ReportMetric(float64(el.Nanoseconds())/float64(b.N), "cpu-ns/packet")
 			b.ReportMetric(float64(b.N)/el.Seconds()/1e6, "Mpps")
+			slices.Sort(chunkNs)
+			p10 := chunkNs[len(chunkNs)/10]
+			b.ReportMetric(p10, "p10-cpu-ns/packet")
+			b.ReportMetric(1e3/p10, "p10-Mpps")
 		})
 	}
 }

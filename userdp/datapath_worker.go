@@ -109,12 +109,18 @@ func (w *worker) lookupAndRun(c *pktCtx) {
 // header, never for a later fragment), whatever the flow's mask.
 func (w *worker) account(f *megaflow, c *pktCtx) {
 	if w.acc.f != f {
-		w.flushAcc()
-		w.acc.f = f
+		w.switchAcc(f)
 	}
 	w.acc.packets++
 	w.acc.bytes += uint64(c.f.Len)
 	w.acc.flags |= c.key.TCPFlags
+}
+
+// switchAcc publishes the statistics accumulated for the previous flow
+// and starts accumulating for f.
+func (w *worker) switchAcc(f *megaflow) {
+	w.flushAcc()
+	w.acc.f = f
 }
 
 // flushAcc publishes the accumulated flow statistics.
@@ -203,6 +209,22 @@ func (w *worker) output(port uint32, frame []byte, steal bool) {
 		q.pkts[q.n] = b[:copy(b[:cap(b)], frame)]
 	}
 	q.n++
+}
+
+// tryQueue is output's common case, small enough to be inlined: it
+// queues a frame that may be stolen for a port whose queue is partly
+// filled, and reports whether it did (else the caller calls output).
+func (w *worker) tryQueue(port uint32, frame []byte) bool {
+	if int(port) >= len(w.txq) {
+		return false
+	}
+	q := &w.txq[port]
+	if q.n == 0 || q.n >= len(q.pkts) {
+		return false
+	}
+	q.pkts[q.n] = frame
+	q.n++
+	return true
 }
 
 // flushPort writes port's queued frames.

@@ -130,6 +130,11 @@ func (c *pktCtx) l3() int {
 	if c.l3off > 0 {
 		return c.l3off
 	}
+	return c.l3Parse()
+}
+
+// l3Parse is l3 when extraction's offset is not known.
+func (c *pktCtx) l3Parse() int {
 	if c.hValid {
 		return c.h.L3
 	}
@@ -181,10 +186,14 @@ func (w *worker) run(c *pktCtx, ops []op) {
 				n = c.cutFrame()
 				c.cutlen = 0
 			}
-			w.output(o.a, c.f.Buf[c.f.Off:c.f.Off+n], o.last && c.steal)
+			frame := c.f.Buf[c.f.Off : c.f.Off+n]
 			if o.last {
+				if !c.steal || !w.tryQueue(o.a, frame) {
+					w.output(o.a, frame, c.steal)
+				}
 				return
 			}
+			w.output(o.a, frame, false)
 		case opUserspace:
 			w.userspace(c, o)
 			c.cutlen = 0
