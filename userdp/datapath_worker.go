@@ -89,31 +89,31 @@ func (w *worker) process(buf []byte, off, n int, inPort uint32) {
 
 // lookupAndRun looks the packet's key up and executes the flow's actions,
 // or sends a miss upcall.
+//
+// It adds the packet to the flow's statistics as the kernel's
+// ovs_flow_stats_update does: the byte count is the whole frame, VLAN
+// tags included (the kernel adds VLAN_HLEN to skb->len for the tag it
+// holds out of band), and the TCP flags are those of the packet's own
+// key (flowkeys.Extract sets them only for TCP over IP with a whole TCP
+// header, never for a later fragment), whatever the flow's mask. They
+// are accumulated while packets of one flow follow each other
+// (flowAcc), and published when another flow's packet comes or the
+// batch ends.
 func (w *worker) lookupAndRun(c *pktCtx) {
 	f := w.cache.lookup(&c.key)
 	if f == nil {
 		w.miss(c)
 		return
 	}
-	w.account(f, c)
-	a := f.acts.Load()
-	c.acts = a
-	w.run(c, a.prog)
-}
-
-// account adds the packet to f's statistics, as the kernel's
-// ovs_flow_stats_update: the byte count is the whole frame, VLAN tags
-// included (the kernel adds VLAN_HLEN to skb->len for the tag it holds
-// out of band), and the TCP flags are those of the packet's own key
-// (flowkeys.Extract sets them only for TCP over IP with a whole TCP
-// header, never for a later fragment), whatever the flow's mask.
-func (w *worker) account(f *megaflow, c *pktCtx) {
 	if w.acc.f != f {
 		w.switchAcc(f)
 	}
 	w.acc.packets++
 	w.acc.bytes += uint64(c.f.Len)
 	w.acc.flags |= c.key.TCPFlags
+	a := f.acts.Load()
+	c.acts = a
+	w.run(c, a.prog)
 }
 
 // switchAcc publishes the statistics accumulated for the previous flow
