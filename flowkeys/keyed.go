@@ -95,13 +95,7 @@ func HashKeyed(k *Key, r Range, h *KeyedHasher, seed uint32) uint32 {
 	for ; i < end && i < KeyWords; i++ {
 		sum0 += nh(w[i], s[i])
 	}
-	x := (sum0 + sum1 + sum2 + sum3) ^ h.final ^ uint64(seed)<<32 ^ uint64(r.Start)<<8 ^ uint64(r.End)
-	x ^= x >> 33
-	x *= 0xff51afd7ed558ccd
-	x ^= x >> 33
-	x *= 0xc4ceb9fe1a85ec53
-	x ^= x >> 33
-	return uint32(x)
+	return finish((sum0 + sum1 + sum2 + sum3) ^ h.final ^ uint64(seed)<<32 ^ uint64(r.Start)<<8 ^ uint64(r.End))
 }
 
 // nh is one NH term: the two 32-bit halves of w, each added to the
@@ -141,7 +135,12 @@ func HashMicroflow(k *Key, h *KeyedHasher) uint32 {
 		sum += nh(le.Uint64(k.IPv6Src[:8]), s[5]) + nh(le.Uint64(k.IPv6Src[8:]), s[6]) +
 			nh(le.Uint64(k.IPv6Dst[:8]), s[7]) + nh(le.Uint64(k.IPv6Dst[8:]), s[8])
 	}
-	x := sum ^ h.final
+	return finish(sum ^ h.final)
+}
+
+// finish is the keyed hashes' final mixer (the murmur3 finaliser): it
+// spreads an NH sum over the 32 result bits.
+func finish(x uint64) uint32 {
 	x ^= x >> 33
 	x *= 0xff51afd7ed558ccd
 	x ^= x >> 33
