@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"net"
 	"sync"
 	"testing"
@@ -232,36 +233,7 @@ func TestNetdevNoAllocs(t *testing.T) {
 	for _, mode := range netdevModes {
 		t.Run(mode.String(), func(t *testing.T) {
 			rx, tx := netdevPair(t, mode)
-			pkts := make([][]byte, 8)
-			for i := range pkts {
-				pkts[i] = udpFrame64(i)
-			}
-			bufs := make([][]byte, 8)
-			sizes := make([]int, 8)
-			for i := range bufs {
-				bufs[i] = make([]byte, BufferSize(rx.MTU()))
-			}
-			var failed error
-			allocs := testing.AllocsPerRun(50, func() {
-				if _, err := tx.WriteBatch(pkts); err != nil {
-					failed = err
-					return
-				}
-				for got := 0; got < len(pkts); {
-					n, err := rx.ReadBatch(bufs, sizes, DefaultHeadroom)
-					if err != nil {
-						failed = err
-						return
-					}
-					got += n
-				}
-			})
-			if failed != nil {
-				t.Fatal(failed)
-			}
-			if allocs != 0 {
-				t.Errorf("%v allocations per batch write+read, want 0", allocs)
-			}
+			pkts := requireNoAllocs(t, rx, tx, 50)
 			if _, err := tx.WriteBatch(pkts[:1]); err != nil {
 				t.Fatal(err)
 			}
@@ -270,6 +242,44 @@ func TestNetdevNoAllocs(t *testing.T) {
 			}
 		})
 	}
+}
+
+// requireNoAllocs writes batches of 8 frames through tx and reads them
+// from rx, runs times, and fails unless that allocates nothing. It
+// returns the frames.
+func requireNoAllocs(t *testing.T, rx, tx *NetdevPort, runs int) [][]byte {
+	t.Helper()
+	pkts := make([][]byte, 8)
+	for i := range pkts {
+		pkts[i] = udpFrame64(i)
+	}
+	bufs := make([][]byte, 8)
+	sizes := make([]int, 8)
+	for i := range bufs {
+		bufs[i] = make([]byte, BufferSize(rx.MTU()))
+	}
+	var failed error
+	allocs := testing.AllocsPerRun(runs, func() {
+		if n, err := tx.WriteBatch(pkts); err != nil || n != len(pkts) {
+			failed = errors.Join(err, fmt.Errorf("wrote %d of %d frames", n, len(pkts)))
+			return
+		}
+		for got := 0; got < len(pkts); {
+			n, err := rx.ReadBatch(bufs, sizes, DefaultHeadroom)
+			if err != nil {
+				failed = err
+				return
+			}
+			got += n
+		}
+	})
+	if failed != nil {
+		t.Fatal(failed)
+	}
+	if allocs != 0 {
+		t.Errorf("%v allocations per batch write+read, want 0", allocs)
+	}
+	return pkts
 }
 
 // TestNetdevOversizedWrite: a frame longer than the MTU is refused, counted,

@@ -204,36 +204,7 @@ func TestNetdevXDPCloseUnblocks(t *testing.T) {
 // XDP port at the other end of the veth allocates nothing.
 func TestNetdevXDPNoAllocs(t *testing.T) {
 	rx, tx, _ := xdpPair(t, NetdevXDP)
-	pkts := make([][]byte, 8)
-	for i := range pkts {
-		pkts[i] = udpFrame64(i)
-	}
-	bufs := make([][]byte, 8)
-	sizes := make([]int, 8)
-	for i := range bufs {
-		bufs[i] = make([]byte, BufferSize(rx.MTU()))
-	}
-	var failed error
-	allocs := testing.AllocsPerRun(200, func() {
-		if n, err := tx.WriteBatch(pkts); err != nil || n != len(pkts) {
-			failed = errors.Join(err, errors.New("short write"))
-			return
-		}
-		for got := 0; got < len(pkts); {
-			n, err := rx.ReadBatch(bufs, sizes, DefaultHeadroom)
-			if err != nil {
-				failed = err
-				return
-			}
-			got += n
-		}
-	})
-	if failed != nil {
-		t.Fatal(failed)
-	}
-	if allocs != 0 {
-		t.Errorf("%v allocations per batch write+read, want 0", allocs)
-	}
+	requireNoAllocs(t, rx, tx, 200)
 	if st := rx.Stats(); st.RxPackets < 201*8 {
 		t.Errorf("rx stats %+v, want at least %d packets", st, 201*8)
 	}
