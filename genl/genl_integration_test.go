@@ -393,16 +393,23 @@ func udpFrame(src, dst net.HardwareAddr) []byte {
 	return append(f, 0x04, 0xd2, 0x16, 0x2e, 0, 8, 0, 0)
 }
 
-func TestIntegrationUpcallsAndExecute(t *testing.T) {
-	c := kernelClient(t)
-	d := newKernelDP(t, c)
+// netdevDP is a new kernel datapath with a netdev port on a veth whose
+// peer is in a new namespace.
+func netdevDP(t *testing.T) (*Datapath, *testenv.Netns, *testenv.Veth, odp.Port) {
+	t.Helper()
+	d := newKernelDP(t, kernelClient(t))
 	ns := testenv.NewNetns(t)
 	veth := testenv.NewVeth(t, nil, ns)
-	ctx := context.Background()
-	port, err := d.AddPort(ctx, odp.PortSpec{Name: veth.Name, Type: odp.PortNetdev})
+	port, err := d.AddPort(context.Background(), odp.PortSpec{Name: veth.Name, Type: odp.PortNetdev})
 	if err != nil {
 		t.Fatal(err)
 	}
+	return d, ns, veth, port
+}
+
+func TestIntegrationUpcallsAndExecute(t *testing.T) {
+	d, ns, veth, port := netdevDP(t)
+	ctx := context.Background()
 	rs, err := d.Upcalls(ctx, 2)
 	if err != nil {
 		t.Fatal(err)
@@ -791,15 +798,8 @@ func TestIntegrationExecuteUpcallPID(t *testing.T) {
 // namespace, in order, and the one whose actions the kernel rejects
 // (trunc below the Ethernet header length) fails alone with EINVAL.
 func TestIntegrationExecuteBatch(t *testing.T) {
-	c := kernelClient(t)
-	d := newKernelDP(t, c)
-	ns := testenv.NewNetns(t)
-	veth := testenv.NewVeth(t, nil, ns)
+	d, ns, veth, port := netdevDP(t)
 	ctx := context.Background()
-	port, err := d.AddPort(ctx, odp.PortSpec{Name: veth.Name, Type: odp.PortNetdev})
-	if err != nil {
-		t.Fatal(err)
-	}
 	mac := ns.MAC(t, veth.PeerName)
 	inKey, err := odp.ParseKey("in_port(0)")
 	if err != nil {
