@@ -274,7 +274,13 @@ func (w *worker) run(c *pktCtx, ops []op) {
 				w.actionError()
 				return
 			}
-			expired, err := decTTL(c.f.Bytes(), c.proto, l3)
+			var expired bool
+			var err error
+			if b := c.f.Bytes(); c.proto == EthTypeIPv4 && len(b)-l3 >= 20 {
+				expired = decIPv4TTL(b[l3:]) // the common case, inlined
+			} else {
+				expired, err = decTTL(b, c.proto, l3)
+			}
 			if err != nil {
 				w.actionError()
 				return

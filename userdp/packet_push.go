@@ -184,6 +184,23 @@ func DecTTL(frame []byte, h *Headers) (expired bool, err error) {
 	return decTTL(frame, h.Protocol, h.L3)
 }
 
+// decIPv4TTL decrements the TTL of the IPv4 header ip (at least 20
+// bytes) and updates its checksum incrementally, unless the TTL is 1 or
+// 0: then it changes nothing and reports true (expired). It is small
+// enough to be inlined in the datapath's action loop.
+func decIPv4TTL(ip []byte) (expired bool) {
+	ip = ip[:20]
+	if ip[8] <= 1 {
+		return true
+	}
+	ip[8]--
+	// CsumReplace2(csum, ttl<<8, (ttl-1)<<8), as the kernel's
+	// csum_replace2: ^old + new is 0xffff - 0x100 whatever the TTL.
+	csum := binary.BigEndian.Uint16(ip[10:12])
+	binary.BigEndian.PutUint16(ip[10:12], ^fold16(uint32(^csum)+0xfeff))
+	return false
+}
+
 // decTTL is DecTTL for skb->protocol proto and the network header at l3.
 func decTTL(frame []byte, proto uint16, l3 int) (expired bool, err error) {
 	switch proto {
@@ -191,13 +208,7 @@ func decTTL(frame []byte, proto uint16, l3 int) (expired bool, err error) {
 		if l3 < 0 || len(frame) < l3+20 {
 			return false, fmt.Errorf("dec_ttl: %w: %d bytes, the IPv4 header ends at %d", ErrTooShort, len(frame), l3+20)
 		}
-		ip := frame[l3 : l3+20]
-		if ip[8] <= 1 {
-			return true, nil
-		}
-		ip[8]--
-		c := CsumReplace2(binary.BigEndian.Uint16(ip[10:]), uint16(ip[8]+1)<<8, uint16(ip[8])<<8)
-		binary.BigEndian.PutUint16(ip[10:], c)
+		return decIPv4TTL(frame[l3:]), nil
 	case EthTypeIPv6:
 		if l3 < 0 || len(frame) < l3+40 {
 			return false, fmt.Errorf("dec_ttl: %w: %d bytes, the IPv6 header ends at %d", ErrTooShort, len(frame), l3+40)

@@ -604,3 +604,31 @@ func TestDecTTL(t *testing.T) {
 		t.Errorf("short: %v", err)
 	}
 }
+
+// TestDecIPv4TTLIsCsumReplace2: the inlined TTL decrement's checksum
+// update is csum_replace2 of the TTL's 16-bit word, for every checksum
+// value and every TTL that does not expire, ones'-complement zero
+// representations included.
+func TestDecIPv4TTLIsCsumReplace2(t *testing.T) {
+	ip := make([]byte, 20)
+	for ttl := 0; ttl < 256; ttl++ {
+		for csum := 0; csum < 0x10000; csum++ {
+			ip[8], ip[9] = byte(ttl), 17
+			binary.BigEndian.PutUint16(ip[10:], uint16(csum))
+			expired := decIPv4TTL(ip)
+			if expired != (ttl <= 1) {
+				t.Fatalf("ttl %d: expired %v", ttl, expired)
+			}
+			if expired {
+				if ip[8] != byte(ttl) || binary.BigEndian.Uint16(ip[10:]) != uint16(csum) {
+					t.Fatalf("ttl %d: an expired header was changed", ttl)
+				}
+				break
+			}
+			want := CsumReplace2(uint16(csum), uint16(ttl)<<8|17, uint16(ttl-1)<<8|17)
+			if got := binary.BigEndian.Uint16(ip[10:]); ip[8] != byte(ttl-1) || got != want {
+				t.Fatalf("ttl %d csum %#04x: ttl %d csum %#04x, want %d %#04x", ttl, csum, ip[8], got, ttl-1, want)
+			}
+		}
+	}
+}
