@@ -3,6 +3,7 @@ package flowkeys
 import (
 	crand "crypto/rand"
 	"encoding/binary"
+	"math/bits"
 )
 
 // KeyedHasher hashes keys with a secret of its own, so that nobody who
@@ -119,23 +120,32 @@ func nh(w, s uint64) uint64 {
 //
 // It reads each field at its own width, the width key extraction writes
 // it with, so it never waits for several narrow stores to be merged into
-// one wide load, and it hashes 5 words (9 for IPv6) where HashKeyed over
-// the cache's range hashes 9 (14): the NH terms and the finaliser are
-// HashKeyed's, so two distinct microflows collide with probability about
-// 2^-32 over the choice of secret.
+// one wide load. The fields make 5 words (9 for IPv6), hashed as NH over
+// pairs of 64-bit words: each pair is added to secret words modulo 2^64
+// and multiplied to 128 bits (one multiply per two words, where
+// HashKeyed's 32-bit NH needs one per word); the products' low and high
+// halves are summed separately, and the two sums are folded and mixed
+// by HashKeyed's finaliser. As with NH, nobody who does not know the
+// secret can choose microflows that collide more often than any two do
+// (about 2^-32 in the result).
 func HashMicroflow(k *Key, h *KeyedHasher) uint32 {
 	s := &h.secret
 	le := binary.LittleEndian
-	sum := nh(uint64(k.InPort)|uint64(k.RecircID)<<32, s[0]) +
-		nh(uint64(k.EthType)|uint64(k.VLANTCI)<<16|uint64(k.TpSrc)<<32|uint64(k.TpDst)<<48, s[1]) +
-		nh(uint64(le.Uint32(k.IPv4Src[:]))|uint64(le.Uint32(k.IPv4Dst[:]))<<32, s[2]) +
-		nh(uint64(le.Uint32(k.EthSrc[:4]))|uint64(le.Uint32(k.EthDst[:4]))<<32, s[3]) +
-		nh(uint64(le.Uint16(k.EthSrc[4:]))|uint64(le.Uint16(k.EthDst[4:]))<<16|uint64(k.IPProto)<<32, s[4])
+	w0 := uint64(k.InPort) | uint64(k.RecircID)<<32
+	w1 := uint64(k.EthType) | uint64(k.VLANTCI)<<16 | uint64(k.TpSrc)<<32 | uint64(k.TpDst)<<48
+	w2 := uint64(le.Uint32(k.IPv4Src[:])) | uint64(le.Uint32(k.IPv4Dst[:]))<<32
+	w3 := uint64(le.Uint32(k.EthSrc[:4])) | uint64(le.Uint32(k.EthDst[:4]))<<32
+	w4 := uint64(le.Uint16(k.EthSrc[4:])) | uint64(le.Uint16(k.EthDst[4:]))<<16 | uint64(k.IPProto)<<32
+	hi0, lo0 := bits.Mul64(w0+s[0], w1+s[1])
+	hi1, lo1 := bits.Mul64(w2+s[2], w3+s[3])
+	hi2, lo2 := bits.Mul64(w4+s[4], s[5])
+	lo, hi := lo0+lo1+lo2, hi0+hi1+hi2
 	if k.EthType == EthTypeIPv6 {
-		sum += nh(le.Uint64(k.IPv6Src[:8]), s[5]) + nh(le.Uint64(k.IPv6Src[8:]), s[6]) +
-			nh(le.Uint64(k.IPv6Dst[:8]), s[7]) + nh(le.Uint64(k.IPv6Dst[8:]), s[8])
+		hi3, lo3 := bits.Mul64(le.Uint64(k.IPv6Src[:8])+s[6], le.Uint64(k.IPv6Src[8:])+s[7])
+		hi4, lo4 := bits.Mul64(le.Uint64(k.IPv6Dst[:8])+s[8], le.Uint64(k.IPv6Dst[8:])+s[9])
+		lo, hi = lo+lo3+lo4, hi+hi3+hi4
 	}
-	return finish(sum ^ h.final)
+	return finish(lo ^ hi ^ h.final)
 }
 
 // finish is the keyed hashes' final mixer (the murmur3 finaliser): it
