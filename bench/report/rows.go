@@ -362,6 +362,12 @@ func (r *Results) kernelRows() []Row {
 			ours, e2 := time.ParseDuration(m[5])
 			row := Row{Group: "dpctl (VM)", What: what, Ratio: speed, Goal: "≥ 1.0×", Met: met(speed >= 1), ChartRatio: true, GoalValue: 1,
 				Note: fmt.Sprintf("`cmd/dpctl` BenchmarkIntegrationFlows (DPCTL_BULK), whole commands timed, %g runs each, both binaries copied to the VM's local tmpfs first (its 9p shares have no page cache); dumps taking turns", runs)}
+			if size != "100k" {
+				// Issue 6 sets its goal at 100,000 flows; the smaller
+				// run, all that make bench does without BENCH_LARGE,
+				// is shown for information.
+				row.Goal, row.Met, row.ChartRatio = "— (report; the goal is at 100k)", "—", false
+			}
 			if e1 == nil && e2 == nil && ref > 0 && ours > 0 {
 				row.Ours = fmtRate(n*runs/ours.Seconds(), "flows/s")
 				row.Baseline = fmtRate(n*runs/ref.Seconds(), "flows/s")
