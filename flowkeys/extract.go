@@ -178,6 +178,10 @@ func extractEthernet(packet []byte, key *Key) (l3 int, err error) {
 			key.EthType = EthType8022
 		}
 	}
+	if key.EthType == EthTypeIPv4 { // the common case, without a call
+		extractIPv4(p, off, key)
+		return off, nil
+	}
 	return off, extractL3L4(p, off, key)
 }
 
