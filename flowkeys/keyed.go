@@ -148,13 +148,18 @@ func HashMicroflow(k *Key, h *KeyedHasher) uint32 {
 	return finish(lo ^ hi ^ h.final)
 }
 
-// finish is the keyed hashes' final mixer (the murmur3 finaliser): it
-// spreads an NH sum over the 32 result bits.
-func finish(x uint64) uint32 {
+// finish is the keyed hashes' final mixer: it spreads an NH sum over
+// the 32 result bits.
+func finish(x uint64) uint32 { return uint32(Mix64(x)) }
+
+// Mix64 is the murmur3 64-bit finaliser (xor-shift-multiply): a
+// bijection of the 64-bit values whose every output bit depends on
+// every input bit.
+func Mix64(x uint64) uint64 {
 	x ^= x >> 33
 	x *= 0xff51afd7ed558ccd
 	x ^= x >> 33
 	x *= 0xc4ceb9fe1a85ec53
 	x ^= x >> 33
-	return uint32(x)
+	return x
 }

@@ -67,11 +67,9 @@ func TestLoadAndRows(t *testing.T) {
 		"host.json":   jsonFixture,
 		"machine.txt": "CPU: Test CPU @ 1 GHz\ncores: 2\n",
 		"steps.txt":   "host\tok\t\ngenl@vm\tfail\tthe VM run ended before it\ncmd/dpctl@10k\tok\t\n",
-		"cmd_dpctl@10k.txt": "goos: linux\npkg: github.com/ovsdp/ovsdp/cmd/dpctl\n" +
-			"BenchmarkIntegrationFlows \t       1\t9000000000 ns/op\t         0.5 add-speedup\t         2.0 dump-speedup\t         1.5 del-speedup\n" +
-			"--- BENCH: BenchmarkIntegrationFlows\n" +
-			"    dpctl_integration_test.go:330: add-flows of 10000 flows (1 runs): ovs-dpctl 1s, dpctl 2s: dpctl 0.50x as fast\n" +
-			"    dpctl_integration_test.go:330: dump-flows of 10000 flows (1 runs): ovs-dpctl 500ms, dpctl 250ms: dpctl 2.00x as fast\n",
+		"cmd_dpctl@10k.txt": dpctlText("0.5 add-speedup\t2.0 dump-speedup\t1.5 del-speedup",
+			"add-flows of 10000 flows (1 runs): ovs-dpctl 1s, dpctl 2s: dpctl 0.50x as fast",
+			"dump-flows of 10000 flows (1 runs): ovs-dpctl 500ms, dpctl 250ms: dpctl 2.00x as fast"),
 	})
 	r, err := Load(dir)
 	if err != nil {
@@ -91,10 +89,7 @@ func TestLoadAndRows(t *testing.T) {
 	if len(r.Machine) != 2 || r.Machine[0] != [2]string{"CPU", "Test CPU @ 1 GHz"} {
 		t.Errorf("machine %v", r.Machine)
 	}
-	byWhat := map[string]Row{}
-	for _, row := range r.AllRows() {
-		byWhat[row.What] = row
-	}
+	byWhat := r.rowsByWhat()
 	ex := byWhat["Extract, mixed realistic packets (vs gopacket DecodingLayerParser)"]
 	if ex.Met != "yes" || ex.Ratio != 4.157 || !strings.Contains(ex.Ours, "0 allocs") {
 		t.Errorf("extract row %+v", ex)
@@ -224,20 +219,16 @@ func TestDpctlGoalAt100k(t *testing.T) {
 		"host.json":   jsonFixture,
 		"machine.txt": "CPU: Test CPU @ 1 GHz\n",
 		"steps.txt":   "host\tok\t\ncmd/dpctl@100k\tok\t\n",
-		"cmd_dpctl@100k.txt": "goos: linux\npkg: github.com/ovsdp/ovsdp/cmd/dpctl\n" +
-			"BenchmarkIntegrationFlows \t       1\t9000000000 ns/op\t         2.0 add-speedup\t         0.9 dump-speedup\t         1.5 del-speedup\n" +
-			"    dpctl_integration_test.go:330: add-flows of 100000 flows (1 runs): ovs-dpctl 20s, dpctl 10s: dpctl 2.00x as fast\n" +
-			"    dpctl_integration_test.go:330: dump-flows of 100000 flows (4 runs): ovs-dpctl 36s, dpctl 40s: dpctl 0.90x as fast\n" +
-			"    dpctl_integration_test.go:330: del-flows of 100000 flows (1 runs): ovs-dpctl 15s, dpctl 10s: dpctl 1.50x as fast\n",
+		"cmd_dpctl@100k.txt": dpctlText("2.0 add-speedup\t0.9 dump-speedup\t1.5 del-speedup",
+			"add-flows of 100000 flows (1 runs): ovs-dpctl 20s, dpctl 10s: dpctl 2.00x as fast",
+			"dump-flows of 100000 flows (4 runs): ovs-dpctl 36s, dpctl 40s: dpctl 0.90x as fast",
+			"del-flows of 100000 flows (1 runs): ovs-dpctl 15s, dpctl 10s: dpctl 1.50x as fast"),
 	})
 	r, err := Load(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	byWhat := map[string]Row{}
-	for _, row := range r.AllRows() {
-		byWhat[row.What] = row
-	}
+	byWhat := r.rowsByWhat()
 	if a := byWhat["dpctl add-flows, 100k flows (vs ovs-dpctl, same VM)"]; a.Met != "yes" || a.Goal != "≥ 1.0×" || a.Ours != "10 kflows/s" {
 		t.Errorf("100k add row %+v", a)
 	}
@@ -245,4 +236,23 @@ func TestDpctlGoalAt100k(t *testing.T) {
 	if d := byWhat["dpctl dump-flows, 100k flows (vs ovs-dpctl, same VM)"]; d.Met != "no" || d.Ratio != 0.9 || d.Ours != "10 kflows/s" || !strings.Contains(d.Note, "4 runs each") {
 		t.Errorf("100k dump row %+v", d)
 	}
+}
+
+// dpctlText is cmd/dpctl's BenchmarkIntegrationFlows output with the
+// given metrics and log lines, as bench.sh saves it.
+func dpctlText(metrics string, logs ...string) string {
+	out := "goos: linux\npkg: github.com/ovsdp/ovsdp/cmd/dpctl\nBenchmarkIntegrationFlows \t1\t9000000000 ns/op\t" + metrics + "\n--- BENCH: BenchmarkIntegrationFlows\n"
+	for _, l := range logs {
+		out += "    dpctl_integration_test.go:330: " + l + "\n"
+	}
+	return out
+}
+
+// rowsByWhat indexes the report's rows by their What.
+func (r *Results) rowsByWhat() map[string]Row {
+	m := map[string]Row{}
+	for _, row := range r.AllRows() {
+		m[row.What] = row
+	}
+	return m
 }

@@ -130,10 +130,10 @@ func ufidOf(key, mask *flowkeys.Key) odp.UFID {
 	for i := range kw {
 		m := mw[i]
 		v := kw[i] & m
-		h1 = mix64(h1 ^ v ^ uint64(i)<<56)
-		h1 = mix64(h1 ^ m)
-		h2 = mix64(h2 + v*0xff51afd7ed558ccd)
-		h2 = mix64(h2 + m*0xc4ceb9fe1a85ec53 + uint64(i))
+		h1 = flowkeys.Mix64(h1 ^ v ^ uint64(i)<<56)
+		h1 = flowkeys.Mix64(h1 ^ m)
+		h2 = flowkeys.Mix64(h2 + v*0xff51afd7ed558ccd)
+		h2 = flowkeys.Mix64(h2 + m*0xc4ceb9fe1a85ec53 + uint64(i))
 	}
 	var u odp.UFID
 	binary.LittleEndian.PutUint64(u[0:], h1)
@@ -142,16 +142,6 @@ func ufidOf(key, mask *flowkeys.Key) odp.UFID {
 		u[0] = 1
 	}
 	return u
-}
-
-// mix64 is a 64-bit finalizer (xor-shift-multiply), a bijection.
-func mix64(x uint64) uint64 {
-	x ^= x >> 33
-	x *= 0xff51afd7ed558ccd
-	x ^= x >> 33
-	x *= 0xc4ceb9fe1a85ec53
-	x ^= x >> 33
-	return x
 }
 
 // maskSubset reports whether every bit of a is set in b.
