@@ -97,7 +97,7 @@ func isVLANType(t uint16) bool { return t == EthTypeVLAN || t == EthTypeQinQ }
 // it, and a frame whose outer VLAN tag was stripped by hardware (or by
 // skb_vlan_untag) gives the same key as one with the tag in place.
 func Extract(packet []byte, md *Metadata, key *Key) error {
-	*key = Key{}
+	zeroKey(key)
 	if md != nil {
 		md.fill(key)
 		if md.L3 {

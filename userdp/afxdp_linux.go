@@ -244,20 +244,13 @@ func xskProgram(mapFD int, vlanKfunc uint32) []bpfInsn {
 	return p
 }
 
-// xdpProgLicense is the license the XDP program declares to the kernel
-// (bpfLicense). It must be GPL-compatible: the verifier refuses a call
-// of bpf_xdp_metadata_rx_vlan_tag from any other program ("cannot call
-// kernel function from non-GPL compatible program"), and without it the
-// port could not restore VLAN tags the driver took out of the frame.
-const xdpProgLicense = bpfLicense
-
 // loadXSKProgram loads xskProgram and returns its file descriptor. With
 // vlanKfunc, the program is bound to interface ifindex (a kfunc of the
 // driver's XDP metadata needs that) and can only be attached in driver
 // mode.
 func loadXSKProgram(mapFD int, vlanKfunc uint32, ifindex int) (int, error) {
 	prog := xskProgram(mapFD, vlanKfunc)
-	license := []byte(xdpProgLicense + "\x00")
+	license := []byte(bpfLicense + "\x00") // GPL-compatible: it calls a kfunc
 	logBuf := make([]byte, 16384)
 	var attr struct {
 		bpfProgLoadAttr

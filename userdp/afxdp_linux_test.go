@@ -66,9 +66,9 @@ func TestNetdevXDPReceive(t *testing.T) {
 	}
 	// veth hands the peer's outer tag out of band; the program puts it
 	// back with a kfunc that only GPL-compatible programs may call
-	// (xdpProgLicense).
-	if !gplCompatible(xdpProgLicense) {
-		t.Errorf("the XDP program declares %q, which the kernel does not take as GPL-compatible", xdpProgLicense)
+	// (bpfLicense).
+	if !gplCompatible(bpfLicense) {
+		t.Errorf("the XDP program declares %q, which the kernel does not take as GPL-compatible", bpfLicense)
 	}
 	restore := x.XDPVLANRestore()
 	if restore != nil {

@@ -77,7 +77,6 @@ func (w *worker) process(buf []byte, off, n int, inPort uint32) {
 	c.hValid, c.cutlen, c.recirc, c.steal = false, 0, 0, true
 	l3, err := flowkeys.ExtractPortL3(buf[off:off+n], inPort, &c.key)
 	if err != nil {
-		c.l3off = 0
 		w.counters.extractErrors++
 		return
 	}

@@ -196,11 +196,16 @@ func (r *Results) Charts(rows []Row, dir string) ([]Chart, error) {
 			stages = append(stages, Bar{Label: label, Value: 1e3 / ns, Text: fmt.Sprintf("%.3g Mpps (%s)", 1e3/ns, fmtNs(ns))})
 		}
 	}
-	addMpps := func(label, pkg, name string) {
-		if v, ok := r.Metric(pkg, name, "Mpps"); ok {
+	// addMppsOf adds a bar for a benchmark's metric in Mpps and reports
+	// whether it had one.
+	addMppsOf := func(label, pkg, name, unit string) bool {
+		v, ok := r.Metric(pkg, name, unit)
+		if ok {
 			stages = append(stages, Bar{Label: label, Value: v, Color: orange, Text: fmt.Sprintf("%.3g Mpps", v)})
 		}
+		return ok
 	}
+	addMpps := func(label, pkg, name string) { addMppsOf(label, pkg, name, "Mpps") }
 	addNs("extract (mixed packets)", "flowkeys", "BenchmarkExtract/ours", "ns/op")
 	addNs("hash, 128-byte range", "flowkeys", "BenchmarkHashRange128/ours", "ns/op")
 	addNs("masked compare, 128 bytes", "flowkeys", "BenchmarkEqualMasked128/vs-byte-loop/ours", "ns/op")
@@ -213,9 +218,7 @@ func (r *Results) Charts(rows []Row, dir string) ([]Chart, error) {
 		{"whole pipeline, cache on", "BenchmarkPipeline/cache"},
 		{"whole pipeline, cache off", "BenchmarkPipeline/nocache"},
 	} {
-		if v, ok := r.Metric("userdp", p.name, "p10-Mpps"); ok {
-			stages = append(stages, Bar{Label: p.label + " (p10 of chunks)", Value: v, Color: orange, Text: fmt.Sprintf("%.3g Mpps", v)})
-		} else {
+		if !addMppsOf(p.label+" (p10 of chunks)", "userdp", p.name, "p10-Mpps") {
 			addMpps(p.label, "userdp", p.name)
 		}
 	}
