@@ -40,13 +40,13 @@ func logPath(name string) string { return filepath.Join(ctl.Dir(), name+".log") 
 // and upcalld starts with umask 077: a permissive umask of the caller
 // is not passed on.
 func startUserspaceDatapath(ctx context.Context, name, group string) error {
-	bin, err := upcalldPath()
-	if err != nil {
-		return err
-	}
 	access, err := runsock.LookupGroup(group)
 	if err != nil {
 		return fmt.Errorf("--group: %w", err)
+	}
+	bin, err := upcalldPath()
+	if err != nil {
+		return err
 	}
 	if err := runsock.PrepareDir(ctl.Dir(), access, ""); err != nil {
 		return err

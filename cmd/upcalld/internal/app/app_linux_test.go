@@ -34,6 +34,7 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"--datapath", "netdev@x", "--idle", "-1s"}, "--idle"},
 		{[]string{"--datapath", "netdev@x", "--log-level", "loud"}, "--log-level"},
 		{[]string{"--datapath", "netdev@x", "extra"}, `unexpected argument "extra"`},
+		{[]string{"--datapath", "netdev@x", "--group", "no-such-group-x"}, `--group: group "no-such-group-x": no such group`},
 	} {
 		var out, errb bytes.Buffer
 		if code := Main(append([]string{"upcalld"}, c.args...), &out, &errb); code == 0 || !strings.Contains(errb.String(), c.want) {
