@@ -2,11 +2,11 @@ package runsock
 
 import (
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"os/user"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -18,11 +18,11 @@ func TestLookupGroup(t *testing.T) {
 	if a, err := LookupGroup(""); err != nil || a.HasGroup() {
 		t.Errorf(`LookupGroup("") = %+v, %v; want RootOnly`, a, err)
 	}
-	g, err := user.LookupGroupId(strconv.Itoa(os.Getgid()))
+	g, err := user.LookupGroupId(fmt.Sprint(os.Getgid()))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a, err := LookupGroup(g.Name); err != nil || strconv.Itoa(a.GID) != g.Gid || a.Group != g.Name {
+	if a, err := LookupGroup(g.Name); err != nil || fmt.Sprint(a.GID) != g.Gid || a.Group != g.Name {
 		t.Errorf("LookupGroup(%q) = %+v, %v", g.Name, a, err)
 	}
 	if a, err := LookupGroup("4242420"); err != nil || a.GID != 4242420 {
