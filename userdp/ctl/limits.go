@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"syscall"
 	"time"
@@ -148,13 +149,15 @@ func (s *Server) readRequest(c net.Conn, r *bufio.Reader) ([]byte, error) {
 			}
 		}
 		switch {
+		case err == nil && long:
+			return nil, errTooLong
 		case err == nil:
-			if long {
-				return nil, errTooLong
-			}
 			return line[:len(line)-1], nil
 		case errors.Is(err, bufio.ErrBufferFull):
 			continue
+		case errors.Is(err, io.EOF) && len(line) > 0 && !long:
+			// A last request without its newline; EOF comes next.
+			return line, nil
 		default:
 			return nil, err
 		}
