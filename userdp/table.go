@@ -158,7 +158,7 @@ type flowLimitError struct {
 }
 
 func (e *flowLimitError) Error() string {
-	return fmt.Sprintf("create flow %s: the flow table is full: it holds %d flows, its limit (EFBIG)", e.name, e.limit)
+	return fmt.Sprintf("create flow %s: the flow table is full: it holds %d flows, its limit (EFBIG; upcalld --flow-limit sets it)", e.name, e.limit)
 }
 
 // Is matches syscall.EFBIG.
