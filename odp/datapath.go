@@ -161,6 +161,10 @@ type DatapathInfo struct {
 	UpcallMode string
 	// MasksCacheSize is the number of entries of the mask cache.
 	MasksCacheSize uint32
+	// FlowLimit is the most flows the datapath accepts (a userspace
+	// datapath's cap, userdp.WithFlowLimit); 0 means no cap (the
+	// kernel's datapath has none).
+	FlowLimit uint64 `json:",omitempty"`
 }
 
 // Packet is a packet to execute on a datapath.

@@ -403,3 +403,14 @@ func gplCompatible(license string) bool {
 	}
 	return false
 }
+
+// The BPF programs' declared license stays consistent with the
+// repository's: MIT (LICENSE), dual-licensed with the GPL for the kernel.
+func TestBPFLicenseMatchesLICENSE(t *testing.T) {
+	if b, err := os.ReadFile("../LICENSE"); err != nil || !strings.HasPrefix(string(b), "MIT License\n") {
+		t.Fatalf("LICENSE is not the MIT license: %.40q, %v", b, err)
+	}
+	if bpfLicense != "Dual MIT/GPL" {
+		t.Errorf("the BPF programs declare %q; with an MIT LICENSE they declare \"Dual MIT/GPL\"", bpfLicense)
+	}
+}

@@ -90,6 +90,7 @@ type options struct {
 	rebalance    time.Duration
 	memMTU       int
 	memDepth     int
+	flowLimit    int
 }
 
 // Option configures New.
@@ -123,6 +124,14 @@ func WithRebalanceInterval(d time.Duration) Option {
 	return func(o *options) { o.rebalance = d }
 }
 
+// WithFlowLimit caps the number of flows (default 0: no cap, as the
+// kernel's datapath): PutFlow refuses to create a flow past it with an
+// error matching syscall.EFBIG. upcalld sets it (--flow-limit), so that
+// the flows put through a control socket cannot grow without bound.
+func WithFlowLimit(n int) Option {
+	return func(o *options) { o.flowLimit = max(n, 0) }
+}
+
 // New creates a userspace datapath called name. Unless WithoutLocalPort
 // is given, it creates the local port 0, a tap device called name.
 func New(name string, opts ...Option) (*Datapath, error) {
@@ -138,6 +147,7 @@ func New(name string, opts ...Option) (*Datapath, error) {
 		name: name, opts: o, table: newTable(), stop: make(chan struct{}),
 		memPeer: map[string]*MemPort{}, startTime: time.Now(), monoBase: monotonicMs(),
 	}
+	dp.table.limit = int64(o.flowLimit)
 	dp.upcalls.hasher = flowkeys.NewKeyedHasher()
 	dp.ports.Store(&portTable{})
 	dp.execW = newWorker(dp, 0)
@@ -197,6 +207,7 @@ func (dp *Datapath) Info(ctx context.Context) (odp.DatapathInfo, error) {
 		},
 		UpcallMode:     "per-vport",
 		MasksCacheSize: uint32(dp.opts.cacheEntries),
+		FlowLimit:      uint64(dp.opts.flowLimit),
 	}, nil
 }
 

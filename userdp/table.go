@@ -131,6 +131,9 @@ type table struct {
 	list   atomic.Pointer[subtableList]
 	byUFID map[odp.UFID]*megaflow // writers only
 	nflows atomic.Int64
+	// limit is the most flows the table holds (0: no limit); a create
+	// past it fails with EFBIG (writers only).
+	limit int64
 	// newHasher makes each subtable's hasher (tests may fix secrets).
 	newHasher func() *flowkeys.KeyedHasher
 }
@@ -146,6 +149,20 @@ var (
 	errFlowExists   = fmt.Errorf("flow exists: %w", syscall.EEXIST)
 	errFlowNotFound = fmt.Errorf("flow not found: %w", syscall.ENOENT)
 )
+
+// flowLimitError refuses a flow past the table's limit. It matches
+// syscall.EFBIG without that errno's text ("file too large").
+type flowLimitError struct {
+	name  string
+	limit int64
+}
+
+func (e *flowLimitError) Error() string {
+	return fmt.Sprintf("create flow %s: the flow table is full: it holds %d flows, its limit (EFBIG; upcalld --flow-limit sets it)", e.name, e.limit)
+}
+
+// Is matches syscall.EFBIG.
+func (e *flowLimitError) Is(target error) bool { return target == syscall.EFBIG }
 
 // einval wraps syscall.EINVAL with a reason.
 func einval(format string, args ...any) error {

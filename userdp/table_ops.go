@@ -57,6 +57,9 @@ func (t *table) put(s *flowSpec, flags odp.PutFlags) (odp.FlowStats, error) {
 			f, _ = t.lookup(&s.key, &scratch)
 		}
 		if f == nil {
+			if t.limit > 0 && t.nflows.Load() >= t.limit {
+				return odp.FlowStats{}, &flowLimitError{name: s.name, limit: t.limit}
+			}
 			nf := &megaflow{key: s.key, ufid: s.ufid}
 			if s.ufid.IsZero() {
 				uk := s.ukey

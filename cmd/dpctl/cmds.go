@@ -31,6 +31,7 @@ var globalFlags = []cli.Flag{
 	&cli.BoolFlag{Name: "clear", Usage: "mod-flow: reset the flow's statistics"},
 	&cli.StringFlag{Name: "format", Aliases: []string{"f"}, Value: "text", Usage: "output format: text or json"},
 	&cli.StringFlag{Name: "netns", Usage: "act inside the network namespace `NAME` (as with ip netns exec NAME)"},
+	&cli.StringFlag{Name: "group", Usage: "add-dp netdev@NAME: let the members of group `G` use the datapath (its sockets become 0660 in a 0750 directory; default: root only)"},
 }
 
 // permuteFlags moves the global options found after the command name to
@@ -40,7 +41,7 @@ func permuteFlags(args []string) []string {
 	if len(args) < 2 {
 		return args
 	}
-	valued := map[string]bool{"--format": true, "-f": true, "--netns": true}
+	valued := map[string]bool{"--format": true, "-f": true, "--netns": true, "--group": true}
 	known := map[string]bool{}
 	for _, f := range globalFlags {
 		for _, n := range f.Names() {
@@ -149,7 +150,16 @@ func cmdAddDP(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := backends[d.typ].create(e.ctx, d.name); err != nil {
+	if g := e.c.String("group"); g != "" {
+		gc, ok := backends[d.typ].(groupCreator)
+		if !ok {
+			return fmt.Errorf("add-dp %s: --group applies to netdev@ datapaths only (a kernel datapath is driven over netlink, which needs CAP_NET_ADMIN)", d)
+		}
+		err = gc.createWithGroup(e.ctx, d.name, g)
+	} else {
+		err = backends[d.typ].create(e.ctx, d.name)
+	}
+	if err != nil {
 		return fmt.Errorf("add-dp %s: %w", d, err)
 	}
 	if len(args) > 1 {

@@ -112,7 +112,9 @@ func dpExists(ctx context.Context, s string) bool {
 	}
 	names, err := backends[d.typ].list(ctx)
 	if err != nil {
-		return false
+		// A caller that may not list the datapaths of a type may still
+		// name one: opening it says whether it may use it.
+		return errors.Is(err, os.ErrPermission) && strings.Contains(s, "@")
 	}
 	for _, n := range names {
 		if n == d.name {
@@ -130,6 +132,10 @@ func openDP(ctx context.Context, s string) (odp.Datapath, error) {
 	}
 	dp, err := backends[d.typ].open(ctx, d.name)
 	if err != nil {
+		if errors.Is(err, os.ErrPermission) {
+			// It says which datapath and who may use it.
+			return nil, err
+		}
 		if err2 := notFoundDP(d, err); err2 != err {
 			return nil, err2
 		}
@@ -180,10 +186,14 @@ func (netdevBackend) list(context.Context) ([]string, error) {
 		return nil, err
 	}
 	// Keep only sockets that answer: a crashed server leaves its file.
+	// One the caller may not connect to exists all the same.
 	live := names[:0]
 	for _, n := range names {
-		if c, err := ctl.Dial(n); err == nil {
+		c, err := ctl.Dial(n)
+		if err == nil {
 			c.Close()
+		}
+		if err == nil || errors.Is(err, os.ErrPermission) {
 			live = append(live, n)
 		}
 	}
@@ -194,12 +204,28 @@ func (netdevBackend) open(_ context.Context, name string) (odp.Datapath, error) 
 	return ctl.Dial(name)
 }
 
-func (netdevBackend) create(ctx context.Context, name string) error {
-	if c, err := ctl.Dial(name); err == nil {
+func (b netdevBackend) create(ctx context.Context, name string) error {
+	return b.createWithGroup(ctx, name, "")
+}
+
+// groupCreator is a backend whose datapaths can be shared with a group
+// (add-dp --group).
+type groupCreator interface {
+	createWithGroup(ctx context.Context, name, group string) error
+}
+
+// createWithGroup starts netdev@name for root and, when group is not
+// "", the members of group.
+func (netdevBackend) createWithGroup(ctx context.Context, name, group string) error {
+	c, err := ctl.Dial(name)
+	if err == nil {
 		c.Close()
 		return fmt.Errorf("netdev@%s: %w", name, os.ErrExist)
 	}
-	return startUserspaceDatapath(ctx, name)
+	if errors.Is(err, os.ErrPermission) {
+		return err
+	}
+	return startUserspaceDatapath(ctx, name, group)
 }
 
 func (netdevBackend) del(ctx context.Context, name string) error {

@@ -133,8 +133,7 @@ func cmdFlowsFile(def fileCmd) func(e *env, args []string) error {
 			r = fh
 		}
 		prog := newProgress(e.c.App.ErrWriter, fh)
-		sc := bufio.NewScanner(r)
-		sc.Buffer(make([]byte, 0, 64*1024), 1<<20)
+		lr := newLineReader(r, maxFlowLine)
 		failed := 0
 		report := func(n int, err error) {
 			failed++
@@ -186,9 +185,20 @@ func cmdFlowsFile(def fileCmd) func(e *env, args []string) error {
 			}
 			dels = pendingDels{}
 		}
-		for n := 1; sc.Scan(); n++ {
-			line := sc.Text()
-			prog.add(len(line) + 1)
+		var readErr error
+		for n := 1; ; n++ {
+			line, skipped, err := lr.next()
+			if err != nil {
+				if err != io.EOF {
+					readErr = err
+				}
+				break
+			}
+			prog.add(len(line) + 1 + skipped)
+			if skipped > 0 {
+				report(n, fmt.Errorf("line longer than %s, skipped", maxFlowLineText))
+				continue
+			}
 			t := strings.TrimSpace(line)
 			if t == "" || strings.HasPrefix(t, "#") {
 				continue
@@ -237,13 +247,71 @@ func cmdFlowsFile(def fileCmd) func(e *env, args []string) error {
 		flush()
 		flushDels()
 		prog.finish()
-		if err := sc.Err(); err != nil {
-			return fmt.Errorf("reading %s: %w", file, err)
+		if readErr != nil {
+			return fmt.Errorf("reading %s: %w", file, readErr)
 		}
 		if failed > 0 {
 			return fmt.Errorf("%d of the lines of %s failed", failed, file)
 		}
 		return nil
+	}
+}
+
+// maxFlowLine bounds a line of a flows file; a longer one is reported
+// and skipped, and the next line read.
+const (
+	maxFlowLine     = 1 << 20
+	maxFlowLineText = "1 MiB"
+)
+
+// lineReader reads lines of at most max bytes, skipping the rest of a
+// longer one.
+type lineReader struct {
+	r   *bufio.Reader
+	max int
+	buf []byte
+}
+
+func newLineReader(r io.Reader, max int) *lineReader {
+	return &lineReader{r: bufio.NewReaderSize(r, 64*1024), max: max}
+}
+
+// next returns the next line without its newline; skipped > 0 when the
+// line was longer than max (then line is empty, and skipped its length).
+// The last line may lack a newline. It returns io.EOF at the end.
+func (l *lineReader) next() (line string, skipped int, err error) {
+	l.buf = l.buf[:0]
+	n := 0
+	for {
+		frag, err := l.r.ReadSlice('\n')
+		n += len(frag)
+		if skipped == 0 && len(l.buf)+len(frag) <= l.max+1 {
+			l.buf = append(l.buf, frag...)
+		} else {
+			skipped, l.buf = n, l.buf[:0]
+		}
+		switch {
+		case err == bufio.ErrBufferFull:
+			continue
+		case err == io.EOF && n > 0:
+			err = nil
+		case err != nil:
+			return "", 0, err
+		}
+		if skipped > 0 {
+			return "", n, nil
+		}
+		b := l.buf
+		if len(b) > 0 && b[len(b)-1] == '\n' {
+			b = b[:len(b)-1]
+		}
+		if len(b) > 0 && b[len(b)-1] == '\r' {
+			b = b[:len(b)-1]
+		}
+		if len(b) > l.max {
+			return "", n, nil
+		}
+		return string(b), 0, nil
 	}
 }
 

@@ -102,7 +102,12 @@ func humanSize(v uint64) string {
 func formatShow(b *strings.Builder, name dpName, info odp.DatapathInfo, ports []odp.Port, stats bool) {
 	fmt.Fprintf(b, "%s:\n", name)
 	st := info.Stats
-	fmt.Fprintf(b, "  lookups: hit:%d missed:%d lost:%d\n  flows: %d\n", st.Hit, st.Missed, st.Lost, st.Flows)
+	fmt.Fprintf(b, "  lookups: hit:%d missed:%d lost:%d\n  flows: %d", st.Hit, st.Missed, st.Lost, st.Flows)
+	if info.FlowLimit > 0 {
+		// A userspace datapath's cap (upcalld --flow-limit).
+		fmt.Fprintf(b, " (limit %d)", info.FlowLimit)
+	}
+	b.WriteString("\n")
 	n := st.Hit + st.Missed
 	avg := 0.0
 	if n > 0 {

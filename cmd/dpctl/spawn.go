@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/ovsdp/ovsdp/internal/runsock"
 	"github.com/ovsdp/ovsdp/userdp/ctl"
 )
 
@@ -28,28 +29,46 @@ func upcalldPath() (string, error) {
 	return p, nil
 }
 
+// logPath is where the upcalld that dpctl starts for netdev@name logs.
+func logPath(name string) string { return filepath.Join(ctl.Dir(), name+".log") }
+
 // startUserspaceDatapath starts an upcalld process that hosts the
 // userspace datapath name without a policy (like a kernel datapath with
-// no handler: misses are counted as lost), and waits until its control
-// socket answers.
-func startUserspaceDatapath(ctx context.Context, name string) error {
+// no handler: misses are counted as lost), for root and, when group is
+// not "", the members of group, and waits until its control socket
+// answers. The run directory and the log are made with explicit modes,
+// and upcalld starts with umask 077: a permissive umask of the caller
+// is not passed on.
+func startUserspaceDatapath(ctx context.Context, name, group string) error {
+	access, err := runsock.LookupGroup(group)
+	if err != nil {
+		return fmt.Errorf("--group: %w", err)
+	}
 	bin, err := upcalldPath()
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(ctl.Dir(), 0o755); err != nil {
-		return fmt.Errorf("creating %s: %w", ctl.Dir(), err)
+	if err := runsock.PrepareDir(ctl.Dir(), access, ""); err != nil {
+		return err
 	}
-	logPath := filepath.Join(ctl.Dir(), name+".log")
-	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	lp := logPath(name)
+	logf, err := runsock.CreateFile(lp, access)
 	if err != nil {
-		return fmt.Errorf("opening %s: %w", logPath, err)
+		return err
 	}
 	defer logf.Close()
-	cmd := exec.Command(bin, "--datapath", "netdev@"+name, "--no-handlers", "--del-dp-on-exit")
+	args := []string{"--datapath", "netdev@" + name, "--no-handlers", "--del-dp-on-exit"}
+	if group != "" {
+		args = append(args, "--group", group)
+	}
+	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	if err := cmd.Start(); err != nil {
+	// The child inherits the umask; dpctl creates no file meanwhile.
+	old := syscall.Umask(0o077)
+	err = cmd.Start()
+	syscall.Umask(old)
+	if err != nil {
 		return fmt.Errorf("starting %s: %w", bin, err)
 	}
 	exited := make(chan error, 1)
@@ -62,17 +81,18 @@ func startUserspaceDatapath(ctx context.Context, name string) error {
 		}
 		select {
 		case err := <-exited:
-			return fmt.Errorf("upcalld for netdev@%s exited (%v); see %s", name, err, logPath)
+			return fmt.Errorf("upcalld for netdev@%s exited (%v); see %s", name, err, lp)
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
-	return fmt.Errorf("upcalld for netdev@%s did not open %s within 10s; see %s", name, ctl.SocketPath(name), logPath)
+	return fmt.Errorf("upcalld for netdev@%s did not open %s within 10s; see %s", name, ctl.SocketPath(name), lp)
 }
 
 // stopUserspaceDatapath asks the process hosting netdev@name to delete
-// the datapath, and waits until its socket is gone.
+// the datapath, waits until its socket is gone, and removes the log that
+// add-dp made.
 func stopUserspaceDatapath(ctx context.Context, name string) error {
 	c, err := ctl.Dial(name)
 	if err != nil {
@@ -88,6 +108,9 @@ func stopUserspaceDatapath(ctx context.Context, name string) error {
 		c, err := ctl.Dial(name)
 		if err != nil {
 			if errors.Is(err, os.ErrNotExist) {
+				if err := os.Remove(logPath(name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+					return fmt.Errorf("netdev@%s deleted, but its log stays: %w", name, err)
+				}
 				return nil
 			}
 			return err

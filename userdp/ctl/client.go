@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/ovsdp/ovsdp/internal/runsock"
 	"github.com/ovsdp/ovsdp/odp"
 )
 
@@ -34,16 +35,43 @@ var _ odp.Datapath = (*Client)(nil)
 
 // Dial connects to the control socket of the userspace datapath name. A
 // datapath that does not exist gives an error matching os.ErrNotExist.
+// One the caller may not use gives an error matching os.ErrPermission
+// that says who may ("permission denied: netdev@NAME is owned by root;
+// run as root or join group G").
 func Dial(name string) (*Client, error) {
+	c, err := dial(name)
+	if err != nil {
+		return nil, err
+	}
+	return &Client{name: name, conn: c, r: bufio.NewReaderSize(c, 64*1024)}, nil
+}
+
+// dial connects to the control socket of netdev@name.
+func dial(name string) (net.Conn, error) {
 	path := SocketPath(name)
 	c, err := net.Dial("unix", path)
 	if err != nil {
 		if errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED) {
 			return nil, fmt.Errorf("userspace datapath netdev@%s does not exist (no server on %s): %w", name, path, os.ErrNotExist)
 		}
+		if runsock.IsDenied(err) {
+			return nil, runsock.Denied("netdev@"+name, path)
+		}
 		return nil, fmt.Errorf("connecting to netdev@%s on %s: %w", name, path, err)
 	}
-	return &Client{name: name, conn: c, r: bufio.NewReaderSize(c, 64*1024)}, nil
+	return c, nil
+}
+
+// redial replaces the connection (the server closed it for idleness);
+// the caller holds c.mu.
+func (c *Client) redial() error {
+	conn, err := dial(c.name)
+	if err != nil {
+		return err
+	}
+	c.conn.Close()
+	c.conn, c.r = conn, bufio.NewReaderSize(conn, 64*1024)
+	return nil
 }
 
 // Name implements odp.Datapath.
@@ -68,9 +96,57 @@ func (c *Client) send(ctx context.Context, req *request) error {
 	}
 	b = append(b, '\n')
 	if _, err := c.conn.Write(b); err != nil {
+		// A server that refused the connection (its peer check, its
+		// connection limit) or closed it (idle) said why first.
+		if r := c.pending(); r != nil {
+			return &sendError{r: r}
+		}
 		return fmt.Errorf("ctl: netdev@%s: %s: %w", c.name, req.Op, err)
 	}
 	return nil
+}
+
+// sendError is a send that failed because the server had answered and
+// closed the connection; r is its answer.
+type sendError struct{ r *response }
+
+func (e *sendError) Error() string { return e.r.Err }
+
+// pending returns the answer the server left before closing, if any.
+func (c *Client) pending() *response {
+	_ = c.conn.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
+	line, err := c.r.ReadBytes('\n')
+	if err != nil {
+		return nil
+	}
+	var r response
+	if json.Unmarshal(line, &r) != nil || r.Err == "" {
+		return nil
+	}
+	return &r
+}
+
+// exchange sends req and reads the first response, redialling and
+// sending again once when the server had closed the connection for
+// idleness (it then never read req); the caller holds c.mu.
+func (c *Client) exchange(ctx context.Context, req *request) (*response, error) {
+	for try := 0; ; try++ {
+		var (
+			r   *response
+			err error
+		)
+		if err = c.send(ctx, req); err == nil {
+			r, err = c.recv(req.Op)
+		} else if se, ok := err.(*sendError); ok {
+			r, err = se.r, toError(se.r)
+		}
+		if try > 0 || r == nil || !r.Closed {
+			return r, err
+		}
+		if err := c.redial(); err != nil {
+			return nil, err
+		}
+	}
 }
 
 // recv reads one response; the caller holds c.mu.
@@ -90,10 +166,7 @@ func (c *Client) recv(op string) (*response, error) {
 func (c *Client) call(ctx context.Context, req *request) (*response, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if err := c.send(ctx, req); err != nil {
-		return nil, err
-	}
-	return c.recv(req.Op)
+	return c.exchange(ctx, req)
 }
 
 // Info implements odp.Datapath.
@@ -213,12 +286,9 @@ func (c *Client) FlushFlows(ctx context.Context) error {
 func (c *Client) DumpFlows(ctx context.Context, opts odp.DumpOptions, fn func(*odp.Flow) error) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if err := c.send(ctx, &request{Op: "dump", Dump: &opts}); err != nil {
-		return err
-	}
+	r, err := c.exchange(ctx, &request{Op: "dump", Dump: &opts})
 	var fnErr error
-	for {
-		r, err := c.recv("dump")
+	for ; ; r, err = c.recv("dump") {
 		if err != nil {
 			return err
 		}

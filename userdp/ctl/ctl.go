@@ -13,8 +13,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 
+	"github.com/ovsdp/ovsdp/internal/runsock"
 	"github.com/ovsdp/ovsdp/odp"
 )
 
@@ -35,16 +37,49 @@ func SocketPath(name string) string {
 	return filepath.Join(Dir(), name+".sock")
 }
 
+// StatusSocket returns the path of the status socket of the upcalld
+// that drives datapath dpType@name ("system" or "netdev"):
+// "upcalld-TYPE-NAME.status" in Dir. Its suffix keeps it apart from the
+// control sockets ("NAME.sock", see List). Every reader and writer of
+// the status socket derives its address here.
+func StatusSocket(dpType, name string) string {
+	return filepath.Join(Dir(), "upcalld-"+dpType+"-"+name+statusSuffix)
+}
+
+// Suffixes of the files of Dir.
+const (
+	sockSuffix   = ".sock"
+	statusSuffix = ".status"
+)
+
+// ValidName reports whether name can name a datapath: 1 to 15
+// characters (a network device name), without '/', '@' or blanks.
+func ValidName(name string) bool {
+	return name != "" && len(name) <= 15 && !strings.ContainsAny(name, "/@ \t\n\x00")
+}
+
 // List returns the names of the userspace datapaths whose control sockets
-// exist in Dir, sorted.
+// exist in Dir, sorted; files that cannot be a datapath's control socket
+// (another suffix, an invalid name, not a socket) are left out. When the
+// caller may not read Dir, the error matches os.ErrPermission and says
+// who may.
 func List() ([]string, error) {
-	matches, err := filepath.Glob(filepath.Join(Dir(), "*.sock"))
+	ents, err := os.ReadDir(Dir())
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if runsock.IsDenied(err) {
+		return nil, fmt.Errorf("listing netdev@ datapaths: %w", runsock.Denied("the run directory "+Dir(), filepath.Join(Dir(), "x")))
+	}
 	if err != nil {
 		return nil, fmt.Errorf("ctl: listing %s: %w", Dir(), err)
 	}
-	names := make([]string, 0, len(matches))
-	for _, m := range matches {
-		names = append(names, filepath.Base(m[:len(m)-len(".sock")]))
+	var names []string
+	for _, e := range ents {
+		n, ok := strings.CutSuffix(e.Name(), sockSuffix)
+		if ok && ValidName(n) && e.Type()&os.ModeSocket != 0 {
+			names = append(names, n)
+		}
 	}
 	return names, nil
 }
@@ -72,6 +107,10 @@ type response struct {
 	Stats *odp.FlowStats    `json:"stats,omitempty"`
 	Flow  *wireFlow         `json:"flow,omitempty"`
 	More  bool              `json:"more,omitempty"`
+	// Closed is set on the server's last answer before it closes an
+	// idle connection; the request the client sent, if any, was not
+	// read.
+	Closed bool `json:"closed,omitempty"`
 }
 
 // wireFlow is an odp.Flow with its key, mask and actions netlink-encoded.
@@ -155,6 +194,11 @@ var errnoKinds = []struct {
 	target error
 	errno  syscall.Errno
 }{
+	{"EACCES", syscall.EACCES, syscall.EACCES},
+	{"EFBIG", syscall.EFBIG, syscall.EFBIG},
+	{"EMSGSIZE", syscall.EMSGSIZE, syscall.EMSGSIZE},
+	{"EAGAIN", syscall.EAGAIN, syscall.EAGAIN},
+	{"ETIMEDOUT", syscall.ETIMEDOUT, syscall.ETIMEDOUT},
 	{"EEXIST", os.ErrExist, syscall.EEXIST},
 	{"ENOENT", os.ErrNotExist, syscall.ENOENT},
 	{"EPERM", os.ErrPermission, syscall.EPERM},
@@ -182,9 +226,9 @@ type remoteError struct {
 func (e *remoteError) Error() string { return e.msg }
 
 // Is lets errors.Is match the sentinel and the errno the server's error
-// matched.
+// matched, and what that errno matches (EACCES: os.ErrPermission).
 func (e *remoteError) Is(target error) bool {
-	return e.kind != nil && (target == e.kind || target == e.errno)
+	return e.kind != nil && (target == e.kind || target == e.errno || e.errno.Is(target))
 }
 
 func toError(r *response) error {

@@ -8,14 +8,11 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"path/filepath"
 	"sync"
 
+	"github.com/ovsdp/ovsdp/internal/runsock"
 	"github.com/ovsdp/ovsdp/odp"
 )
-
-// maxLine bounds one request line (a packet to execute or a large flow).
-const maxLine = 4 << 20
 
 // Server serves one datapath on a Unix socket.
 type Server struct {
@@ -27,6 +24,8 @@ type Server struct {
 	// removes the datapath and exits. Without it, delete is refused.
 	OnDelete func()
 
+	limits
+
 	mu    sync.Mutex
 	conns map[net.Conn]struct{}
 	wg    sync.WaitGroup
@@ -34,21 +33,18 @@ type Server struct {
 
 // Listen creates the control socket at path (removing a stale one whose
 // server is gone) and returns a server for dp. Call Serve to answer
-// requests and Close to stop.
-func Listen(path string, dp odp.Datapath) (*Server, error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return nil, fmt.Errorf("ctl: creating %s: %w", filepath.Dir(path), err)
-	}
-	if c, err := net.Dial("unix", path); err == nil {
-		c.Close()
-		return nil, fmt.Errorf("ctl: %s: another process serves this datapath: %w", path, os.ErrExist)
-	}
-	_ = os.Remove(path)
-	l, err := net.Listen("unix", path)
+// requests and Close to stop. The socket is mode 0600 in a 0700
+// directory (0660 and 0750 with WithGroup), set explicitly whatever the
+// umask, and every connection's peer is checked (see package runsock).
+func Listen(path string, dp odp.Datapath, opts ...Option) (*Server, error) {
+	s := &Server{dp: dp, conns: map[net.Conn]struct{}{}}
+	s.setOptions(opts)
+	l, err := runsock.Listen(path, s.access)
 	if err != nil {
-		return nil, fmt.Errorf("ctl: listening on %s: %w", path, err)
+		return nil, fmt.Errorf("ctl: %w", err)
 	}
-	return &Server{dp: dp, l: l, conns: map[net.Conn]struct{}{}}, nil
+	s.l = l
+	return s, nil
 }
 
 // Addr is the socket path.
@@ -64,16 +60,14 @@ func (s *Server) Serve(ctx context.Context) error {
 			}
 			return fmt.Errorf("ctl: accept: %w", err)
 		}
-		s.mu.Lock()
-		s.conns[c] = struct{}{}
-		s.mu.Unlock()
+		if !s.admit(c) {
+			continue
+		}
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
 			s.serveConn(ctx, c)
-			s.mu.Lock()
-			delete(s.conns, c)
-			s.mu.Unlock()
+			s.release(c)
 		}()
 	}
 }
@@ -91,19 +85,33 @@ func (s *Server) Close() error {
 	return err
 }
 
-// serveConn answers the requests of one client, in order.
+// serveConn answers the requests of one client, in order, until it
+// closes, stays idle for longer than the idle timeout (it is told so),
+// or a write fails. A request longer than maxLine gets an error answer
+// and the connection goes on with the next line.
 func (s *Server) serveConn(ctx context.Context, c net.Conn) {
 	defer c.Close()
-	sc := bufio.NewScanner(c)
-	sc.Buffer(make([]byte, 0, 64*1024), maxLine)
-	w := bufio.NewWriter(c)
+	r := bufio.NewReaderSize(c, 64*1024)
+	w := bufio.NewWriter(deadlineWriter{c, s.idle})
 	enc := json.NewEncoder(w)
-	for sc.Scan() {
-		var req request
-		if err := json.Unmarshal(sc.Bytes(), &req); err != nil {
-			_ = enc.Encode(errResponse(fmt.Errorf("ctl: bad request: %w", err)))
-		} else if err := s.handle(ctx, &req, enc); err != nil {
+	for {
+		line, err := s.readRequest(c, r)
+		switch {
+		case errors.Is(err, errTooLong):
 			_ = enc.Encode(errResponse(err))
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			_ = enc.Encode(idleResponse(s.idle))
+			_ = w.Flush()
+			return
+		case err != nil:
+			return
+		default:
+			var req request
+			if err := json.Unmarshal(line, &req); err != nil {
+				_ = enc.Encode(errResponse(fmt.Errorf("ctl: bad request: %w", err)))
+			} else if err := s.handle(ctx, &req, enc); err != nil {
+				_ = enc.Encode(errResponse(err))
+			}
 		}
 		if w.Flush() != nil {
 			return

@@ -25,6 +25,7 @@ import (
 
 	"github.com/ovsdp/ovsdp/cmd/upcalld/internal/daemon"
 	"github.com/ovsdp/ovsdp/cmd/upcalld/internal/dpopen"
+	"github.com/ovsdp/ovsdp/internal/runsock"
 	"github.com/ovsdp/ovsdp/policy"
 )
 
@@ -44,7 +45,7 @@ func New(stdout, stderr io.Writer) *cli.App {
 	return &cli.App{
 		Name:      "upcalld",
 		Usage:     "upcall handler daemon for the kernel (system@) and userspace (netdev@) datapaths",
-		UsageText: "upcalld --datapath system@NAME|netdev@NAME [--port IFACE]... [--rules FILE] [--metrics ADDR] [flags]\n   upcalld status --datapath TYPE@NAME [--json]",
+		UsageText: "upcalld --datapath system@NAME|netdev@NAME [--port IFACE]... [--rules FILE] [--metrics ADDR] [--group G] [flags]\n   upcalld status --datapath TYPE@NAME [--json]",
 		Writer:    stdout, ErrWriter: stderr,
 		HideHelpCommand: true,
 		Flags:           runFlags(),
@@ -68,7 +69,8 @@ func runFlags() []cli.Flag {
 		&cli.StringFlag{Name: "rules", Usage: "rules `FILE` (ovs-ofctl syntax subset); reloaded on SIGHUP. Default: L2 learning switch"},
 		&cli.StringFlag{Name: "metrics", Usage: "serve Prometheus metrics on `ADDR` (host:port) at /metrics"},
 		&cli.DurationFlag{Name: "idle", Value: daemon.DefaultIdleTimeout, Usage: "delete flows idle for this long"},
-		&cli.IntFlag{Name: "flow-limit", Value: daemon.DefaultFlowLimit, Usage: "maximum number of datapath flows (lowered automatically when dumps are slow)"},
+		&cli.IntFlag{Name: "flow-limit", Value: daemon.DefaultFlowLimit, Usage: "maximum number of datapath flows (lowered automatically when dumps are slow); a netdev@ datapath also refuses flows past it from dpctl (EFBIG)"},
+		&cli.StringFlag{Name: "group", Usage: "let the members of group `G` (name or gid) use the control and status sockets: mode 0660 in a 0750 run directory, instead of 0600 and 0700 (root only)"},
 		&cli.IntFlag{Name: "handlers", Usage: "upcall handler count (default: one per CPU)"},
 		&cli.DurationFlag{Name: "revalidate-interval", Value: daemon.DefaultRevalidateInterval, Usage: "period of revalidation passes"},
 		&cli.DurationFlag{Name: "mac-aging", Value: policy.DefaultMaxAge, Usage: "learning switch: forget addresses not seen for this long"},
@@ -91,6 +93,7 @@ type options struct {
 	logger      *slog.Logger
 	statusPath  string
 	noHandlers  bool
+	access      runsock.Access
 	idle, reval time.Duration
 }
 
@@ -161,6 +164,9 @@ func parseOptions(c *cli.Context, stderr io.Writer) (*options, error) {
 		Learning:           policy.LearningOptions{MaxAge: c.Duration("mac-aging")},
 		Logger:             o.logger,
 	}
+	if o.access, err = runsock.LookupGroup(c.String("group")); err != nil {
+		return nil, fmt.Errorf("--group: %w", err)
+	}
 	o.statusPath = dpopen.StatusSocket(spec)
 	return o, nil
 }
@@ -170,8 +176,11 @@ func run(c *cli.Context, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	// Whatever the caller's umask, what this process creates is its own
+	// (the sockets are chmod'ed explicitly as well).
+	syscall.Umask(0o077)
 	log := o.logger
-	opened, err := dpopen.Open(o.spec)
+	opened, err := dpopen.Open(o.spec, dpopen.Options{Access: o.access, FlowLimit: o.cfg.FlowLimit})
 	if err != nil {
 		return err
 	}
@@ -234,7 +243,7 @@ func run(c *cli.Context, stderr io.Writer) error {
 	if s := opened.ControlSocket(); s != "" {
 		log.Info("control socket", "path", s)
 	}
-	st, err := d.ListenStatus(o.statusPath)
+	st, err := d.ListenStatus(o.statusPath, o.access)
 	if err != nil {
 		log.Warn("no status socket", "err", err)
 	} else {
@@ -298,7 +307,7 @@ func status(c *cli.Context, stdout io.Writer) error {
 	}
 	ctx, cancel := context.WithTimeout(c.Context, 5*time.Second)
 	defer cancel()
-	st, err := daemon.QueryStatus(ctx, dpopen.StatusSocket(spec))
+	st, err := daemon.QueryStatus(ctx, spec.String(), dpopen.StatusSocket(spec))
 	if err != nil {
 		return err
 	}

@@ -34,6 +34,7 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"--datapath", "netdev@x", "--idle", "-1s"}, "--idle"},
 		{[]string{"--datapath", "netdev@x", "--log-level", "loud"}, "--log-level"},
 		{[]string{"--datapath", "netdev@x", "extra"}, `unexpected argument "extra"`},
+		{[]string{"--datapath", "netdev@x", "--group", "no-such-group-x"}, `--group: group "no-such-group-x": no such group`},
 	} {
 		var out, errb bytes.Buffer
 		if code := Main(append([]string{"upcalld"}, c.args...), &out, &errb); code == 0 || !strings.Contains(errb.String(), c.want) {
@@ -76,7 +77,7 @@ func TestBinaryLifecycle(t *testing.T) {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		var err error
-		st, err = daemon.QueryStatus(context.Background(), dpopen.StatusSocket(spec))
+		st, err = daemon.QueryStatus(context.Background(), spec.String(), dpopen.StatusSocket(spec))
 		if err == nil && st.Handlers == 1 {
 			break
 		}
@@ -95,7 +96,7 @@ func TestBinaryLifecycle(t *testing.T) {
 	if !strings.Contains(logs.String(), "keeping the previous rules") {
 		t.Errorf("SIGHUP with a bad file: no error logged")
 	}
-	st2, err := daemon.QueryStatus(context.Background(), dpopen.StatusSocket(spec))
+	st2, err := daemon.QueryStatus(context.Background(), spec.String(), dpopen.StatusSocket(spec))
 	if err != nil || st2.PolicyGen != st.PolicyGen {
 		t.Errorf("after a bad reload: generation %d, want %d (%v)", st2.PolicyGen, st.PolicyGen, err)
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ovsdp/ovsdp/flowkeys"
+	"github.com/ovsdp/ovsdp/internal/runsock"
 	"github.com/ovsdp/ovsdp/odp"
 	"github.com/ovsdp/ovsdp/userdp"
 )
@@ -385,7 +386,7 @@ func TestStatusSocket(t *testing.T) {
 	h := newHarness(t, 2, Config{})
 	h.start()
 	path := t.TempDir() + "/status.sock"
-	s, err := h.d.ListenStatus(path)
+	s, err := h.d.ListenStatus(path, runsock.RootOnly)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -393,7 +394,7 @@ func TestStatusSocket(t *testing.T) {
 	defer cancel()
 	go s.Serve(ctx)
 	defer s.Close()
-	st, err := QueryStatus(ctx, path)
+	st, err := QueryStatus(ctx, "netdev@"+h.dp.Name(), path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -404,7 +405,7 @@ func TestStatusSocket(t *testing.T) {
 	if err := st.Format(&b); err != nil || !strings.Contains(b.String(), "handlers: 2") {
 		t.Errorf("format: %v\n%s", err, b.String())
 	}
-	if _, err := h.d.ListenStatus(path); err == nil {
+	if _, err := h.d.ListenStatus(path, runsock.RootOnly); err == nil {
 		t.Errorf("a second status server on the same socket was allowed")
 	}
 }

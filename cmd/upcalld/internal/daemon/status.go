@@ -8,8 +8,10 @@ import (
 	"io"
 	"net"
 	"os"
-	"path/filepath"
+	"strings"
 	"time"
+
+	"github.com/ovsdp/ovsdp/internal/runsock"
 )
 
 // Status is what `upcalld status` shows.
@@ -99,28 +101,30 @@ func (s *Status) Format(w io.Writer) error {
 }
 
 // StatusServer answers status requests on a Unix socket: each
-// connection gets one JSON Status and is closed.
+// connection gets one JSON Status and is closed. A peer that may not
+// (see package runsock) gets {"error": "permission denied: ..."}.
 type StatusServer struct {
-	l    net.Listener
-	path string
-	d    *Daemon
+	l      net.Listener
+	path   string
+	d      *Daemon
+	access runsock.Access
 }
 
-// ListenStatus opens the status socket at path (replacing a stale one).
-func (d *Daemon) ListenStatus(path string) (*StatusServer, error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return nil, fmt.Errorf("status socket: %w", err)
-	}
-	if c, err := net.Dial("unix", path); err == nil {
-		c.Close()
-		return nil, fmt.Errorf("status socket %s: another upcalld answers on it", path)
-	}
-	os.Remove(path)
-	l, err := net.Listen("unix", path)
+// ListenStatus opens the status socket at path (replacing a stale one):
+// mode 0600 in a 0700 directory, or 0660 and 0750 with access's group,
+// set explicitly whatever the umask.
+func (d *Daemon) ListenStatus(path string, access runsock.Access) (*StatusServer, error) {
+	l, err := runsock.Listen(path, access)
 	if err != nil {
 		return nil, fmt.Errorf("status socket: %w", err)
 	}
-	return &StatusServer{l: l, path: path, d: d}, nil
+	return &StatusServer{l: l, path: path, d: d, access: access}, nil
+}
+
+// statusReply is what the status socket sends: the status, or why not.
+type statusReply struct {
+	Status
+	Error string `json:"error,omitempty"`
 }
 
 // Serve answers until ctx is done or the server is closed.
@@ -129,6 +133,7 @@ func (s *StatusServer) Serve(ctx context.Context) error {
 		<-ctx.Done()
 		s.l.Close()
 	}()
+	what := s.d.dp.Type() + "@" + s.d.dp.Name()
 	for {
 		c, err := s.l.Accept()
 		if err != nil {
@@ -137,9 +142,15 @@ func (s *StatusServer) Serve(ctx context.Context) error {
 			}
 			return fmt.Errorf("status socket: %w", err)
 		}
-		st := s.d.Status()
-		c.SetWriteDeadline(time.Now().Add(time.Second))
-		json.NewEncoder(c).Encode(&st)
+		var rep statusReply
+		if err := s.access.Check(c, what); err != nil {
+			rep.Error = err.Error()
+			c.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
+		} else {
+			rep.Status = s.d.Status()
+			c.SetWriteDeadline(time.Now().Add(time.Second))
+		}
+		json.NewEncoder(c).Encode(&rep)
 		c.Close()
 	}
 }
@@ -151,18 +162,30 @@ func (s *StatusServer) Close() error {
 	return err
 }
 
-// QueryStatus asks the daemon listening at path for its status.
-func QueryStatus(ctx context.Context, path string) (Status, error) {
-	var st Status
+// QueryStatus asks the daemon listening at path, the one that drives the
+// datapath dp ("netdev@br0", for messages), for its status. A caller
+// that may not ask gets an error matching os.ErrPermission that says who
+// may.
+func QueryStatus(ctx context.Context, dp, path string) (Status, error) {
+	var rep statusReply
 	var dl net.Dialer
 	c, err := dl.DialContext(ctx, "unix", path)
 	if err != nil {
-		return st, fmt.Errorf("no upcalld answers on %s: %w", path, err)
+		if runsock.IsDenied(err) {
+			return rep.Status, runsock.Denied(dp, path)
+		}
+		return rep.Status, fmt.Errorf("no upcalld answers for %s on %s: %w", dp, path, err)
 	}
 	defer c.Close()
 	c.SetReadDeadline(time.Now().Add(5 * time.Second))
-	if err := json.NewDecoder(io.LimitReader(c, 1<<20)).Decode(&st); err != nil {
-		return st, fmt.Errorf("reading status from %s: %w", path, err)
+	if err := json.NewDecoder(io.LimitReader(c, 1<<20)).Decode(&rep); err != nil {
+		return rep.Status, fmt.Errorf("reading status from %s: %w", path, err)
 	}
-	return st, nil
+	if rep.Error != "" {
+		if strings.HasPrefix(rep.Error, "permission denied") {
+			return Status{}, runsock.DeniedError(rep.Error)
+		}
+		return Status{}, errors.New(rep.Error)
+	}
+	return rep.Status, nil
 }

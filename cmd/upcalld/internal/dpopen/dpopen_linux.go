@@ -5,10 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"sync"
 
 	"github.com/ovsdp/ovsdp/genl"
+	"github.com/ovsdp/ovsdp/internal/runsock"
 	"github.com/ovsdp/ovsdp/odp"
 	"github.com/ovsdp/ovsdp/userdp"
 	"github.com/ovsdp/ovsdp/userdp/ctl"
@@ -30,44 +30,58 @@ type Opened struct {
 	closeOnce sync.Once
 }
 
+// Options are what Open needs beyond the spec.
+type Options struct {
+	// Access is who may use the control socket of a userspace datapath
+	// besides root (runsock.RootOnly: nobody).
+	Access runsock.Access
+	// FlowLimit caps the flows of a userspace datapath (0: no cap).
+	FlowLimit int
+}
+
 // Open opens the datapath named by spec, creating it if it does not
 // exist. A kernel datapath that exists is adopted as it is (its ports
 // and flows stay). A userspace datapath lives in this process: Open
-// creates it and its control socket (ctl.SocketPath), and fails if
-// another process already serves one of that name.
-func Open(spec Spec) (*Opened, error) {
-	o := &Opened{Spec: spec}
+// creates it (with o.FlowLimit) and its control socket (ctl.SocketPath,
+// for o.Access), and fails if another process already serves one of
+// that name.
+func Open(spec Spec, o Options) (*Opened, error) {
+	opened := &Opened{Spec: spec}
 	switch spec.Type {
 	case "system":
 		d, err := genl.Open(spec.Name)
 		if errors.Is(err, os.ErrNotExist) {
 			d, err = genl.Create(spec.Name)
-			o.Created = true
+			opened.Created = true
 		}
 		if err != nil {
 			return nil, fmt.Errorf("opening %s: %w", spec, err)
 		}
-		o.sys, o.Datapath = d, d
+		opened.sys, opened.Datapath = d, d
 	case "netdev":
 		path := ctl.SocketPath(spec.Name)
 		if c, err := ctl.Dial(spec.Name); err == nil {
 			c.Close()
 			return nil, fmt.Errorf("opening %s: another process hosts it (control socket %s answers)", spec, path)
 		}
-		d, err := userdp.New(spec.Name)
+		d, err := userdp.New(spec.Name, userdp.WithFlowLimit(o.FlowLimit))
 		if err != nil {
 			return nil, fmt.Errorf("creating %s: %w", spec, err)
 		}
-		srv, err := ctl.Listen(path, d)
+		var copts []ctl.Option
+		if o.Access.HasGroup() {
+			copts = append(copts, ctl.WithGroup(o.Access.GID, o.Access.Group))
+		}
+		srv, err := ctl.Listen(path, d, copts...)
 		if err != nil {
 			d.Close()
 			return nil, fmt.Errorf("creating %s: %w", spec, err)
 		}
-		o.usr, o.srv, o.Datapath, o.Created = d, srv, d, true
+		opened.usr, opened.srv, opened.Datapath, opened.Created = d, srv, d, true
 	default:
 		return nil, fmt.Errorf("opening %s: unknown datapath type", spec)
 	}
-	return o, nil
+	return opened, nil
 }
 
 // Serve answers the control socket of a userspace datapath until Close;
@@ -89,11 +103,9 @@ func (o *Opened) ControlSocket() string {
 	return o.srv.Addr()
 }
 
-// StatusSocket is where upcalld answers status requests for spec:
-// "upcalld-TYPE-NAME.sock" in ctl.Dir().
-func StatusSocket(spec Spec) string {
-	return filepath.Join(ctl.Dir(), "upcalld-"+spec.Type+"-"+spec.Name+".sock")
-}
+// StatusSocket is where upcalld answers status requests for spec
+// (ctl.StatusSocket, the one place that derives it).
+func StatusSocket(spec Spec) string { return ctl.StatusSocket(spec.Type, spec.Name) }
 
 // Close releases the datapath: a kernel datapath stays (with its ports
 // and flows, which keep forwarding); a userspace one stops with the
