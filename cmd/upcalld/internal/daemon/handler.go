@@ -303,6 +303,7 @@ func (d *Daemon) decide(ctx context.Context, h *handlerState, i int, up *odp.Upc
 	d.m.upcallsReceivedM.Inc()
 	k, err := odp.ToFlowKeysExact(up.Key)
 	if err != nil {
+		d.m.refused(refusedKey)
 		return fmt.Errorf("upcall key: %w", err)
 	}
 	ps := d.pol.Load()
@@ -350,8 +351,14 @@ func (d *Daemon) queueInstall(h *handlerState, i int, k *flowkeys.Key, dec *poli
 			return nil // the same, earlier in this batch
 		}
 	}
+	keyAttrs, maskAttrs, err := odp.MegaflowFromFlowKeys(k, &mask)
+	if err != nil {
+		d.m.refused(refusedInexpressible)
+		return fmt.Errorf("no megaflow: %w", err)
+	}
 	wire, err := odp.MarshalActions(acts)
 	if err != nil {
+		d.m.refused(refusedActions)
 		return fmt.Errorf("encoding actions %s: %w", odp.FormatActions(acts), err)
 	}
 	r := &record{
@@ -359,8 +366,8 @@ func (d *Daemon) queueInstall(h *handlerState, i int, k *flowkeys.Key, dec *poli
 		id:          odp.FlowID{UFID: ufid},
 		key:         *k,
 		mask:        mask,
-		keyAttrs:    odp.KeyFromFlowKeys(k),
-		maskAttrs:   odp.MaskFromFlowKeys(&mask, k),
+		keyAttrs:    keyAttrs,
+		maskAttrs:   maskAttrs,
 		actions:     acts,
 		actionsWire: wire,
 		normal:      dec.Normal,
@@ -434,6 +441,7 @@ func (d *Daemon) installBatch(ctx context.Context, h *handlerState) {
 		case errors.Is(err, os.ErrExist):
 			d.flows.add(r)
 		default:
+			d.m.refused(refusedPut)
 			w.installErr = fmt.Errorf("installing %s actions:%s: %w", odp.FormatKey(r.keyAttrs, r.maskAttrs, false), odp.FormatActions(r.actions), err)
 		}
 	}

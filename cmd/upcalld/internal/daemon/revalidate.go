@@ -290,35 +290,75 @@ func adoptRecord(f *odp.Flow, now uint64) (*record, error) {
 }
 
 // flowKeys converts a dumped flow's key and mask. Datapaths dump the
-// masked key: where the mask wildcards the Ethernet type, the key's
-// eth_type is 0, which the kernel's flow-key rules (odp.ToFlowKeys)
-// refuse; such a key is converted with a placeholder Ethernet type that
-// needs no L3 attributes, masked out again afterwards.
+// masked key, which the kernel's flow-key rules (odp.ToFlowKeys) may
+// refuse although the flow was accepted:
+//   - where the mask wildcards the Ethernet type, the key's eth_type is
+//     0; such a key is converted with a placeholder Ethernet type that
+//     needs no L3 attributes, masked out again afterwards;
+//   - where the mask leaves out an MPLS flow's label stack (the
+//     megaflow of a frame without a bottom-of-stack entry, see
+//     odp.MegaflowFromFlowKeys), the masked key's label count is 0 and
+//     its mpls attribute has 0 bytes; such a key is converted with one
+//     zero label, which the mask wildcards again.
 func flowKeys(key, mask odp.FlowKey) (k, m flowkeys.Key, err error) {
 	k, m, err = odp.ToFlowKeys(key, mask)
 	if err == nil {
 		return k, m, nil
 	}
-	et, ok := key.Find(odp.KeyEthertype).(odp.Ethertype)
-	if !ok || et >= 0x600 {
-		return k, m, err
-	}
-	if me, ok := mask.Find(odp.KeyEthertype).(odp.Ethertype); ok && me != 0 {
-		return k, m, err
-	}
-	fixed := make(odp.FlowKey, len(key))
-	for i, a := range key {
-		if a.KeyType() == odp.KeyEthertype {
-			a = odp.Ethertype(placeholderEthType)
+	fixed, mplsFixed := fillEmptyMPLS(key)
+	var et odp.Ethertype
+	etFixed := false
+	if e, ok := key.Find(odp.KeyEthertype).(odp.Ethertype); ok && e < 0x600 {
+		if me, ok := mask.Find(odp.KeyEthertype).(odp.Ethertype); !ok || me == 0 {
+			et, etFixed = e, true
+			if !mplsFixed {
+				fixed = append(odp.FlowKey(nil), key...)
+			}
+			for i, a := range fixed {
+				if a.KeyType() == odp.KeyEthertype {
+					fixed[i] = odp.Ethertype(placeholderEthType)
+				}
+			}
 		}
-		fixed[i] = a
+	}
+	if !mplsFixed && !etFixed {
+		return k, m, err
 	}
 	k2, m2, err2 := odp.ToFlowKeys(fixed, mask)
 	if err2 != nil {
 		return k, m, err
 	}
-	k2.EthType = uint16(et)
+	if etFixed {
+		k2.EthType = uint16(et)
+	}
 	return k2, m2, nil
+}
+
+// fillEmptyMPLS returns a copy of key whose 0-byte mpls attributes (at
+// any VLAN nesting) have one zero label, and whether there was one.
+func fillEmptyMPLS(key odp.FlowKey) (odp.FlowKey, bool) {
+	var out odp.FlowKey
+	for i, a := range key {
+		var repl odp.KeyAttr
+		switch v := a.(type) {
+		case odp.MPLS:
+			if len(v) == 0 {
+				repl = odp.MPLS{0}
+			}
+		case odp.Encap:
+			if inner, ok := fillEmptyMPLS(v.Key); ok {
+				repl = odp.Encap{Key: inner}
+			}
+		}
+		if repl == nil {
+			continue
+		}
+		if out == nil {
+			out = append(odp.FlowKey(nil), key...)
+		}
+		out[i] = repl
+	}
+	return out, out != nil
 }
 
 // placeholderEthType is the IEEE local experimental EtherType.
