@@ -125,7 +125,17 @@ var ErrInexpressible = errors.New("no flow the kernel accepts can match this")
 // one, but a nest is never all zero, and an nsh mask without an exact
 // Ethernet type mask is EINVAL (match_validate), so that the flow of an
 // NSH packet whose decision did not read the Ethernet type (the learning
-// switch's) could not be put. And a
+// switch's) could not be put. A frame whose VLAN tag (outer or inner)
+// is cut short before its TCI and type has an upcall key that no flow
+// can have (eth_type(0) with a vlan attribute and an empty encap): where
+// the mask does not read the Ethernet type, the megaflow is that of a
+// frame without a type after its tags (no eth_type attribute at that
+// level, the kernel's 802.2), which matches it, since the mask wildcards
+// the type and the TCIs of absent tags are zero in both (the mask keeps
+// a zero eth_type inside the tag's encap: an empty mask encap would be
+// all zero, taken for absent, and the tag's TPID mask for an exact
+// Ethernet type mask, a flow that never matches); where it does,
+// no flow matches the frame and the error wraps ErrInexpressible. And a
 // packet whose MPLS label stack ends before a bottom-of-stack entry: the
 // kernel's key_extract leaves that key without labels (num_labels_mask
 // 0), its upcall key has a 0-byte mpls attribute, and a flow's mpls
@@ -148,7 +158,26 @@ func MegaflowFromFlowKeys(k, mask *flowkeys.Key) (key, maskAttrs FlowKey, err er
 		return nil, nil, fmt.Errorf("odp: megaflow for an MPLS packet with label stack mask %#x (entries %#x) and %d labels: %w",
 			mask.MPLSLabelsMask, mask.MPLSLSE, bits.OnesCount32(k.MPLSLabelsMask), ErrInexpressible)
 	}
+	if missingTag(k) {
+		if mask.EthType != 0 {
+			return nil, nil, fmt.Errorf("odp: megaflow matching the Ethernet type %#04x of a frame whose VLAN tag is cut short: %w",
+				k.EthType, ErrInexpressible)
+		}
+		// Put it as a frame without a type after its whole tags (802.2).
+		k2 := *k
+		k2.EthType = flowkeys.EthType8022
+		k = &k2
+	}
 	return appendPutKey(make(FlowKey, 0, 16), k, k, false, true), appendPutKey(make(FlowKey, 0, 16), k, mask, true, true), nil
+}
+
+// missingTag reports whether k is an Ethernet frame whose Ethernet type
+// is the TPID of a tag cut short (the kernel's parse_vlan_tag leaves its
+// TCI and TPID zero and takes the TPID as the Ethernet type). A third
+// tag's TPID as the type after two whole tags is a key that flows can
+// have.
+func missingTag(k *flowkeys.Key) bool {
+	return k.MacProto == flowkeys.MacProtoEthernet && isVLANEthType(k.EthType) && (k.VLANTCI == 0 || k.CVLANTCI == 0)
 }
 
 // mplsMaskExpressible reports whether the MPLS bits of mask can be put
@@ -173,8 +202,10 @@ func mplsMaskExpressible(k, mask *flowkeys.Key) bool {
 }
 
 // appendPutKey is __ovs_nla_put_key: sw decides, out gives the values.
-// With flow set (a megaflow to put) an MPLS key without labels gets one
-// and an all-zero NSH mask is left out (see MegaflowFromFlowKeys).
+// With flow set (a megaflow to put) an MPLS key without labels gets one,
+// an all-zero NSH mask is left out, and the mask of a tagged frame
+// without a type keeps a zero eth_type in its encap (see
+// MegaflowFromFlowKeys).
 func appendPutKey(dst FlowKey, sw, out *flowkeys.Key, isMask, flow bool) FlowKey {
 	dst = append(dst, RecircID(out.RecircID), DPHash(out.DPHash), Priority(out.Priority))
 	if sw.TunProto != 0 || isMask {
@@ -220,7 +251,12 @@ func appendPutKey(dst FlowKey, sw, out *flowkeys.Key, isMask, flow bool) FlowKey
 		if sw.EthType == flowkeys.EthType8022 {
 			// 802.2 is an absent eth_type in a key; in a mask the
 			// eth_type's mask is there unless it is zero.
-			if isMask && out.EthType != 0 {
+			if isMask && (out.EthType != 0 || flow && outer != nil) {
+				// A flow's mask inside a tag keeps the (zero)
+				// eth_type: an empty encap nest would be all zero,
+				// taken for an absent one, and the tag's mask
+				// would go unparsed, its TPID mask taken for an
+				// exact Ethernet type mask.
 				*cur = append(*cur, boxEthertype(out.EthType))
 			}
 			return closeEncap(dst, outer, inner)

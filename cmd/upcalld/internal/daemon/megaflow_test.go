@@ -2,6 +2,8 @@ package daemon
 
 import (
 	"encoding/binary"
+	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -111,26 +113,74 @@ func TestRestartAdoptsMPLSWithoutBottomOfStack(t *testing.T) {
 	checkFlows(t, h.flows(), before...)
 }
 
-// An NSH frame under the learning switch (which does not read the
-// Ethernet type) gets a flow: the megaflow's mask leaves out the nsh
-// attribute. Before, the mask carried an all-zero nsh nest, which the
+// cutTagFrames are frames whose VLAN tag is cut short: the outer one
+// (a TPID and one byte), and the inner one after a whole outer tag (a
+// TPID and the TCI, no type). The kernel's key takes the TPID as the
+// Ethernet type and leaves the tag's TCI zero; its upcall key is
+// eth_type(0),vlan(0),encap() at that level, which no flow can have.
+func cutTagFrames() map[string][]byte {
+	outer := append(mplsFrame(macN(1), macN(2))[:12:12], 0x81, 0x00, 0x20)
+	inner := append(mplsFrame(macN(1), macN(2))[:12:12], 0x81, 0x00, 0x00, 0x64, 0x88, 0xa8, 0x00, 0x05)
+	return map[string][]byte{"vlan-outer-cut": outer, "vlan-inner-cut": inner}
+}
+
+// Frames whose upcall key is no valid flow key, under the learning
+// switch (which does not read the Ethernet type), get a flow that
+// matches them. Before, every such frame was a miss and a failed put:
+// an NSH frame's megaflow mask had an all-zero nsh nest, which the
 // kernel takes as a mask on NSH fields without an exact Ethernet type
-// (EINVAL), and every NSH frame was a miss and a failed put.
-func TestNSHUnderLearningSwitchGetsAFlow(t *testing.T) {
-	for _, name := range []string{"nsh/md1", "nsh/md2"} {
+// (EINVAL); a frame whose VLAN tag is cut short had the upcall's
+// eth_type(0) with a vlan attribute (EINVAL).
+func TestLearningSwitchUnusualFramesGetAFlow(t *testing.T) {
+	frames := cutTagFrames()
+	frames["nsh/md1"] = corpusFrame(t, "nsh/md1")
+	frames["nsh/md2"] = corpusFrame(t, "nsh/md2")
+	for name, f := range frames {
 		t.Run(name, func(t *testing.T) {
 			h := newHarness(t, 2, Config{})
 			h.start()
-			f := corpusFrame(t, name)
 			h.send(1, f)
+			h.expect(2, f)
 			h.waitFlows(1)
 			if st := h.d.Status(); st.Failed != 0 || st.Handled != 1 {
 				t.Fatalf("%+v, want 1 handled, 0 failed", st)
 			}
 			h.send(1, f)
+			h.expect(2, f)
 			time.Sleep(20 * time.Millisecond)
 			if st := h.d.Status(); st.Handled != 1 {
 				t.Errorf("after the second frame: %+v, want still 1 handled (a flow hit)", st)
+			}
+		})
+	}
+}
+
+// A decision that read the Ethernet type of a frame whose VLAN tag is
+// cut short cannot be a flow (the type is the tag's TPID, which no flow
+// matches): the miss installs nothing, is counted as refused
+// (inexpressible) with a warning, and the packet is still forwarded.
+func TestCutTagWithEthTypeDecisionRefused(t *testing.T) {
+	for name, f := range cutTagFrames() {
+		t.Run(name, func(t *testing.T) {
+			logs := &logCapture{}
+			h := newHarness(t, 2, Config{Rules: mustRules(t, "priority=100,ip,actions=drop\npriority=0,actions=output:2\n"), Logger: slog.New(logs)})
+			h.start()
+			h.send(1, f)
+			h.expect(2, f)
+			deadline := time.Now().Add(5 * time.Second)
+			for h.d.Status().Failed == 0 && time.Now().Before(deadline) {
+				time.Sleep(time.Millisecond)
+			}
+			if got := h.counter("upcalld_megaflows_refused_total", "reason=inexpressible"); got != 1 {
+				t.Errorf("refused (inexpressible): %v, want 1", got)
+			}
+			if fs := h.flows(); len(fs) != 0 {
+				t.Errorf("flows %q, want none", fs)
+			}
+			logs.mu.Lock()
+			defer logs.mu.Unlock()
+			if len(logs.recs) != 1 || !strings.Contains(logs.recs[0], "cut short") {
+				t.Errorf("warnings %q, want one saying the tag is cut short", logs.recs)
 			}
 		})
 	}
