@@ -130,7 +130,7 @@ func (d *Daemon) handler(ctx context.Context, id int, rx odp.UpcallReceiver) {
 		} else if behind.IsZero() {
 			behind = now
 		}
-		d.handleBatch(ctx, h, h.ups[:n], behind, now)
+		d.handleBatchContained(ctx, h, h.ups[:n], behind, now)
 		clear(h.ups[:n]) // drop references to the packets
 	}
 }
@@ -264,7 +264,7 @@ func (d *Daemon) process(ctx context.Context, h *handlerState, ups []odp.Upcall)
 	h.flows, h.putOf, h.meta = h.flows[:0], h.putOf[:0], h.meta[:0]
 	for i := range ups {
 		if w := &h.work[i]; !w.shed {
-			w.err = d.decide(ctx, h, i, &ups[i])
+			w.err = d.decideContained(ctx, h, i, &ups[i])
 		}
 	}
 	d.installBatch(ctx, h)
@@ -301,6 +301,9 @@ func (d *Daemon) decide(ctx context.Context, h *handlerState, i int, up *odp.Upc
 		return fmt.Errorf("unknown upcall kind %d", up.Kind)
 	}
 	d.m.upcallsReceivedM.Inc()
+	if testHookDecide != nil {
+		testHookDecide(up)
+	}
 	k, err := odp.ToFlowKeysExact(up.Key)
 	if err != nil {
 		d.m.refused(refusedKey)
