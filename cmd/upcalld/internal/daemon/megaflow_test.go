@@ -83,34 +83,65 @@ func TestMPLSWithoutBottomOfStackGetsAFlow(t *testing.T) {
 	}
 }
 
-// A restarted daemon adopts the flows of MPLS frames without a
+// A restarted daemon adopts the megaflows of MPLS frames without a
 // bottom-of-stack entry: the datapath dumps their masked key with a
 // 0-byte mpls attribute (the kernel's __ovs_nla_put_key of the masked
 // key, whose label count the mask left out), which the kernel's flow
-// rules refuse; such a flow must not be deleted as unusable.
-func TestRestartAdoptsMPLSWithoutBottomOfStack(t *testing.T) {
-	h := newHarness(t, 2, Config{Rules: mustRules(t, "priority=100,ip,actions=drop\npriority=0,actions=output:2\n")})
-	h.start()
-	f := mplsFrame(macN(1), macN(2), 7<<12|64)
-	h.send(1, f)
-	h.expect(2, f)
-	h.waitFlows(1)
-	h.revalidate()
-	before := h.flows()
-	h.stop()
+// rules refuse; such a flow must not be deleted as unusable. The same
+// for the other megaflows odp.MegaflowFromFlowKeys shapes (cut VLAN
+// tags, NSH under the learning switch), and for any tagged frame under
+// the learning switch, whose masked key has eth_type(0) inside the
+// encap (before, only a top-level eth_type(0) was converted, and such
+// flows were deleted as unusable at every restart).
+func TestRestartAdoptsUnusualMegaflows(t *testing.T) {
+	cases := []struct {
+		name, rules string
+		frame       []byte
+	}{
+		{"mpls-no-bos", "priority=100,ip,actions=drop\npriority=0,actions=output:2\n", mplsFrame(macN(1), macN(2), 7<<12|64)},
+		{"nsh", "", corpusFrame(t, "nsh/md1")},
+		// Any tagged frame under the learning switch: the masked key
+		// has eth_type(0) inside the encap.
+		{"vlan-ipv4", "", corpusFrame(t, "vlan/ipv4/udp")},
+	}
+	for name, f := range cutTagFrames() {
+		cases = append(cases, struct {
+			name, rules string
+			frame       []byte
+		}{name, "", f})
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := func() Config {
+				if c.rules == "" {
+					return Config{}
+				}
+				return Config{Rules: mustRules(t, c.rules)}
+			}
+			h := newHarness(t, 2, cfg())
+			h.start()
+			h.send(1, c.frame)
+			h.expect(2, c.frame)
+			h.waitFlows(1)
+			h.revalidate()
+			before := h.flows()
+			h.stop()
 
-	d2, err := New(Config{Datapath: h.dp, Rules: mustRules(t, "priority=100,ip,actions=drop\npriority=0,actions=output:2\n"),
-		Handlers: 1, RevalidateInterval: time.Hour, Logger: discardLogger()})
-	if err != nil {
-		t.Fatal(err)
+			c2 := cfg()
+			c2.Datapath, c2.Handlers, c2.RevalidateInterval, c2.Logger = h.dp, 1, time.Hour, discardLogger()
+			d2, err := New(c2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			h.d = d2
+			h.start()
+			r := h.revalidate()
+			if r.Deleted != 0 || d2.Status().Flows != 1 {
+				t.Errorf("after restart: %+v with %d flows, want the flow adopted, nothing deleted", r, d2.Status().Flows)
+			}
+			checkFlows(t, h.flows(), before...)
+		})
 	}
-	h.d = d2
-	h.start()
-	r := h.revalidate()
-	if r.Deleted != 0 || r.Modified != 0 || d2.Status().Flows != 1 {
-		t.Errorf("after restart: %+v with %d flows, want the flow adopted, nothing deleted", r, d2.Status().Flows)
-	}
-	checkFlows(t, h.flows(), before...)
 }
 
 // cutTagFrames are frames whose VLAN tag is cut short: the outer one

@@ -293,8 +293,9 @@ func adoptRecord(f *odp.Flow, now uint64) (*record, error) {
 // masked key, which the kernel's flow-key rules (odp.ToFlowKeys) may
 // refuse although the flow was accepted:
 //   - where the mask wildcards the Ethernet type, the key's eth_type is
-//     0; such a key is converted with a placeholder Ethernet type that
-//     needs no L3 attributes, masked out again afterwards;
+//     0 (at the level after the VLAN tags: inside the encap of a tagged
+//     frame); such a key is converted with a placeholder Ethernet type
+//     that needs no L3 attributes, which the mask wildcards again;
 //   - where the mask leaves out an MPLS flow's label stack (the
 //     megaflow of a frame without a bottom-of-stack entry, see
 //     odp.MegaflowFromFlowKeys), the masked key's label count is 0 and
@@ -305,48 +306,43 @@ func flowKeys(key, mask odp.FlowKey) (k, m flowkeys.Key, err error) {
 	if err == nil {
 		return k, m, nil
 	}
-	fixed, mplsFixed := fillEmptyMPLS(key)
-	var et odp.Ethertype
-	etFixed := false
-	if e, ok := key.Find(odp.KeyEthertype).(odp.Ethertype); ok && e < 0x600 {
-		if me, ok := mask.Find(odp.KeyEthertype).(odp.Ethertype); !ok || me == 0 {
-			et, etFixed = e, true
-			if !mplsFixed {
-				fixed = append(odp.FlowKey(nil), key...)
-			}
-			for i, a := range fixed {
-				if a.KeyType() == odp.KeyEthertype {
-					fixed[i] = odp.Ethertype(placeholderEthType)
-				}
-			}
-		}
-	}
-	if !mplsFixed && !etFixed {
+	fixed, ok := fixDumpedKey(key, mask)
+	if !ok {
 		return k, m, err
 	}
 	k2, m2, err2 := odp.ToFlowKeys(fixed, mask)
 	if err2 != nil {
 		return k, m, err
 	}
-	if etFixed {
-		k2.EthType = uint16(et)
-	}
 	return k2, m2, nil
 }
 
-// fillEmptyMPLS returns a copy of key whose 0-byte mpls attributes (at
-// any VLAN nesting) have one zero label, and whether there was one.
-func fillEmptyMPLS(key odp.FlowKey) (odp.FlowKey, bool) {
+// fixDumpedKey returns a copy of a dumped (masked) key with what
+// flowKeys replaces, level by level (mask is the mask attributes at the
+// same level), and whether it replaced anything.
+func fixDumpedKey(key, mask odp.FlowKey) (odp.FlowKey, bool) {
 	var out odp.FlowKey
+	typeMasked := false
+	if me, ok := mask.Find(odp.KeyEthertype).(odp.Ethertype); ok && me != 0 {
+		typeMasked = true
+	}
+	var maskEncap odp.FlowKey
+	if e, ok := mask.Find(odp.KeyEncap).(odp.Encap); ok {
+		maskEncap = e.Key
+	}
 	for i, a := range key {
 		var repl odp.KeyAttr
 		switch v := a.(type) {
+		case odp.Ethertype:
+			if v < 0x600 && !typeMasked {
+				repl = odp.Ethertype(placeholderEthType)
+			}
 		case odp.MPLS:
 			if len(v) == 0 {
 				repl = odp.MPLS{0}
 			}
 		case odp.Encap:
-			if inner, ok := fillEmptyMPLS(v.Key); ok {
+			if inner, ok := fixDumpedKey(v.Key, maskEncap); ok {
 				repl = odp.Encap{Key: inner}
 			}
 		}
