@@ -219,11 +219,5 @@ func TestCutTagWithEthTypeDecisionRefused(t *testing.T) {
 
 func corpusFrame(t *testing.T, name string) []byte {
 	t.Helper()
-	for _, p := range flowkeystest.Corpus() {
-		if p.Name == name {
-			return p.Data
-		}
-	}
-	t.Fatalf("no corpus packet %q", name)
-	return nil
+	return flowkeystest.CorpusPacket(t, name)
 }
