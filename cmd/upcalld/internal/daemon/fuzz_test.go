@@ -106,7 +106,7 @@ func checkMiss(t *testing.T, frame []byte, k *flowkeys.Key, rules string) {
 	}
 	defer dp.Close()
 	for i := 1; i <= 3; i++ {
-		if _, err := dp.AddPort(ctx, odp.PortSpec{Name: fmt.Sprintf("m%d", i), Type: userdp.PortMemory, Options: map[string]string{"queue": "64"}}); err != nil {
+		if _, err := dp.AddPort(ctx, odp.PortSpec{Name: fmt.Sprintf("m%d", i), Type: userdp.PortMemory, Options: map[string]string{"queue": "64", "mtu": "2048"}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -195,7 +195,7 @@ func checkMiss(t *testing.T, frame []byte, k *flowkeys.Key, rules string) {
 	// the flow.
 	peer := dp.MemoryPeer("m1")
 	if n, err := peer.WriteBatch([][]byte{frame}); n != 1 {
-		t.Fatalf("injecting the frame: %v", err)
+		t.Fatalf("injecting the frame of %d bytes: %v (port stats %+v)", len(frame), err, peer.Stats())
 	}
 	deadline := time.Now().Add(5 * time.Second)
 	for {
