@@ -120,39 +120,45 @@ var ErrInexpressible = errors.New("no flow the kernel accepts can match this")
 //
 // The key is KeyFromFlowKeys(k), the packet's whole key as an upcall
 // gives it, and the mask is MaskFromFlowKeys(mask, k), the mask as the
-// kernel dumps it, with two exceptions. An NSH mask without any bit set
-// is left out: the kernel takes an all-zero mask attribute for an absent
-// one, but a nest is never all zero, and an nsh mask without an exact
-// Ethernet type mask is EINVAL (match_validate), so that the flow of an
-// NSH packet whose decision did not read the Ethernet type (the learning
-// switch's) could not be put. A frame whose VLAN tag (outer or inner)
-// is cut short before its TCI and type has an upcall key that no flow
-// can have (eth_type(0) with a vlan attribute and an empty encap): where
-// the mask does not read the Ethernet type, the megaflow is that of a
-// frame without a type after its tags (no eth_type attribute at that
-// level, the kernel's 802.2), which matches it, since the mask wildcards
-// the type and the TCIs of absent tags are zero in both (the mask keeps
-// a zero eth_type inside the tag's encap: an empty mask encap would be
-// all zero, taken for absent, and the tag's TPID mask for an exact
-// Ethernet type mask, a flow that never matches); where it does,
-// no flow matches the frame and the error wraps ErrInexpressible. And a
-// packet whose MPLS label stack ends before a bottom-of-stack entry: the
-// kernel's key_extract leaves that key without labels (num_labels_mask
-// 0), its upcall key has a 0-byte mpls attribute, and a flow's mpls
-// attribute needs 1 to 3 labels (ovs_key_from_nlattrs): the put of the
-// upcall's key is EINVAL. The megaflow's key then carries one label (the
-// stack's first entry as far as the packet has it, zero if none), which
-// the mask leaves out: a mask without mpls matches the label count and
-// the entries of no packet, so the flow matches this packet, and any MPLS
-// packet that agrees on the other bits of mask, as the mask asks.
+// kernel dumps it, except where the kernel would refuse those or the
+// flow would not match the packet:
 //
-// A mask that asks for MPLS bits the attributes cannot carry is refused
-// with an error wrapping ErrInexpressible, rather than giving a flow that
-// matches more than the mask says: any MPLS bit for a packet without
-// labels (no flow with a label count matches it), entries past the
-// mask's label count, a label count that is not 1, 2 or 3 labels from
-// the top, or a label count without any entry bit (the kernel takes an
-// all-zero mask attribute for an absent one).
+//   - An MPLS packet whose label stack ends before a bottom-of-stack
+//     entry: key_extract leaves its key without labels (num_labels_mask
+//     0), its upcall key has a 0-byte mpls attribute, and a flow's mpls
+//     attribute needs 1 to 3 labels (ovs_key_from_nlattrs): the put of
+//     the upcall's key is EINVAL. The megaflow's key carries one label
+//     (the stack's first entry as far as the packet has it, zero if
+//     none), which the mask leaves out: a mask without mpls matches no
+//     label count and no entry, so the flow matches this packet and any
+//     MPLS packet that agrees on the other bits of mask.
+//   - A frame whose VLAN tag (outer or inner) is cut short before its
+//     TCI and type: the kernel takes the TPID for the Ethernet type, and
+//     its upcall key (eth_type(0) with a vlan attribute and an empty
+//     encap at that level) is EINVAL in a flow. Where the mask does not
+//     read the Ethernet type, the megaflow is that of a frame with no
+//     type after its whole tags (no eth_type attribute at that level,
+//     the kernel's 802.2), which matches it: the type is wildcarded and
+//     the TCI of the absent tag is zero in both. Its mask keeps a zero
+//     eth_type inside the tag's encap: an empty mask encap is all zero,
+//     taken for an absent one, and the tag's TPID mask would then be
+//     taken for an exact Ethernet type mask (a flow that never matches).
+//     Where the mask reads the Ethernet type, no flow matches the frame.
+//   - An NSH mask without any bit set is left out: the kernel takes an
+//     all-zero mask attribute for an absent one, but a nest is never all
+//     zero, and an nsh mask without an exact Ethernet type mask is
+//     EINVAL (match_validate), so that the flow of an NSH packet whose
+//     decision did not read the Ethernet type (the learning switch's)
+//     could not be put.
+//
+// When no flow can match the packet on the bits of mask, the error wraps
+// ErrInexpressible, rather than giving a flow that matches more than the
+// mask says or that never matches: the Ethernet type of a frame whose
+// tag is cut short; any MPLS bit for a packet without labels (no flow
+// with a label count matches it), entries past the mask's label count, a
+// label count that is not 1, 2 or 3 labels from the top, or a label
+// count without any entry bit (the kernel takes an all-zero mask
+// attribute for an absent one).
 func MegaflowFromFlowKeys(k, mask *flowkeys.Key) (key, maskAttrs FlowKey, err error) {
 	if (k.EthType == flowkeys.EthTypeMPLS || k.EthType == flowkeys.EthTypeMPLSMC) && !mplsMaskExpressible(k, mask) {
 		return nil, nil, fmt.Errorf("odp: megaflow for an MPLS packet with label stack mask %#x (entries %#x) and %d labels: %w",
