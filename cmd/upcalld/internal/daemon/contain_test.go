@@ -30,19 +30,13 @@ func TestDecidePanicContained(t *testing.T) {
 	bad := udpFrame(poison, macN(2), ip4(10, 0, 0, 6), ip4(10, 0, 0, 2), 1, 2, 0)
 	good := udpFrame(macN(1), macN(2), ip4(10, 0, 0, 1), ip4(10, 0, 0, 2), 1, 2, 0)
 	h.send(1, bad)
-	deadline := time.Now().Add(5 * time.Second)
-	for h.d.Status().Failed == 0 && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond)
-	}
-	if st := h.d.Status(); st.Failed != 1 || h.d.PanicsContained() != 1 {
+	if st := h.waitAccounted(1); st.Failed != 1 || h.d.PanicsContained() != 1 {
 		t.Fatalf("after the poisoned frame: %+v, %d panics; want 1 failed, 1 panic", st, h.d.PanicsContained())
 	}
 	if got := h.counter("upcalld_panics_contained_total", "where=handler"); got != 1 {
 		t.Errorf("upcalld_panics_contained_total{where=handler} = %v, want 1", got)
 	}
-	logs.mu.Lock()
-	out := strings.Join(logs.recs, "\n")
-	logs.mu.Unlock()
+	out := strings.Join(logs.wait(2, 5*time.Second), "\n") // the panic, then the upcall's failure
 	if !strings.Contains(out, "handler panicked") || !strings.Contains(out, "forced by the test") ||
 		!strings.Contains(out, "goroutine") || !strings.Contains(out, "decideContained") {
 		t.Errorf("log %q: want the panic with its stack", out)
@@ -52,7 +46,7 @@ func TestDecidePanicContained(t *testing.T) {
 	h.send(1, good)
 	h.expect(2, good)
 	h.waitFlows(1)
-	if st := h.d.Status(); st.Handled != 1 {
+	if st := h.waitAccounted(2); st.Handled != 1 {
 		t.Errorf("after the good frame: %+v, want 1 handled", st)
 	}
 
@@ -100,16 +94,10 @@ func TestBatchPanicContained(t *testing.T) {
 	pp.armed.Store(true)
 	f1 := udpFrame(macN(1), macN(2), ip4(10, 0, 0, 1), ip4(10, 0, 0, 2), 1, 2, 0)
 	h.send(1, f1)
-	deadline := time.Now().Add(5 * time.Second)
-	for d.Status().Failed == 0 && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond)
-	}
-	if st := d.Status(); st.Failed != 1 || d.PanicsContained() != 1 {
+	if st := h.waitAccounted(1); st.Failed != 1 || d.PanicsContained() != 1 {
 		t.Fatalf("after the panicking put: %+v, %d panics; want 1 failed, 1 panic", st, d.PanicsContained())
 	}
-	logs.mu.Lock()
-	out := strings.Join(logs.recs, "\n")
-	logs.mu.Unlock()
+	out := strings.Join(logs.wait(1, 5*time.Second), "\n")
 	if !strings.Contains(out, "put forced to panic") || !strings.Contains(out, "installBatch") {
 		t.Errorf("log %q: want the panic with its stack", out)
 	}
@@ -117,7 +105,7 @@ func TestBatchPanicContained(t *testing.T) {
 	h.send(1, f2)
 	h.expect(2, f2)
 	h.waitFlows(1)
-	if st := d.Status(); st.Handled != 1 {
+	if st := h.waitAccounted(2); st.Handled != 1 {
 		t.Errorf("after the next frame: %+v, want 1 handled", st)
 	}
 }

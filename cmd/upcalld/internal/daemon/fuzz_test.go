@@ -53,6 +53,22 @@ func (c *logCapture) Handle(_ context.Context, r slog.Record) error {
 	c.mu.Unlock()
 	return nil
 }
+
+// wait waits (d at most) until c holds n records and returns a copy of
+// them.
+func (c *logCapture) wait(n int, d time.Duration) []string {
+	deadline := time.Now().Add(d)
+	for {
+		c.mu.Lock()
+		recs := append([]string(nil), c.recs...)
+		c.mu.Unlock()
+		if len(recs) >= n || time.Now().After(deadline) {
+			return recs
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 func (c *logCapture) WithAttrs([]slog.Attr) slog.Handler { return c }
 func (c *logCapture) WithGroup(string) slog.Handler      { return c }
 

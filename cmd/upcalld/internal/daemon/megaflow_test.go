@@ -68,7 +68,7 @@ func TestMPLSWithoutBottomOfStackGetsAFlow(t *testing.T) {
 				if fs[0] != pol.want {
 					t.Errorf("flow %q, want %q", fs[0], pol.want)
 				}
-				if st := h.d.Status(); st.Failed != 0 || st.Handled != 2 {
+				if st := h.waitAccounted(2); st.Failed != 0 || st.Handled != 2 {
 					t.Fatalf("after the first frame: %+v, want 2 handled, 0 failed", st)
 				}
 				// The second frame hits the flow: no upcall.
@@ -173,7 +173,7 @@ func TestLearningSwitchUnusualFramesGetAFlow(t *testing.T) {
 			h.send(1, f)
 			h.expect(2, f)
 			h.waitFlows(1)
-			if st := h.d.Status(); st.Failed != 0 || st.Handled != 1 {
+			if st := h.waitAccounted(1); st.Failed != 0 || st.Handled != 1 {
 				t.Fatalf("%+v, want 1 handled, 0 failed", st)
 			}
 			h.send(1, f)
@@ -198,22 +198,34 @@ func TestCutTagWithEthTypeDecisionRefused(t *testing.T) {
 			h.start()
 			h.send(1, f)
 			h.expect(2, f)
-			deadline := time.Now().Add(5 * time.Second)
-			for h.d.Status().Failed == 0 && time.Now().Before(deadline) {
-				time.Sleep(time.Millisecond)
-			}
+			h.waitAccounted(1)
 			if got := h.counter("upcalld_megaflows_refused_total", "reason=inexpressible"); got != 1 {
 				t.Errorf("refused (inexpressible): %v, want 1", got)
 			}
 			if fs := h.flows(); len(fs) != 0 {
 				t.Errorf("flows %q, want none", fs)
 			}
-			logs.mu.Lock()
-			defer logs.mu.Unlock()
-			if len(logs.recs) != 1 || !strings.Contains(logs.recs[0], "cut short") {
-				t.Errorf("warnings %q, want one saying the tag is cut short", logs.recs)
+			// The warning follows the accounting.
+			recs := logs.wait(1, 5*time.Second)
+			if len(recs) != 1 || !strings.Contains(recs[0], "cut short") {
+				t.Errorf("warnings %q, want one saying the tag is cut short", recs)
 			}
 		})
+	}
+}
+
+// waitAccounted waits (5 s at most) until the daemon has accounted for
+// n upcalls (handled or failed: the accounting follows the flow's put
+// and the packet's output) and returns its status.
+func (h *harness) waitAccounted(n uint64) Status {
+	h.t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		st := h.d.Status()
+		if st.Handled+st.Failed >= n || time.Now().After(deadline) {
+			return st
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
 
