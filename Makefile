@@ -12,7 +12,7 @@ KTEST_TIMEOUT ?= 40m
 # Flows of cmd/dpctl's bulk test (add-flows, dump-flows | wc -l, del-flows).
 DPCTL_BULK ?= 100000
 
-.PHONY: all build setup test unit ktest crosscheck lint fuzz bench demo demo-kernel docs clean
+.PHONY: all build setup test unit race ktest crosscheck lint fuzz bench demo demo-kernel docs clean
 
 all: build
 
@@ -27,10 +27,20 @@ setup:
 
 # Everything: formatting and vet, unit and namespace tests (as root on the
 # host), then the kernel tests (in the VM here).
-test: setup lint build unit ktest
+test: setup lint build unit race ktest
 
 unit:
 	$(GO) test -count=1 $(PKGS)
+
+# The concurrent packages' unit and namespace tests again under the race
+# detector: the lock-free flow table and the port workers (userdp), the
+# control server (userdp/ctl), the learning switch (policy), the
+# handlers and the revalidator (upcalld's daemon), the upcall sockets
+# (genl). Bounded by RACE_TIMEOUT per package.
+RACE_PKGS    ?= ./userdp/... ./policy/... ./cmd/upcalld/internal/daemon/... ./genl/...
+RACE_TIMEOUT ?= 15m
+race:
+	$(GO) test -count=1 -race -timeout $(RACE_TIMEOUT) $(RACE_PKGS)
 
 # One VM at a time (-p 1): two TCG guests on two cores slow each other
 # down enough to disturb timing-sensitive kernel tests.

@@ -69,8 +69,10 @@ func (h *Handler) Handle(ctx context.Context, dp odp.Datapath, up *odp.Upcall) e
 	// datapath masks it. The UFID comes from the masked key.
 	var masked flowkeys.Key
 	flowkeys.ApplyMask(&masked, &k, &d.Mask, flowkeys.FullRange)
-	key := odp.KeyFromFlowKeys(&k)
-	mask := odp.MaskFromFlowKeys(&d.Mask, &k)
+	key, mask, err := odp.MegaflowFromFlowKeys(&k, &d.Mask)
+	if err != nil {
+		return fmt.Errorf("handler: %s: %w", Describe(up.Packet), err)
+	}
 	f := &odp.Flow{UFID: megaflowUFID(&masked, &d.Mask), Key: key, Mask: mask, Actions: acts}
 	if _, err := dp.PutFlow(ctx, f, odp.PutCreate); err != nil && !errors.Is(err, os.ErrExist) {
 		return fmt.Errorf("handler: installing %s actions:%s: %w", odp.FormatKey(key, mask, false), odp.FormatActions(acts), err)

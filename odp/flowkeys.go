@@ -1,6 +1,10 @@
 package odp
 
 import (
+	"errors"
+	"fmt"
+	"math/bits"
+
 	"github.com/ovsdp/ovsdp/flowkeys"
 )
 
@@ -90,7 +94,7 @@ func KeyFromFlowKeys(k *flowkeys.Key) FlowKey {
 // every ipv6 attribute; and the MPLS label stack entries that
 // k.MPLSLabelsMask says are present.
 func AppendKeyFromFlowKeys(dst FlowKey, k *flowkeys.Key) FlowKey {
-	return appendPutKey(dst, k, k, false)
+	return appendPutKey(dst, k, k, false, false)
 }
 
 // MaskFromFlowKeys returns the mask attributes that the kernel dumps for
@@ -101,11 +105,114 @@ func AppendKeyFromFlowKeys(dst FlowKey, k *flowkeys.Key) FlowKey {
 // in_port whose mask is 0xffff), the VLAN attributes carry an eth_type
 // of 0xffff, and ARP and MPLS values come from the mask.
 func MaskFromFlowKeys(mask, key *flowkeys.Key) FlowKey {
-	return appendPutKey(make(FlowKey, 0, 16), key, mask, true)
+	return appendPutKey(make(FlowKey, 0, 16), key, mask, true, false)
+}
+
+// ErrInexpressible is wrapped by the error of MegaflowFromFlowKeys when
+// no flow that the kernel accepts can match a packet's key on the bits
+// of the mask.
+var ErrInexpressible = errors.New("no flow the kernel accepts can match this")
+
+// MegaflowFromFlowKeys returns the key and mask attributes of a megaflow
+// that matches the packet whose key is k on the bits of mask: the key
+// and mask to put (OVS_FLOW_ATTR_KEY and OVS_FLOW_ATTR_MASK), in a form
+// that the kernel's flow rules (ToFlowKeys) accept.
+//
+// The key is KeyFromFlowKeys(k), the packet's whole key as an upcall
+// gives it, and the mask is MaskFromFlowKeys(mask, k), the mask as the
+// kernel dumps it, except where the kernel would refuse those or the
+// flow would not match the packet:
+//
+//   - An MPLS packet whose label stack ends before a bottom-of-stack
+//     entry: key_extract leaves its key without labels (num_labels_mask
+//     0), its upcall key has a 0-byte mpls attribute, and a flow's mpls
+//     attribute needs 1 to 3 labels (ovs_key_from_nlattrs): the put of
+//     the upcall's key is EINVAL. The megaflow's key carries one label
+//     (the stack's first entry as far as the packet has it, zero if
+//     none), which the mask leaves out: a mask without mpls matches no
+//     label count and no entry, so the flow matches this packet and any
+//     MPLS packet that agrees on the other bits of mask.
+//   - A frame whose VLAN tag (outer or inner) is cut short before its
+//     TCI and type: the kernel takes the TPID for the Ethernet type, and
+//     its upcall key (eth_type(0) with a vlan attribute and an empty
+//     encap at that level) is EINVAL in a flow. Where the mask does not
+//     read the Ethernet type, the megaflow is that of a frame with no
+//     type after its whole tags (no eth_type attribute at that level,
+//     the kernel's 802.2), which matches it: the type is wildcarded and
+//     the TCI of the absent tag is zero in both. Its mask keeps a zero
+//     eth_type inside the tag's encap: an empty mask encap is all zero,
+//     taken for an absent one, and the tag's TPID mask would then be
+//     taken for an exact Ethernet type mask (a flow that never matches).
+//     Where the mask reads the Ethernet type, no flow matches the frame.
+//   - An NSH mask without any bit set is left out: the kernel takes an
+//     all-zero mask attribute for an absent one, but a nest is never all
+//     zero, and an nsh mask without an exact Ethernet type mask is
+//     EINVAL (match_validate), so that the flow of an NSH packet whose
+//     decision did not read the Ethernet type (the learning switch's)
+//     could not be put.
+//
+// When no flow can match the packet on the bits of mask, the error wraps
+// ErrInexpressible, rather than giving a flow that matches more than the
+// mask says or that never matches: the Ethernet type of a frame whose
+// tag is cut short; any MPLS bit for a packet without labels (no flow
+// with a label count matches it), entries past the mask's label count, a
+// label count that is not 1, 2 or 3 labels from the top, or a label
+// count without any entry bit (the kernel takes an all-zero mask
+// attribute for an absent one).
+func MegaflowFromFlowKeys(k, mask *flowkeys.Key) (key, maskAttrs FlowKey, err error) {
+	if (k.EthType == flowkeys.EthTypeMPLS || k.EthType == flowkeys.EthTypeMPLSMC) && !mplsMaskExpressible(k, mask) {
+		return nil, nil, fmt.Errorf("odp: megaflow for an MPLS packet with label stack mask %#x (entries %#x) and %d labels: %w",
+			mask.MPLSLabelsMask, mask.MPLSLSE, bits.OnesCount32(k.MPLSLabelsMask), ErrInexpressible)
+	}
+	if missingTag(k) {
+		if mask.EthType != 0 {
+			return nil, nil, fmt.Errorf("odp: megaflow matching the Ethernet type %#04x of a frame whose VLAN tag is cut short: %w",
+				k.EthType, ErrInexpressible)
+		}
+		// Put it as a frame without a type after its whole tags (802.2).
+		k2 := *k
+		k2.EthType = flowkeys.EthType8022
+		k = &k2
+	}
+	return appendPutKey(make(FlowKey, 0, 16), k, k, false, true), appendPutKey(make(FlowKey, 0, 16), k, mask, true, true), nil
+}
+
+// missingTag reports whether k is an Ethernet frame whose Ethernet type
+// is the TPID of a tag cut short (the kernel's parse_vlan_tag leaves its
+// TCI and TPID zero and takes the TPID as the Ethernet type). A third
+// tag's TPID as the type after two whole tags is a key that flows can
+// have.
+func missingTag(k *flowkeys.Key) bool {
+	return k.MacProto == flowkeys.MacProtoEthernet && isVLANEthType(k.EthType) && (k.VLANTCI == 0 || k.CVLANTCI == 0)
+}
+
+// mplsMaskExpressible reports whether the MPLS bits of mask can be put
+// for a flow with key k (see MegaflowFromFlowKeys).
+func mplsMaskExpressible(k, mask *flowkeys.Key) bool {
+	lm := mask.MPLSLabelsMask
+	if lm == 0 {
+		return mask.MPLSLSE == [3]uint32{}
+	}
+	if k.MPLSLabelsMask == 0 || lm&(lm+1) != 0 || lm > 7 {
+		return false // no labels in the key; not 1, 2 or 3 from the top
+	}
+	n := bits.OnesCount32(lm)
+	var any uint32
+	for i, e := range mask.MPLSLSE {
+		if i >= n && e != 0 {
+			return false
+		}
+		any |= e
+	}
+	return any != 0
 }
 
 // appendPutKey is __ovs_nla_put_key: sw decides, out gives the values.
-func appendPutKey(dst FlowKey, sw, out *flowkeys.Key, isMask bool) FlowKey {
+// With flow set (a megaflow to put) an MPLS key without labels gets one,
+// an all-zero NSH mask is left out, and the mask of a tagged frame
+// without a type keeps a zero eth_type in its encap (see
+// MegaflowFromFlowKeys).
+func appendPutKey(dst FlowKey, sw, out *flowkeys.Key, isMask, flow bool) FlowKey {
 	dst = append(dst, RecircID(out.RecircID), DPHash(out.DPHash), Priority(out.Priority))
 	if sw.TunProto != 0 || isMask {
 		dst = append(dst, tunnelAttr(sw, out))
@@ -150,7 +257,12 @@ func appendPutKey(dst FlowKey, sw, out *flowkeys.Key, isMask bool) FlowKey {
 		if sw.EthType == flowkeys.EthType8022 {
 			// 802.2 is an absent eth_type in a key; in a mask the
 			// eth_type's mask is there unless it is zero.
-			if isMask && out.EthType != 0 {
+			if isMask && (out.EthType != 0 || flow && outer != nil) {
+				// A flow's mask inside a tag keeps the (zero)
+				// eth_type: an empty encap nest would be all zero,
+				// taken for an absent one, and the tag's mask
+				// would go unparsed, its TPID mask taken for an
+				// exact Ethernet type mask.
 				*cur = append(*cur, boxEthertype(out.EthType))
 			}
 			return closeEncap(dst, outer, inner)
@@ -174,6 +286,11 @@ func appendPutKey(dst FlowKey, sw, out *flowkeys.Key, isMask bool) FlowKey {
 			*cur = append(*cur, IPv6ExtHdrs(out.IPv6ExtHdrs))
 		}
 	case sw.EthType == flowkeys.EthTypeNSH:
+		if isMask && flow && out.NSHFlags|out.NSHTTL|out.NSHMDType|out.NSHNP == 0 && out.NSHPathHdr == 0 &&
+			out.NSHContext == ([4]uint32{}) {
+			// A nest is never all zero: a flow's mask leaves it out.
+			break
+		}
 		n := NSH{HasBase: true, Flags: out.NSHFlags, TTL: out.NSHTTL, MDType: out.NSHMDType,
 			NP: out.NSHNP, PathHdr: out.NSHPathHdr}
 		if isMask || out.NSHMDType == 1 {
@@ -193,6 +310,9 @@ func appendPutKey(dst FlowKey, sw, out *flowkeys.Key, isMask bool) FlowKey {
 			// The kernel's mask never has more bits than labels;
 			// a Key could.
 			n = len(out.MPLSLSE)
+		}
+		if n == 0 && flow {
+			n = 1
 		}
 		*cur = append(*cur, MPLS(append([]uint32(nil), out.MPLSLSE[:n]...)))
 	}

@@ -102,13 +102,7 @@ const ethA = "eth(src=02:00:00:00:00:01,dst=02:00:00:00:00:02),"
 
 func corpusPacket(t *testing.T, name string) []byte {
 	t.Helper()
-	for _, p := range flowkeystest.Corpus() {
-		if p.Name == name {
-			return p.Data
-		}
-	}
-	t.Fatalf("no corpus packet %q", name)
-	return nil
+	return flowkeystest.CorpusPacket(t, name)
 }
 
 func hexBytes(t *testing.T, s string) []byte {

@@ -51,8 +51,9 @@ type Encap struct {
 // It decodes and encodes as that empty attribute and is shown as Open
 // vSwitch shows it, mpls((bad key length 0)) (Open vSwitch leaves out the
 // final parenthesis; this package keeps it). The kernel refuses it in a
-// flow, and the text form cannot express it: mpls() parses, as in Open
-// vSwitch, to one all-zero label stack entry.
+// flow (MegaflowFromFlowKeys gives the flow of such a packet), and the
+// text form cannot express it: mpls() parses, as in Open vSwitch, to one
+// all-zero label stack entry.
 type MPLS []uint32
 
 // IPv4 is OVS_KEY_ATTR_IPV4 (struct ovs_key_ipv4). Text:

@@ -9,6 +9,7 @@ package flowkeystest
 
 import (
 	"fmt"
+	"testing"
 
 	"github.com/ovsdp/ovsdp/flowkeys"
 )
@@ -498,4 +499,17 @@ func Corpus() []Packet {
 	add("lldp", cat(Eth(0x88cc), payload), EthKey(1, 0x88cc))
 	add("in-port-65534", cat(Eth(0x88cc), payload), EthKey(65534, 0x88cc))
 	return c
+}
+
+// CorpusPacket returns the data of the corpus packet named name, and
+// fails t when there is none.
+func CorpusPacket(t testing.TB, name string) []byte {
+	t.Helper()
+	for _, p := range Corpus() {
+		if p.Name == name {
+			return p.Data
+		}
+	}
+	t.Fatalf("no corpus packet %q", name)
+	return nil
 }

@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"os"
 	"sync"
+	"sync/atomic"
 
 	"github.com/ovsdp/ovsdp/internal/runsock"
 	"github.com/ovsdp/ovsdp/odp"
@@ -23,6 +25,13 @@ type Server struct {
 	// to delete the datapath (dpctl del-dp); the hosting process then
 	// removes the datapath and exits. Without it, delete is refused.
 	OnDelete func()
+	// Logger receives the report of a panic contained to a connection
+	// (see Panics); nil means slog.Default(). OnPanic, when set, is
+	// called after each such report (for a metric).
+	Logger  *slog.Logger
+	OnPanic func()
+
+	panics atomic.Uint64
 
 	limits
 
@@ -66,7 +75,7 @@ func (s *Server) Serve(ctx context.Context) error {
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
-			s.serveConn(ctx, c)
+			s.serveConnContained(ctx, c)
 			s.release(c)
 		}()
 	}

@@ -225,6 +225,7 @@ func run(c *cli.Context, stderr io.Writer) error {
 		}
 	}()
 
+	opened.ReportControlPanics(log, func() { d.PanicContained("control") })
 	var bg sync.WaitGroup
 	bg.Add(1)
 	go func() {

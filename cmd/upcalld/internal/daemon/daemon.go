@@ -165,6 +165,11 @@ type Daemon struct {
 	errLog  rateLimit
 	macLog  rateLimit
 	shedLog rateLimit
+
+	// panics counts the panics contained (contain.go); panicLog limits
+	// their reports.
+	panics   atomic.Uint64
+	panicLog rateLimit
 }
 
 // New checks cfg and returns a daemon ready to Run.

@@ -130,7 +130,7 @@ func (d *Daemon) handler(ctx context.Context, id int, rx odp.UpcallReceiver) {
 		} else if behind.IsZero() {
 			behind = now
 		}
-		d.handleBatch(ctx, h, h.ups[:n], behind, now)
+		d.handleBatchContained(ctx, h, h.ups[:n], behind, now)
 		clear(h.ups[:n]) // drop references to the packets
 	}
 }
@@ -264,7 +264,7 @@ func (d *Daemon) process(ctx context.Context, h *handlerState, ups []odp.Upcall)
 	h.flows, h.putOf, h.meta = h.flows[:0], h.putOf[:0], h.meta[:0]
 	for i := range ups {
 		if w := &h.work[i]; !w.shed {
-			w.err = d.decide(ctx, h, i, &ups[i])
+			w.err = d.decideContained(ctx, h, i, &ups[i])
 		}
 	}
 	d.installBatch(ctx, h)
@@ -301,8 +301,12 @@ func (d *Daemon) decide(ctx context.Context, h *handlerState, i int, up *odp.Upc
 		return fmt.Errorf("unknown upcall kind %d", up.Kind)
 	}
 	d.m.upcallsReceivedM.Inc()
+	if testHookDecide != nil {
+		testHookDecide(up)
+	}
 	k, err := odp.ToFlowKeysExact(up.Key)
 	if err != nil {
+		d.m.refused(refusedKey)
 		return fmt.Errorf("upcall key: %w", err)
 	}
 	ps := d.pol.Load()
@@ -350,8 +354,14 @@ func (d *Daemon) queueInstall(h *handlerState, i int, k *flowkeys.Key, dec *poli
 			return nil // the same, earlier in this batch
 		}
 	}
+	keyAttrs, maskAttrs, err := odp.MegaflowFromFlowKeys(k, &mask)
+	if err != nil {
+		d.m.refused(refusedInexpressible)
+		return fmt.Errorf("no megaflow: %w", err)
+	}
 	wire, err := odp.MarshalActions(acts)
 	if err != nil {
+		d.m.refused(refusedActions)
 		return fmt.Errorf("encoding actions %s: %w", odp.FormatActions(acts), err)
 	}
 	r := &record{
@@ -359,8 +369,8 @@ func (d *Daemon) queueInstall(h *handlerState, i int, k *flowkeys.Key, dec *poli
 		id:          odp.FlowID{UFID: ufid},
 		key:         *k,
 		mask:        mask,
-		keyAttrs:    odp.KeyFromFlowKeys(k),
-		maskAttrs:   odp.MaskFromFlowKeys(&mask, k),
+		keyAttrs:    keyAttrs,
+		maskAttrs:   maskAttrs,
 		actions:     acts,
 		actionsWire: wire,
 		normal:      dec.Normal,
@@ -434,6 +444,7 @@ func (d *Daemon) installBatch(ctx context.Context, h *handlerState) {
 		case errors.Is(err, os.ErrExist):
 			d.flows.add(r)
 		default:
+			d.m.refused(refusedPut)
 			w.installErr = fmt.Errorf("installing %s actions:%s: %w", odp.FormatKey(r.keyAttrs, r.maskAttrs, false), odp.FormatActions(r.actions), err)
 		}
 	}

@@ -14,6 +14,9 @@ type metrics struct {
 	flowsModified    prometheus.Counter
 	flowsDeleted     *prometheus.CounterVec // by reason
 	flowLimitHits    prometheus.Counter
+	flowsRefused     *prometheus.CounterVec // by reason
+	panics           *prometheus.CounterVec // by where
+	refusedBy        [numRefused]prometheus.Counter
 	revalidations    prometheus.Counter
 	revalDuration    prometheus.Histogram
 	handlerLatency   prometheus.Histogram
@@ -47,6 +50,14 @@ func newMetrics(reg prometheus.Registerer, d *Daemon) *metrics {
 		shed: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "upcalld_upcalls_shed_total", Help: "Misses a lagging handler dropped without handling them (overload: the upcall had waited longer than the maximum lag).",
 		}),
+		flowsRefused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "upcalld_megaflows_refused_total",
+			Help: "Misses that installed no megaflow for a reason other than the flow limit, by reason: key (the upcall's key could not be read), inexpressible (no flow the kernel accepts can match the decision's mask for that packet), actions (the actions could not be encoded), put (the datapath refused the flow).",
+		}, []string{"reason"}),
+		panics: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "upcalld_panics_contained_total",
+			Help: "Panics contained and logged with their stack, by where: handler (one upcall, or one batch, failed; the handler goes on), control (one control-socket connection closed; the socket goes on).",
+		}, []string{"where"}),
 		flowLimitHits: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "upcalld_flow_limit_hits_total", Help: "Misses executed without installing a flow because the flow limit was reached.",
 		}),
@@ -66,6 +77,11 @@ func newMetrics(reg prometheus.Registerer, d *Daemon) *metrics {
 	m.upcallsActionM = m.upcallsReceived.WithLabelValues("action")
 	m.handledOK = m.upcallsHandled.WithLabelValues("ok")
 	m.handledFail = m.upcallsHandled.WithLabelValues("error")
+	m.panics.WithLabelValues(panicHandler)
+	m.panics.WithLabelValues(panicControl)
+	for i, r := range refusedNames {
+		m.refusedBy[i] = m.flowsRefused.WithLabelValues(r)
+	}
 	for _, r := range []string{reasonIdle, reasonLimit, reasonRevalidate, reasonUnusable} {
 		m.flowsDeleted.WithLabelValues(r)
 	}
@@ -73,7 +89,7 @@ func newMetrics(reg prometheus.Registerer, d *Daemon) *metrics {
 		return m
 	}
 	reg.MustRegister(m.upcallsReceived, m.upcallsHandled, m.controller, m.flowsInstalled, m.flowsModified,
-		m.flowsDeleted, m.shed, m.flowLimitHits, m.revalidations, m.revalDuration, m.handlerLatency,
+		m.flowsDeleted, m.shed, m.flowLimitHits, m.flowsRefused, m.panics, m.revalidations, m.revalDuration, m.handlerLatency,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "upcalld_flows", Help: "Flows the daemon currently tracks in the datapath.",
 		}, func() float64 { return float64(d.flows.len()) }),
@@ -97,3 +113,19 @@ const (
 	reasonRevalidate = "revalidate"
 	reasonUnusable   = "unusable"
 )
+
+// Reasons for a miss to install no megaflow (upcalld_megaflows_refused_total).
+type refusedReason uint8
+
+const (
+	refusedKey refusedReason = iota
+	refusedInexpressible
+	refusedActions
+	refusedPut
+	numRefused
+)
+
+var refusedNames = [numRefused]string{"key", "inexpressible", "actions", "put"}
+
+// refused counts a miss that installed no megaflow, for reason r.
+func (m *metrics) refused(r refusedReason) { m.refusedBy[r].Inc() }

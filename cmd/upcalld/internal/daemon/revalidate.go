@@ -290,35 +290,71 @@ func adoptRecord(f *odp.Flow, now uint64) (*record, error) {
 }
 
 // flowKeys converts a dumped flow's key and mask. Datapaths dump the
-// masked key: where the mask wildcards the Ethernet type, the key's
-// eth_type is 0, which the kernel's flow-key rules (odp.ToFlowKeys)
-// refuse; such a key is converted with a placeholder Ethernet type that
-// needs no L3 attributes, masked out again afterwards.
+// masked key, which the kernel's flow-key rules (odp.ToFlowKeys) may
+// refuse although the flow was accepted:
+//   - where the mask wildcards the Ethernet type, the key's eth_type is
+//     0 (at the level after the VLAN tags: inside the encap of a tagged
+//     frame); such a key is converted with a placeholder Ethernet type
+//     that needs no L3 attributes, which the mask wildcards again;
+//   - where the mask leaves out an MPLS flow's label stack (the
+//     megaflow of a frame without a bottom-of-stack entry, see
+//     odp.MegaflowFromFlowKeys), the masked key's label count is 0 and
+//     its mpls attribute has 0 bytes; such a key is converted with one
+//     zero label, which the mask wildcards again.
 func flowKeys(key, mask odp.FlowKey) (k, m flowkeys.Key, err error) {
 	k, m, err = odp.ToFlowKeys(key, mask)
 	if err == nil {
 		return k, m, nil
 	}
-	et, ok := key.Find(odp.KeyEthertype).(odp.Ethertype)
-	if !ok || et >= 0x600 {
+	fixed, ok := fixDumpedKey(key, mask)
+	if !ok {
 		return k, m, err
-	}
-	if me, ok := mask.Find(odp.KeyEthertype).(odp.Ethertype); ok && me != 0 {
-		return k, m, err
-	}
-	fixed := make(odp.FlowKey, len(key))
-	for i, a := range key {
-		if a.KeyType() == odp.KeyEthertype {
-			a = odp.Ethertype(placeholderEthType)
-		}
-		fixed[i] = a
 	}
 	k2, m2, err2 := odp.ToFlowKeys(fixed, mask)
 	if err2 != nil {
 		return k, m, err
 	}
-	k2.EthType = uint16(et)
 	return k2, m2, nil
+}
+
+// fixDumpedKey returns a copy of a dumped (masked) key with what
+// flowKeys replaces, level by level (mask is the mask attributes at the
+// same level), and whether it replaced anything.
+func fixDumpedKey(key, mask odp.FlowKey) (odp.FlowKey, bool) {
+	var out odp.FlowKey
+	typeMasked := false
+	if me, ok := mask.Find(odp.KeyEthertype).(odp.Ethertype); ok && me != 0 {
+		typeMasked = true
+	}
+	var maskEncap odp.FlowKey
+	if e, ok := mask.Find(odp.KeyEncap).(odp.Encap); ok {
+		maskEncap = e.Key
+	}
+	for i, a := range key {
+		var repl odp.KeyAttr
+		switch v := a.(type) {
+		case odp.Ethertype:
+			if v < 0x600 && !typeMasked {
+				repl = odp.Ethertype(placeholderEthType)
+			}
+		case odp.MPLS:
+			if len(v) == 0 {
+				repl = odp.MPLS{0}
+			}
+		case odp.Encap:
+			if inner, ok := fixDumpedKey(v.Key, maskEncap); ok {
+				repl = odp.Encap{Key: inner}
+			}
+		}
+		if repl == nil {
+			continue
+		}
+		if out == nil {
+			out = append(odp.FlowKey(nil), key...)
+		}
+		out[i] = repl
+	}
+	return out, out != nil
 }
 
 // placeholderEthType is the IEEE local experimental EtherType.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"sync"
 
@@ -93,6 +94,17 @@ func (o *Opened) Serve(ctx context.Context, onDelete func()) error {
 	}
 	o.srv.OnDelete = onDelete
 	return o.srv.Serve(ctx)
+}
+
+// ReportControlPanics sets where the control socket of a userspace
+// datapath reports a panic it contained to one connection: log gets the
+// panic and its stack, onPanic is called after (for a metric). For a
+// kernel datapath it does nothing. Call it before Serve.
+func (o *Opened) ReportControlPanics(log *slog.Logger, onPanic func()) {
+	if o.srv == nil {
+		return
+	}
+	o.srv.Logger, o.srv.OnPanic = log, onPanic
 }
 
 // ControlSocket is the control socket path of a userspace datapath, or "".
