@@ -8,7 +8,7 @@ _dpctl() {
         --netns) COMPREPLY=($(compgen -W "$(ip netns list 2>/dev/null | cut -d' ' -f1)" -- "$cur")); return ;;
     esac
     if [[ "$cur" == -* ]]; then
-        COMPREPLY=($(compgen -W "--statistics -s --more -m --names --no-names --may-create --clear --format -f --netns --help -h" -- "$cur"))
+        COMPREPLY=($(compgen -W "--statistics -s --more -m --names --no-names --may-create --clear --format -f --netns --timeout -t --read-only --version -V --option -o --verbose -v --log-file --syslog-method --syslog-target" -- "$cur"))
         return
     fi
     cmd=""
@@ -20,7 +20,7 @@ _dpctl() {
         esac
     done
     if [[ -z "$cmd" ]]; then
-        COMPREPLY=($(compgen -W "add-dp add-flow add-flows add-if add-meter cache-get-size cache-set-size ct-del-limits ct-get-limits ct-set-limits del-dp del-flow del-flows del-if del-meter dump-dps dump-flows get-flow meter-features mod-flow mod-flows parse-actions parse-keys parse-wc-keys set-if show show-meters" -- "$cur"))
+        COMPREPLY=($(compgen -W "add-dp add-flow add-flows add-if add-meter cache-get-size cache-set-size ct-del-limits ct-get-limits ct-set-limits del-dp del-flow del-flows del-if del-meter dump-dps dump-flows get-flow list-commands meter-features mod-flow mod-flows normalize-actions offload-stats-show parse-actions parse-keys parse-wc-keys set-if show show-meters" -- "$cur"))
         return
     fi
     case "$cmd" in

@@ -40,7 +40,7 @@ func permuteFlags(args []string) []string {
 	if len(args) < 2 {
 		return args
 	}
-	valued := map[string]bool{"--format": true, "-f": true, "--netns": true}
+	valued := valuedFlags
 	known := map[string]bool{}
 	for _, f := range globalFlags {
 		for _, n := range f.Names() {
@@ -51,14 +51,26 @@ func permuteFlags(args []string) []string {
 			}
 		}
 	}
-	var flags, rest []string
+	var flags, rest, features []string
 	for i := 1; i < len(args); i++ {
 		a := args[i]
 		if a == "--" {
 			rest = append(rest, args[i:]...)
 			break
 		}
+		if repl, ok := normalizeCompatArg(a); ok {
+			flags = append(flags, repl...)
+			continue
+		}
 		name, _, hasValue := strings.Cut(a, "=")
+		if a == "-V" && i+1 < len(args) && addDPFeaturesArg(args[1:i], args[i+1]) {
+			// add-dp -V VERSION:FEATURES: add-dp's own option, put
+			// right after the command name (where urfave/cli reads a
+			// command's options) below.
+			features = append(features, "--features", args[i+1])
+			i++
+			continue
+		}
 		if known[name] {
 			flags = append(flags, a)
 			if valued[name] && !hasValue && i+1 < len(args) {
@@ -70,6 +82,11 @@ func permuteFlags(args []string) []string {
 		rest = append(rest, a)
 	}
 	out := append([]string{args[0]}, flags...)
+	if len(features) > 0 && len(rest) > 0 {
+		out = append(out, rest[0])
+		out = append(out, features...)
+		rest = rest[1:]
+	}
 	return append(out, rest...)
 }
 
@@ -121,14 +138,16 @@ func needArgs(args []string, min, max int, usage string) error {
 
 func datapathCommands() []*cli.Command {
 	return []*cli.Command{
-		{Name: "add-dp", Usage: "create datapath DP, optionally with interfaces", ArgsUsage: "DP [IFACE...]", Action: action(cmdAddDP)},
+		{Name: "add-dp", Usage: "create datapath DP, optionally with interfaces", ArgsUsage: "[-V [VERSION:]FEATURES] DP [IFACE...]", Action: action(cmdAddDP),
+			Flags: []cli.Flag{&cli.StringFlag{Name: "features", Usage: "create a kernel datapath with these user features instead of negotiating them: per-cpu, per-vport, names joined by + (unaligned, vport-pids, tc-recirc-sharing, dispatch-upcall-per-cpu) or a number; VERSION: checks the ovs_datapath version (2); also spelt -V after add-dp"}}},
 		{Name: "del-dp", Usage: "delete datapath DP", ArgsUsage: "DP", Action: action(cmdDelDP)},
 		{Name: "dump-dps", Usage: "list every datapath", Action: action(cmdDumpDPs)},
 		{Name: "show", Usage: "show datapaths, their ports and statistics", ArgsUsage: "[DP...]", Action: action(cmdShow)},
 		{Name: "add-if", Usage: "add interfaces to DP", ArgsUsage: "DP IFACE[,type=TYPE][,port_no=N][,OPTION=VALUE]...", Action: action(cmdAddIf)},
 		{Name: "set-if", Usage: "change interface options", ArgsUsage: "DP IFACE[,type=TYPE][,OPTION=VALUE]...", Action: action(cmdSetIf)},
-		{Name: "del-if", Usage: "delete interfaces from DP", ArgsUsage: "DP IFACE...", Action: action(cmdDelIf)},
-		{Name: "dump-flows", Usage: "print the flows of DP", ArgsUsage: "[DP] [filter=FLOW]", Action: action(cmdDumpFlows)},
+		{Name: "del-if", Usage: "delete interfaces from DP (with -d, also delete each network device)", ArgsUsage: "[-d] DP IFACE...", Action: action(cmdDelIf),
+			Flags: []cli.Flag{&cli.BoolFlag{Name: "delete-link", Aliases: []string{"d"}, Usage: "also delete the network device (ip link del) once the port is gone"}}},
+		{Name: "dump-flows", Usage: "print the flows of DP (type=TYPE[,TYPE]: ovs, non-offloaded and all select every flow, the offload types none; pmd=-1 selects every flow of netdev@, pmd=N none)", ArgsUsage: "[DP] [filter=FLOW] [type=TYPE] [pmd=N]", Action: action(cmdDumpFlows)},
 		{Name: "add-flow", Usage: "add a flow", ArgsUsage: "[DP] FLOW ACTIONS", Action: action(cmdAddFlow)},
 		{Name: "mod-flow", Usage: "change a flow's actions", ArgsUsage: "[DP] FLOW ACTIONS", Action: action(cmdModFlow)},
 		{Name: "get-flow", Usage: "print one flow", ArgsUsage: "[DP] ufid:UFID", Action: action(cmdGetFlow)},
@@ -149,7 +168,14 @@ func cmdAddDP(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := backends[d.typ].create(e.ctx, d.name); err != nil {
+	var o createOptions
+	if e.c.IsSet("features") {
+		if o.features, err = parseFeatures(e.c.String("features")); err != nil {
+			return fmt.Errorf("add-dp %s: %w", d, err)
+		}
+		o.setFeatures = true
+	}
+	if err := backends[d.typ].create(e.ctx, d.name, o); err != nil {
 		return fmt.Errorf("add-dp %s: %w", d, err)
 	}
 	if len(args) > 1 {
@@ -396,6 +422,11 @@ func cmdDelIf(e *env, args []string) error {
 		if err != nil {
 			return fmt.Errorf("deleting port %s from %s failed: %w", name, args[0], err)
 		}
+		if e.c.Bool("delete-link") && p.Type != odp.PortType("memory") {
+			if err := deleteLink(name); err != nil {
+				return fmt.Errorf("port %s deleted from %s, but: %w", name, args[0], err)
+			}
+		}
 		return nil
 	})
 }
@@ -420,10 +451,9 @@ func toFlowJSON(f *odp.Flow, opts odp.FormatOptions) flowJSON {
 }
 
 func cmdDumpFlows(e *env, args []string) error {
-	var filter string
-	if n := len(args); n > 0 && strings.HasPrefix(args[n-1], "filter=") {
-		filter = strings.TrimPrefix(args[n-1], "filter=")
-		args = args[:n-1]
+	sel, args, err := parseDumpSelectors(args)
+	if err != nil {
+		return err
 	}
 	dp, args, err := optDP(e.ctx, args, 1)
 	if err != nil {
@@ -433,9 +463,12 @@ func cmdDumpFlows(e *env, args []string) error {
 	if len(args) != 0 {
 		return fmt.Errorf("dump-flows: unexpected argument %q", args[0])
 	}
-	match, err := newFlowFilter(filter, portNumbers(e, dp))
+	match, err := newFlowFilter(sel.filter, portNumbers(e, dp))
 	if err != nil {
 		return err
+	}
+	if !sel.selects(dp.Type()) {
+		match = func(*odp.Flow) bool { return false }
 	}
 	opts := formatOptions(e, dp)
 	now := monotonicMS()

@@ -49,7 +49,7 @@ func newHarness(t *testing.T) *harness {
 type noKernel struct{}
 
 func (noKernel) list(context.Context) ([]string, error) { return nil, nil }
-func (noKernel) create(context.Context, string) error {
+func (noKernel) create(context.Context, string, createOptions) error {
 	return fmt.Errorf("kernel datapaths are disabled in this test: %w", os.ErrPermission)
 }
 func (noKernel) open(context.Context, string) (odp.Datapath, error) {
@@ -102,6 +102,7 @@ func (h *harness) run(stdin string, args ...string) result {
 	var out, errb bytes.Buffer
 	app := newApp(strings.NewReader(stdin), &out, &errb)
 	err := app.Run(permuteFlags(append([]string{"dpctl"}, args...)))
+	resetGlobals()
 	r := result{code: 0}
 	if err != nil {
 		reportError(&errb, err)

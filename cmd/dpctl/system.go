@@ -29,7 +29,16 @@ func (systemBackend) list(context.Context) ([]string, error) {
 	return names, nil
 }
 
-func (systemBackend) create(_ context.Context, name string) error {
+func (systemBackend) create(_ context.Context, name string, o createOptions) error {
+	if o.setFeatures {
+		c, err := genl.Dial()
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		_, err = c.NewDatapath(genl.DatapathSpec{Name: name, Features: o.features})
+		return err
+	}
 	d, err := genl.Create(name)
 	if err != nil {
 		return err
