@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 
 	"github.com/urfave/cli/v2"
 
@@ -689,10 +690,34 @@ func putFlow(e *env, dp odp.Datapath, flowText, actionsText string, flags odp.Pu
 	}
 	st, err := dp.PutFlow(e.ctx, f, flags)
 	if err != nil {
-		return st, fmt.Errorf("updating flow table: %w", err)
+		return st, fmt.Errorf("updating flow table: %w", explainPut(f, err))
 	}
 	return st, nil
 }
+
+// explainPut adds to a kernel's EINVAL for a flow the reason that odp's
+// copy of the kernel's key rules gives ("the kernel requires icmp() when
+// ipv4 proto=1"), since the kernel itself only writes it to its log.
+func explainPut(f *odp.Flow, err error) error {
+	if !errors.Is(err, syscall.EINVAL) {
+		return err
+	}
+	_, _, verr := odp.ToFlowKeys(f.Key, f.Mask)
+	var ke *odp.KeyError
+	if !errors.As(verr, &ke) || !errors.Is(ke, syscall.EINVAL) {
+		return err
+	}
+	return &explainedError{err: err, why: ke.Attr + ": " + ke.Reason}
+}
+
+// explainedError is a kernel error with the reason odp predicts for it.
+type explainedError struct {
+	err error
+	why string
+}
+
+func (e *explainedError) Error() string { return e.err.Error() }
+func (e *explainedError) Unwrap() error { return e.err }
 
 // buildFlow parses a flow and its actions and makes them acceptable to
 // the kernel where ovs-dpctl would fail (see putFlow).
@@ -708,9 +733,10 @@ func buildFlow(e *env, dp odp.Datapath, flowText, actionsText string) (*odp.Flow
 	if err != nil {
 		return nil, fmt.Errorf("parsing actions: %w", err)
 	}
-	// The kernel wants a tcp_flags attribute beside tcp, and no value
-	// bits outside a masked set's mask; ovs-dpctl fails on both.
-	key, mask = odp.AddTCPFlags(key, mask)
+	// The kernel wants the attributes match_validate expects (tcp_flags
+	// beside tcp, icmp for ipv4 proto=1, ...: added as wildcards), and no
+	// value bits outside a masked set's mask; ovs-dpctl fails on both.
+	key, mask = odp.AddRequiredKeys(key, mask)
 	acts = odp.NormalizeActions(acts)
 	if hasExplicitDrop(acts) && !supportsDrop(dp) {
 		acts = truncateAtDrop(acts)

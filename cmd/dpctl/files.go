@@ -154,7 +154,7 @@ func cmdFlowsFile(def fileCmd) func(e *env, args []string) error {
 				case err != nil && (errs == nil || errs[i] == nil):
 					report(n, fmt.Errorf("updating flow table: %w", err))
 				case errs != nil && errs[i] != nil:
-					report(n, fmt.Errorf("updating flow table: %w", errs[i]))
+					report(n, fmt.Errorf("updating flow table: %w", explainPut(batch.flows[i], errs[i])))
 				}
 			}
 			batch = pendingPuts{}
