@@ -140,7 +140,7 @@ func (s *StatusServer) Serve(ctx context.Context) error {
 		st := s.d.Status()
 		c.SetWriteDeadline(time.Now().Add(time.Second))
 		json.NewEncoder(c).Encode(&st)
-		c.Close()
+		go s.d.afterStatus(ctx, c) // an upcall subscription, or close
 	}
 }
 

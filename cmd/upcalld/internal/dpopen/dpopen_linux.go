@@ -5,9 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"sync"
 
+	"github.com/ovsdp/ovsdp/cmd/upcalld/statusaddr"
 	"github.com/ovsdp/ovsdp/genl"
 	"github.com/ovsdp/ovsdp/odp"
 	"github.com/ovsdp/ovsdp/userdp"
@@ -92,7 +92,7 @@ func (o *Opened) ControlSocket() string {
 // StatusSocket is where upcalld answers status requests for spec:
 // "upcalld-TYPE-NAME.sock" in ctl.Dir().
 func StatusSocket(spec Spec) string {
-	return filepath.Join(ctl.Dir(), "upcalld-"+spec.Type+"-"+spec.Name+".sock")
+	return statusaddr.Path(spec.Type, spec.Name)
 }
 
 // Close releases the datapath: a kernel datapath stays (with its ports

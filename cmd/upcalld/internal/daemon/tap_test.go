@@ -1,0 +1,79 @@
+package daemon
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/ovsdp/ovsdp/cmd/upcalld/statusaddr"
+	"github.com/ovsdp/ovsdp/odp"
+)
+
+// TestUpcallSubscription checks the status socket's upcall stream: a
+// client that subscribes gets the status, then every miss the handlers
+// read, with its key and packet; a plain status client still gets its
+// status and is closed.
+func TestUpcallSubscription(t *testing.T) {
+	h := newHarness(t, 2, Config{})
+	h.start()
+	path := t.TempDir() + "/status.sock"
+	s, err := h.d.ListenStatus(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go s.Serve(ctx)
+	defer s.Close()
+
+	c, err := net.Dial("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Write([]byte(statusaddr.SubscribeUpcalls + "\n")); err != nil {
+		t.Fatal(err)
+	}
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	dec := json.NewDecoder(bufio.NewReader(c))
+	var st Status
+	if err := dec.Decode(&st); err != nil || st.Handlers != 2 {
+		t.Fatalf("status: %+v %v", st, err)
+	}
+	// Wait until the subscription is registered, then send a miss.
+	for deadline := time.Now().Add(5 * time.Second); h.d.taps.n.Load() == 0; {
+		if time.Now().After(deadline) {
+			t.Fatal("the subscription was not registered")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	frame := udpFrame(macN(1), macN(2), ip4(10, 0, 0, 1), ip4(10, 0, 0, 2), 1, 2, 0)
+	h.send(1, frame)
+	var ev statusaddr.Upcall
+	if err := dec.Decode(&ev); err != nil {
+		t.Fatal(err)
+	}
+	if ev.Kind != uint8(odp.UpcallMiss) || ev.Port != 1 || !bytes.Equal(ev.Packet, frame) || ev.Seq != 1 {
+		t.Errorf("upcall: %+v", ev)
+	}
+	key, err := odp.UnmarshalKey(ev.Key)
+	if err != nil || key.Find(odp.KeyInPort) != odp.InPort(1) {
+		t.Errorf("upcall key %v: %v", key, err)
+	}
+	// A plain status query is unaffected.
+	if _, err := QueryStatus(ctx, path); err != nil {
+		t.Fatal(err)
+	}
+	// Closing the subscriber removes it.
+	c.Close()
+	for deadline := time.Now().Add(5 * time.Second); h.d.taps.n.Load() != 0; {
+		if time.Now().After(deadline) {
+			t.Fatal("the closed subscription stays registered")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
