@@ -34,6 +34,9 @@ type tapSet struct {
 	seq  atomic.Uint64
 	mu   sync.Mutex
 	subs map[*tap]struct{}
+	// rxOnce starts the receiver of a daemon without handlers (see
+	// monitorReceiver).
+	rxOnce sync.Once
 }
 
 // tap is one subscriber.
@@ -99,6 +102,7 @@ func (d *Daemon) afterStatus(ctx context.Context, c net.Conn) {
 	if err != nil || strings.TrimSpace(line) != statusaddr.SubscribeUpcalls {
 		return
 	}
+	d.monitorReceiver(ctx)
 	t := d.taps.add()
 	if t == nil {
 		json.NewEncoder(c).Encode(map[string]string{"error": "too many upcall subscribers"})
@@ -126,4 +130,42 @@ func (d *Daemon) afterStatus(ctx context.Context, c net.Conn) {
 			}
 		}
 	}
+}
+
+// monitorReceiver gives a daemon that only hosts a userspace datapath
+// (Config.NoHandlers, as dpctl add-dp starts it) one upcall receiver once
+// somebody subscribes, whose upcalls only go to the subscribers: misses
+// are lost as before, but they can be watched.
+func (d *Daemon) monitorReceiver(ctx context.Context) {
+	if !d.cfg.NoHandlers || d.dp.Type() != "netdev" {
+		return
+	}
+	d.taps.rxOnce.Do(func() {
+		rxs, err := d.dp.Upcalls(ctx, 1)
+		if err != nil || len(rxs) == 0 {
+			d.log.Warn("upcall subscription: no receiver", "err", err)
+			return
+		}
+		go func() {
+			defer rxs[0].Close()
+			ups := make([]odp.Upcall, 64)
+			for {
+				n, err := rxs[0].Recv(ctx, ups)
+				if err != nil && ctx.Err() != nil {
+					return
+				}
+				if n > 0 && d.taps.n.Load() > 0 {
+					d.taps.publish(ups[:n])
+				}
+				clear(ups[:n])
+				if err != nil && n == 0 {
+					select {
+					case <-ctx.Done():
+						return
+					case <-time.After(10 * time.Millisecond):
+					}
+				}
+			}
+		}()
+	})
 }

@@ -18,8 +18,22 @@ import (
 // read, with its key and packet; a plain status client still gets its
 // status and is closed.
 func TestUpcallSubscription(t *testing.T) {
-	h := newHarness(t, 2, Config{})
-	h.start()
+	t.Run("handlers", func(t *testing.T) { testUpcallSubscription(t, Config{}, 2) })
+	// A daemon that only hosts the datapath (dpctl add-dp) opens a
+	// receiver for its subscribers.
+	t.Run("no-handlers", func(t *testing.T) { testUpcallSubscription(t, Config{NoHandlers: true}, 0) })
+}
+
+func testUpcallSubscription(t *testing.T, cfg Config, handlers int) {
+	h := newHarness(t, 2, cfg)
+	if cfg.NoHandlers {
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- h.d.Run(ctx) }()
+		t.Cleanup(func() { cancel(); <-done })
+	} else {
+		h.start()
+	}
 	path := t.TempDir() + "/status.sock"
 	s, err := h.d.ListenStatus(path)
 	if err != nil {
@@ -41,7 +55,7 @@ func TestUpcallSubscription(t *testing.T) {
 	c.SetReadDeadline(time.Now().Add(10 * time.Second))
 	dec := json.NewDecoder(bufio.NewReader(c))
 	var st Status
-	if err := dec.Decode(&st); err != nil || st.Handlers != 2 {
+	if err := dec.Decode(&st); err != nil || st.Handlers != handlers {
 		t.Fatalf("status: %+v %v", st, err)
 	}
 	// Wait until the subscription is registered, then send a miss.
