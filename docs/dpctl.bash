@@ -20,7 +20,7 @@ _dpctl() {
         esac
     done
     if [[ -z "$cmd" ]]; then
-        COMPREPLY=($(compgen -W "add-dp add-flow add-flows add-if add-meter cache-get-size cache-set-size ct-del-limits ct-get-limits ct-set-limits del-dp del-flow del-flows del-if del-meter dump-dps dump-flows get-flow list-commands meter-features mod-flow mod-flows normalize-actions offload-stats-show parse-actions parse-keys parse-wc-keys set-if show show-meters trace" -- "$cur"))
+        COMPREPLY=($(compgen -W "add-dp add-flow add-flows add-if add-meter cache-get-size cache-set-size ct-del-limits ct-get-limits ct-set-limits del-dp del-flow del-flows del-if del-meter dump-dps dump-flows get-flow list-commands meter-features mod-flow mod-flows monitor normalize-actions offload-stats-show parse-actions parse-keys parse-wc-keys set-if show show-meters top trace" -- "$cur"))
         return
     fi
     case "$cmd" in
