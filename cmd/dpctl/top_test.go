@@ -12,9 +12,9 @@ import (
 
 func TestTopAggregate(t *testing.T) {
 	prev := map[string]topSample{
-		"a": {agg: "in_port=1", packets: 10, bytes: 1000},
-		"b": {agg: "in_port=1", packets: 5, bytes: 500},
-		"c": {agg: "in_port=2", packets: 100, bytes: 100},
+		"a":    {agg: "in_port=1", packets: 10, bytes: 1000},
+		"b":    {agg: "in_port=1", packets: 5, bytes: 500},
+		"c":    {agg: "in_port=2", packets: 100, bytes: 100},
 		"gone": {agg: "in_port=3", packets: 1, bytes: 1},
 	}
 	cur := map[string]topSample{
