@@ -79,7 +79,9 @@ var readWriteCommands = map[string]bool{
 	"add-flow": true, "mod-flow": true, "del-flow": true,
 	"add-flows": true, "mod-flows": true, "del-flows": true,
 	"cache-set-size": true, "add-meter": true, "del-meter": true,
-	"ct-set-limits": true, "ct-del-limits": true, "execute": true,
+	"ct-set-limits": true, "ct-del-limits": true,
+	"flush-conntrack": true, "ct-set-maxconns": true, "ct-enable-tcp-seq-chk": true, "ct-disable-tcp-seq-chk": true,
+	"ct-set-sweep-interval": true, "ipf-set-enabled": true, "ipf-set-disabled": true, "ipf-set-min-frag": true, "ipf-set-max-nfrags": true,
 }
 
 // refuseInReadOnly is the Before hook of the read-write commands.
