@@ -66,58 +66,44 @@ func addRequiredLevel(key, mask FlowKey) (FlowKey, FlowKey) {
 		if key.Find(KeyMPLS) == nil {
 			add(KeyEthertype, MPLS{0})
 		}
-	case 0x0800:
-		if key.Find(KeyIPv4) == nil {
-			add(KeyEthertype, IPv4{})
+	case 0x0800, 0x86dd:
+		l3, icmp := KeyIPv4, uint8(1)
+		var l3zero KeyAttr = IPv4{}
+		if et == 0x86dd {
+			l3, icmp, l3zero = KeyIPv6, 58, IPv6{}
 		}
-		ip := key.Find(KeyIPv4).(IPv4)
-		if ip.Frag == FragLater {
+		if key.Find(l3) == nil {
+			add(KeyEthertype, l3zero)
+		}
+		var proto, frag uint8
+		switch ip := key.Find(l3).(type) {
+		case IPv4:
+			proto, frag = ip.Proto, ip.Frag
+		case IPv6:
+			proto, frag = ip.Proto, ip.Frag
+		}
+		if frag == FragLater {
 			break
 		}
-		switch ip.Proto {
+		var l4 KeyAttr
+		switch proto {
 		case 6:
-			if key.Find(KeyTCP) == nil {
-				add(KeyIPv4, TCP{})
-			}
+			l4 = TCP{}
 		case 17:
-			if key.Find(KeyUDP) == nil {
-				add(KeyIPv4, UDP{})
-			}
+			l4 = UDP{}
 		case 132:
-			if key.Find(KeySCTP) == nil {
-				add(KeyIPv4, SCTP{})
-			}
-		case 1:
-			if key.Find(KeyICMP) == nil {
-				add(KeyIPv4, ICMP{})
+			l4 = SCTP{}
+		case icmp:
+			l4 = ICMP{}
+			if et == 0x86dd {
+				l4 = ICMPv6{}
 			}
 		}
-	case 0x86dd:
-		if key.Find(KeyIPv6) == nil {
-			add(KeyEthertype, IPv6{})
+		if l4 != nil && key.Find(l4.KeyType()) == nil {
+			add(l3, l4)
 		}
-		ip := key.Find(KeyIPv6).(IPv6)
-		if ip.Frag == FragLater {
-			break
-		}
-		switch ip.Proto {
-		case 6:
-			if key.Find(KeyTCP) == nil {
-				add(KeyIPv6, TCP{})
-			}
-		case 17:
-			if key.Find(KeyUDP) == nil {
-				add(KeyIPv6, UDP{})
-			}
-		case 132:
-			if key.Find(KeySCTP) == nil {
-				add(KeyIPv6, SCTP{})
-			}
-		case 58:
-			if key.Find(KeyICMPv6) == nil {
-				add(KeyIPv6, ICMPv6{})
-			}
-			if t := key.Find(KeyICMPv6).(ICMPv6).Type; (t == 135 || t == 136) && key.Find(KeyND) == nil {
+		if et == 0x86dd && proto == 58 {
+			if ic, ok := key.Find(KeyICMPv6).(ICMPv6); ok && (ic.Type == 135 || ic.Type == 136) && key.Find(KeyND) == nil {
 				add(KeyICMPv6, ND{})
 			}
 		}

@@ -5,7 +5,9 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +17,7 @@ import (
 
 	"github.com/google/gopacket/pcapgo"
 
+	"github.com/ovsdp/ovsdp/cmd/upcalld/statusaddr"
 	"github.com/ovsdp/ovsdp/testenv"
 )
 
@@ -113,5 +116,93 @@ func TestIntegrationMonitor(t *testing.T) {
 		if intf, err := r.Interface(ci.InterfaceIndex); err != nil || intf.Name != v.Name {
 			t.Errorf("packet %d: interface %+v %v", n, intf, err)
 		}
+	}
+}
+
+// TestIntegrationMonitorUpcalld runs dpctl monitor on a kernel datapath
+// that upcalld serves: the upcalls come from upcalld's subscription
+// (upcalld keeps its upcall sockets and still handles the misses).
+func TestIntegrationMonitorUpcalld(t *testing.T) {
+	requireKernel(t)
+	bin, err := filepath.Abs(filepath.Join("..", "..", "bin", "upcalld"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(bin); err != nil {
+		t.Fatalf("%s is missing: run make build first (%v)", bin, err)
+	}
+	t.Setenv("OVSDP_RUNDIR", t.TempDir())
+	ns := testenv.NewNetns(t)
+	v := testenv.NewVeth(t, nil, ns)
+	dp := newDP(t, v.Name)
+	daemon := exec.Command(bin, "--datapath", "system@"+dp, "--handlers", "1")
+	var dlog bytes.Buffer
+	daemon.Stdout, daemon.Stderr = &dlog, &dlog
+	if err := daemon.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { daemon.Process.Kill(); daemon.Wait() })
+	// Wait for its status socket.
+	sock := statusaddr.Path("system", dp)
+	for deadline := time.Now().Add(60 * time.Second); ; {
+		if c, err := net.Dial("unix", sock); err == nil {
+			c.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("upcalld's status socket %s did not answer within 60 s:\n%s", sock, dlog.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	cmd := exec.Command(os.Args[0], "monitor", "--count", "1", "system@"+dp)
+	cmd.Env = append(os.Environ(), "DPCTL_TEST_MAIN=1")
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	frame := []byte("\x02\x00\x00\x00\x00\x12\x02\x00\x00\x00\x00\x11\x08\x00" +
+		"\x45\x00\x00\x1c\x00\x00\x00\x00\x40\x11\x66\xcf\x0a\x00\x00\x01\x0a\x00\x00\x02\x03\xe8\x00\x35\x00\x08\x00\x00" +
+		"\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00")
+	var werr error
+wait:
+	for deadline := time.Now().Add(60 * time.Second); ; {
+		// Until monitor has subscribed, the frames' misses go unseen:
+		// send until it prints one (new source addresses keep missing).
+		frame[11]++
+		ns.SendFrame(t, v.PeerName, frame)
+		select {
+		case werr = <-done:
+			break wait
+		case <-time.After(200 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatalf("monitor saw no upcall within 60 s: %s\nupcalld:\n%s", errb.String(), dlog.String())
+		}
+	}
+	if werr != nil {
+		t.Fatalf("monitor: %v: %s", werr, errb.String())
+	}
+	if !strings.Contains(errb.String(), "upcalls from upcalld on ") {
+		t.Errorf("monitor did not use upcalld's subscription: %s", errb.String())
+	}
+	if l := out.String(); !strings.HasPrefix(l, "MISS upcall[") || !strings.Contains(l, " port "+v.Name+"(1): UDP 10.0.0.1:1000 > 10.0.0.2:53") {
+		t.Errorf("monitor printed %q", l)
+	}
+	// upcalld still owns the upcalls: it handled them.
+	c, err := net.Dial("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var st struct {
+		Handled uint64 `json:"upcalls_handled"`
+	}
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if err := json.NewDecoder(c).Decode(&st); err != nil || st.Handled == 0 {
+		t.Errorf("upcalld status: handled %d, %v (want the misses handled by upcalld)", st.Handled, err)
 	}
 }

@@ -34,16 +34,7 @@ func testUpcallSubscription(t *testing.T, cfg Config, handlers int) {
 	} else {
 		h.start()
 	}
-	path := t.TempDir() + "/status.sock"
-	s, err := h.d.ListenStatus(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go s.Serve(ctx)
-	defer s.Close()
-
+	ctx, path := serveStatus(t, h)
 	c, err := net.Dial("unix", path)
 	if err != nil {
 		t.Fatal(err)
