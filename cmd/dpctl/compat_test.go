@@ -166,13 +166,14 @@ func TestTimeout(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
+	conns := make(chan net.Conn, 16)
 	go func() {
 		for {
 			c, err := l.Accept()
 			if err != nil {
 				return
 			}
-			defer c.Close()
+			conns <- c
 		}
 	}()
 	fired := make(chan uint64, 1)
@@ -186,8 +187,23 @@ func TestTimeout(t *testing.T) {
 		if secs != 1 {
 			t.Errorf("timeout after %d seconds, want 1", secs)
 		}
+	case r := <-done:
+		t.Fatalf("the command ended before -t 1 fired: %+v", r)
 	case <-time.After(20 * time.Second):
 		t.Fatal("-t 1 did not fire within 20 s")
 	}
+	// Let the hung command end (its server goes away) before the test
+	// ends.
 	l.Close()
+	for len(conns) > 0 {
+		(<-conns).Close()
+	}
+	select {
+	case r := <-done:
+		if r.code == 0 {
+			t.Errorf("the hung command succeeded once its server went away: %+v", r)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the hung command did not end when its server went away")
+	}
 }

@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -71,20 +72,20 @@ func (h *harness) hostDP(name string) *userdp.Datapath {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { _ = srv.Serve(ctx); close(done) }()
-	stopped := false
+	var once sync.Once
 	stop := func() {
-		if stopped {
-			return
-		}
-		stopped = true
-		cancel()
-		srv.Close()
-		<-done
-		os.Remove(ctl.SocketPath(name))
-		dp.Close()
+		once.Do(func() {
+			cancel()
+			srv.Close()
+			<-done
+			os.Remove(ctl.SocketPath(name))
+			dp.Close()
+		})
 	}
+	// Set before Serve runs, and stop once however often it is called
+	// (del-dp has the server call it, the test's cleanup too).
 	srv.OnDelete = stop
+	go func() { _ = srv.Serve(ctx); close(done) }()
 	h.t.Cleanup(stop)
 	return dp
 }

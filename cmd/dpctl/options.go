@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -123,12 +122,11 @@ func beforeCommand(c *cli.Context) error {
 		if err != nil {
 			return err
 		}
-		ctx, cancel := context.WithTimeout(c.Context, time.Duration(secs)*time.Second)
-		_ = cancel // the context lives as long as the process
-		c.Context = ctx
+		// As ovs-dpctl's alarm: the process ends when it expires,
+		// whatever the command is waiting for.
 		errw := c.App.ErrWriter
 		t := time.AfterFunc(time.Duration(secs)*time.Second, func() { timeoutExit(errw, secs) })
-		stopTimers = append(stopTimers, func() { t.Stop(); cancel() })
+		stopTimers = append(stopTimers, func() { t.Stop() })
 	}
 	if c.Bool("verbose") {
 		var w io.Writer = c.App.ErrWriter

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -101,10 +102,10 @@ func TestTopNetdev(t *testing.T) {
 // TestTopView drives top's terminal view (the bubbletea program) with
 // dumps that grow, and quits with q.
 func TestTopView(t *testing.T) {
-	n := uint64(0)
+	var dumps atomic.Uint64
 	m := &topModel{interval: 10 * time.Millisecond, limit: 10, title: "netdev@x",
 		dump: func() (map[string]topSample, time.Time, error) {
-			n += 100
+			n := 100 * dumps.Add(1)
 			return map[string]topSample{"f": {agg: "in_port=1", packets: n, bytes: 10 * n}}, time.Now(), nil
 		}}
 	var out bytes.Buffer
@@ -112,7 +113,7 @@ func TestTopView(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { _, err := p.Run(); done <- err }()
 	deadline := time.Now().Add(10 * time.Second)
-	for n < 500 && time.Now().Before(deadline) {
+	for dumps.Load() < 5 && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	p.Send(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("s")})
