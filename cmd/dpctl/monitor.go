@@ -67,7 +67,7 @@ func cmdMonitor(e *env, args []string) error {
 	if len(args) != 0 {
 		return fmt.Errorf("monitor: unexpected argument %q", args[0])
 	}
-	src, how, err := openUpcallSource(e.ctx, dp)
+	src, how, err := openUpcallSource(e.ctx, dp, e.c.Bool("read-only"))
 	if err != nil {
 		return err
 	}
@@ -191,8 +191,9 @@ func packetSummary(b []byte) string {
 
 // openUpcallSource subscribes to upcalld's stream where upcalld serves
 // the datapath, and otherwise (a kernel datapath) opens dpctl's own
-// upcall socket; how says which.
-func openUpcallSource(ctx context.Context, dp odp.Datapath) (upcallSource, string, error) {
+// upcall socket, which points the datapath's upcalls at it (refused with
+// --read-only); how says which.
+func openUpcallSource(ctx context.Context, dp odp.Datapath, readOnly bool) (upcallSource, string, error) {
 	path := statusaddr.Path(dp.Type(), dp.Name())
 	if c, err := net.Dial("unix", path); err == nil {
 		s, err := subscribe(c)
@@ -204,6 +205,9 @@ func openUpcallSource(ctx context.Context, dp odp.Datapath) (upcallSource, strin
 	}
 	if dp.Type() != "system" {
 		return nil, "", fmt.Errorf("monitor: no upcalld answers on %s, and the upcalls of %s@%s can only come from the process hosting it", path, dp.Type(), dp.Name())
+	}
+	if readOnly {
+		return nil, "", fmt.Errorf("monitor: no upcalld serves %s@%s, and taking its upcalls changes the datapath (its upcall sockets): not in read only mode", dp.Type(), dp.Name())
 	}
 	rxs, err := dp.Upcalls(ctx, 1)
 	if err != nil {

@@ -31,6 +31,10 @@ func TestIntegrationMonitor(t *testing.T) {
 	ns := testenv.NewNetns(t)
 	v := testenv.NewVeth(t, nil, ns)
 	dp := newDP(t, v.Name)
+	// Taking the datapath's upcalls changes it: refused in read only mode.
+	if _, errs, err := ours().run("", "--read-only", "monitor", "system@"+dp); err == nil || !strings.Contains(errs, "not in read only mode") {
+		t.Errorf("--read-only monitor: %v %q", err, errs)
+	}
 	pcap := filepath.Join(t.TempDir(), "up.pcapng")
 	cmd := exec.Command(os.Args[0], "monitor", "--count", "2", "--pcap", pcap, "system@"+dp)
 	cmd.Env = append(os.Environ(), "DPCTL_TEST_MAIN=1")
