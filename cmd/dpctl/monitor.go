@@ -232,6 +232,10 @@ func subscribe(c net.Conn) (*subSource, error) {
 	if err := dec.Decode(&status); err != nil {
 		return nil, fmt.Errorf("reading the status: %w", err)
 	}
+	if msg, _ := status["error"].(string); msg != "" {
+		// upcalld refused this peer (its status socket's access check).
+		return nil, fmt.Errorf("upcalld: %s", msg)
+	}
 	c.SetReadDeadline(time.Time{})
 	return &subSource{c: c, dec: dec}, nil
 }

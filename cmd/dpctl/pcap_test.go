@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -90,5 +91,22 @@ func TestPcapWriter(t *testing.T) {
 		if err != nil || strings.Count(string(out), "\n") < len(pkts) {
 			t.Errorf("tcpdump -r: %v\n%s", err, out)
 		}
+	}
+}
+
+// TestSubscribeRefused checks that monitor reports upcalld's refusal
+// (the status socket's access check answers {"error": ...}) instead of
+// waiting for upcalls.
+func TestSubscribeRefused(t *testing.T) {
+	client, server := net.Pipe()
+	defer client.Close()
+	go func() {
+		defer server.Close()
+		line := make([]byte, 64)
+		server.Read(line)
+		server.Write([]byte(`{"error":"permission denied: netdev@x is driven by root"}` + "\n"))
+	}()
+	if _, err := subscribe(client); err == nil || !strings.Contains(err.Error(), "upcalld: permission denied: netdev@x is driven by root") {
+		t.Errorf("subscribe: %v", err)
 	}
 }
