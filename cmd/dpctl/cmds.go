@@ -41,7 +41,7 @@ func permuteFlags(args []string) []string {
 	if len(args) < 2 {
 		return args
 	}
-	valued := valuedFlags
+	valued := map[string]bool{"--format": true, "-f": true, "--netns": true}
 	known := map[string]bool{}
 	for _, f := range globalFlags {
 		for _, n := range f.Names() {
@@ -51,6 +51,9 @@ func permuteFlags(args []string) []string {
 				known["--"+n] = true
 			}
 		}
+	}
+	for f := range compatValued {
+		valued[f] = true
 	}
 	var flags, rest, features []string
 	for i := 1; i < len(args); i++ {
@@ -64,7 +67,7 @@ func permuteFlags(args []string) []string {
 			continue
 		}
 		name, _, hasValue := strings.Cut(a, "=")
-		if a == "-V" && i+1 < len(args) && addDPFeaturesArg(args[1:i], args[i+1]) {
+		if a == "-V" && i+1 < len(args) && addDPFeaturesArg(args[1:i], valued) {
 			// add-dp -V VERSION:FEATURES: add-dp's own option, put
 			// right after the command name (where urfave/cli reads a
 			// command's options) below.
@@ -139,7 +142,7 @@ func needArgs(args []string, min, max int, usage string) error {
 
 func datapathCommands() []*cli.Command {
 	return []*cli.Command{
-		{Name: "add-dp", Usage: "create datapath DP, optionally with interfaces", ArgsUsage: "[-V [VERSION:]FEATURES] DP [IFACE...]", Action: action(cmdAddDP),
+		{Name: "add-dp", Usage: "create datapath DP, optionally with interfaces", ArgsUsage: "[-V [VERSION:]FEATURES] DP [IFACE...]", Action: action(cmdAddDPFeatures),
 			Flags: []cli.Flag{&cli.StringFlag{Name: "features", Usage: "create a kernel datapath with these user features instead of negotiating them: per-cpu, per-vport, names joined by + (unaligned, vport-pids, tc-recirc-sharing, dispatch-upcall-per-cpu) or a number; VERSION: checks the ovs_datapath version (2); also spelt -V after add-dp"}}},
 		{Name: "del-dp", Usage: "delete datapath DP", ArgsUsage: "DP", Action: action(cmdDelDP)},
 		{Name: "dump-dps", Usage: "list every datapath", Action: action(cmdDumpDPs)},
@@ -169,14 +172,7 @@ func cmdAddDP(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	var o createOptions
-	if e.c.IsSet("features") {
-		if o.features, err = parseFeatures(e.c.String("features")); err != nil {
-			return fmt.Errorf("add-dp %s: %w", d, err)
-		}
-		o.setFeatures = true
-	}
-	if err := backends[d.typ].create(e.ctx, d.name, o); err != nil {
+	if err := backends[d.typ].create(e.ctx, d.name); err != nil {
 		return fmt.Errorf("add-dp %s: %w", d, err)
 	}
 	if len(args) > 1 {

@@ -18,19 +18,11 @@ type backend interface {
 	// list returns the names of the existing datapaths, sorted.
 	list(ctx context.Context) ([]string, error)
 	// create makes a new datapath.
-	create(ctx context.Context, name string, o createOptions) error
+	create(ctx context.Context, name string) error
 	// open returns a handle to an existing datapath.
 	open(ctx context.Context, name string) (odp.Datapath, error)
 	// del removes a datapath.
 	del(ctx context.Context, name string) error
-}
-
-// createOptions are add-dp's options.
-type createOptions struct {
-	// features, when setFeatures, are the user features to create a
-	// kernel datapath with instead of negotiating them.
-	features    uint32
-	setFeatures bool
 }
 
 // dpTypes lists the datapath types in the order dump-dps shows them.
@@ -202,10 +194,7 @@ func (netdevBackend) open(_ context.Context, name string) (odp.Datapath, error) 
 	return ctl.Dial(name)
 }
 
-func (netdevBackend) create(ctx context.Context, name string, o createOptions) error {
-	if o.setFeatures {
-		return errors.New("user features (-V/--features) apply to kernel datapaths only")
-	}
+func (netdevBackend) create(ctx context.Context, name string) error {
 	if c, err := ctl.Dial(name); err == nil {
 		c.Close()
 		return fmt.Errorf("netdev@%s: %w", name, os.ErrExist)

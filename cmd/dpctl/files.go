@@ -88,6 +88,7 @@ func cmdFlowsFile(def fileCmd) func(e *env, args []string) error {
 			failed++
 			reportError(e.c.App.ErrWriter, fmt.Errorf("%s:%d: %w", file, n, err))
 		}
+		prog.failed = &failed
 		// Consecutive adds (or modifies) go to a datapath that can batch
 		// them in batches of flowBatchSize requests per system call.
 		batcher, _ := dp.(flowBatcher)
@@ -184,7 +185,7 @@ func cmdFlowsFile(def fileCmd) func(e *env, args []string) error {
 		}
 		flush()
 		flushDels()
-		prog.finish(failed)
+		prog.finish()
 		if err := sc.Err(); err != nil {
 			return fmt.Errorf("reading %s: %w", file, err)
 		}

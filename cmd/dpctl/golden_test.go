@@ -50,7 +50,7 @@ func newHarness(t *testing.T) *harness {
 type noKernel struct{}
 
 func (noKernel) list(context.Context) ([]string, error) { return nil, nil }
-func (noKernel) create(context.Context, string, createOptions) error {
+func (noKernel) create(context.Context, string) error {
 	return fmt.Errorf("kernel datapaths are disabled in this test: %w", os.ErrPermission)
 }
 func (noKernel) open(context.Context, string) (odp.Datapath, error) {

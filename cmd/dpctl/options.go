@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -30,9 +31,9 @@ var compatFlags = []cli.Flag{
 
 func init() { globalFlags = append(globalFlags, compatFlags...) }
 
-// valuedFlags are the global options that take a value as a separate
-// argument ("-t 5").
-var valuedFlags = map[string]bool{"--format": true, "-f": true, "--netns": true, "--timeout": true, "-t": true, "--log-file": true}
+// compatValued are the options of compatFlags that take a value as a
+// separate argument ("-t 5").
+var compatValued = map[string]bool{"--timeout": true, "-t": true, "--log-file": true, "--syslog-method": true, "--syslog-target": true}
 
 // normalizeCompatArg rewrites ovs-dpctl's spellings that urfave/cli does
 // not parse: -v and --verbose with an attached vlog SPEC ("-vdbg",
@@ -54,10 +55,10 @@ func normalizeCompatArg(a string) ([]string, bool) {
 // addDPFeaturesArg reports whether a -V at this place is add-dp's
 // "-V VERSION:FEATURES" (the command, the first word of before that is
 // not an option, is add-dp) rather than the global --version.
-func addDPFeaturesArg(before []string, _ string) bool {
+func addDPFeaturesArg(before []string, valued map[string]bool) bool {
 	for i := 0; i < len(before); i++ {
 		a := before[i]
-		if valuedFlags[a] {
+		if valued[a] {
 			i++
 			continue
 		}
@@ -215,4 +216,40 @@ func helpCommands() []*cli.Command {
 			return err
 		}},
 	}
+}
+
+// featureCreator is a backend that can create a datapath with given user
+// features (the kernel's).
+type featureCreator interface {
+	createWithFeatures(ctx context.Context, name string, features uint32) error
+}
+
+// cmdAddDPFeatures is add-dp: with -V/--features it creates the kernel
+// datapath with those user features, otherwise it is cmdAddDP.
+func cmdAddDPFeatures(e *env, args []string) error {
+	if !e.c.IsSet("features") {
+		return cmdAddDP(e, args)
+	}
+	if err := needArgs(args, 1, -1, "add-dp [-V [VERSION:]FEATURES] DP [IFACE...]"); err != nil {
+		return err
+	}
+	d, err := parseDPName(args[0])
+	if err != nil {
+		return err
+	}
+	features, err := parseFeatures(e.c.String("features"))
+	if err != nil {
+		return fmt.Errorf("add-dp %s: %w", d, err)
+	}
+	fc, ok := backends[d.typ].(featureCreator)
+	if !ok {
+		return fmt.Errorf("add-dp %s: user features (-V/--features) apply to kernel datapaths only", d)
+	}
+	if err := fc.createWithFeatures(e.ctx, d.name, features); err != nil {
+		return fmt.Errorf("add-dp %s: %w", d, err)
+	}
+	if len(args) > 1 {
+		return cmdAddIf(e, args)
+	}
+	return nil
 }

@@ -23,6 +23,8 @@ type progress struct {
 	// every is how many lines pass between two updates of the flow
 	// count (the bar itself is throttled by time).
 	every int
+	// failed, when set, counts the lines that failed (for the summary).
+	failed *int
 }
 
 // progressEvery is how often, in lines, the flow count is updated.
@@ -79,9 +81,13 @@ func (p *progress) add(n int) {
 
 // finish ends the bar and prints the summary line: lines, failures,
 // time and rate.
-func (p *progress) finish(failed int) {
+func (p *progress) finish() {
 	if p.bar == nil {
 		return
+	}
+	failed := 0
+	if p.failed != nil {
+		failed = *p.failed
 	}
 	_ = p.bar.Finish()
 	d := time.Since(p.start)

@@ -15,7 +15,9 @@ func TestProgress(t *testing.T) {
 	for i := 0; i < 3000; i++ {
 		p.add(40)
 	}
-	p.finish(2)
+	failed := 2
+	p.failed = &failed
+	p.finish()
 	out := b.String()
 	for _, want := range []string{"flows", "B/s", "s:", "%", "3000 lines, 2 failed, in "} {
 		if !strings.Contains(out, want) {
@@ -29,7 +31,7 @@ func TestProgress(t *testing.T) {
 	var quiet bytes.Buffer
 	q := newProgress(&quiet, nil)
 	q.add(10)
-	q.finish(0)
+	q.finish()
 	if quiet.Len() != 0 {
 		t.Errorf("progress off a terminal printed %q", quiet.String())
 	}

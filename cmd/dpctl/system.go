@@ -29,16 +29,7 @@ func (systemBackend) list(context.Context) ([]string, error) {
 	return names, nil
 }
 
-func (systemBackend) create(_ context.Context, name string, o createOptions) error {
-	if o.setFeatures {
-		c, err := genl.Dial()
-		if err != nil {
-			return err
-		}
-		defer c.Close()
-		_, err = c.NewDatapath(genl.DatapathSpec{Name: name, Features: o.features})
-		return err
-	}
+func (systemBackend) create(_ context.Context, name string) error {
 	d, err := genl.Create(name)
 	if err != nil {
 		return err
@@ -79,6 +70,18 @@ func (d systemDP) DelFlows(_ context.Context, ids []odp.FlowID) ([]error, error)
 // SetMasksCacheSize implements cacheSizer.
 func (d systemDP) SetMasksCacheSize(_ context.Context, size uint32) error {
 	return d.Datapath.SetMasksCacheSize(size)
+}
+
+// createWithFeatures implements featureCreator: the datapath is created
+// with these user features, not negotiated ones.
+func (systemBackend) createWithFeatures(_ context.Context, name string, features uint32) error {
+	c, err := genl.Dial()
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	_, err = c.NewDatapath(genl.DatapathSpec{Name: name, Features: features})
+	return err
 }
 
 func init() { backends["system"] = systemBackend{} }

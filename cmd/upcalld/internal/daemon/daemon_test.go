@@ -381,25 +381,18 @@ func TestOverloadInMemory(t *testing.T) {
 	h.expect(2, ab)
 }
 
-// serveStatus serves h's status on a socket in a temporary directory
-// until the test ends, and returns the context it runs in and its path.
-func serveStatus(t *testing.T, h *harness) (context.Context, string) {
-	t.Helper()
+func TestStatusSocket(t *testing.T) {
+	h := newHarness(t, 2, Config{})
+	h.start()
 	path := t.TempDir() + "/status.sock"
 	s, err := h.d.ListenStatus(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	go s.Serve(ctx)
-	t.Cleanup(func() { cancel(); s.Close() })
-	return ctx, path
-}
-
-func TestStatusSocket(t *testing.T) {
-	h := newHarness(t, 2, Config{})
-	h.start()
-	ctx, path := serveStatus(t, h)
+	defer s.Close()
 	st, err := QueryStatus(ctx, path)
 	if err != nil {
 		t.Fatal(err)

@@ -82,3 +82,18 @@ func testUpcallSubscription(t *testing.T, cfg Config, handlers int) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// serveStatus serves h's status on a socket in a temporary directory
+// until the test ends, and returns the context it runs in and its path.
+func serveStatus(t *testing.T, h *harness) (context.Context, string) {
+	t.Helper()
+	path := t.TempDir() + "/status.sock"
+	s, err := h.d.ListenStatus(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	go s.Serve(ctx)
+	t.Cleanup(func() { cancel(); s.Close() })
+	return ctx, path
+}
