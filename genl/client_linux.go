@@ -212,6 +212,7 @@ func exchange(conn *netlink.Conn, r request, fn func(cmd uint8, data []byte) err
 	if err != nil {
 		return false, wrapErr(r.name(), err)
 	}
+	debugMessage("request", r.name(), r.family, r.cmd, uint16(flags), req.Header.Sequence, r.data)
 	var fnErr error
 	for {
 		n, ours, done := 0, false, false
@@ -223,10 +224,14 @@ func exchange(conn *netlink.Conn, r request, fn func(cmd uint8, data []byte) err
 					// An error for an earlier request; ours is still coming.
 					continue
 				}
+				debugMessage("error", r.name()+": "+err.Error(), r.family, r.cmd, 0, req.Header.Sequence, nil)
 				return interrupted, wrapErr(r.name(), err)
 			}
 			if m.Header.Sequence != req.Header.Sequence {
 				continue
+			}
+			if debugLog.Load() != nil {
+				debugMessage("reply", r.name(), uint16(m.Header.Type), replyCmd(m.Data), uint16(m.Header.Flags), m.Header.Sequence, m.Data)
 			}
 			ours = true
 			if m.Header.Flags&netlink.DumpInterrupted != 0 {
@@ -334,4 +339,20 @@ func single[T any](c *Client, r request, dec func([]byte) (T, error)) (T, error)
 		err = fmt.Errorf("genl: %s: the kernel acknowledged without a reply message", r.name())
 	}
 	return out, err
+}
+
+// Families returns the Open vSwitch generic netlink families the kernel
+// has, by name, with the version each reports.
+func (c *Client) Families() map[string]uint8 {
+	m := map[string]uint8{
+		familyDatapath: c.dp.Version, familyVport: c.vport.Version,
+		familyFlow: c.flow.Version, familyPacket: c.packet.Version,
+	}
+	if c.meter != nil {
+		m[familyMeter] = c.meter.Version
+	}
+	if c.ctLimit != nil {
+		m[familyCTLimit] = c.ctLimit.Version
+	}
+	return m
 }

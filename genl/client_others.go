@@ -469,3 +469,6 @@ func (d *Datapath) PutFlows(_ context.Context, _ []*odp.Flow, _ odp.PutFlags) (e
 func (d *Datapath) ExecuteBatch(_ context.Context, _ []*odp.Packet) (errs []error, err error) {
 	return nil, ErrNotSupported
 }
+
+// Families returns nil: on this OS there is no kernel datapath.
+func (c *Client) Families() map[string]uint8 { return nil }

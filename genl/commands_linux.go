@@ -764,6 +764,11 @@ func (c *Client) sendBatch(batchOp string, msgs []netlink.Message, idx []int, er
 	if err != nil {
 		return wrapErr(batchOp, err)
 	}
+	if debugLog.Load() != nil {
+		for _, m := range sent {
+			debugMessage("request", batchOp, uint16(m.Header.Type), replyCmd(m.Data), uint16(m.Header.Flags), m.Header.Sequence, m.Data)
+		}
+	}
 	bySeq := make(map[uint32]int, len(sent))
 	for j, m := range sent {
 		bySeq[m.Header.Sequence] = idx[j]
@@ -783,6 +788,13 @@ func (c *Client) sendBatch(batchOp string, msgs []netlink.Message, idx []int, er
 			i, ok := bySeq[seq]
 			if !ok {
 				continue
+			}
+			if debugLog.Load() != nil {
+				what := "reply"
+				if err != nil {
+					what = "error"
+				}
+				debugMessage(what, op(i), uint16(m.Header.Type), 0, uint16(m.Header.Flags), seq, m.Data)
 			}
 			if err != nil {
 				errs[i] = wrapErr(op(i), err)

@@ -251,3 +251,7 @@ func itoa(n uint64) string {
 	}
 	return string(b[i:])
 }
+
+// DatapathFamilyVersion is the version of the ovs_datapath family (and of
+// its user feature bits) that this package speaks (OVS_DATAPATH_VERSION).
+const DatapathFamilyVersion = versionDatapath

@@ -923,14 +923,43 @@ func (p *kparser) matchValidate(keyAttrs, maskAttrs uint64) error {
 		}
 	}
 	if keyAttrs&expected != expected {
-		return p.fail("key", "missing key attribute %s (keys=%x, expected=%x)",
-			attrNames(expected&^keyAttrs), keyAttrs, expected)
+		missing := expected &^ keyAttrs
+		return p.fail("key", "missing key attribute %s: %s (keys=%x, expected=%x)",
+			attrNames(missing), requiredBecause(missing, k), keyAttrs, expected)
 	}
 	if maskAttrs&allowed != maskAttrs {
 		return p.fail("mask", "unexpected mask attribute %s (mask=%x, allowed=%x)",
 			attrNames(maskAttrs&^allowed), maskAttrs, allowed)
 	}
 	return nil
+}
+
+// requiredBecause says why match_validate expects the attributes in
+// missing, from the key's values: "the kernel requires icmp() when ipv4
+// proto=1".
+func requiredBecause(missing uint64, k *flowkeys.Key) string {
+	var t KeyType
+	for t = 0; t < 64 && missing&(1<<t) == 0; t++ {
+	}
+	var why string
+	l3 := "ipv4"
+	if k.EthType == flowkeys.EthTypeIPv6 {
+		l3 = "ipv6"
+	}
+	switch t {
+	case KeyARP, KeyMPLS, KeyIPv4, KeyIPv6, KeyNSH:
+		why = fmt.Sprintf("eth_type(0x%04x)", k.EthType)
+	case KeyTCP, KeyTCPFlags, KeyUDP, KeySCTP, KeyICMP, KeyICMPv6:
+		why = fmt.Sprintf("%s proto=%d", l3, k.IPProto)
+		if k.IPFrag == flowkeys.FragFirst {
+			why += " (a first fragment too)"
+		}
+	case KeyND:
+		why = fmt.Sprintf("icmpv6 type=%d", k.TpSrc)
+	default:
+		why = "the key's other attributes"
+	}
+	return "the kernel requires " + attrNames(missing&(1<<t)) + "() when " + why
 }
 
 // attrNames lists the attribute names of the bits in set.

@@ -23,6 +23,7 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 		HideHelpCommand:      true,
 		Flags:                globalFlags,
 		Commands:             commands(),
+		Before:               beforeCommand,
 		// Usage mistakes print one error line, not the whole help.
 		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
 			return fmt.Errorf("%w (see dpctl --help)", err)
@@ -41,8 +42,14 @@ func commands() []*cli.Command {
 	cmds := datapathCommands()
 	cmds = append(cmds, kernelFamilyCommands()...)
 	cmds = append(cmds, parseKeysCommand(), parseWcKeysCommand(), parseActionsCommand())
+	cmds = append(cmds, compatCommands()...)
+	cmds = append(cmds, traceCommand(), monitorCommand(), topCommand())
+	cmds = append(cmds, helpCommands()...)
 	cmds = append(cmds, genCommands()...)
 	for _, c := range cmds {
+		if readWriteCommands[c.Name] && c.Before == nil {
+			c.Before = refuseInReadOnly
+		}
 		if c.OnUsageError == nil {
 			c.OnUsageError = func(_ *cli.Context, err error, _ bool) error {
 				return fmt.Errorf("%w (see dpctl --help)", err)

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 
 	"github.com/urfave/cli/v2"
 
@@ -52,14 +53,29 @@ func permuteFlags(args []string) []string {
 			}
 		}
 	}
-	var flags, rest []string
+	for f := range compatValued {
+		valued[f] = true
+	}
+	var flags, rest, features []string
 	for i := 1; i < len(args); i++ {
 		a := args[i]
 		if a == "--" {
 			rest = append(rest, args[i:]...)
 			break
 		}
+		if repl, ok := normalizeCompatArg(a); ok {
+			flags = append(flags, repl...)
+			continue
+		}
 		name, _, hasValue := strings.Cut(a, "=")
+		if a == "-V" && i+1 < len(args) && addDPFeaturesArg(args[1:i], valued) {
+			// add-dp -V VERSION:FEATURES: add-dp's own option, put
+			// right after the command name (where urfave/cli reads a
+			// command's options) below.
+			features = append(features, "--features", args[i+1])
+			i++
+			continue
+		}
 		if known[name] {
 			flags = append(flags, a)
 			if valued[name] && !hasValue && i+1 < len(args) {
@@ -71,6 +87,11 @@ func permuteFlags(args []string) []string {
 		rest = append(rest, a)
 	}
 	out := append([]string{args[0]}, flags...)
+	if len(features) > 0 && len(rest) > 0 {
+		out = append(out, rest[0])
+		out = append(out, features...)
+		rest = rest[1:]
+	}
 	return append(out, rest...)
 }
 
@@ -122,14 +143,16 @@ func needArgs(args []string, min, max int, usage string) error {
 
 func datapathCommands() []*cli.Command {
 	return []*cli.Command{
-		{Name: "add-dp", Usage: "create datapath DP, optionally with interfaces", ArgsUsage: "DP [IFACE...]", Action: action(cmdAddDP)},
+		{Name: "add-dp", Usage: "create datapath DP, optionally with interfaces", ArgsUsage: "[-V [VERSION:]FEATURES] DP [IFACE...]", Action: action(cmdAddDPFeatures),
+			Flags: []cli.Flag{&cli.StringFlag{Name: "features", Usage: "create a kernel datapath with these user features instead of negotiating them: per-cpu, per-vport, names joined by + (unaligned, vport-pids, tc-recirc-sharing, dispatch-upcall-per-cpu) or a number; VERSION: checks the ovs_datapath version (2); also spelt -V after add-dp"}}},
 		{Name: "del-dp", Usage: "delete datapath DP", ArgsUsage: "DP", Action: action(cmdDelDP)},
 		{Name: "dump-dps", Usage: "list every datapath", Action: action(cmdDumpDPs)},
 		{Name: "show", Usage: "show datapaths, their ports and statistics", ArgsUsage: "[DP...]", Action: action(cmdShow)},
 		{Name: "add-if", Usage: "add interfaces to DP", ArgsUsage: "DP IFACE[,type=TYPE][,port_no=N][,OPTION=VALUE]...", Action: action(cmdAddIf)},
 		{Name: "set-if", Usage: "change interface options", ArgsUsage: "DP IFACE[,type=TYPE][,OPTION=VALUE]...", Action: action(cmdSetIf)},
-		{Name: "del-if", Usage: "delete interfaces from DP", ArgsUsage: "DP IFACE...", Action: action(cmdDelIf)},
-		{Name: "dump-flows", Usage: "print the flows of DP", ArgsUsage: "[DP] [filter=FLOW]", Action: action(cmdDumpFlows)},
+		{Name: "del-if", Usage: "delete interfaces from DP (with -d, also delete each network device)", ArgsUsage: "[-d] DP IFACE...", Action: action(cmdDelIf),
+			Flags: []cli.Flag{&cli.BoolFlag{Name: "delete-link", Aliases: []string{"d"}, Usage: "also delete the network device (ip link del) once the port is gone"}}},
+		{Name: "dump-flows", Usage: "print the flows of DP (type=TYPE[,TYPE]: ovs, non-offloaded and all select every flow, the offload types none; pmd=-1 selects every flow of netdev@, pmd=N none)", ArgsUsage: "[DP] [filter=FLOW] [type=TYPE] [pmd=N]", Action: action(cmdDumpFlows)},
 		{Name: "add-flow", Usage: "add a flow", ArgsUsage: "[DP] FLOW ACTIONS", Action: action(cmdAddFlow)},
 		{Name: "mod-flow", Usage: "change a flow's actions", ArgsUsage: "[DP] FLOW ACTIONS", Action: action(cmdModFlow)},
 		{Name: "get-flow", Usage: "print one flow", ArgsUsage: "[DP] ufid:UFID", Action: action(cmdGetFlow)},
@@ -406,6 +429,11 @@ func cmdDelIf(e *env, args []string) error {
 		if err != nil {
 			return fmt.Errorf("deleting port %s from %s failed: %w", name, args[0], err)
 		}
+		if e.c.Bool("delete-link") && p.Type != odp.PortType("memory") {
+			if err := deleteLink(name); err != nil {
+				return fmt.Errorf("port %s deleted from %s, but: %w", name, args[0], err)
+			}
+		}
 		return nil
 	})
 }
@@ -430,10 +458,9 @@ func toFlowJSON(f *odp.Flow, opts odp.FormatOptions) flowJSON {
 }
 
 func cmdDumpFlows(e *env, args []string) error {
-	var filter string
-	if n := len(args); n > 0 && strings.HasPrefix(args[n-1], "filter=") {
-		filter = strings.TrimPrefix(args[n-1], "filter=")
-		args = args[:n-1]
+	sel, args, err := parseDumpSelectors(args)
+	if err != nil {
+		return err
 	}
 	dp, args, err := optDP(e.ctx, args, 1)
 	if err != nil {
@@ -443,9 +470,12 @@ func cmdDumpFlows(e *env, args []string) error {
 	if len(args) != 0 {
 		return fmt.Errorf("dump-flows: unexpected argument %q", args[0])
 	}
-	match, err := newFlowFilter(filter, portNumbers(e, dp))
+	match, err := newFlowFilter(sel.filter, portNumbers(e, dp))
 	if err != nil {
 		return err
+	}
+	if !sel.selects(dp.Type()) {
+		match = func(*odp.Flow) bool { return false }
 	}
 	opts := formatOptions(e, dp)
 	now := monotonicMS()
@@ -666,10 +696,34 @@ func putFlow(e *env, dp odp.Datapath, flowText, actionsText string, flags odp.Pu
 	}
 	st, err := dp.PutFlow(e.ctx, f, flags)
 	if err != nil {
-		return st, fmt.Errorf("updating flow table: %w", err)
+		return st, fmt.Errorf("updating flow table: %w", explainPut(f, err))
 	}
 	return st, nil
 }
+
+// explainPut adds to a kernel's EINVAL for a flow the reason that odp's
+// copy of the kernel's key rules gives ("the kernel requires icmp() when
+// ipv4 proto=1"), since the kernel itself only writes it to its log.
+func explainPut(f *odp.Flow, err error) error {
+	if !errors.Is(err, syscall.EINVAL) {
+		return err
+	}
+	_, _, verr := odp.ToFlowKeys(f.Key, f.Mask)
+	var ke *odp.KeyError
+	if !errors.As(verr, &ke) || !errors.Is(ke, syscall.EINVAL) {
+		return err
+	}
+	return &explainedError{err: err, why: ke.Attr + ": " + ke.Reason}
+}
+
+// explainedError is a kernel error with the reason odp predicts for it.
+type explainedError struct {
+	err error
+	why string
+}
+
+func (e *explainedError) Error() string { return e.err.Error() }
+func (e *explainedError) Unwrap() error { return e.err }
 
 // buildFlow parses a flow and its actions and makes them acceptable to
 // the kernel where ovs-dpctl would fail (see putFlow).
@@ -685,9 +739,10 @@ func buildFlow(e *env, dp odp.Datapath, flowText, actionsText string) (*odp.Flow
 	if err != nil {
 		return nil, fmt.Errorf("parsing actions: %w", err)
 	}
-	// The kernel wants a tcp_flags attribute beside tcp, and no value
-	// bits outside a masked set's mask; ovs-dpctl fails on both.
-	key, mask = odp.AddTCPFlags(key, mask)
+	// The kernel wants the attributes match_validate expects (tcp_flags
+	// beside tcp, icmp for ipv4 proto=1, ...: added as wildcards), and no
+	// value bits outside a masked set's mask; ovs-dpctl fails on both.
+	key, mask = odp.AddRequiredKeys(key, mask)
 	acts = odp.NormalizeActions(acts)
 	if hasExplicitDrop(acts) && !supportsDrop(dp) {
 		acts = truncateAtDrop(acts)

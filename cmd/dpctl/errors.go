@@ -106,6 +106,14 @@ func kernelMessage(err error) string {
 	}
 	var ge *genl.Error
 	if errors.As(err, &ge) && ge.Errno != 0 {
+		var ee *explainedError
+		if errors.As(err, &ee) {
+			s := "the kernel rejects the flow (EINVAL): " + ee.why
+			if ge.Message != "" {
+				s += fmt.Sprintf(" (kernel says: %q)", ge.Message)
+			}
+			return s
+		}
 		s := ge.Errno.Error()
 		if ge.Message != "" {
 			s += fmt.Sprintf(" (kernel says: %q)", ge.Message)

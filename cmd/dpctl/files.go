@@ -9,8 +9,6 @@ import (
 	"os"
 	"strings"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/ovsdp/ovsdp/odp"
 )
 
@@ -47,56 +45,6 @@ func parseFlowLine(def fileCmd, line string) (cmd fileCmd, flow, actions string)
 		flow, actions = line[:i], strings.TrimSpace(line[i:])
 	}
 	return cmd, flow, actions
-}
-
-// progress draws a one-line progress report on a terminal.
-type progress struct {
-	w     io.Writer
-	on    bool
-	total int64
-	done  int64
-	lines int
-}
-
-func newProgress(w io.Writer, f *os.File) *progress {
-	p := &progress{w: w}
-	if f == nil || !isTerminal(w) {
-		return p
-	}
-	p.on = true
-	if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
-		p.total = st.Size()
-	}
-	return p
-}
-
-// isTerminal reports whether w is a terminal.
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
-	return err == nil
-}
-
-func (p *progress) add(n int) {
-	p.done += int64(n)
-	p.lines++
-	if !p.on || p.lines%1000 != 0 {
-		return
-	}
-	if p.total > 0 {
-		fmt.Fprintf(p.w, "\r%d flows (%3.0f%%)", p.lines, 100*float64(p.done)/float64(p.total))
-	} else {
-		fmt.Fprintf(p.w, "\r%d flows", p.lines)
-	}
-}
-
-func (p *progress) finish() {
-	if p.on && p.lines >= 1000 {
-		fmt.Fprintf(p.w, "\r%d flows, done.\n", p.lines)
-	}
 }
 
 // cmdFlowsFile implements add-flows, mod-flows and del-flows FILE: every
@@ -139,6 +87,7 @@ func cmdFlowsFile(def fileCmd) func(e *env, args []string) error {
 			failed++
 			reportError(e.c.App.ErrWriter, fmt.Errorf("%s:%d: %w", file, n, err))
 		}
+		prog.failed = &failed
 		// Consecutive adds (or modifies) go to a datapath that can batch
 		// them in batches of flowBatchSize requests per system call.
 		batcher, _ := dp.(flowBatcher)
@@ -153,7 +102,7 @@ func cmdFlowsFile(def fileCmd) func(e *env, args []string) error {
 				case err != nil && (errs == nil || errs[i] == nil):
 					report(n, fmt.Errorf("updating flow table: %w", err))
 				case errs != nil && errs[i] != nil:
-					report(n, fmt.Errorf("updating flow table: %w", errs[i]))
+					report(n, fmt.Errorf("updating flow table: %w", explainPut(batch.flows[i], errs[i])))
 				}
 			}
 			batch = pendingPuts{}

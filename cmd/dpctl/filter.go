@@ -86,3 +86,75 @@ func resolvePortNames(s string, portNumber func(string) (uint32, bool)) (string,
 	}
 	return b.String(), nil
 }
+
+// dumpSelectors are dump-flows' trailing filter=, type= and pmd=
+// arguments.
+type dumpSelectors struct {
+	filter string
+	// offloadOnly: every type given is an offload type (tc, dpdk,
+	// offloaded, partially-offloaded), which selects no flow: dpctl's
+	// datapaths offload nothing.
+	offloadOnly bool
+	// pmd is the pmd= thread; hasPMD tells whether it was given.
+	pmd    int
+	hasPMD bool
+}
+
+// selects reports whether the type= and pmd= selectors keep the flows of
+// a datapath of type dpType ("system" or "netdev"). Neither datapath has
+// PMD threads: a netdev@ datapath's flows are those of the non-PMD
+// thread (pmd=-1, as in Open vSwitch's userspace datapath); a system@
+// datapath's belong to no thread, so any pmd= selects none of them, as
+// with ovs-dpctl.
+func (s dumpSelectors) selects(dpType string) bool {
+	if s.offloadOnly {
+		return false
+	}
+	if s.hasPMD {
+		return dpType == "netdev" && s.pmd == -1
+	}
+	return true
+}
+
+// parseDumpSelectors takes dump-flows' filter=, type= and pmd= off the
+// end of args (in any order, each once), as ovs-dpctl does. ovs-dpctl
+// refuses type= ("use ovs-appctl dpctl/dump-flows"); dpctl accepts it
+// with ovs-appctl's meaning.
+func parseDumpSelectors(args []string) (dumpSelectors, []string, error) {
+	var s dumpSelectors
+	seen := map[string]bool{}
+	for len(args) > 0 {
+		a := args[len(args)-1]
+		name, val, ok := strings.Cut(a, "=")
+		if !ok || (name != "filter" && name != "type" && name != "pmd") {
+			break
+		}
+		if seen[name] {
+			return s, nil, fmt.Errorf("dump-flows: %s= given twice", name)
+		}
+		seen[name] = true
+		args = args[:len(args)-1]
+		switch name {
+		case "filter":
+			s.filter = val
+		case "type":
+			s.offloadOnly = true
+			for _, t := range strings.Split(val, ",") {
+				switch t {
+				case "ovs", "non-offloaded", "all":
+					s.offloadOnly = false
+				case "tc", "dpdk", "offloaded", "partially-offloaded":
+				default:
+					return s, nil, fmt.Errorf("dump-flows: failed to parse type (%q): want ovs, tc, dpdk, offloaded, non-offloaded, partially-offloaded or all", t)
+				}
+			}
+		case "pmd":
+			n, err := strconv.Atoi(val)
+			if err != nil || n < -1 {
+				return s, nil, fmt.Errorf("dump-flows: pmd=%s: want a core number, or -1 for the non-PMD thread", val)
+			}
+			s.pmd, s.hasPMD = n, true
+		}
+	}
+	return s, args, nil
+}

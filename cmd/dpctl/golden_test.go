@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -71,20 +72,20 @@ func (h *harness) hostDP(name string) *userdp.Datapath {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { _ = srv.Serve(ctx); close(done) }()
-	stopped := false
+	var once sync.Once
 	stop := func() {
-		if stopped {
-			return
-		}
-		stopped = true
-		cancel()
-		srv.Close()
-		<-done
-		os.Remove(ctl.SocketPath(name))
-		dp.Close()
+		once.Do(func() {
+			cancel()
+			srv.Close()
+			<-done
+			os.Remove(ctl.SocketPath(name))
+			dp.Close()
+		})
 	}
+	// Set before Serve runs, and stop once however often it is called
+	// (del-dp has the server call it, the test's cleanup too).
 	srv.OnDelete = stop
+	go func() { _ = srv.Serve(ctx); close(done) }()
 	h.t.Cleanup(stop)
 	return dp
 }
@@ -102,6 +103,7 @@ func (h *harness) run(stdin string, args ...string) result {
 	var out, errb bytes.Buffer
 	app := newApp(strings.NewReader(stdin), &out, &errb)
 	err := app.Run(permuteFlags(append([]string{"dpctl"}, args...)))
+	resetGlobals()
 	r := result{code: 0}
 	if err != nil {
 		reportError(&errb, err)

@@ -34,9 +34,13 @@ func parseWcKeysCommand() *cli.Command {
 
 func parseActionsCommand() *cli.Command {
 	return &cli.Command{
-		Name:  "parse-actions",
-		Usage: "round-trip datapath actions read from standard input, one list per line",
+		Name:      "parse-actions",
+		Usage:     "round-trip datapath action lists given as arguments (as ovs-dpctl), or read from standard input, one a line",
+		ArgsUsage: "[ACTIONS...]",
 		Action: func(c *cli.Context) error {
+			if c.Args().Present() {
+				return roundTripArgs(c, roundTripActions)
+			}
 			return roundTripLines(c, roundTripActions)
 		},
 	}
@@ -119,3 +123,37 @@ func roundTripMaskedKey(s string) (string, error) { return odp.RoundTripKey(s, t
 // roundTripActions parses an action list, encodes and decodes it, and
 // formats it.
 func roundTripActions(s string) (string, error) { return odp.RoundTripActions(s) }
+
+// roundTripArgs applies fn to every argument and prints the results, one
+// a line, stopping at the first that fails, as ovs-dpctl's parse-actions
+// does.
+func roundTripArgs(c *cli.Context, fn func(string) (string, error)) error {
+	e, err := newEnv(c)
+	if err != nil {
+		return err
+	}
+	var results []roundTripResult
+	for i, a := range c.Args().Slice() {
+		out, err := fn(a)
+		if err != nil {
+			if e.json {
+				results = append(results, roundTripResult{Line: i + 1, Input: a, Error: err.Error()})
+				if perr := e.printJSON(results); perr != nil {
+					return perr
+				}
+			}
+			return fmt.Errorf("argument %d %q: %w", i+1, a, err)
+		}
+		if e.json {
+			results = append(results, roundTripResult{Line: i + 1, Input: a, Output: out})
+			continue
+		}
+		if _, err := fmt.Fprintln(e.out, out); err != nil {
+			return err
+		}
+	}
+	if e.json {
+		return e.printJSON(results)
+	}
+	return nil
+}

@@ -72,4 +72,16 @@ func (d systemDP) SetMasksCacheSize(_ context.Context, size uint32) error {
 	return d.Datapath.SetMasksCacheSize(size)
 }
 
+// createWithFeatures implements featureCreator: the datapath is created
+// with these user features, not negotiated ones.
+func (systemBackend) createWithFeatures(_ context.Context, name string, features uint32) error {
+	c, err := genl.Dial()
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	_, err = c.NewDatapath(genl.DatapathSpec{Name: name, Features: features})
+	return err
+}
+
 func init() { backends["system"] = systemBackend{} }

@@ -123,6 +123,7 @@ type Daemon struct {
 	flows *flowTable
 	m     *metrics
 	lat   Latency
+	taps  tapSet // upcall subscribers (tap.go)
 
 	flowLimit atomic.Int64
 	maxLimit  int64

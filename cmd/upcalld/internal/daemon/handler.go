@@ -130,6 +130,9 @@ func (d *Daemon) handler(ctx context.Context, id int, rx odp.UpcallReceiver) {
 		} else if behind.IsZero() {
 			behind = now
 		}
+		if d.taps.n.Load() > 0 {
+			d.taps.publish(h.ups[:n])
+		}
 		d.handleBatchContained(ctx, h, h.ups[:n], behind, now)
 		clear(h.ups[:n]) // drop references to the packets
 	}

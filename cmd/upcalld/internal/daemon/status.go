@@ -151,7 +151,11 @@ func (s *StatusServer) Serve(ctx context.Context) error {
 			c.SetWriteDeadline(time.Now().Add(time.Second))
 		}
 		json.NewEncoder(c).Encode(&rep)
-		c.Close()
+		if rep.Error != "" {
+			c.Close()
+		} else {
+			go s.d.afterStatus(ctx, c) // an upcall subscription, or close
+		}
 	}
 }
 

@@ -1,0 +1,146 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/gopacket/pcapgo"
+
+	"github.com/ovsdp/ovsdp/odp"
+	"github.com/ovsdp/ovsdp/userdp/ctl"
+)
+
+// buildUpcalld builds upcalld into a temporary directory on PATH, so
+// that dpctl add-dp netdev@NAME starts it as in real use.
+func buildUpcalld(t *testing.T) {
+	t.Helper()
+	dir := t.TempDir()
+	cmd := exec.Command("go", "build", "-o", filepath.Join(dir, "upcalld"), "github.com/ovsdp/ovsdp/cmd/upcalld")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("building upcalld: %v\n%s", err, out)
+	}
+	t.Setenv("PATH", dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+}
+
+// TestMonitorNetdev runs dpctl monitor on a netdev@ datapath hosted by
+// upcalld (started by dpctl add-dp): packets executed with an action
+// that misses (a recirculation no flow matches) come through upcalld's
+// subscription as MISS lines, and --pcap writes them as pcapng that
+// gopacket's reader reads back, one interface per port, the key as the
+// packet's comment.
+func TestMonitorNetdev(t *testing.T) {
+	h := newHarness(t)
+	buildUpcalld(t)
+	h.mustRun("", "add-dp", "netdev@mon")
+	t.Cleanup(func() { h.run("", "del-dp", "netdev@mon") })
+	h.addMemPorts("mon", "p1", "p2")
+	c, err := ctl.Dial("mon")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	frame := []byte("\x00\x00\x00\x00\x00\x02\x00\x00\x00\x00\x00\x01\x08\x00" +
+		"\x45\x00\x00\x1c\x00\x00\x00\x00\x40\x11\x66\xcf\x0a\x00\x00\x01\x0a\x00\x00\x02\x03\xe8\x00\x35\x00\x08\x00\x00")
+	pcap := filepath.Join(t.TempDir(), "up.pcapng")
+	var out, errb bytes.Buffer
+	done := make(chan error, 1)
+	go func() {
+		app := newApp(strings.NewReader(""), &out, &errb)
+		done <- app.Run(permuteFlags([]string{"dpctl", "monitor", "--count", "4", "--pcap", pcap, "netdev@mon"}))
+	}()
+	ctx := context.Background()
+	pkt := &odp.Packet{Data: frame, Key: odp.FlowKey{odp.InPort(2)}, Actions: odp.Actions{odp.Recirc{ID: 9}}}
+	var runErr error
+wait:
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		if err := c.Execute(ctx, pkt); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case runErr = <-done:
+			break wait
+		case <-time.After(100 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("monitor saw no 2 upcalls within 20 s; stderr: %s", errb.String())
+		}
+	}
+	resetGlobals()
+	if runErr != nil {
+		t.Fatalf("monitor: %v; stderr %s", runErr, errb.String())
+	}
+	// The datapath's local port (a tap device when run as root) may
+	// add misses of its own (IPv6 neighbour discovery): only those on
+	// p2 are the test's.
+	var lines []string
+	all := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+	for _, l := range all {
+		if strings.Contains(l, " port p2(2): ") {
+			lines = append(lines, l)
+		}
+	}
+	if len(all) != 4 || len(lines) < 2 {
+		t.Fatalf("monitor printed %d lines (%d on p2), want 4 with at least 2 on p2:\n%s", len(all), len(lines), out.String())
+	}
+	for _, l := range lines {
+		for _, want := range []string{"MISS upcall[", "/yes]: ", "recirc_id(0x9)", "in_port(2)", "udp(src=1000,dst=53)", " port p2(2): UDP 10.0.0.1:1000 > 10.0.0.2:53, 42 bytes"} {
+			if !strings.Contains(l, want) {
+				t.Errorf("line %q lacks %q", l, want)
+			}
+		}
+	}
+	if !strings.Contains(errb.String(), "upcalls from upcalld on ") {
+		t.Errorf("stderr %q does not say the upcalls come from upcalld", errb.String())
+	}
+
+	f, err := os.Open(pcap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	raw, err := io.ReadAll(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := pcapgo.NewNgReader(bytes.NewReader(raw), pcapgo.DefaultNgReaderOptions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, onP2 := 0, 0
+	for {
+		data, ci, err := r.ReadPacketData()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatalf("reading packet %d: %v", n, err)
+		}
+		n++
+		intf, err := r.Interface(ci.InterfaceIndex)
+		if err != nil {
+			t.Fatalf("packet %d: interface %d: %v", n, ci.InterfaceIndex, err)
+		}
+		if intf.Name != "p2" {
+			continue
+		}
+		onP2++
+		if !bytes.Equal(data, frame) {
+			t.Errorf("packet %d: %x, want %x", n, data, frame)
+		}
+	}
+	if n != 4 || onP2 != len(lines) {
+		t.Errorf("%d packets in the pcapng, %d on p2; want 4, %d on p2", n, onP2, len(lines))
+	}
+	// The key of each packet is its comment.
+	key := lines[0][strings.Index(lines[0], "]: ")+3 : strings.Index(lines[0], " port p2")]
+	if bytes.Count(raw, []byte(key)) != len(lines) {
+		t.Errorf("the key %q is not the comment of the packets on p2", key)
+	}
+}

@@ -1,0 +1,100 @@
+package daemon
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/ovsdp/ovsdp/cmd/upcalld/statusaddr"
+	"github.com/ovsdp/ovsdp/internal/runsock"
+	"github.com/ovsdp/ovsdp/odp"
+)
+
+// TestUpcallSubscription checks the status socket's upcall stream: a
+// client that subscribes gets the status, then every miss the handlers
+// read, with its key and packet; a plain status client still gets its
+// status and is closed.
+func TestUpcallSubscription(t *testing.T) {
+	t.Run("handlers", func(t *testing.T) { testUpcallSubscription(t, Config{}, 2) })
+	// A daemon that only hosts the datapath (dpctl add-dp) opens a
+	// receiver for its subscribers.
+	t.Run("no-handlers", func(t *testing.T) { testUpcallSubscription(t, Config{NoHandlers: true}, 0) })
+}
+
+func testUpcallSubscription(t *testing.T, cfg Config, handlers int) {
+	h := newHarness(t, 2, cfg)
+	if cfg.NoHandlers {
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- h.d.Run(ctx) }()
+		t.Cleanup(func() { cancel(); <-done })
+	} else {
+		h.start()
+	}
+	ctx, path := serveStatus(t, h)
+	c, err := net.Dial("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Write([]byte(statusaddr.SubscribeUpcalls + "\n")); err != nil {
+		t.Fatal(err)
+	}
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	dec := json.NewDecoder(bufio.NewReader(c))
+	var st Status
+	if err := dec.Decode(&st); err != nil || st.Handlers != handlers {
+		t.Fatalf("status: %+v %v", st, err)
+	}
+	// Wait until the subscription is registered, then send a miss.
+	for deadline := time.Now().Add(5 * time.Second); h.d.taps.n.Load() == 0; {
+		if time.Now().After(deadline) {
+			t.Fatal("the subscription was not registered")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	frame := udpFrame(macN(1), macN(2), ip4(10, 0, 0, 1), ip4(10, 0, 0, 2), 1, 2, 0)
+	h.send(1, frame)
+	var ev statusaddr.Upcall
+	if err := dec.Decode(&ev); err != nil {
+		t.Fatal(err)
+	}
+	if ev.Kind != uint8(odp.UpcallMiss) || ev.Port != 1 || !bytes.Equal(ev.Packet, frame) || ev.Seq != 1 {
+		t.Errorf("upcall: %+v", ev)
+	}
+	key, err := odp.UnmarshalKey(ev.Key)
+	if err != nil || key.Find(odp.KeyInPort) != odp.InPort(1) {
+		t.Errorf("upcall key %v: %v", key, err)
+	}
+	// A plain status query is unaffected.
+	if _, err := QueryStatus(ctx, "netdev@"+h.dp.Name(), path); err != nil {
+		t.Fatal(err)
+	}
+	// Closing the subscriber removes it.
+	c.Close()
+	for deadline := time.Now().Add(5 * time.Second); h.d.taps.n.Load() != 0; {
+		if time.Now().After(deadline) {
+			t.Fatal("the closed subscription stays registered")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// serveStatus serves h's status on a socket in a temporary directory
+// until the test ends, and returns the context it runs in and its path.
+func serveStatus(t *testing.T, h *harness) (context.Context, string) {
+	t.Helper()
+	path := t.TempDir() + "/status.sock"
+	s, err := h.d.ListenStatus(path, runsock.RootOnly)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	go s.Serve(ctx)
+	t.Cleanup(func() { cancel(); s.Close() })
+	return ctx, path
+}

@@ -1,0 +1,40 @@
+// Package statusaddr says where upcalld answers status requests (and
+// upcall subscriptions) for a datapath, for upcalld itself and for the
+// tools that talk to it (dpctl monitor), which cannot import upcalld's
+// internal packages.
+package statusaddr
+
+import (
+	"github.com/ovsdp/ovsdp/userdp/ctl"
+)
+
+// Path is the status socket of upcalld serving the datapath TYPE@NAME
+// (ctl.StatusSocket, the one place that derives it).
+func Path(typ, name string) string { return ctl.StatusSocket(typ, name) }
+
+// SubscribeUpcalls is the line a client writes on the status socket,
+// right after connecting, to receive the daemon's upcalls after its
+// status: one JSON Upcall a line, until either side closes.
+const SubscribeUpcalls = "subscribe upcalls"
+
+// Upcall is one upcall as the subscription streams it.
+type Upcall struct {
+	// Seq numbers the upcalls the daemon received, from 1.
+	Seq uint64 `json:"seq"`
+	// Kind is 1 for a miss, 2 for a userspace action (odp.UpcallKind).
+	Kind uint8 `json:"kind"`
+	// Port is the datapath port the packet came in on.
+	Port uint32 `json:"port"`
+	// Key is the flow key the datapath extracted, as netlink attributes
+	// (odp.MarshalKey).
+	Key []byte `json:"key"`
+	// Packet is the packet's bytes.
+	Packet []byte `json:"packet"`
+	// Userdata is a userspace action's userdata.
+	Userdata []byte `json:"userdata,omitempty"`
+	// TimeNS is when the daemon received it (Unix nanoseconds).
+	TimeNS int64 `json:"time_ns"`
+	// Dropped counts the upcalls this subscriber missed before this one
+	// (it read too slowly).
+	Dropped uint64 `json:"dropped,omitempty"`
+}

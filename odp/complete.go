@@ -1,0 +1,112 @@
+package odp
+
+// AddRequiredKeys returns key and mask completed with every attribute
+// the kernel's match_validate requires and the key lacks, each fully
+// wildcarded (zero in the key, zero in the mask), so that a flow written
+// with only the fields it matches on is accepted: arp for eth_type
+// 0x0806/0x8035, mpls for 0x8847/0x8848, ipv4 or ipv6 for 0x0800/0x86dd,
+// then (unless the key is a later fragment) udp, sctp, tcp with
+// tcp_flags, icmp (IPv4 proto 1), icmpv6 (IPv6 proto 58) for the key's
+// IP protocol, and nd for ICMPv6 neighbour solicitations and
+// advertisements (types 135, 136). The same holds inside a VLAN encap.
+// The kernel decides on the key's values, not its mask: ipv4(proto=1/0)
+// still needs icmp(). NSH keys are left alone (the nsh attribute is
+// nested and has no all-wildcard form the kernel takes). The inputs are
+// not modified.
+func AddRequiredKeys(key, mask FlowKey) (FlowKey, FlowKey) {
+	key, mask = addRequiredLevel(key, mask)
+	for i, a := range key {
+		e, ok := a.(Encap)
+		if !ok {
+			continue
+		}
+		mi := -1
+		var inner FlowKey
+		for j, m := range mask {
+			if x, ok := m.(Encap); ok {
+				mi, inner = j, x.Key
+				break
+			}
+		}
+		nk, nm := addRequiredLevel(e.Key, inner)
+		key = append(FlowKey(nil), key...)
+		key[i] = Encap{Key: nk}
+		if mi >= 0 {
+			mask = append(FlowKey(nil), mask...)
+			mask[mi] = Encap{Key: nm}
+		}
+		break
+	}
+	return AddTCPFlags(key, mask)
+}
+
+// addRequiredLevel completes one level of a key (AddRequiredKeys without
+// the encap and tcp_flags).
+func addRequiredLevel(key, mask FlowKey) (FlowKey, FlowKey) {
+	add := func(after KeyType, a KeyAttr) {
+		key = insertAfter(key, after, a)
+		if mask != nil {
+			if mask.Find(after) != nil {
+				mask = insertAfter(mask, after, a)
+			} else {
+				mask = append(mask[:len(mask):len(mask)], a)
+			}
+		}
+	}
+	et, ok := key.Find(KeyEthertype).(Ethertype)
+	if !ok {
+		return key, mask
+	}
+	switch et {
+	case 0x0806, 0x8035:
+		if key.Find(KeyARP) == nil {
+			add(KeyEthertype, ARP{})
+		}
+	case 0x8847, 0x8848:
+		if key.Find(KeyMPLS) == nil {
+			add(KeyEthertype, MPLS{0})
+		}
+	case 0x0800, 0x86dd:
+		l3, icmp := KeyIPv4, uint8(1)
+		var l3zero KeyAttr = IPv4{}
+		if et == 0x86dd {
+			l3, icmp, l3zero = KeyIPv6, 58, IPv6{}
+		}
+		if key.Find(l3) == nil {
+			add(KeyEthertype, l3zero)
+		}
+		var proto, frag uint8
+		switch ip := key.Find(l3).(type) {
+		case IPv4:
+			proto, frag = ip.Proto, ip.Frag
+		case IPv6:
+			proto, frag = ip.Proto, ip.Frag
+		}
+		if frag == FragLater {
+			break
+		}
+		var l4 KeyAttr
+		switch proto {
+		case 6:
+			l4 = TCP{}
+		case 17:
+			l4 = UDP{}
+		case 132:
+			l4 = SCTP{}
+		case icmp:
+			l4 = ICMP{}
+			if et == 0x86dd {
+				l4 = ICMPv6{}
+			}
+		}
+		if l4 != nil && key.Find(l4.KeyType()) == nil {
+			add(l3, l4)
+		}
+		if et == 0x86dd && proto == 58 {
+			if ic, ok := key.Find(KeyICMPv6).(ICMPv6); ok && (ic.Type == 135 || ic.Type == 136) && key.Find(KeyND) == nil {
+				add(KeyICMPv6, ND{})
+			}
+		}
+	}
+	return key, mask
+}
