@@ -380,3 +380,52 @@ func TestListOnlyControlSockets(t *testing.T) {
 		t.Errorf("List = %q, %v; want [br0]", names, err)
 	}
 }
+
+// TestCloseWhileConnecting closes servers while clients connect to them:
+// Close must never wait for a connection that Serve admits after it (a
+// WaitGroup Add concurrent with Wait, which the race detector reports),
+// and must not leave such a connection open.
+func TestCloseWhileConnecting(t *testing.T) {
+	t.Setenv("OVSDP_RUNDIR", t.TempDir())
+	dp, err := userdp.New("ctlclose", userdp.WithoutLocalPort())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { dp.Close() })
+	for round := 0; round < 50; round++ {
+		srv, err := ctl.Listen(ctl.SocketPath("ctlclose"), dp)
+		if err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+		served := make(chan error, 1)
+		go func() { served <- srv.Serve(context.Background()) }()
+		stop := make(chan struct{})
+		dialed := make(chan struct{})
+		go func() {
+			defer close(dialed)
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if c, err := net.Dial("unix", srv.Addr()); err == nil {
+					c.Close()
+				}
+			}
+		}()
+		time.Sleep(time.Duration(round%5) * time.Millisecond)
+		done := make(chan struct{})
+		go func() { srv.Close(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("round %d: Close hangs", round)
+		}
+		close(stop)
+		<-dialed
+		if err := <-served; err != nil {
+			t.Fatalf("round %d: Serve: %v", round, err)
+		}
+	}
+}

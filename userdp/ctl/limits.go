@@ -96,8 +96,16 @@ func (s *Server) admit(c net.Conn) bool {
 	err := s.access.Check(c, s.what())
 	if err == nil {
 		s.mu.Lock()
+		if s.closed {
+			// Close ran between Accept and here: it has closed the
+			// connections it knew and may be waiting for them.
+			s.mu.Unlock()
+			c.Close()
+			return false
+		}
 		if len(s.conns) < s.maxConns {
 			s.conns[c] = struct{}{}
+			s.wg.Add(1) // under mu, so never concurrent with Close's Wait
 			s.mu.Unlock()
 			return true
 		}

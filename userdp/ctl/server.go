@@ -35,9 +35,11 @@ type Server struct {
 
 	limits
 
-	mu    sync.Mutex
-	conns map[net.Conn]struct{}
-	wg    sync.WaitGroup
+	mu     sync.Mutex
+	conns  map[net.Conn]struct{}
+	closed bool           // set by Close: admit takes no more connections
+	wg     sync.WaitGroup // the connections' goroutines; Add under mu
+
 }
 
 // Listen creates the control socket at path (removing a stale one whose
@@ -72,7 +74,6 @@ func (s *Server) Serve(ctx context.Context) error {
 		if !s.admit(c) {
 			continue
 		}
-		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
 			s.serveConnContained(ctx, c)
@@ -86,6 +87,7 @@ func (s *Server) Serve(ctx context.Context) error {
 func (s *Server) Close() error {
 	err := s.l.Close()
 	s.mu.Lock()
+	s.closed = true
 	for c := range s.conns {
 		c.Close()
 	}
