@@ -50,7 +50,8 @@ lint:
 # A short run of every fuzz target (FUZZTIME per target), all of them even
 # when some fail, then a summary table (scripts/fuzz.sh; logs in
 # .cache/fuzz/). FUZZ_PARALLEL sets go test -parallel (default: Go's,
-# GOMAXPROCS).
+# GOMAXPROCS); FUZZ_MINIMIZETIME, FUZZ_STALL and FUZZ_TARGETS are described
+# in the script.
 FUZZTIME ?= 10s
 FUZZ_PARALLEL ?=
 fuzz:

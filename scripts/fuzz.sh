@@ -9,6 +9,13 @@
 #   FUZZ_PARALLEL  go test -parallel for the fuzzing workers (default: Go's
 #                  default, GOMAXPROCS); FUZZ_PARALLEL=1 leaves the other
 #                  cores free
+#   FUZZ_MINIMIZETIME  go test -fuzzminimizetime (default 10s rather than
+#                  Go's 60s: the engine minimizes every new corpus entry,
+#                  and a minute spent minimizing one input is a minute of
+#                  FUZZTIME without fuzzing)
+#   FUZZ_STALL     seconds without new executions that fail a target
+#                  (default 30): Go does not stop an input that hangs, it
+#                  only stops fuzzing when FUZZTIME is up
 #   FUZZ_TARGETS   only targets whose "PACKAGE TARGET" (./genl FuzzDecodeFlow)
 #                  matches this extended regular expression (default: all)
 #   FUZZ_LOGDIR    per-target logs and summary.txt (default .cache/fuzz)
@@ -19,7 +26,10 @@
 #   FAIL                    anything else: a failing input (then written to
 #                           PACKAGE/testdata/fuzz/TARGET, named in the notes),
 #                           a failing seed or testdata/fuzz entry, a build
-#                           error, a target that was not built.
+#                           error, a target that was not built, or a run
+#                           that stalled (no new executions for FUZZ_STALL
+#                           seconds: an input that hangs or takes that long,
+#                           which Go reports as nothing at all).
 #   engine-timeout-retried  the run ended with nothing but the fuzz engine's
 #                           own "context deadline exceeded" and wrote no
 #                           failing input: a race in Go's fuzz coordinator at
@@ -34,6 +44,8 @@ cd "$(dirname "$0")/.." || exit 1
 
 fuzztime=${1:-10s}
 parallel=${FUZZ_PARALLEL:-}
+minimizetime=${FUZZ_MINIMIZETIME:-10s}
+stall_limit=${FUZZ_STALL:-30}
 only=${FUZZ_TARGETS:-}
 logdir=${FUZZ_LOGDIR:-.cache/fuzz}
 gocmd=${GO:-go}
@@ -43,6 +55,10 @@ if [ $# -gt 1 ] || [[ $fuzztime == -* ]]; then
 fi
 if [ -n "$parallel" ] && ! [[ $parallel =~ ^[1-9][0-9]*$ ]]; then
 	echo "FUZZ_PARALLEL=$parallel: want a positive number of workers" >&2
+	exit 2
+fi
+if ! [[ $stall_limit =~ ^[1-9][0-9]*$ ]]; then
+	echo "FUZZ_STALL=$stall_limit: want a positive number of seconds" >&2
 	exit 2
 fi
 mkdir -p "$logdir" || exit 1
@@ -70,6 +86,28 @@ fuzz_stats() {
 	echo "${s:-- -}"
 }
 
+# The longest time in log $1 during which the engine's execution count did
+# not move, from its progress lines ("fuzz: elapsed: 1m3s, execs: N ..."),
+# as "SECONDS FROM TO" (elapsed times in seconds; "0 0 0" without them).
+fuzz_stall() {
+	awk '
+		function secs(s,   n, total) {
+			total = 0
+			while (match(s, /^[0-9]+[hms]/)) {
+				n = substr(s, 1, RLENGTH - 1) + 0
+				total += n * (substr(s, RLENGTH, 1) == "h" ? 3600 : substr(s, RLENGTH, 1) == "m" ? 60 : 1)
+				s = substr(s, RLENGTH + 1)
+			}
+			return total
+		}
+		/^fuzz: elapsed: [0-9hms]+, execs: [0-9]+ / {
+			t = secs(substr($3, 1, length($3) - 1)); e = $5
+			if (!seen || e != last) { first = t; last = e; seen = 1 }
+			if (t - first > best) { best = t - first; from = first; to = t }
+		}
+		END { printf "%d %d %d\n", best, from, to }' "$1"
+}
+
 # The entries of directory $1, one a line (none if it does not exist).
 entries() {
 	if [ -d "$1" ]; then
@@ -80,7 +118,7 @@ entries() {
 # run_target PKG NAME LOG: one go test -fuzz run, its output in LOG; returns
 # go test's status.
 run_target() {
-	local args=(test -run '^$' -fuzz "^$2\$" -fuzztime "$fuzztime")
+	local args=(test -run '^$' -fuzz "^$2\$" -fuzztime "$fuzztime" -fuzzminimizetime "$minimizetime")
 	if [ -n "$parallel" ]; then
 		args+=(-parallel "$parallel")
 	fi
@@ -105,7 +143,7 @@ while IFS=: read -r file _ line; do
 	targets=$((targets + 1))
 	log=$logdir/${dir//\//_}.$name.log
 	corpus=$pkg/testdata/fuzz/$name
-	echo "== $pkg $name ($fuzztime${parallel:+, -parallel $parallel}): $log"
+	echo "== $pkg $name ($fuzztime${parallel:+, -parallel $parallel}, -fuzzminimizetime $minimizetime): $log"
 	before=$(entries "$corpus")
 	start=$SECONDS
 	run_target "$pkg" "$name" "$log"
@@ -141,6 +179,13 @@ while IFS=: read -r file _ line; do
 	elif grep -q 'no fuzz tests to fuzz' "$log"; then
 		result=FAIL note="target not built (build tags?), see $log"
 	fi
+	read -r stall stall_from stall_to < <(fuzz_stall "$log")
+	if [ "$stall" -ge "$stall_limit" ] && [ "$result" != interrupted ]; then
+		if [ "$result" != FAIL ]; then
+			result=FAIL note="see $log"
+		fi
+		note="stalled: no new executions for ${stall}s (from ${stall_from}s to ${stall_to}s of the run): an input that hangs or is that slow (Go saves no input for it), $note"
+	fi
 	read -r execs new < <(fuzz_stats "$log")
 	elapsed=$((SECONDS - start))
 	case $result in
@@ -165,7 +210,7 @@ if [ "$targets" -eq 0 ]; then
 fi
 {
 	echo
-	echo "fuzz summary: FUZZTIME=$fuzztime, -parallel ${parallel:-default}, logs in $logdir"
+	echo "fuzz summary: FUZZTIME=$fuzztime, -parallel ${parallel:-default}, -fuzzminimizetime $minimizetime, logs in $logdir"
 	printf '%-28s %-32s %-22s %11s %5s %6s\n' PACKAGE TARGET RESULT EXECS NEW TIME
 	printf '%s\n' "${rows[@]}"
 	echo "$targets targets: $passed ok, $retried engine-timeout-retried, $failed FAIL"

@@ -69,6 +69,16 @@ FuzzBuild)
 	echo "# m/p"; echo "p/a_test.go:3:1: syntax error"; printf 'FAIL\tm/p [build failed]\n'; exit 1 ;;
 FuzzNotBuilt)
 	echo "testing: warning: no fuzz tests to fuzz"; echo PASS; exit 0 ;;
+FuzzHang)
+	# Go's output when an input hangs: progress stops, then PASS.
+	echo "fuzz: elapsed: 3s, execs: 70 (23/sec), new interesting: 1 (total: 3)"
+	for t in 6s 9s 30s 57s 1m0s 1m2s; do echo "fuzz: elapsed: $t, execs: 80 (3/sec), new interesting: 2 (total: 4)"; done
+	echo PASS; exit 0 ;;
+FuzzSlowMinimize)
+	# Minimizing a new input: 27 s without new executions, under FUZZ_STALL.
+	echo "fuzz: elapsed: 3s, execs: 70 (23/sec), new interesting: 1 (total: 3)"
+	for t in 6s 9s 30s; do echo "fuzz: elapsed: $t, execs: 80 (3/sec), new interesting: 1 (total: 3)"; done
+	pass 9000 2 ;;
 esac
 echo "fake go: unexpected target $name" >&2
 exit 3
@@ -138,17 +148,18 @@ func summaryRows(t *testing.T, out string) map[string][]string {
 
 // TestFuzzScriptResults: every target runs even when some fail; each gets
 // the right result (only the engine's bare deadline, with no failing input
-// written, is retried, once); the summary has the last execs and new
+// written, is retried, once; a run whose executions stop for FUZZ_STALL
+// seconds fails); the summary has the last execs and new
 // interesting figures; FUZZ_PARALLEL reaches go test; the exit status is 1.
 func TestFuzzScriptResults(t *testing.T) {
-	targets := []string{"FuzzBuild", "FuzzCrash", "FuzzDeadlineWritten", "FuzzNotBuilt", "FuzzOK", "FuzzOwnDeadline", "FuzzRace", "FuzzRaceTwice", "FuzzSeed"}
+	targets := []string{"FuzzBuild", "FuzzCrash", "FuzzDeadlineWritten", "FuzzHang", "FuzzNotBuilt", "FuzzOK", "FuzzOwnDeadline", "FuzzRace", "FuzzRaceTwice", "FuzzSeed", "FuzzSlowMinimize"}
 	root := fuzzTree(t, "package p\n", "\nfunc NAME(f *testing.F) {}\n", targets...)
 	bin := filepath.Join(root, "fakego")
 	if err := os.WriteFile(bin, []byte(fakeGo), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	state, args, logs := t.TempDir(), filepath.Join(root, "args"), filepath.Join(root, "logs")
-	env := []string{"GO=" + bin, "FAKE_STATE=" + state, "FAKE_ARGS=" + args, "FUZZ_LOGDIR=" + logs, "FUZZ_PARALLEL=1", "FUZZ_TARGETS="}
+	env := []string{"GO=" + bin, "FAKE_STATE=" + state, "FAKE_ARGS=" + args, "FUZZ_LOGDIR=" + logs, "FUZZ_PARALLEL=1", "FUZZ_TARGETS=", "FUZZ_MINIMIZETIME=", "FUZZ_STALL="}
 	out, code := runFuzzScript(t, root, env, "5s")
 	if code != 1 {
 		t.Errorf("exit status %d, want 1", code)
@@ -163,6 +174,8 @@ func TestFuzzScriptResults(t *testing.T) {
 		"FuzzSeed":            {"FAIL", "-", "-"},
 		"FuzzBuild":           {"FAIL", "-", "-"},
 		"FuzzNotBuilt":        {"FAIL", "-", "-"},
+		"FuzzHang":            {"FAIL", "80", "2"},
+		"FuzzSlowMinimize":    {"ok", "9000", "2"},
 	}
 	rows := summaryRows(t, out)
 	for name, w := range want {
@@ -175,7 +188,8 @@ func TestFuzzScriptResults(t *testing.T) {
 		t.Errorf("%d rows, want %d", len(rows), len(want))
 	}
 	for _, s := range []string{
-		"9 targets: 1 ok, 1 engine-timeout-retried, 7 FAIL",
+		"11 targets: 2 ok, 1 engine-timeout-retried, 8 FAIL",
+		"./p FuzzHang: stalled: no new executions for 56s (from 6s to 62s of the run)",
 		"./p FuzzCrash: failing input ./p/testdata/fuzz/FuzzCrash/0123abcd, see " + logs + "/p.FuzzCrash.log",
 		"./p FuzzDeadlineWritten: failing input ./p/testdata/fuzz/FuzzDeadlineWritten/beef",
 		"./p FuzzRaceTwice: engine deadline, then the rerun failed too: see " + logs + "/p.FuzzRaceTwice.retry.log",
@@ -192,7 +206,7 @@ func TestFuzzScriptResults(t *testing.T) {
 	}
 	runs := map[string]int{}
 	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-		m := regexp.MustCompile(`^test -run \^\$ -fuzz \^(Fuzz\w+)\$ -fuzztime 5s -parallel 1 \./p$`).FindStringSubmatch(line)
+		m := regexp.MustCompile(`^test -run \^\$ -fuzz \^(Fuzz\w+)\$ -fuzztime 5s -fuzzminimizetime 10s -parallel 1 \./p$`).FindStringSubmatch(line)
 		if m == nil {
 			t.Fatalf("go invoked as %q", line)
 		}
@@ -212,19 +226,19 @@ func TestFuzzScriptResults(t *testing.T) {
 
 	// A selection that passes exits 0, without -parallel by default.
 	os.Remove(args)
-	env = append(env, "FUZZ_TARGETS=FuzzOK", "FUZZ_PARALLEL=")
+	env = append(env, "FUZZ_TARGETS=FuzzOK", "FUZZ_PARALLEL=", "FUZZ_MINIMIZETIME=3s")
 	out, code = runFuzzScript(t, root, env)
 	if code != 0 || !strings.Contains(out, "1 targets: 1 ok, 0 engine-timeout-retried, 0 FAIL") {
 		t.Errorf("FuzzOK alone: exit %d:\n%s", code, out)
 	}
-	if b, _ := os.ReadFile(args); string(b) != "test -run ^$ -fuzz ^FuzzOK$ -fuzztime 10s ./p\n" {
+	if b, _ := os.ReadFile(args); string(b) != "test -run ^$ -fuzz ^FuzzOK$ -fuzztime 10s -fuzzminimizetime 3s ./p\n" {
 		t.Errorf("FuzzOK alone: go invoked as %q", b)
 	}
 	// Usage errors.
 	for _, tc := range []struct {
 		env  []string
 		args []string
-	}{{[]string{"FUZZ_PARALLEL=two"}, nil}, {nil, []string{"1s", "2s"}}, {nil, []string{"-h"}}} {
+	}{{[]string{"FUZZ_PARALLEL=two"}, nil}, {[]string{"FUZZ_STALL=0"}, nil}, {nil, []string{"1s", "2s"}}, {nil, []string{"-h"}}} {
 		if out, code := runFuzzScript(t, root, append(env, tc.env...), tc.args...); code != 2 {
 			t.Errorf("%v %v: exit %d, want 2:\n%s", tc.env, tc.args, code, out)
 		}
@@ -259,7 +273,7 @@ func NAME(f *testing.F) {
 		t.Fatal(err)
 	}
 	logs := filepath.Join(root, "logs")
-	out, code := runFuzzScript(t, root, []string{"GO=" + gobin, "FUZZ_LOGDIR=" + logs, "FUZZ_PARALLEL=1", "FUZZ_TARGETS="}, "2s")
+	out, code := runFuzzScript(t, root, []string{"GO=" + gobin, "FUZZ_LOGDIR=" + logs, "FUZZ_PARALLEL=1", "FUZZ_TARGETS=", "FUZZ_MINIMIZETIME=", "FUZZ_STALL="}, "2s")
 	if code != 1 {
 		t.Errorf("exit status %d, want 1", code)
 	}
