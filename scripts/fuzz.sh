@@ -108,6 +108,21 @@ fuzz_stall() {
 		END { printf "%d %d %d\n", best, from, to }' "$1"
 }
 
+# table aligns the tab-separated columns of its input: the first three to
+# the left, the figures to the right.
+table() {
+	awk -F '\t' '
+		{ for (i = 1; i <= NF; i++) { cell[NR, i] = $i; if (length($i) > w[i]) w[i] = length($i) } }
+		END {
+			for (r = 1; r <= NR; r++) {
+				line = ""
+				for (i = 1; i <= 6; i++) line = line sprintf(i <= 3 ? "%-*s  " : "%*s  ", w[i], cell[r, i])
+				sub(/ +$/, "", line)
+				print line
+			}
+		}'
+}
+
 # The entries of directory $1, one a line (none if it does not exist).
 entries() {
 	if [ -d "$1" ]; then
@@ -194,7 +209,7 @@ while IFS=: read -r file _ line; do
 	*) failed=$((failed + 1)) ;;
 	esac
 	echo "   $result: execs $execs, new interesting $new, ${elapsed}s${note:+ ($note)}"
-	rows+=("$(printf '%-28s %-32s %-22s %11s %5s %6s' "$pkg" "$name" "$result" "$execs" "$new" "${elapsed}s")")
+	rows+=("$pkg	$name	$result	$execs	$new	${elapsed}s")
 	if [ -n "$note" ]; then
 		notes+=("$pkg $name: $note")
 	fi
@@ -211,8 +226,7 @@ fi
 {
 	echo
 	echo "fuzz summary: FUZZTIME=$fuzztime, -parallel ${parallel:-default}, -fuzzminimizetime $minimizetime, logs in $logdir"
-	printf '%-28s %-32s %-22s %11s %5s %6s\n' PACKAGE TARGET RESULT EXECS NEW TIME
-	printf '%s\n' "${rows[@]}"
+	printf '%s\n' "PACKAGE	TARGET	RESULT	EXECS	NEW	TIME" "${rows[@]}" | table
 	echo "$targets targets: $passed ok, $retried engine-timeout-retried, $failed FAIL"
 	if [ ${#notes[@]} -gt 0 ]; then
 		printf '  %s\n' "${notes[@]}"
