@@ -57,10 +57,15 @@ lint:
 	$(GO) vet $(PKGS)
 	$(GO) vet -tags integration $(PKGS)
 
-# A short run of every fuzz target (FUZZTIME per target).
+# A short run of every fuzz target (FUZZTIME per target), all of them even
+# when some fail, then a summary table (scripts/fuzz.sh; logs in
+# .cache/fuzz/). FUZZ_PARALLEL sets go test -parallel (default: Go's,
+# GOMAXPROCS); FUZZ_MINIMIZETIME, FUZZ_STALL and FUZZ_TARGETS are described
+# in the script.
 FUZZTIME ?= 10s
+FUZZ_PARALLEL ?=
 fuzz:
-	bash scripts/fuzz.sh $(FUZZTIME)
+	GO=$(GO) FUZZ_PARALLEL=$(FUZZ_PARALLEL) bash scripts/fuzz.sh $(FUZZTIME)
 
 # Every benchmark with its baseline measured in the same run, medians of
 # COUNT runs, written to bench/REPORT.md with charts (about 11 minutes;

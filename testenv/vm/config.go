@@ -1,8 +1,10 @@
 package vm
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -104,22 +106,109 @@ func ConfigFromEnv() (Config, error) {
 	return c, nil
 }
 
-// ParseTimeout accepts a Go duration ("90s", "20m") or a number of seconds.
+// MaxTimeout is the largest timeout ParseTimeout accepts: the largest
+// time.Duration (about 292 years). Anything larger would wrap around to a
+// negative duration.
+const MaxTimeout = time.Duration(math.MaxInt64)
+
+// maxTimeoutSeconds is MaxTimeout in whole seconds (9223372036).
+const maxTimeoutSeconds = int64(MaxTimeout / time.Second)
+
+// ParseTimeout accepts a Go duration ("90s", "20m") or a whole number of
+// seconds ("90"). It refuses a timeout that is not positive and one larger
+// than MaxTimeout (maxTimeoutSeconds seconds), with an error that says
+// which and gives the limit.
 func ParseTimeout(s string) (time.Duration, error) {
-	if n, err := strconv.Atoi(s); err == nil {
+	if isSeconds(s) {
+		// ParseInt clamps an out-of-range value to the int64 limit of
+		// its sign, which the checks below then refuse.
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil && !errors.Is(err, strconv.ErrRange) {
+			return 0, fmt.Errorf("timeout %q: %w", s, err)
+		}
 		if n <= 0 {
 			return 0, fmt.Errorf("timeout %q must be positive", s)
+		}
+		if n > maxTimeoutSeconds {
+			return 0, fmt.Errorf("timeout %q seconds is too large: the maximum is %d seconds (%v)", s, maxTimeoutSeconds, MaxTimeout)
 		}
 		return time.Duration(n) * time.Second, nil
 	}
 	d, err := time.ParseDuration(s)
 	if err != nil {
-		return 0, fmt.Errorf("timeout %q: want a duration like 20m or a number of seconds", s)
+		if neg, ok := durationSyntax(s); ok {
+			// Well-formed, so time.ParseDuration failed on the size.
+			if neg {
+				return 0, fmt.Errorf("timeout %q must be positive", s)
+			}
+			return 0, fmt.Errorf("timeout %q is too large: the maximum is %v (%d seconds)", s, MaxTimeout, maxTimeoutSeconds)
+		}
+		return 0, fmt.Errorf("timeout %q: want a duration like 20m or a whole number of seconds: %w", s, err)
 	}
 	if d <= 0 {
 		return 0, fmt.Errorf("timeout %q must be positive", s)
 	}
 	return d, nil
+}
+
+// isSeconds reports whether s is an optionally signed run of decimal
+// digits, the number-of-seconds form of a timeout.
+func isSeconds(s string) bool {
+	if s != "" && (s[0] == '+' || s[0] == '-') {
+		s = s[1:]
+	}
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// durationUnits are the units time.ParseDuration knows.
+var durationUnits = map[string]bool{"ns": true, "us": true, "\u00b5s": true, "\u03bcs": true, "ms": true, "s": true, "m": true, "h": true}
+
+// durationSyntax reports whether s has the syntax time.ParseDuration
+// accepts, [-+]?([0-9]*(\.[0-9]*)?UNIT)+ with a digit in every number and
+// a known unit, and whether it is negative. time.ParseDuration refuses
+// such a string only when its value does not fit in a time.Duration.
+func durationSyntax(s string) (neg, ok bool) {
+	if s != "" && (s[0] == '+' || s[0] == '-') {
+		neg = s[0] == '-'
+		s = s[1:]
+	}
+	if s == "0" {
+		return neg, true // the one number without a unit
+	}
+	if s == "" {
+		return neg, false
+	}
+	for s != "" {
+		digits := 0
+		i := 0
+		for ; i < len(s) && s[i] >= '0' && s[i] <= '9'; i++ {
+			digits++
+		}
+		if i < len(s) && s[i] == '.' {
+			for i++; i < len(s) && s[i] >= '0' && s[i] <= '9'; i++ {
+				digits++
+			}
+		}
+		if digits == 0 {
+			return neg, false
+		}
+		j := i
+		for ; j < len(s) && s[j] != '.' && (s[j] < '0' || s[j] > '9'); j++ {
+		}
+		if !durationUnits[s[i:j]] {
+			return neg, false
+		}
+		s = s[j:]
+	}
+	return neg, true
 }
 
 // Kernel is a kernel prepared by FetchScript.

@@ -242,9 +242,9 @@ func Run(ctx context.Context, cfg Config, argv, env []string, dir string) (int, 
 	if runErr != nil {
 		return -1, fmt.Errorf("vm: %w\n%s", runErr, diagnostics(consolePath, qemuLog.Name(), 40))
 	}
-	status, err := strconv.Atoi(strings.TrimSpace(string(statusB)))
+	status, err := parseStatus(statusB)
 	if err != nil {
-		return -1, fmt.Errorf("vm: bad exit status %q from the guest\n%s", statusB, diagnostics(consolePath, qemuLog.Name(), 40))
+		return -1, fmt.Errorf("vm: %w\n%s", err, diagnostics(consolePath, qemuLog.Name(), 40))
 	}
 	if !outF.seen() || !errF.seen() {
 		fmt.Fprintf(cfg.Log, "vmrun: warning: the end-of-output marker did not arrive on stdout=%v stderr=%v; output may be incomplete (a process left running by the program may hold the port)\n", outF.seen(), errF.seen())
@@ -252,6 +252,18 @@ func Run(ctx context.Context, cfg Config, argv, env []string, dir string) (int, 
 	if cfg.Debug {
 		fmt.Fprintf(cfg.Log, "vmrun: kernel %s, %d vCPUs, %d MiB: VM run took %v, exit status %d\n%s",
 			kernel.Release, cfg.CPUs, cfg.MemoryMiB, elapsed.Round(time.Millisecond), status, diagnostics(consolePath, qemuLog.Name(), 0))
+	}
+	return status, nil
+}
+
+// parseStatus reads the exit status the guest's shell wrote: 0 to 255.
+// Anything else is refused rather than handed to os.Exit, which keeps only
+// the low 8 bits (256 would exit 0).
+func parseStatus(b []byte) (int, error) {
+	s := strings.TrimSpace(string(b))
+	status, err := strconv.Atoi(s)
+	if err != nil || status < 0 || status > 255 || s[0] == '+' {
+		return -1, fmt.Errorf("bad exit status %q from the guest: want 0 to 255", b)
 	}
 	return status, nil
 }

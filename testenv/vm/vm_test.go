@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -169,14 +170,41 @@ func TestCPIOWithBusybox(t *testing.T) {
 }
 
 func TestParseTimeout(t *testing.T) {
-	for in, want := range map[string]time.Duration{"90": 90 * time.Second, "20m": 20 * time.Minute, "1h30m": 90 * time.Minute} {
+	for in, want := range map[string]time.Duration{
+		"90": 90 * time.Second, "+90": 90 * time.Second, "20m": 20 * time.Minute, "1h30m": 90 * time.Minute,
+		".5s": 500 * time.Millisecond, "1\u00b5s": time.Microsecond,
+		// The largest values that fit.
+		"9223372036":               9223372036 * time.Second,
+		"2562047h47m16.854775807s": MaxTimeout,
+		"9223372036854775807ns":    MaxTimeout,
+	} {
 		if got, err := ParseTimeout(in); err != nil || got != want {
-			t.Errorf("ParseTimeout(%q) = %v, %v", in, got, err)
+			t.Errorf("ParseTimeout(%q) = %v, %v; want %v", in, got, err, want)
 		}
 	}
-	for _, bad := range []string{"", "0", "-5", "soon", "-1m"} {
-		if _, err := ParseTimeout(bad); err == nil {
-			t.Errorf("ParseTimeout(%q) accepted", bad)
+	for bad, why := range map[string]string{
+		"": "want a duration", "0": "positive", "-5": "positive", "soon": "want a duration", "-1m": "positive",
+		"5x": "unknown unit", "-0": "positive", "+-5": "want a duration", "1.s.": "want a duration",
+		// Too large for time.Duration: they used to wrap around to a
+		// negative timeout (issue 21; FuzzParseTimeout's seeds in
+		// testdata/fuzz).
+		"9227000000":            "maximum is 9223372036 seconds",
+		"10000000000":           "maximum is 9223372036 seconds",
+		"9223372037":            "maximum is 9223372036 seconds",
+		"99999999999999999999":  "maximum is 9223372036 seconds",
+		"-99999999999999999999": "positive",
+		"9223372036854775808ns": "maximum is 2562047h47m16.854775807s",
+		"2562048h":              "maximum is 2562047h47m16.854775807s",
+		"2562047h47m17s":        "maximum is 2562047h47m16.854775807s",
+		"-2562048h":             "positive",
+	} {
+		got, err := ParseTimeout(bad)
+		if err == nil {
+			t.Errorf("ParseTimeout(%q) accepted: %v", bad, got)
+			continue
+		}
+		if !strings.Contains(err.Error(), why) || !strings.Contains(err.Error(), strconv.Quote(bad)) {
+			t.Errorf("ParseTimeout(%q) error %q: want the value and %q", bad, err, why)
 		}
 	}
 }

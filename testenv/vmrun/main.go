@@ -23,9 +23,30 @@ import (
 	"os/exec"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/ovsdp/ovsdp/testenv/vm"
 )
+
+// timeoutFlag is -timeout: the syntax and limits of vm.ParseTimeout, the
+// same as the environment variable vm.EnvTimeout.
+type timeoutFlag struct{ d *time.Duration }
+
+func (f timeoutFlag) String() string {
+	if f.d == nil {
+		return ""
+	}
+	return f.d.String()
+}
+
+func (f timeoutFlag) Set(s string) error {
+	d, err := vm.ParseTimeout(s)
+	if err != nil {
+		return err
+	}
+	*f.d = d
+	return nil
+}
 
 func main() {
 	os.Exit(run())
@@ -43,7 +64,8 @@ func run() int {
 			vm.EnvCache, vm.EnvTimeout, vm.EnvMode, vm.EnvShare, vm.EnvDebug)
 		fs.PrintDefaults()
 	}
-	timeout := fs.Duration("timeout", cfg.Timeout, "kill the VM after this long")
+	timeout := cfg.Timeout
+	fs.Var(timeoutFlag{&timeout}, "timeout", "kill the VM after this long: a `duration` like 20m, or a number of seconds; at most "+vm.MaxTimeout.String())
 	mode := fs.String("vm", cfg.Mode, "auto (VM only without a host openvswitch module), always or never")
 	debug := fs.Bool("debug", cfg.Debug, "print the QEMU command line, timing and the guest console")
 	cache := fs.String("cache", cfg.Cache, "kernel cache directory (written by "+vm.FetchScript+")")
@@ -60,11 +82,7 @@ func run() int {
 		fmt.Fprintf(os.Stderr, "vmrun: -vm %q: want auto, always or never\n", *mode)
 		return 2
 	}
-	if *timeout <= 0 {
-		fmt.Fprintf(os.Stderr, "vmrun: -timeout must be positive\n")
-		return 2
-	}
-	cfg.Timeout, cfg.Mode, cfg.Debug, cfg.Cache = *timeout, *mode, *debug, *cache
+	cfg.Timeout, cfg.Mode, cfg.Debug, cfg.Cache = timeout, *mode, *debug, *cache
 	argv := fs.Args()
 
 	// A test binary whose -test.run/-test.bench select nothing (a package

@@ -69,3 +69,32 @@ func TestUsageErrors(t *testing.T) {
 		t.Errorf("missing program: exit %d: %s", code, out)
 	}
 }
+
+// TestTimeoutLimits: -timeout and OVSDP_VM_TIMEOUT share vm.ParseTimeout's
+// syntax (a duration or seconds) and refuse, naming the value and the
+// maximum, timeouts that overflow time.Duration (issue 21).
+func TestTimeoutLimits(t *testing.T) {
+	bin := buildVmrun(t)
+	for _, tc := range []struct {
+		args, env []string
+		want      string
+	}{
+		{args: []string{"-timeout", "9227000000"}, want: `"9227000000" seconds is too large: the maximum is 9223372036 seconds`},
+		{args: []string{"-timeout", "2562048h"}, want: `"2562048h" is too large: the maximum is 2562047h47m16.854775807s`},
+		{env: []string{"OVSDP_VM_TIMEOUT=9227000000"}, want: `OVSDP_VM_TIMEOUT: timeout "9227000000" seconds is too large`},
+		{args: []string{"-timeout", "-5"}, want: `"-5" must be positive`},
+	} {
+		cmd := exec.Command(bin, append(append([]string{"-vm", "never"}, tc.args...), "/bin/true")...)
+		cmd.Env = append(os.Environ(), tc.env...)
+		out, err := cmd.CombinedOutput()
+		if code := exitCode(t, err); code != 2 || !strings.Contains(string(out), tc.want) {
+			t.Errorf("vmrun %v with %v: exit %d, want 2 and %q in:\n%s", tc.args, tc.env, code, tc.want, out)
+		}
+	}
+	for _, ok := range []string{"90", "20m", "9223372036"} {
+		out, err := exec.Command(bin, "-vm", "never", "-timeout", ok, "/bin/true").CombinedOutput()
+		if code := exitCode(t, err); code != 0 {
+			t.Errorf("vmrun -timeout %s: exit %d, want 0\n%s", ok, code, out)
+		}
+	}
+}
