@@ -530,7 +530,8 @@ func ParseUpcall(cmd uint8, b []byte, r *RawUpcall) error {
 	}
 	// Find in_port in the key without decoding it.
 	k := r.Key
-	for p := 0; p+4 <= len(k); {
+	p := 0
+	for p+4 <= len(k) {
 		l := int(binary.NativeEndian.Uint16(k[p:]))
 		t := binary.NativeEndian.Uint16(k[p+2:]) & 0x3fff
 		if l < 4 || p+l > len(k) {
@@ -544,6 +545,12 @@ func ParseUpcall(cmd uint8, b []byte, r *RawUpcall) error {
 			r.InPort = binary.NativeEndian.Uint32(k[p+4:])
 		}
 		p += (l + 3) &^ 3
+	}
+	if rest := len(k) - p; rest > 0 {
+		// 1 to 3 bytes after the last attribute: no attribute, no padding
+		// (padding ends at a 4-byte boundary, which p is at).
+		return &DecodeError{What: what, Attr: "OVS_PACKET_ATTR_KEY", Offset: 0,
+			Err: fmt.Errorf("%d trailing bytes at key offset %d, too short for an attribute header", rest, p)}
 	}
 	return nil
 }

@@ -276,3 +276,23 @@ func BenchmarkDecodeFlow(b *testing.B) {
 		}
 	})
 }
+
+// TestParseUpcallKeyTrailingBytes: a key with 1 to 3 bytes after its last
+// attribute is malformed; the fast path (ParseUpcall) must refuse it as
+// DecodeUpcall does, rather than hand the handler a key that is not one.
+func TestParseUpcallKeyTrailingBytes(t *testing.T) {
+	for n := 1; n <= 3; n++ {
+		key := append(inPortKey(3), make([]byte, n)...)
+		b := cat(hdr, attr(packetAttrPacket, []byte("0123456789abcdef")), attr(packetAttrKey, key))
+		var r RawUpcall
+		err := ParseUpcall(packetCmdMiss, b, &r)
+		var de *DecodeError
+		if !errors.As(err, &de) || !strings.Contains(err.Error(), "trailing bytes") {
+			t.Errorf("%d trailing bytes: ParseUpcall = %v, want a DecodeError about trailing bytes", n, err)
+		}
+		var u odp.Upcall
+		if DecodeUpcall(packetCmdMiss, b, &u) == nil {
+			t.Errorf("%d trailing bytes: DecodeUpcall accepted the key", n)
+		}
+	}
+}
