@@ -13,7 +13,13 @@ import (
 const (
 	panicHandler = "handler"
 	panicControl = "control"
+	panicStatus  = "status"
 )
+
+// testHookStatus, when set (by tests only), is called before each status
+// answer; a test makes it panic to prove that the panic is contained to
+// that status connection.
+var testHookStatus func()
 
 // testHookDecide, when set (by tests only: nothing in production sets
 // it), is called at the start of each miss's decision; a test makes it
@@ -88,4 +94,27 @@ func (d *Daemon) handleBatchContained(ctx context.Context, h *handlerState, ups 
 		h.flows, h.putOf, h.flowPtrs, h.pkts, h.pktPtrs, h.execOf, h.errs = h.flows[:0], h.putOf[:0], h.flowPtrs[:0], h.pkts[:0], h.pktPtrs[:0], h.execOf[:0], h.errs[:0]
 	}()
 	d.handleBatch(ctx, h, ups, behind, now)
+}
+
+// containedStatus runs f for one status connection with a panic
+// contained to it: counted (upcalld_panics_contained_total{where="status"}),
+// logged with its stack (rate-limited like the handlers' reports) and
+// returned as an error; the status server goes on with the next
+// connection.
+func (d *Daemon) containedStatus(what string, f func()) (err error) {
+	defer func() {
+		r := recover()
+		if r == nil {
+			return
+		}
+		n := d.panics.Add(1)
+		d.m.panics.WithLabelValues(panicStatus).Inc()
+		if d.panicLog.allow() {
+			d.log.Error("status connection panicked; contained, the status socket goes on", "during", what,
+				"panic", fmt.Sprint(r), "panics_contained", n, "stack", string(debug.Stack()))
+		}
+		err = fmt.Errorf("upcalld: internal error while %s: %v", what, r)
+	}()
+	f()
+	return nil
 }

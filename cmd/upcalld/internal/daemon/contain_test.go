@@ -109,3 +109,30 @@ func TestBatchPanicContained(t *testing.T) {
 		t.Errorf("after the next frame: %+v, want 1 handled", st)
 	}
 }
+
+// TestStatusPanicContained: a panic while answering a status request is
+// answered as an error to that client, counted and logged with its stack;
+// the status socket answers the next request.
+func TestStatusPanicContained(t *testing.T) {
+	logs := &logCapture{}
+	h := newHarness(t, 2, Config{Logger: slog.New(logs)})
+	h.start()
+	ctx, path := serveStatus(t, h)
+	testHookStatus = func() { panic("forced by the test") }
+	t.Cleanup(func() { testHookStatus = nil })
+	dp := "netdev@" + h.dp.Name()
+	if _, err := QueryStatus(ctx, dp, path); err == nil || !strings.Contains(err.Error(), "internal error") {
+		t.Fatalf("status with a panic: %v, want an internal error", err)
+	}
+	if got := h.counter("upcalld_panics_contained_total", "where=status"); got != 1 {
+		t.Errorf("upcalld_panics_contained_total{where=status} = %v, want 1", got)
+	}
+	out := strings.Join(logs.wait(1, 5*time.Second), "\n")
+	if !strings.Contains(out, "status connection panicked") || !strings.Contains(out, "goroutine") {
+		t.Errorf("log %q: want the panic with its stack", out)
+	}
+	testHookStatus = nil
+	if _, err := QueryStatus(ctx, dp, path); err != nil {
+		t.Fatalf("the status socket after a contained panic: %v", err)
+	}
+}

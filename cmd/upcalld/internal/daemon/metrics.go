@@ -56,7 +56,7 @@ func newMetrics(reg prometheus.Registerer, d *Daemon) *metrics {
 		}, []string{"reason"}),
 		panics: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "upcalld_panics_contained_total",
-			Help: "Panics contained and logged with their stack, by where: handler (one upcall, or one batch, failed; the handler goes on), control (one control-socket connection closed; the socket goes on).",
+			Help: "Panics contained and logged with their stack, by where: handler (one upcall, or one batch, failed; the handler goes on), control (one control-socket connection closed; the socket goes on), status (one status connection answered with an error; the status socket goes on).",
 		}, []string{"where"}),
 		flowLimitHits: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "upcalld_flow_limit_hits_total", Help: "Misses executed without installing a flow because the flow limit was reached.",

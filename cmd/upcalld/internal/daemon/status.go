@@ -146,15 +146,24 @@ func (s *StatusServer) Serve(ctx context.Context) error {
 		if err := s.access.Check(c, what); err != nil {
 			rep.Error = err.Error()
 			c.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
-		} else {
+		} else if err := s.d.containedStatus("answering a status request", func() {
+			if testHookStatus != nil {
+				testHookStatus()
+			}
 			rep.Status = s.d.Status()
+		}); err != nil {
+			rep = statusReply{Error: err.Error()}
+			c.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
+		} else {
 			c.SetWriteDeadline(time.Now().Add(time.Second))
 		}
 		json.NewEncoder(c).Encode(&rep)
 		if rep.Error != "" {
 			c.Close()
 		} else {
-			go s.d.afterStatus(ctx, c) // an upcall subscription, or close
+			go s.d.containedStatus("serving an upcall subscription", func() {
+				s.d.afterStatus(ctx, c) // an upcall subscription, or close
+			})
 		}
 	}
 }
