@@ -8,7 +8,7 @@ _dpctl() {
         --netns) COMPREPLY=($(compgen -W "$(ip netns list 2>/dev/null | cut -d' ' -f1)" -- "$cur")); return ;;
     esac
     if [[ "$cur" == -* ]]; then
-        COMPREPLY=($(compgen -W "--statistics -s --more -m --names --no-names --may-create --clear --format -f --netns --help -h" -- "$cur"))
+        COMPREPLY=($(compgen -W "--statistics -s --more -m --names --no-names --may-create --clear --format -f --netns --version -V --help -h" -- "$cur"))
         return
     fi
     cmd=""

@@ -21,13 +21,16 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 		ExitErrHandler:       func(*cli.Context, error) {},
 		EnableBashCompletion: true,
 		HideHelpCommand:      true,
-		Flags:                globalFlags,
+		Flags:                append(append([]cli.Flag{}, globalFlags...), versionFlag),
 		Commands:             commands(),
 		// Usage mistakes print one error line, not the whole help.
 		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
 			return fmt.Errorf("%w (see dpctl --help)", err)
 		},
 		Action: func(c *cli.Context) error {
+			if c.Bool("version") && !c.Args().Present() {
+				return printVersion(c.App.Writer)
+			}
 			if c.Args().Present() {
 				return fmt.Errorf("unknown command %q (see dpctl --help)", c.Args().First())
 			}
