@@ -126,5 +126,14 @@ uninstall:
 install-test: build
 	bash scripts/install-test.sh
 
+# A Debian package of the tools (bin/ovsdp_VERSION_ARCH.deb), with dpkg-deb.
+deb:
+	bash scripts/deb.sh
+
+# make deb, then dpkg -i in the VM, upcalld@NAME's ExecStart serving a
+# kernel datapath, dpkg -r and --purge (scripts/deb-test.sh).
+deb-test: build
+	bash scripts/deb-test.sh
+
 clean:
 	rm -rf $(BIN)
