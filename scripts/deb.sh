@@ -12,14 +12,16 @@ for t in dpkg-deb objdump gzip; do command -v $t >/dev/null || fail "$t is missi
 
 # Debian version from git describe: v1.2.3 -> 1.2.3, v1.2.3-4-gHASH ->
 # 1.2.3+git4.HASH, no tag -> 0~gitYYYYMMDD.HASH; a dirty tree adds .dirty.
-desc=$(git describe --tags --always --dirty 2>/dev/null || echo unknown)
-dirty=; case $desc in *-dirty) dirty=.dirty; desc=${desc%-dirty} ;; esac
+dirty=; git diff --quiet HEAD 2>/dev/null || dirty=.dirty
+desc=$(git describe --tags 2>/dev/null || true)
 if [[ $desc =~ ^v?([0-9][0-9A-Za-z.~+]*)-([0-9]+)-g([0-9a-f]+)$ ]]; then
 	debver=${BASH_REMATCH[1]}+git${BASH_REMATCH[2]}.${BASH_REMATCH[3]}
 elif [[ $desc =~ ^v?([0-9][0-9A-Za-z.~+]*)$ ]]; then
 	debver=${BASH_REMATCH[1]}
+elif [ -z "$desc" ]; then
+	debver=0~git$(git log -1 --format=%cd --date=format:%Y%m%d).$(git rev-parse --short HEAD)
 else
-	debver=0~git$(git log -1 --format=%cd --date=format:%Y%m%d 2>/dev/null || date +%Y%m%d).$desc
+	fail "tag $desc does not start with a version number"
 fi
 debver=$debver$dirty
 arch=$(dpkg --print-architecture)
