@@ -22,7 +22,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 fail() { echo "deb-test: FAIL: $*" >&2; exit 1; }
-log() { echo "deb-test: $*"; }
+log() { echo "deb-test: [${SECONDS}s] $*"; }
 
 if [ "${1:-}" != --guest ] && [ "${1:-}" != --inside ]; then
 	start=$(date +%s)
@@ -93,8 +93,12 @@ done
 MANWIDTH=80 man 8 dpctl 2>/dev/null | grep -q dump-flows || fail "man dpctl does not render"
 got=$(bash --norc -c '. /usr/share/bash-completion/bash_completion; __load_completion dpctl && complete -p dpctl')
 [ "$got" = "complete -F _dpctl dpctl" ] || fail "bash-completion: '$got'"
-got=$(zsh -fc 'autoload -Uz compinit; compinit -u -D; print -r -- $_comps[dpctl]')
-[ "$got" = _dpctl ] || fail "zsh compinit: '$got' for dpctl"
+# zsh: compinit registers the #compdef line of a file on the default
+# fpath (a full compinit scan is slow in the emulated guest).
+zsh -fc 'print -l $fpath' | grep -qx /usr/share/zsh/vendor-completions || fail "vendor-completions is not on zsh's fpath"
+[ "$(head -1 /usr/share/zsh/vendor-completions/_dpctl)" = "#compdef dpctl" ] || fail "_dpctl lacks #compdef dpctl"
+got=$(zsh -fc 'autoload -Uz +X _dpctl && whence -w _dpctl')
+[ "$got" = "_dpctl: function" ] || fail "zsh does not autoload _dpctl from its fpath: '$got'"
 unit=/lib/systemd/system/upcalld@.service
 [ -f "$unit" ] || fail "no $unit"
 cp "$unit" "/tmp/upcalld@$dp.service"

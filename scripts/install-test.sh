@@ -7,7 +7,9 @@
 #     where man, bash-completion, zsh and systemd look for PREFIX, and work
 #     from there (man renders the page, bash-completion and zsh's compinit
 #     load the completion, the unit's ExecStart is the installed upcalld);
-#   - make uninstall removes everything it installed.
+#   - make uninstall removes everything it installed;
+#   - go install ./cmd/dpctl ./cmd/upcalld works from a clone with an empty
+#     GOPATH and module cache (needs GOPROXY, as a user's go install does).
 # Needs man-db, bash-completion and zsh (scripts/setup.sh installs them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -82,3 +84,23 @@ $MAKE -s uninstall DESTDIR="$dest" PREFIX=$prefix >/dev/null
 left=$(find "$dest" -mindepth 1 ! -type d)
 [ -z "$left" ] || fail "uninstall left: $left"
 echo "install-test: ok: install, run, man/bash/zsh/systemd paths, uninstall ($(( $(date +%s) - start )) s)"
+
+# go install from a clone of HEAD with an empty GOPATH and module cache
+# (the module is not published, so the local form stands in for
+# go install github.com/ovsdp/ovsdp/cmd/dpctl@latest): the modules come
+# from GOPROXY, and the binaries stamp their version from git.
+t0=$(date +%s)
+gp=$dest/gopath
+git clone -q "$PWD" "$dest/clone"
+(cd "$dest/clone" && env -u GOMODCACHE GOPATH="$gp" GOFLAGS=-modcacherw GOBIN="$gp/bin" \
+	go install ./cmd/dpctl ./cmd/upcalld 2>"$dest/goinstall.log") ||
+	{ cat "$dest/goinstall.log" >&2; fail "go install ./cmd/dpctl ./cmd/upcalld from a clean GOPATH"; }
+head=$(git rev-parse HEAD)
+for b in dpctl upcalld; do
+	v=$("$gp/bin/$b" --version) || fail "go-installed $b --version"
+	case $v in
+	"$b v"*" (commit ${head:0:12}, go"*) ;;
+	*) fail "go-installed $b --version printed '$v', want a version and commit ${head:0:12}" ;;
+	esac
+done
+echo "install-test: ok: go install from a clean GOPATH and module cache: $v ($(( $(date +%s) - t0 )) s)"
