@@ -117,7 +117,7 @@ uninstall:
 		p=$(DESTDIR)$(SYSCONFDIR)/ovsdp/$$f; [ -e $$p ] || continue; \
 		if sed 's|/etc/ovsdp|$(SYSCONFDIR)/ovsdp|g' contrib/etc/$$f | cmp -s - $$p; then rm -f $$p; else echo "uninstall: keeping the changed $$p"; fi; \
 	done
-	-rmdir $(DESTDIR)$(SYSCONFDIR)/ovsdp 2>/dev/null
+	rmdir $(DESTDIR)$(SYSCONFDIR)/ovsdp 2>/dev/null || true
 	@if [ -z "$(DESTDIR)" ] && command -v systemctl >/dev/null 2>&1 && [ -d /run/systemd/system ]; then systemctl daemon-reload; fi
 
 # make install into a temporary DESTDIR, the installed tools run, the man

@@ -18,7 +18,7 @@ prefix=/usr/local
 dest=$(mktemp -d /tmp/ovsdp-install.XXXXXX)
 trap 'rm -rf "$dest"' EXIT
 fail() { echo "install-test: FAIL: $*" >&2; exit 1; }
-for t in man manpath zsh; do command -v $t >/dev/null || fail "$t is missing (run scripts/setup.sh)"; done
+for t in man manpath zsh systemd-analyze; do command -v $t >/dev/null || fail "$t is missing (run scripts/setup.sh)"; done
 [ -r /usr/share/bash-completion/bash_completion ] || fail "bash-completion is missing (run scripts/setup.sh)"
 
 start=$(date +%s)
@@ -69,9 +69,7 @@ got=$(zsh -fc 'fpath=("$1" $fpath); autoload -Uz compinit; compinit -u -D; print
 unitdir=$prefix/lib/systemd/system
 unit=$dest$unitdir/upcalld@.service
 [ -f "$unit" ] || fail "no $unitdir/upcalld@.service"
-if command -v systemd-analyze >/dev/null; then
-	systemd-analyze --system unit-paths 2>/dev/null | grep -qx "$unitdir" || fail "$unitdir is not on systemd's unit path"
-fi
+systemd-analyze --system unit-paths 2>/dev/null | grep -qx "$unitdir" || fail "$unitdir is not on systemd's unit path"
 exec_start=$(sed -n 's/^ExecStart=\([^ ]*\).*/\1/p' "$unit")
 [ "$exec_start" = "$prefix/bin/upcalld" ] || fail "ExecStart runs '$exec_start', want $prefix/bin/upcalld"
 grep -q '@[A-Z]*@' "$unit" && fail "unsubstituted @VAR@ in the unit"

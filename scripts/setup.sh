@@ -17,7 +17,9 @@ for pair in \
 	tcpdump:tcpdump \
 	man:man-db \
 	zsh:zsh \
-	dpkg-deb:dpkg; do
+	dpkg-deb:dpkg \
+	objdump:binutils \
+	systemd-analyze:systemd; do
 	cmd=${pair%%:*} pkg=${pair#*:}
 	command -v "$cmd" >/dev/null 2>&1 || [ -x "/usr/sbin/$cmd" ] || [ -x "/sbin/$cmd" ] || need+=("$pkg")
 done
