@@ -32,7 +32,7 @@ if [ "${1:-}" != --guest ] && [ "${1:-}" != --inside ]; then
 	# One VM at a time on this machine.
 	waited=$(date +%s)
 	flock /tmp/ovsdp-vm.lock bash -c 'echo "deb-test: VM lock after $(( $(date +%s) - $1 )) s"; t=$(date +%s)
-		"$2/bin/vmrun" -timeout 10m /bin/bash "$2/scripts/deb-test.sh" --guest "$3" || exit
+		"$2/bin/vmrun" -vm always -timeout 10m /bin/bash "$2/scripts/deb-test.sh" --guest "$3" || exit
 		echo "deb-test: VM run $(( $(date +%s) - t )) s"' _ "$waited" "$ROOT" "$ROOT/$deb"
 	log "ok ($(( $(date +%s) - start )) s in all)"
 	exit 0
