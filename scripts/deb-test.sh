@@ -6,15 +6,20 @@
 #     dpctl(8); the bash and zsh completions are where bash-completion and
 #     zsh look; systemd-analyze verify accepts upcalld@NAME.service;
 #   - the unit's ExecStart (with its environment files, as systemd would
-#     expand it: the guest has no systemd as PID 1) starts upcalld on
-#     system@NAME, which serves upcalld status, dpctl show and /metrics;
+#     expand it) starts upcalld on system@NAME, which serves upcalld
+#     status, dpctl show and /metrics;
+#   - under systemd (PID 1 of a systemd-nspawn container booted from the
+#     same tree: the guest's own init is busybox), systemctl start
+#     upcalld@NAME runs /usr/bin/upcalld, which serves status and show;
+#     reload reaches it (SIGHUP); stop stops it;
 #   - a reinstall keeps a changed conffile; dpkg -r removes every file
 #     but the conffiles; dpkg --purge removes those and /etc/ovsdp.
 #
 # The guest's root is the host's, read-only over 9p. To let dpkg write
 # (/var/lib/dpkg, /usr, /etc), the guest half loads overlay.ko from the
 # VM kernel's modules and mounts an overlay with a tmpfs upper layer over
-# that root, then runs the checks chrooted in it: the host is untouched.
+# that root, then runs the checks chrooted in it, and boots systemd in a
+# container on it: the host is untouched.
 #
 #   bash scripts/deb-test.sh              build, then run the guest half in the VM
 #   bash scripts/deb-test.sh --guest DEB  the guest half (run by the above)
@@ -24,7 +29,7 @@ ROOT=$PWD
 fail() { echo "deb-test: FAIL: $*" >&2; exit 1; }
 log() { echo "deb-test: [${SECONDS}s] $*"; }
 
-if [ "${1:-}" != --guest ] && [ "${1:-}" != --inside ]; then
+if [ "${1:-}" != --guest ] && [ "${1:-}" != --inside-install ] && [ "${1:-}" != --inside-remove ] && [ "${1:-}" != --systemd ]; then
 	start=$(date +%s)
 	deb=$(bash scripts/deb.sh)
 	log "built $deb ($(( $(date +%s) - start )) s)"
@@ -56,22 +61,101 @@ if [ "$1" = --guest ]; then
 	mount -t overlay overlay -o "lowerdir=/,upperdir=$w/upper,workdir=$w/work" "$w/root" ||
 		fail "mount overlay over / (9p) failed"
 	r=$w/root
-	mount -t proc proc "$r/proc"
-	mount --rbind /sys "$r/sys"
-	mount --rbind /dev "$r/dev"
-	mount -t tmpfs tmpfs "$r/run"
-	mount -t tmpfs tmpfs "$r/tmp"
 	log "writable root: overlay (tmpfs upper) over the 9p root at $r"
-	set +e
-	chroot "$r" /bin/bash "$ROOT/scripts/deb-test.sh" --inside "$deb"
-	rc=$?
-	set -e
-	umount -R "$r" 2>/dev/null || umount -l "$r" || true
+	# inroot PHASE: this script's PHASE chrooted in the overlay, with
+	# /proc, /sys, /dev and fresh /run and /tmp (unmounted afterwards, so
+	# that systemd-nspawn finds a plain tree).
+	inroot() {
+		mount -t proc proc "$r/proc"
+		mount --rbind /sys "$r/sys"
+		mount --rbind /dev "$r/dev"
+		mount -t tmpfs tmpfs "$r/run"
+		mount -t tmpfs tmpfs "$r/tmp"
+		set +e
+		chroot "$r" /bin/bash "$ROOT/scripts/deb-test.sh" "$1" "$deb"
+		local rc=$?
+		set -e
+		for m in tmp run dev sys proc; do umount -R "$r/$m" 2>/dev/null || umount -l "$r/$m"; done
+		return $rc
+	}
+	inroot --inside-install || exit
+	# systemd as PID 1 of a container booted from the overlay: there it
+	# starts, reloads and stops upcalld@NAME. What the host root enables
+	# and would start in a container is masked: Open vSwitch's daemons
+	# (they would take the datapath) and gettys.
+	command -v systemd-nspawn >/dev/null || fail "systemd-nspawn is missing (systemd-container; run scripts/setup.sh)"
+	mountpoint -q /sys/fs/cgroup || mount -t cgroup2 none /sys/fs/cgroup
+	for u in openvswitch-switch ovs-vswitchd ovsdb-server ovs-record-hostname systemd-networkd-wait-online console-getty getty@tty1 postgresql postgresql@15-main; do
+		ln -sf /dev/null "$r/etc/systemd/system/$u.service"
+	done
+	cat > "$r/etc/systemd/system/ovsdp-deb-test.service" <<UNIT
+[Unit]
+Description=ovsdp deb-test: upcalld@NAME under systemd
+After=multi-user.target
+[Service]
+Type=oneshot
+ExecStart=/bin/bash $ROOT/scripts/deb-test.sh --systemd $deb
+StandardOutput=journal+console
+StandardError=journal+console
+UNIT
+	mkdir -p "$r/etc/systemd/system/multi-user.target.wants"
+	ln -sf /etc/systemd/system/ovsdp-deb-test.service "$r/etc/systemd/system/multi-user.target.wants/"
+	log "booting systemd in a container on the overlay (systemd-nspawn -b)"
+	t=$SECONDS
+	timeout 300 systemd-nspawn -q -D "$r" --register=no --keep-unit --link-journal=no \
+		--capability=CAP_NET_ADMIN,CAP_NET_RAW -b </dev/null >"$w/nspawn.log" 2>&1 || true
+	cat "$r/run-deb-test.log" 2>/dev/null || true
+	if [ "$(cat "$r/run-deb-test.rc" 2>/dev/null)" != 0 ]; then
+		grep -a -i 'fail\|error' "$w/nspawn.log" | tail -20 >&2
+		fail "upcalld@NAME under systemd failed (status '$(cat "$r/run-deb-test.rc" 2>/dev/null)')"
+	fi
+	log "container powered off after $((SECONDS - t)) s"
+	rm -f "$r/etc/systemd/system/multi-user.target.wants/ovsdp-deb-test.service" "$r/etc/systemd/system/ovsdp-deb-test.service" "$r/run-deb-test.rc" "$r/run-deb-test.log"
+	inroot --inside-remove || exit
+	umount -l "$r" || true
 	umount -l "$w" || true
-	exit $rc
+	exit 0
 fi
 
-# --inside DEB: in the writable root.
+if [ "$1" = --systemd ]; then
+	# In the container, run by ovsdp-deb-test.service; it powers the
+	# container off and leaves its status in /run-deb-test.rc.
+	echo 1 > /run-deb-test.rc
+	exec >/run-deb-test.log 2>&1
+	trap 'systemctl poweroff --no-block' EXIT
+	dp=debs$$
+	dp=${dp:0:15}
+	u=upcalld@$dp.service
+	echo 'UPCALLD_ARGS="--handlers 1 --metrics 127.0.0.1:9478"' > /etc/ovsdp/$dp.conf
+	systemctl start "$u" || { systemctl status --no-pager "$u"; fail "systemctl start $u"; }
+	ok=0
+	for i in $(seq 100); do
+		if /usr/bin/upcalld status --datapath system@$dp >/tmp/status 2>&1; then ok=1; break; fi
+		sleep 0.2
+	done
+	[ $ok = 1 ] || { systemctl status --no-pager "$u"; journalctl -u "$u" --no-pager | tail; fail "upcalld status under systemd: $(cat /tmp/status)"; }
+	[ "$(systemctl is-active "$u")" = active ] || fail "$u is not active"
+	pid=$(systemctl show -p MainPID --value "$u")
+	# (Its /proc/PID/exe names the overlay's layer, not the path: check the
+	# command line and the file.)
+	argv0=$(tr '\0' '\n' </proc/$pid/cmdline | head -1)
+	[ "$argv0" = /usr/bin/upcalld ] || fail "$u runs $argv0"
+	cmp -s /proc/$pid/exe /usr/bin/upcalld || fail "$u's executable is not /usr/bin/upcalld"
+	/usr/bin/dpctl show system@$dp | grep -q "^system@$dp:" || fail "dpctl show system@$dp under systemd"
+	systemctl reload "$u" || fail "systemctl reload $u"
+	for i in $(seq 50); do journalctl -u "$u" --no-pager | grep -q 'reloading rules' && break; sleep 0.2; done
+	journalctl -u "$u" --no-pager | grep -q 'reloading rules' || fail "systemctl reload did not reach upcalld"
+	[ "$(systemctl is-active "$u")" = active ] || fail "$u died on reload"
+	systemctl stop "$u" || fail "systemctl stop $u"
+	[ "$(systemctl is-active "$u")" != active ] || fail "$u still active after stop"
+	/usr/bin/dpctl del-dp system@$dp || fail "dpctl del-dp system@$dp"
+	rm -f /etc/ovsdp/$dp.conf
+	log "under systemd: systemctl start $u (MainPID $pid, /usr/bin/upcalld), upcalld status, dpctl show, systemctl reload (SIGHUP logged), systemctl stop"
+	echo 0 > /run-deb-test.rc
+	exit 0
+fi
+
+# --inside-install DEB, --inside-remove DEB: chrooted in the writable root.
 deb=$2
 dp=debt$$
 dp=${dp:0:15}
@@ -79,6 +163,7 @@ export PATH=/usr/sbin:/usr/bin:/sbin:/bin
 [ -f "$deb" ] || fail "no $deb"
 pkgver=$(dpkg-deb -f "$deb" Version)
 files=$(dpkg-deb -c "$deb" | awk '{print $6}' | sed 's|^\./|/|' | grep -v '/$')
+if [ "$1" = --inside-install ]; then
 for f in $files; do [ ! -e "$f" ] || fail "$f exists before the install"; done
 
 # man-db's trigger re-indexes every man page after each dpkg run, which
@@ -155,6 +240,10 @@ wait "$pid" || fail "upcalld exited with $? on SIGTERM: $(tail -5 /tmp/upcalld.l
 trap - EXIT
 rm -f /etc/ovsdp/$dp.conf
 log "upcalld@$dp's ExecStart served status, show and metrics; SIGTERM stopped it"
+exit 0
+fi
+
+# --inside-remove
 
 # Conffiles: a changed one survives a reinstall and dpkg -r.
 echo '# changed by the admin' >> /etc/ovsdp/default.rules

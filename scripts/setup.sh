@@ -19,7 +19,8 @@ for pair in \
 	zsh:zsh \
 	dpkg-deb:dpkg \
 	objdump:binutils \
-	systemd-analyze:systemd; do
+	systemd-analyze:systemd \
+	systemd-nspawn:systemd-container; do
 	cmd=${pair%%:*} pkg=${pair#*:}
 	command -v "$cmd" >/dev/null 2>&1 || [ -x "/usr/sbin/$cmd" ] || [ -x "/sbin/$cmd" ] || need+=("$pkg")
 done
