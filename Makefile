@@ -12,13 +12,31 @@ KTEST_TIMEOUT ?= 40m
 # Flows of cmd/dpctl's bulk test (add-flows, dump-flows | wc -l, del-flows).
 DPCTL_BULK ?= 100000
 
-.PHONY: all build setup test unit race ktest crosscheck lint fuzz bench demo demo-kernel docs clean
+# The binaries' version and commit (dpctl --version, upcalld --version,
+# upcalld_build_info), from git; set VERSION= to override.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo unknown)
+COMMIT  ?= $(shell c=$$(git rev-parse HEAD 2>/dev/null) && { git diff --quiet HEAD 2>/dev/null && echo $$c || echo $$c-dirty; })
+BUILDINFO := github.com/ovsdp/ovsdp/internal/buildinfo
+LDFLAGS := -X $(BUILDINFO).version=$(VERSION) -X $(BUILDINFO).commit=$(COMMIT)
+GOBUILD := $(GO) build -ldflags "$(LDFLAGS)"
+
+# make install: where things go ($(DESTDIR) is prepended to every path).
+PREFIX         ?= /usr/local
+BINDIR         ?= $(PREFIX)/bin
+MANDIR         ?= $(PREFIX)/share/man
+BASHCOMPDIR    ?= $(PREFIX)/share/bash-completion/completions
+ZSHCOMPDIR     ?= $(PREFIX)/share/zsh/site-functions
+SYSTEMDUNITDIR ?= $(PREFIX)/lib/systemd/system
+SYSCONFDIR     ?= /etc
+INSTALL        ?= install
+
+.PHONY: all build setup test unit race ktest crosscheck lint fuzz bench demo demo-kernel docs clean install uninstall install-test deb deb-test
 
 all: build
 
 build:
 	$(GO) build ./...
-	$(GO) build -o $(BIN)/ ./cmd/...
+	$(GOBUILD) -o $(BIN)/ ./cmd/...
 	@if [ -d testenv/vmrun ]; then $(GO) build -o $(VMRUN) ./testenv/vmrun; fi
 
 # Installs the packages and the kernel image the tests need (idempotent).
@@ -27,7 +45,7 @@ setup:
 
 # Everything: formatting and vet, unit and namespace tests (as root on the
 # host), then the kernel tests (in the VM here).
-test: setup lint build unit race ktest
+test: setup lint build unit race install-test deb-test ktest
 
 unit:
 	$(GO) test -count=1 $(PKGS)
@@ -88,6 +106,49 @@ docs:
 	$(GO) run ./cmd/dpctl gen-man > docs/dpctl.8
 	$(GO) run ./cmd/dpctl completion bash > docs/dpctl.bash
 	$(GO) run ./cmd/dpctl completion zsh > docs/_dpctl
+
+# The tools, their man page and shell completions, the systemd unit
+# (upcalld@.service, ExecStart at $(BINDIR)/upcalld) and, unless they
+# exist, the default configuration under $(SYSCONFDIR)/ovsdp.
+install: build
+	$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHCOMPDIR) $(DESTDIR)$(SYSTEMDUNITDIR) $(DESTDIR)$(SYSCONFDIR)/ovsdp
+	$(INSTALL) -m 755 $(BIN)/dpctl $(BIN)/upcalld $(DESTDIR)$(BINDIR)/
+	$(INSTALL) -m 644 docs/dpctl.8 $(DESTDIR)$(MANDIR)/man8/dpctl.8
+	$(INSTALL) -m 644 docs/dpctl.bash $(DESTDIR)$(BASHCOMPDIR)/dpctl
+	$(INSTALL) -m 644 docs/_dpctl $(DESTDIR)$(ZSHCOMPDIR)/_dpctl
+	sed -e 's|@BINDIR@|$(BINDIR)|g' -e 's|@SYSCONFDIR@|$(SYSCONFDIR)|g' contrib/systemd/upcalld@.service > $(DESTDIR)$(SYSTEMDUNITDIR)/upcalld@.service
+	chmod 644 $(DESTDIR)$(SYSTEMDUNITDIR)/upcalld@.service
+	for f in upcalld.conf default.rules; do \
+		if [ -e $(DESTDIR)$(SYSCONFDIR)/ovsdp/$$f ]; then echo "install: keeping $(DESTDIR)$(SYSCONFDIR)/ovsdp/$$f"; \
+		else sed 's|/etc/ovsdp|$(SYSCONFDIR)/ovsdp|g' contrib/etc/$$f > $(DESTDIR)$(SYSCONFDIR)/ovsdp/$$f && chmod 644 $(DESTDIR)$(SYSCONFDIR)/ovsdp/$$f; fi; \
+	done
+	@if [ -z "$(DESTDIR)" ] && command -v systemctl >/dev/null 2>&1 && [ -d /run/systemd/system ]; then systemctl daemon-reload; fi
+
+# Removes what install put there; the configuration only when unchanged.
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/dpctl $(DESTDIR)$(BINDIR)/upcalld $(DESTDIR)$(MANDIR)/man8/dpctl.8 \
+		$(DESTDIR)$(BASHCOMPDIR)/dpctl $(DESTDIR)$(ZSHCOMPDIR)/_dpctl $(DESTDIR)$(SYSTEMDUNITDIR)/upcalld@.service
+	for f in upcalld.conf default.rules; do \
+		p=$(DESTDIR)$(SYSCONFDIR)/ovsdp/$$f; [ -e $$p ] || continue; \
+		if sed 's|/etc/ovsdp|$(SYSCONFDIR)/ovsdp|g' contrib/etc/$$f | cmp -s - $$p; then rm -f $$p; else echo "uninstall: keeping the changed $$p"; fi; \
+	done
+	rmdir $(DESTDIR)$(SYSCONFDIR)/ovsdp 2>/dev/null || true
+	@if [ -z "$(DESTDIR)" ] && command -v systemctl >/dev/null 2>&1 && [ -d /run/systemd/system ]; then systemctl daemon-reload; fi
+
+# make install into a temporary DESTDIR, the installed tools run, the man
+# page and completions checked where man, bash-completion and zsh look,
+# then make uninstall, which must leave nothing.
+install-test: build
+	bash scripts/install-test.sh
+
+# A Debian package of the tools (bin/ovsdp_VERSION_ARCH.deb), with dpkg-deb.
+deb:
+	bash scripts/deb.sh
+
+# make deb, then dpkg -i in the VM, upcalld@NAME's ExecStart serving a
+# kernel datapath, dpkg -r and --purge (scripts/deb-test.sh).
+deb-test: build
+	bash scripts/deb-test.sh
 
 clean:
 	rm -rf $(BIN)

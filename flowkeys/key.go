@@ -22,6 +22,19 @@
 // whose protocol is neither TCP, UDP, SCTP nor ICMP), the field is zero
 // here. Such fields never appear in the kernel's upcall key attributes,
 // so the two agree on everything observable.
+//
+// # Examples
+//
+// Example (example_test.go; shown by pkgsite and godoc, run by go test)
+// builds a UDP frame, extracts its key, and compares and hashes two keys
+// under a megaflow mask (EqualMasked, ApplyMask, Hash, HashKeyed);
+// ExampleExtract shows what Extract refuses and what it accepts:
+//
+//	var k flowkeys.Key
+//	err := flowkeys.ExtractPort(frame, 1, &k) // the key the kernel would extract on port 1
+//	r := mask.Range()                         // the words a mask uses
+//	same := flowkeys.EqualMasked(&k, &other, &mask, r)
+//	h := flowkeys.HashKeyed(&masked, r, hasher, 0)
 package flowkeys
 
 import (

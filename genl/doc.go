@@ -13,4 +13,21 @@
 // DecodeUpcall) are plain functions over the bytes that follow the generic
 // netlink header, usable and fuzzable on any OS. Everything that opens a
 // socket is Linux-only; elsewhere it returns ErrNotSupported.
+//
+// # Examples
+//
+// Example (example_linux_test.go; shown by pkgsite and godoc) creates a
+// kernel datapath, adds an internal port, opens an upcall socket, puts a
+// flow whose action sends IPv4 packets to userspace, transmits an ARP
+// request and an IPv4 packet on the port and receives the resulting miss
+// and action upcalls. It needs root and the openvswitch module, so go test
+// compiles it but does not run it; TestIntegrationExample runs it against
+// the kernel (in the VM, see testenv/README.md) and checks its output:
+//
+//	dp, err := genl.Create("br0")   // or genl.Open for an existing one
+//	defer dp.Close()
+//	port, err := dp.AddPort(ctx, odp.PortSpec{Name: "br0p", Type: odp.PortInternal})
+//	rs, err := dp.Upcalls(ctx, 1)  // upcall sockets
+//	_, err = dp.PutFlow(ctx, &odp.Flow{Key: key, Mask: mask, Actions: acts}, odp.PutCreate)
+//	n, err := rs[0].Recv(ctx, ups) // misses and userspace actions
 package genl

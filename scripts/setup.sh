@@ -14,10 +14,18 @@ for pair in \
 	arping:iputils-arping \
 	socat:socat \
 	nc:netcat-openbsd \
-	tcpdump:tcpdump; do
+	tcpdump:tcpdump \
+	man:man-db \
+	zsh:zsh \
+	dpkg-deb:dpkg \
+	objdump:binutils \
+	systemd-analyze:systemd \
+	systemd-nspawn:systemd-container; do
 	cmd=${pair%%:*} pkg=${pair#*:}
 	command -v "$cmd" >/dev/null 2>&1 || [ -x "/usr/sbin/$cmd" ] || [ -x "/sbin/$cmd" ] || need+=("$pkg")
 done
+# make install-test loads dpctl's completion with bash-completion.
+[ -r /usr/share/bash-completion/bash_completion ] || need+=(bash-completion)
 if [ ${#need[@]} -gt 0 ]; then
 	echo "setup: installing ${need[*]}"
 	export DEBIAN_FRONTEND=noninteractive

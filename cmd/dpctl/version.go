@@ -99,13 +99,10 @@ func kernelFeatures() string {
 // printVersion is -V/--version: dpctl's build (version, commit, Go
 // version, from internal/buildinfo) and the kernel's datapath features.
 func printVersion(_ context.Context, w io.Writer) error {
-	in := buildinfo.Get()
 	var b strings.Builder
-	fmt.Fprintf(&b, "dpctl (ovsdp) %s\n", in.Version)
-	if in.Commit != "" {
-		fmt.Fprintf(&b, "commit: %s\n", in.Commit)
-	}
-	fmt.Fprintf(&b, "go: %s\n", in.GoVersion)
+	// One line as upcalld --version prints it ("dpctl v0.1.0 (commit
+	// 1d04bf8c0ffe, go1.26.8)"), then the kernel's side.
+	fmt.Fprintf(&b, "dpctl %s\n", buildinfo.Get())
 	b.WriteString(kernelFeatures())
 	_, err := io.WriteString(w, b.String())
 	return err

@@ -25,6 +25,7 @@ import (
 
 	"github.com/ovsdp/ovsdp/cmd/upcalld/internal/daemon"
 	"github.com/ovsdp/ovsdp/cmd/upcalld/internal/dpopen"
+	"github.com/ovsdp/ovsdp/internal/buildinfo"
 	"github.com/ovsdp/ovsdp/internal/runsock"
 	"github.com/ovsdp/ovsdp/policy"
 )
@@ -78,6 +79,7 @@ func runFlags() []cli.Flag {
 		&cli.BoolFlag{Name: "no-handlers", Usage: "handle no upcalls (misses are lost): only host a netdev@ datapath for dpctl"},
 		&cli.StringFlag{Name: "log-level", Value: "info", Usage: "debug, info, warn or error"},
 		&cli.StringFlag{Name: "log-format", Value: "text", Usage: "text or json"},
+		&cli.BoolFlag{Name: "version", Aliases: []string{"V"}, Usage: "print the version, the commit and the Go version, and exit"},
 	}
 }
 
@@ -172,6 +174,10 @@ func parseOptions(c *cli.Context, stderr io.Writer) (*options, error) {
 }
 
 func run(c *cli.Context, stderr io.Writer) error {
+	if c.Bool("version") {
+		_, err := fmt.Fprintf(c.App.Writer, "upcalld %s\n", buildinfo.Get())
+		return err
+	}
 	o, err := parseOptions(c, stderr)
 	if err != nil {
 		return err
@@ -189,8 +195,7 @@ func run(c *cli.Context, stderr io.Writer) error {
 	} else {
 		log.Info("datapath exists; adopting it (flows are kept and revalidated)", "datapath", o.spec.String())
 	}
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg := newRegistry()
 	o.cfg.Datapath = opened.Datapath
 	o.cfg.Registry = reg
 	d, err := daemon.New(o.cfg)
@@ -299,6 +304,21 @@ func run(c *cli.Context, stderr io.Writer) error {
 		return runErr
 	}
 	return exitErr
+}
+
+// newRegistry returns the registry served on --metrics: the Go runtime's
+// and the process's collectors and upcalld_build_info; the daemon adds
+// its own metrics.
+func newRegistry() *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	bi := buildinfo.Get()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name:        "upcalld_build_info",
+			Help:        "Always 1; the labels are the running upcalld's version, commit and Go version.",
+			ConstLabels: prometheus.Labels{"version": bi.Version, "commit": bi.Commit, "goversion": bi.GoVersion},
+		}, func() float64 { return 1 }))
+	return reg
 }
 
 func status(c *cli.Context, stdout io.Writer) error {

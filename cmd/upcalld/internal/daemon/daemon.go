@@ -140,22 +140,25 @@ type Daemon struct {
 	recvMu    sync.Mutex
 	receivers []odp.UpcallReceiver
 
-	revalMu   sync.Mutex // one pass at a time
-	curPass   atomic.Uint64
-	dumpBuf   []dumped
-	lastDump  atomic.Int64 // nanoseconds
-	passes    atomic.Uint64
-	lost      atomic.Uint64
-	lostBase  uint64
-	lostSet   bool
-	dpFlows   atomic.Uint64
-	mode      atomic.Value // string
-	handled   atomic.Uint64
-	shed      atomic.Uint64
-	failed    atomic.Uint64
-	ctrl      atomic.Uint64
-	installed atomic.Uint64
-	started   time.Time
+	revalMu  sync.Mutex // one pass at a time
+	curPass  atomic.Uint64
+	dumpBuf  []dumped
+	lastDump atomic.Int64 // nanoseconds
+	// lastPassEnd is when the last revalidation pass ended (Unix
+	// nanoseconds), 0 before the first.
+	lastPassEnd atomic.Int64
+	passes      atomic.Uint64
+	lost        atomic.Uint64
+	lostBase    uint64
+	lostSet     bool
+	dpFlows     atomic.Uint64
+	mode        atomic.Value // string
+	handled     atomic.Uint64
+	shed        atomic.Uint64
+	failed      atomic.Uint64
+	ctrl        atomic.Uint64
+	installed   atomic.Uint64
+	started     time.Time
 
 	// clock is the coarse clock of the learning switch: nanoseconds
 	// since started, advanced by the handlers (after reading a batch and

@@ -1,6 +1,8 @@
 package daemon
 
 import (
+	"time"
+
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -99,6 +101,12 @@ func newMetrics(reg prometheus.Registerer, d *Daemon) *metrics {
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "upcalld_upcalls_lost_total", Help: "Upcalls the datapath lost since the daemon started (queue full, ENOBUFS, no handler), from the datapath's statistics.",
 		}, func() float64 { return float64(d.lost.Load()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "upcalld_revalidator_lag_seconds", Help: "Time since the last revalidation pass ended (since the start before the first): about the revalidation interval at most while the revalidator keeps up.",
+		}, func() float64 { return d.revalidatorLag(time.Now()).Seconds() }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "upcalld_revalidation_interval_seconds", Help: "The configured period of revalidation passes (--revalidate-interval).",
+		}, func() float64 { return d.cfg.RevalidateInterval.Seconds() }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "upcalld_upcall_socket_overruns_total", Help: "Receive overruns the upcall receivers saw (ENOBUFS on a kernel upcall socket), where they report them.",
 		}, func() float64 { return float64(d.receiverLost()) }),

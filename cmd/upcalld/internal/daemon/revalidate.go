@@ -176,6 +176,7 @@ func (d *Daemon) RevalidateNow(ctx context.Context) (PassResult, error) {
 
 	res.Duration = time.Since(start)
 	d.lastDump.Store(int64(res.Duration))
+	d.lastPassEnd.Store(time.Now().UnixNano())
 	d.passes.Add(1)
 	d.m.revalidations.Inc()
 	d.m.revalDuration.Observe(res.Duration.Seconds())
@@ -210,6 +211,17 @@ func adjustFlowLimit(limit, maxLimit, nFlows int, dur time.Duration) int {
 		limit += 1000
 	}
 	return min(maxLimit, max(limit, minFlowLimit))
+}
+
+// revalidatorLag returns how long ago the last revalidation pass ended
+// (since the daemon started when none has): about one revalidation
+// interval at most while the revalidator keeps up, growing without bound
+// when passes fail or one never ends.
+func (d *Daemon) revalidatorLag(now time.Time) time.Duration {
+	if end := d.lastPassEnd.Load(); end != 0 {
+		return now.Sub(time.Unix(0, end))
+	}
+	return now.Sub(d.started)
 }
 
 // snapshotDirty returns the MAC addresses changed recently, with the
