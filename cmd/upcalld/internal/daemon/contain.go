@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime/debug"
+	"sync/atomic"
 	"time"
 
 	"github.com/ovsdp/ovsdp/odp"
@@ -18,8 +19,9 @@ const (
 
 // testHookStatus, when set (by tests only), is called before each status
 // answer; a test makes it panic to prove that the panic is contained to
-// that status connection.
-var testHookStatus func()
+// that status connection. Atomic: the test changes it while the status
+// server runs.
+var testHookStatus atomic.Pointer[func()]
 
 // testHookDecide, when set (by tests only: nothing in production sets
 // it), is called at the start of each miss's decision; a test makes it

@@ -118,8 +118,9 @@ func TestStatusPanicContained(t *testing.T) {
 	h := newHarness(t, 2, Config{Logger: slog.New(logs)})
 	h.start()
 	ctx, path := serveStatus(t, h)
-	testHookStatus = func() { panic("forced by the test") }
-	t.Cleanup(func() { testHookStatus = nil })
+	forced := func() { panic("forced by the test") }
+	testHookStatus.Store(&forced)
+	t.Cleanup(func() { testHookStatus.Store(nil) })
 	dp := "netdev@" + h.dp.Name()
 	if _, err := QueryStatus(ctx, dp, path); err == nil || !strings.Contains(err.Error(), "internal error") {
 		t.Fatalf("status with a panic: %v, want an internal error", err)
@@ -131,7 +132,7 @@ func TestStatusPanicContained(t *testing.T) {
 	if !strings.Contains(out, "status connection panicked") || !strings.Contains(out, "goroutine") {
 		t.Errorf("log %q: want the panic with its stack", out)
 	}
-	testHookStatus = nil
+	testHookStatus.Store(nil)
 	if _, err := QueryStatus(ctx, dp, path); err != nil {
 		t.Fatalf("the status socket after a contained panic: %v", err)
 	}

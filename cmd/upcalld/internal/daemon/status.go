@@ -147,8 +147,8 @@ func (s *StatusServer) Serve(ctx context.Context) error {
 			rep.Error = err.Error()
 			c.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
 		} else if err := s.d.containedStatus("answering a status request", func() {
-			if testHookStatus != nil {
-				testHookStatus()
+			if hook := testHookStatus.Load(); hook != nil {
+				(*hook)()
 			}
 			rep.Status = s.d.Status()
 		}); err != nil {
