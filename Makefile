@@ -74,6 +74,8 @@ lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
 	$(GO) vet -tags integration $(PKGS)
+	GOOS=darwin $(GO) build $(PKGS)
+	GOOS=darwin $(GO) vet $(PKGS)
 
 # A short run of every fuzz target (FUZZTIME per target), all of them even
 # when some fail, then a summary table (scripts/fuzz.sh; logs in

@@ -249,6 +249,12 @@ func (c *Client) PutFlows(_ int32, _ []*odp.Flow, _ odp.PutFlags, _ FlowOptions)
 	return nil, ErrNotSupported
 }
 
+// DelFlows deletes many flows as DelFlow does, without their statistics
+// (see the Linux Client.DelFlows).
+func (c *Client) DelFlows(_ int32, _ []odp.FlowID, _ FlowOptions) (errs []error, err error) {
+	return nil, ErrNotSupported
+}
+
 // ExecuteBatch executes many packets as Execute does, sending up to
 // putBatch requests per system call and then reading their
 // acknowledgements. errs[i] is the error for pkts[i], nil when the kernel

@@ -1,7 +1,6 @@
 package odp
 
 import (
-	"encoding/binary"
 	"encoding/hex"
 	"fmt"
 	"math"
@@ -433,5 +432,3 @@ func init() {
 	actionDecoders[ActionPsample] = decodePsample
 	actionParsers["psample"] = parsePsample
 }
-
-var _ = binary.NativeEndian

@@ -27,37 +27,24 @@ type Decision struct {
 	Normal bool
 }
 
-// bug selects deliberately unsound variants of Decide, for the property
-// test to prove that it can fail. Zero is the real thing.
-type bug uint8
-
-const (
-	bugNone          bug = iota
-	bugNoFailMask        // failing rules add nothing to the mask
-	bugNoTTLMask         // dec_ttl does not mask the TTL
-	bugNoInPortMask      // output and flood do not mask in_port
-	bugFailBitsShort     // a failing field's proof stops above the differing bit
-	bugNoPrereq          // a failing field's proof comes without its prerequisites
-	bugNoPCPMask         // mod_vlan_vid keeps the PCP without masking it
-)
-
 // Decide evaluates the rules for k in priority order and returns the
 // first matching rule's actions with the megaflow mask (see the package
 // documentation for how the mask is built). It allocates nothing and is
 // safe for concurrent use.
 func (rs *RuleSet) Decide(k *flowkeys.Key) Decision {
 	var d Decision
-	rs.decide(k, &d, bugNone)
+	rs.decide(k, &d)
 	return d
 }
 
 // DecideInto is Decide writing into d, for callers that reuse Decisions.
 func (rs *RuleSet) DecideInto(k *flowkeys.Key, d *Decision) {
 	*d = Decision{}
-	rs.decide(k, d, bugNone)
+	rs.decide(k, d)
 }
 
-func (rs *RuleSet) decide(k *flowkeys.Key, d *Decision, b bug) {
+func (rs *RuleSet) decide(k *flowkeys.Key, d *Decision) {
+	f := testFault
 	d.Rule = -1
 	mask := &d.Mask
 	for i := range rs.Rules {
@@ -71,14 +58,15 @@ func (rs *RuleSet) decide(k *flowkeys.Key, d *Decision, b bug) {
 			d.Rule = i
 			d.Actions = r.Actions
 			var w walker
-			w.init(k, mask, nil, b)
+			w.init(k, mask, nil)
+			w.fault = f
 			w.run(r.Actions)
 			d.Mask = w.mask
 			d.Normal = w.normal
 			return
 		}
-		if b != bugNoFailMask {
-			addFailProof(r, k, mask, b)
+		if f != faultNoFailMask {
+			addFailProof(r, k, mask, f)
 		}
 	}
 }
@@ -91,7 +79,7 @@ func (rs *RuleSet) decide(k *flowkeys.Key, d *Decision, b bug) {
 // the first failing field in the fixed order is taken. Fields that
 // match are not needed: any packet that agrees with k on the proof fails
 // the rule on that field, whatever its other fields.
-func addFailProof(r *Rule, k, mask *flowkeys.Key, b bug) {
+func addFailProof(r *Rule, k, mask *flowkeys.Key, flt fault) {
 	first := numFields
 	var firstBits be
 	for _, f := range r.fieldOrder {
@@ -103,7 +91,7 @@ func addFailProof(r *Rule, k, mask *flowkeys.Key, b bug) {
 		}
 		if fi.exact {
 			fb = fullMask(f)
-		} else if b == bugFailBitsShort {
+		} else if flt == faultFailBitsShort {
 			// Drop the differing bit (the lowest one of the proof).
 			for i := fi.size - 1; i >= 0; i-- {
 				if fb[i] != 0 {
@@ -123,7 +111,7 @@ func addFailProof(r *Rule, k, mask *flowkeys.Key, b bug) {
 		return // cannot happen: the rule failed on some field
 	}
 	orField(mask, first, firstBits)
-	if b == bugNoPrereq {
+	if flt == faultNoPrereq {
 		return
 	}
 	switch p := prereqOf(first); p {
@@ -208,7 +196,7 @@ type walker struct {
 	written flowkeys.Key
 	pending flowkeys.Key
 	tr      *translator
-	bug     bug
+	fault   fault // faultNone but in decide under soundness_test.go
 	normal  bool
 	// outer and inner are the packet's VLAN tags as modified so far.
 	outer, inner vlanTag
@@ -244,8 +232,8 @@ func (w *walker) tagRead(t *vlanTag, tciMask, tpidMask uint16) uint16 {
 }
 
 // init starts a walk over packet k with the mask accumulated so far.
-func (w *walker) init(k, mask *flowkeys.Key, tr *translator, b bug) {
-	w.mask, w.tr, w.bug = *mask, tr, b
+func (w *walker) init(k, mask *flowkeys.Key, tr *translator) {
+	w.mask, w.tr = *mask, tr
 	w.cur = *k
 	w.outer = vlanTag{tci: k.VLANTCI, tpid: k.VLANTPID, src: tagOuter}
 	w.inner = vlanTag{tci: k.CVLANTCI, tpid: k.CVLANTPID, src: tagInner}
@@ -349,7 +337,7 @@ func (w *walker) run(as []Action) {
 			if w.tagRead(&w.outer, flowkeys.VLANTagPresent, 0)&flowkeys.VLANTagPresent != 0 {
 				// Keep the tag's PCP and TPID.
 				pcpMask := uint16(0xe000)
-				if w.bug == bugNoPCPMask {
+				if w.fault == faultNoPCPMask {
 					pcpMask = 0
 				}
 				ntci |= w.tagRead(&w.outer, pcpMask, 0xffff) & 0xe000
@@ -397,7 +385,7 @@ func (w *walker) run(as []Action) {
 				continue
 			}
 			m := uint8(0xfe)
-			if w.bug == bugNoTTLMask {
+			if w.fault == faultNoTTLMask {
 				m = 0
 			}
 			// The bits above the lowest tell whether TTL <= 1.
@@ -405,7 +393,7 @@ func (w *walker) run(as []Action) {
 				// The packet goes no further: pending sets are moot.
 				return
 			}
-			if w.bug != bugNoTTLMask {
+			if w.fault != faultNoTTLMask {
 				w.read8(offIPTTL, 0xff)
 			}
 			w.write8(offIPTTL, w.cur.IPTTL-1, 0xff)
@@ -429,7 +417,7 @@ func (w *walker) run(as []Action) {
 
 // inPort reads the input port.
 func (w *walker) inPort() uint32 {
-	if w.bug == bugNoInPortMask {
+	if w.fault == faultNoInPortMask {
 		return w.cur.InPort
 	}
 	return w.read32(offInPort)

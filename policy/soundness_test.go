@@ -191,9 +191,10 @@ type megaflow struct {
 }
 
 // checkSoundness runs packets through a simulated megaflow cache in front
-// of the policy (Decide with the given bug) and returns the first
+// of the policy (Decide with the given fault) and returns the first
 // packet whose cached result differs from the policy's direct one.
-func checkSoundness(t *testing.T, seed uint64, sets, packets int, b bug) (failure string) {
+func checkSoundness(t *testing.T, seed uint64, sets, packets int, b fault) (failure string) {
+	setTestFault(t, b)
 	var hits, hitsForwarded, misses int
 	defer func() {
 		if failure == "" {
@@ -225,13 +226,13 @@ func checkSoundness(t *testing.T, seed uint64, sets, packets int, b bug) (failur
 		for pkt := range packets {
 			k := randKey(r)
 			var d Decision
-			rs.decide(&k, &d, b)
+			rs.decide(&k, &d)
 			direct := Translate(&d, &k, env).String()
-			if b == bugNone {
+			if b == faultNone {
 				// Translation consults nothing outside the mask.
 				var tm flowkeys.Key
 				var w walker
-				w.init(&k, &tm, &translator{ports: env.Ports, sw: sw}, bugNone)
+				w.init(&k, &tm, &translator{ports: env.Ports, sw: sw})
 				w.run(d.Actions)
 				tm = w.mask
 				for i, x := range tm.Words() {
@@ -277,7 +278,7 @@ func TestSoundness(t *testing.T) {
 	if testing.Short() {
 		sets = 300
 	}
-	if f := checkSoundness(t, seed, sets, packets, bugNone); f != "" {
+	if f := checkSoundness(t, seed, sets, packets, faultNone); f != "" {
 		t.Fatal(f)
 	}
 }
@@ -287,14 +288,14 @@ func TestSoundness(t *testing.T) {
 func TestSoundnessCatchesBugs(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		b    bug
+		b    fault
 	}{
-		{"failing rules add no mask", bugNoFailMask},
-		{"dec_ttl does not mask the TTL", bugNoTTLMask},
-		{"output does not mask in_port", bugNoInPortMask},
-		{"a failing field's proof misses the differing bit", bugFailBitsShort},
-		{"a failing field's proof misses its prerequisites", bugNoPrereq},
-		{"mod_vlan_vid does not mask the PCP it keeps", bugNoPCPMask},
+		{"failing rules add no mask", faultNoFailMask},
+		{"dec_ttl does not mask the TTL", faultNoTTLMask},
+		{"output does not mask in_port", faultNoInPortMask},
+		{"a failing field's proof misses the differing bit", faultFailBitsShort},
+		{"a failing field's proof misses its prerequisites", faultNoPrereq},
+		{"mod_vlan_vid does not mask the PCP it keeps", faultNoPCPMask},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := checkSoundness(t, 1, 3000, 150, tc.b)

@@ -35,7 +35,7 @@ func AppendTranslate(dst odp.Actions, d *Decision, k *flowkeys.Key, env *Env) od
 	}
 	var mask flowkeys.Key
 	var w walker
-	w.init(k, &mask, &tr, bugNone)
+	w.init(k, &mask, &tr)
 	w.run(d.Actions)
 	return tr.out
 }

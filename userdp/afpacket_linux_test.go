@@ -190,22 +190,6 @@ func TestNetdevNamespace(t *testing.T) {
 	}
 }
 
-// udpFrame64 is a 60-byte (64 with the FCS) Ethernet/IPv4/UDP frame to a
-// MAC address no interface has.
-func udpFrame64(seq int) []byte {
-	f := make([]byte, 60)
-	copy(f, []byte{0x02, 0, 0, 0, 0, 0x02, 0x02, 0, 0, 0, 0, 0x01, 0x08, 0x00})
-	ip := f[14:]
-	ip[0], ip[8], ip[9] = 0x45, 64, ProtoUDP
-	binary.BigEndian.PutUint16(ip[2:], 46)
-	copy(ip[12:], []byte{10, 0, 0, 1, 10, 0, 0, 2})
-	binary.BigEndian.PutUint16(ip[10:], refIPv4Check(ip))
-	binary.BigEndian.PutUint16(ip[20:], uint16(seq))
-	binary.BigEndian.PutUint16(ip[22:], 9)
-	binary.BigEndian.PutUint16(ip[24:], 26)
-	return f
-}
-
 // netdevPair opens a port of the given mode on a veth end in the test's
 // namespace and a sender port (mmsg) on the other end, in a namespace.
 func netdevPair(t testing.TB, mode NetdevMode) (rx, tx *NetdevPort) {

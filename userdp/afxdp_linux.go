@@ -275,7 +275,7 @@ func loadXSKProgram(mapFD int, vlanKfunc uint32, ifindex int) (int, error) {
 	runtime.KeepAlive(license)
 	runtime.KeepAlive(logBuf)
 	if e != 0 {
-		if msg := string(logBuf[:indexByte(logBuf, 0)]); msg != "" {
+		if msg := unix.ByteSliceToString(logBuf); msg != "" {
 			return -1, fmt.Errorf("loading the XDP program (bpf BPF_PROG_LOAD): %w (verifier: %s)", e, msg)
 		}
 		return -1, fmt.Errorf("loading the XDP program (bpf BPF_PROG_LOAD): %w", e)

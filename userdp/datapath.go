@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ovsdp/ovsdp/flowkeys"
+	"github.com/ovsdp/ovsdp/internal/monoclock"
 	"github.com/ovsdp/ovsdp/odp"
 )
 
@@ -145,7 +146,7 @@ func New(name string, opts ...Option) (*Datapath, error) {
 	}
 	dp := &Datapath{
 		name: name, opts: o, table: newTable(), stop: make(chan struct{}),
-		memPeer: map[string]*MemPort{}, startTime: time.Now(), monoBase: monotonicMs(),
+		memPeer: map[string]*MemPort{}, startTime: time.Now(), monoBase: monoclock.Millis(),
 	}
 	dp.table.limit = int64(o.flowLimit)
 	dp.upcalls.hasher = flowkeys.NewKeyedHasher()

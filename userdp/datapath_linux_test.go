@@ -134,14 +134,3 @@ func TestNamespacesThroughDatapath(t *testing.T) {
 		t.Errorf("datapath stats %+v", info.Stats)
 	}
 }
-
-func itoa(n uint32) string {
-	if n == 0 {
-		return "0"
-	}
-	var b []byte
-	for ; n > 0; n /= 10 {
-		b = append([]byte{byte('0' + n%10)}, b...)
-	}
-	return string(b)
-}

@@ -4,7 +4,6 @@ package userdp
 
 import (
 	"fmt"
-	"time"
 
 	"github.com/ovsdp/ovsdp/odp"
 )
@@ -18,8 +17,3 @@ func openNetdevPort(name string) (Port, error) {
 func openInternalPort(name string) (Port, error) {
 	return nil, fmt.Errorf("internal ports need Linux: %w", odp.ErrUnsupported)
 }
-
-var processStart = time.Now()
-
-// monotonicMs approximates CLOCK_MONOTONIC with the process's clock.
-func monotonicMs() uint64 { return uint64(time.Since(processStart) / time.Millisecond) }

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -396,4 +398,162 @@ func TestActionRecircHashUserspace(t *testing.T) {
 	if n, err = rs[0].Recv(c, ups); err != nil || n != 1 || !bytes.Equal(ups[0].Packet, f[:20]) {
 		t.Errorf("truncated userspace upcall: %d %v % x", n, err, ups[0].Packet)
 	}
+}
+
+// snapFrame wraps the IPv4 packet of the Ethernet II frame f (its bytes
+// from offset 14) in an 802.3 frame with LLC control byte ctrl and a
+// SNAP header carrying EtherType 0x0800.
+func snapFrame(f []byte, ctrl byte) []byte {
+	ip := f[14:]
+	out := append([]byte(nil), f[:12]...)
+	out = binary.BigEndian.AppendUint16(out, uint16(8+len(ip)))
+	out = append(out, 0xaa, 0xaa, ctrl, 0, 0, 0, 0x08, 0x00)
+	return append(out, ip...)
+}
+
+// TestLLCSNAPActions checks that the actions find the IPv4 header of an
+// LLC/SNAP frame where key extraction does (after the SNAP header,
+// whatever the LLC control byte), and that dec_ttl decides by the
+// kernel's skb->protocol (the key's EtherType), as the kernel: TTL 63
+// with a valid checksum, the rest of the frame unchanged.
+func TestLLCSNAPActions(t *testing.T) {
+	h := newHarness(t, 2)
+	h.put("in_port(1),"+anyEth+"eth_type(0x0800),ipv4(proto=17,frag=no),udp(dst=2000)", "dec_ttl(le_1(drop)),set(ipv4(tos=0x48/0xfc)),2")
+	for _, ctrl := range []byte{0x03, 0x54} {
+		in := snapFrame(udpFrame(1, 2, 1000), ctrl)
+		h.send(1, in)
+		got := h.expect(2)
+		want := clone(in)
+		ip := want[22:]
+		ip[1] = ip[1]&0x03 | 0x48
+		ip[8]--
+		fixIPv4(want, 22)
+		if !bytes.Equal(got, want) {
+			t.Errorf("LLC control %#02x:\n got % x\nwant % x", ctrl, got, want)
+		}
+		if got[22+8] != 63 {
+			t.Errorf("LLC control %#02x: TTL %d, want 63", ctrl, got[22+8])
+		}
+		checkIPv4(t, got, 22)
+	}
+}
+
+// TestPopVLANProtocol checks skb->protocol tracking through pop_vlan of
+// the outer of two tags: the kernel then sets it from the EtherType
+// after the inner tag without looking for SNAP (vlan_set_encap_proto),
+// so dec_ttl leaves an LLC/SNAP IPv4 packet alone, while it decrements
+// the TTL of the same packet in Ethernet II.
+func TestPopVLANProtocol(t *testing.T) {
+	h := newHarness(t, 2)
+	h.put("in_port(1),"+anyEth+"eth_type(0x88a8),vlan(vid=40),encap(eth_type(0x8100),vlan(vid=41),encap(eth_type(0x0800),ipv4(frag=no)))", "pop_vlan,dec_ttl(le_1(drop)),2")
+	plain := udpFrame(1, 2, 1000)
+	tags := [][2]uint16{{EthTypeQinQ, 40}, {EthTypeVLAN, 41}}
+
+	in := vlanFrame(plain, tags...)
+	h.send(1, in)
+	want := vlanFrame(plain, tags[1])
+	want[18+8]--
+	fixIPv4(want, 18)
+	h.expectFrame(2, want)
+
+	in = vlanFrame(snapFrame(plain, 3), tags...)
+	h.send(1, in)
+	h.expectFrame(2, vlanFrame(snapFrame(plain, 3), tags[1]))
+}
+
+// TestTruncCutlen checks trunc as the kernel does it: the action records
+// how many bytes to cut (cutlen = skb->len - max_len, only when the
+// packet is longer), the output cuts that many from the packet as it is
+// then (no less than the Ethernet header), and cutlen survives a shorter
+// trunc and a recirculation.
+func TestTruncCutlen(t *testing.T) {
+	h := newHarness(t, 3)
+	f := udpFrame(1, 2, 1000) // 60 bytes
+	// A later, longer trunc does not undo the first.
+	h.mustExecute(f, "trunc(30),trunc(2000),2")
+	h.expectFrame(2, f[:30])
+	// A push after the trunc: the label's 4 bytes stay (cutlen is 30).
+	h.mustExecute(f, "trunc(30),push_mpls(label=7,tc=0,ttl=64,bos=1,eth_type=0x8847),2")
+	got := h.expect(2)
+	if len(got) != 34 {
+		t.Errorf("trunc(30),push_mpls: %d bytes, want 34 (cutlen 30 of 64)", len(got))
+	}
+	// A pop after the trunc: cut to no less than the Ethernet header.
+	tagged := vlanFrame(f, [2]uint16{EthTypeVLAN, 5}, [2]uint16{EthTypeVLAN, 6})
+	h.mustExecute(tagged, "trunc(14),pop_vlan,pop_vlan,2")
+	if got := h.expect(2); len(got) != 14 {
+		t.Errorf("trunc(14) then two pops: %d bytes, want 14 (cutlen 50 of 60)", len(got))
+	}
+	// cutlen crosses a recirculation.
+	h.put("recirc_id(1),in_port(1),"+anyEth+"eth_type(0x0800),ipv4(frag=no)", "3")
+	h.mustExecute(f, "trunc(40),recirc(1)")
+	h.expectFrame(3, f[:40])
+	// cutlen applies to the next output only.
+	h.mustExecute(f, "trunc(40),2,3")
+	h.expectFrame(2, f[:40])
+	h.expectFrame(3, f)
+}
+
+// TestActionValidationAsKernel checks the rules of the kernel's
+// __ovs_nla_copy_actions that depend on the packet's state as the
+// actions change it (its eth_type, vlan_tci and mpls_label_count).
+func TestActionValidationAsKernel(t *testing.T) {
+	h := newHarness(t, 2)
+	ip := "in_port(1)," + anyEth + "eth_type(0x0800),ipv4(frag=no)"
+	arp := "in_port(2)," + anyEth + "eth_type(0x0806),arp(sip=0.0.0.0/0.0.0.0)"
+	lldp := "in_port(1)," + anyEth + "eth_type(0x88cc)"
+	mpls := "in_port(1)," + anyEth + "eth_type(0x8847),mpls(label=5,tc=0,ttl=64,bos=1)"
+	vlan := "in_port(1)," + anyEth + "eth_type(0x8100),vlan(vid=9),encap(eth_type(0x0800),ipv4(frag=no))"
+	for _, c := range []struct {
+		key, acts string
+		ok        bool
+	}{
+		{arp, "dec_ttl(le_1(drop)),1", true}, // any EtherType
+		{ip, "push_mpls(label=7,tc=0,ttl=64,bos=1,eth_type=0x8847),2", true},
+		{arp, "push_mpls(label=7,tc=0,ttl=64,bos=1,eth_type=0x8847),1", true},
+		{lldp, "push_mpls(label=7,tc=0,ttl=64,bos=1,eth_type=0x8847),2", false},
+		{vlan, "push_mpls(label=7,tc=0,ttl=64,bos=1,eth_type=0x8847),2", false},
+		{vlan, "pop_vlan,push_mpls(label=7,tc=0,ttl=64,bos=1,eth_type=0x8847),2", true},
+		{ip, "push_vlan(vid=3,pcp=0),push_mpls(label=7,tc=0,ttl=64,bos=1,eth_type=0x8847),2", false},
+		{mpls, "pop_mpls(eth_type=0x800),2", true},
+		{mpls, "pop_mpls(eth_type=0x800),set(ipv4(ttl=3)),2", false},          // eth_type unknown after the last label
+		{mpls, "pop_mpls(eth_type=0x8847),pop_mpls(eth_type=0x800),2", false}, // one label only
+		{mpls, "push_mpls(label=8,tc=0,ttl=64,bos=0,eth_type=0x8847),pop_mpls(eth_type=0x8847),pop_mpls(eth_type=0x800),2", true},
+	} {
+		k, m, err := odp.ParseMaskedKey(c.key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, err := odp.ParseActions(c.acts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = h.dp.PutFlow(context.Background(), &odp.Flow{Key: k, Mask: m, Actions: a}, odp.PutCreate)
+		switch {
+		case c.ok && err != nil:
+			t.Errorf("%s actions %s: %v, the kernel accepts it", c.key, c.acts, err)
+		case !c.ok && !errors.Is(err, syscall.EINVAL):
+			t.Errorf("%s actions %s: %v, the kernel says EINVAL", c.key, c.acts, err)
+		}
+		h.dp.FlushFlows(context.Background())
+	}
+	// dec_ttl leaves an ARP packet alone.
+	h.put(arp, "dec_ttl(le_1(drop)),1")
+	f := []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 2, 0, 0, 0, 0, 1, 0x08, 0x06, 0, 1, 8, 0, 6, 4, 0, 1, 2, 0, 0, 0, 0, 1, 10, 0, 0, 1, 0, 0, 0, 0, 0, 0, 10, 0, 0, 2, 0, 0}
+	h.send(2, f)
+	h.expectFrame(1, f)
+}
+
+// TestPushMPLSEtherTypeField checks where push_mpls writes its
+// EtherType: in the Ethernet header's type field (skb_mpls_push's
+// eth_hdr), which for an LLC/SNAP frame is the 802.3 length field, while
+// the label goes after the SNAP header (the kernel's mac_len).
+func TestPushMPLSEtherTypeField(t *testing.T) {
+	h := newHarness(t, 2)
+	h.put("in_port(1),"+anyEth+"eth_type(0x0800),ipv4(frag=no)", "push_mpls(label=7,tc=0,ttl=64,bos=1,eth_type=0x8847),2")
+	in := snapFrame(udpFrame(1, 2, 1000), 3)
+	h.send(1, in)
+	want := append(append(append([]byte(nil), in[:12]...), 0x88, 0x47), in[14:22]...)
+	want = append(append(want, 0, 0, 0x71, 0x40), in[22:]...)
+	h.expectFrame(2, want)
 }

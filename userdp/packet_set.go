@@ -13,9 +13,10 @@ import (
 // describe frame (ParseHeaders). A plain (unmasked) set is a masked set
 // with an all-ones mask, as the kernel converts it.
 //
-// The kernel's datapath does not execute set actions on ARP, ND or ICMP
-// fields (its flow validation rejects them with EINVAL), so there are no
-// operations for them here; the datapath must reject such actions too.
+// The kernel's datapath does not execute set actions on ICMP, ICMPv6,
+// ARP or ND fields (its flow validation rejects them with EINVAL). This
+// datapath executes them, as Open vSwitch's userspace datapath does: their
+// operations are in exec_sets.go, not here.
 
 // EthernetKey is the value or mask of a set(eth(...)) action, as
 // struct ovs_key_ethernet.

@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"math/rand/v2"
 	"testing"
+
+	"github.com/ovsdp/ovsdp/flowkeys"
 )
 
 func TestCsumReplaceMatchesRecomputation(t *testing.T) {
@@ -631,4 +634,87 @@ func TestDecIPv4TTLIsCsumReplace2(t *testing.T) {
 			}
 		}
 	}
+}
+
+// l2Corpus returns frames that exercise the VLAN and LLC/SNAP rules at
+// every length around their limits.
+func l2Corpus() [][]byte {
+	rng := rand.New(rand.NewPCG(7, 8))
+	base := testIPv4(rng, ProtoUDP, 4, 0)
+	var out [][]byte
+	heads := [][]byte{
+		snapFrame(base, 3), snapFrame(base, 0x54),
+		vlanFrame(snapFrame(base, 3), [2]uint16{EthTypeVLAN, 5}),
+		vlanFrame(snapFrame(base, 3), [2]uint16{EthTypeQinQ, 5}, [2]uint16{EthTypeVLAN, 6}),
+		vlanFrame(base, [2]uint16{EthTypeVLAN, 5}),
+		vlanFrame(base, [2]uint16{EthTypeQinQ, 5}, [2]uint16{EthTypeVLAN, 6}, [2]uint16{EthTypeVLAN, 7}),
+	}
+	// SNAP with a non-zero OUI, other SAPs, a SNAP type below 0x600,
+	// Novell raw 802.3.
+	for _, llc := range [][]byte{
+		{0xaa, 0xaa, 3, 0, 0, 1, 0x08, 0x00}, {0xaa, 0xab, 3, 0, 0, 0, 0x08, 0x00},
+		{0xaa, 0xaa, 3, 0, 0, 0, 0x05, 0xff}, {0xff, 0xff, 0, 0, 0, 0, 0, 0},
+		{0xaa, 0xaa, 3, 0, 0, 0, 0x81, 0x00}, {0xaa, 0xaa, 3, 0, 0, 0, 0x86, 0xdd},
+	} {
+		f := append(append(append([]byte(nil), base[:12]...), 0, 40), llc...)
+		heads = append(heads, append(f, base[14:]...))
+	}
+	for _, f := range heads {
+		for n := 14; n <= len(f); n++ {
+			out = append(out, f[:n])
+		}
+	}
+	return out
+}
+
+// checkParseMatchesExtract fails unless ParseHeaders puts the network
+// header and EtherType where flowkeys.Extract finds them, and
+// Headers.Protocol is the skb->protocol key extraction leaves.
+func checkParseMatchesExtract(t *testing.T, frame []byte) {
+	t.Helper()
+	var k flowkeys.Key
+	if err := flowkeys.Extract(frame, &flowkeys.Metadata{InPort: 1}, &k); err != nil {
+		return
+	}
+	var h Headers
+	if err := ParseHeaders(frame, &h); err != nil {
+		t.Fatalf("ParseHeaders fails where Extract succeeds: %v\n% x", err, frame)
+	}
+	if h.EthType != k.EthType || h.Protocol != keyProtocol(&k) || SkbProtocol(frame) != h.Protocol {
+		t.Fatalf("EtherType %#04x protocol %#04x (SkbProtocol %#04x), Extract: eth_type %#04x protocol %#04x\n% x",
+			h.EthType, h.Protocol, SkbProtocol(frame), k.EthType, keyProtocol(&k), frame)
+	}
+	switch {
+	case k.EthType == EthTypeIPv4 && k.IPProto != 0:
+		// Extract read the IPv4 header: it is at h.L3.
+		if h.L4 < 0 || !bytes.Equal(frame[h.L3+12:h.L3+16], k.IPv4Src[:]) || frame[h.L3+9] != k.IPProto || frame[h.L3+8] != k.IPTTL {
+			t.Fatalf("IPv4 header at %d (L4 %d) is not the one Extract read (src %v proto %d)\n% x", h.L3, h.L4, k.IPv4Src, k.IPProto, frame)
+		}
+	case k.EthType == EthTypeIPv6 && len(frame) >= h.L3+40:
+		if !bytes.Equal(frame[h.L3+8:h.L3+24], k.IPv6Src[:]) || frame[h.L3+7] != k.IPTTL {
+			t.Fatalf("IPv6 header at %d is not the one Extract read\n% x", h.L3, frame)
+		}
+	}
+}
+
+func TestParseHeadersMatchesExtract(t *testing.T) {
+	c := l2Corpus()
+	for _, f := range c {
+		checkParseMatchesExtract(t, f)
+	}
+	t.Logf("%d frames: ParseHeaders and flowkeys.Extract agree", len(c))
+}
+
+// FuzzParseHeadersMatchesExtract checks on arbitrary frames that the
+// packet operations' parser and flowkeys.Extract agree on the network
+// header, the EtherType and skb->protocol.
+func FuzzParseHeadersMatchesExtract(f *testing.F) {
+	for i, fr := range l2Corpus() {
+		if i%7 == 0 {
+			f.Add(fr)
+		}
+	}
+	f.Fuzz(func(t *testing.T, frame []byte) {
+		checkParseMatchesExtract(t, frame)
+	})
 }

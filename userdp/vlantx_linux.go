@@ -191,22 +191,13 @@ func loadVLANTxProgram() (int, error) {
 	runtime.KeepAlive(prog)
 	runtime.KeepAlive(license)
 	if e != 0 {
-		msg := string(logBuf[:max(0, indexByte(logBuf, 0))])
+		msg := unix.ByteSliceToString(logBuf)
 		if msg != "" {
 			return -1, fmt.Errorf("loading the egress VLAN program: %w (verifier: %s)", e, msg)
 		}
 		return -1, fmt.Errorf("loading the egress VLAN program: %w", e)
 	}
 	return int(fd), nil
-}
-
-func indexByte(b []byte, c byte) int {
-	for i, x := range b {
-		if x == c {
-			return i
-		}
-	}
-	return len(b)
 }
 
 // vlanTx is the egress program attached to one interface.

@@ -18,6 +18,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/ovsdp/ovsdp/genl"
+	"github.com/ovsdp/ovsdp/internal/monoclock"
 	"github.com/ovsdp/ovsdp/odp"
 )
 
@@ -478,7 +479,7 @@ func cmdDumpFlows(e *env, args []string) error {
 		match = func(*odp.Flow) bool { return false }
 	}
 	opts := formatOptions(e, dp)
-	now := monotonicMS()
+	now := monoclock.Millis()
 	w := bufio.NewWriterSize(e.out, 64*1024)
 	defer w.Flush()
 	if e.json {
@@ -799,7 +800,7 @@ func printStats(e *env, st odp.FlowStats) error {
 		return e.printJSON(st)
 	}
 	var b strings.Builder
-	formatStats(&b, st, monotonicMS())
+	formatStats(&b, st, monoclock.Millis())
 	_, err := fmt.Fprintln(e.out, b.String())
 	return err
 }
@@ -825,7 +826,7 @@ func cmdGetFlow(e *env, args []string) error {
 	if e.json {
 		return e.printJSON(toFlowJSON(f, opts))
 	}
-	fmt.Fprintln(e.out, formatFlow(f, opts, monotonicMS()))
+	fmt.Fprintln(e.out, formatFlow(f, opts, monoclock.Millis()))
 	return nil
 }
 

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/ovsdp/ovsdp/genl"
+	"github.com/ovsdp/ovsdp/internal/dpname"
 	"github.com/ovsdp/ovsdp/odp"
 	"github.com/ovsdp/ovsdp/userdp/ctl"
 )
@@ -26,10 +27,10 @@ type backend interface {
 }
 
 // dpTypes lists the datapath types in the order dump-dps shows them.
-var dpTypes = []string{"system", "netdev"}
+var dpTypes = dpname.Types
 
-// backends maps a datapath type to its backend; filled by system.go and
-// netdev.go.
+// backends maps a datapath type to its backend; filled by the init
+// functions of system.go (system) and of this file (netdev).
 var backends = map[string]backend{}
 
 // dpName is a datapath name split into type and name ("system@br0").
@@ -40,20 +41,11 @@ type dpName struct {
 func (d dpName) String() string { return d.typ + "@" + d.name }
 
 // parseDPName splits "TYPE@NAME"; a bare NAME means system@NAME, as in
-// ovs-dpctl.
+// ovs-dpctl. The rules are dpname.Parse's.
 func parseDPName(s string) (dpName, error) {
-	typ, name, ok := strings.Cut(s, "@")
-	if !ok {
-		typ, name = "system", s
-	}
-	if name == "" {
-		return dpName{}, fmt.Errorf("%q: empty datapath name", s)
-	}
-	if _, ok := backends[typ]; !ok {
-		return dpName{}, fmt.Errorf("%q: unknown datapath type %q (want system or netdev)", s, typ)
-	}
-	if strings.ContainsAny(name, "/ \t") || len(name) > 15 {
-		return dpName{}, fmt.Errorf("%q: invalid datapath name (at most 15 characters, no '/' or blanks)", s)
+	typ, name, err := dpname.Parse(s)
+	if err != nil {
+		return dpName{}, err
 	}
 	return dpName{typ: typ, name: name}, nil
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/ovsdp/ovsdp/genl"
+	"github.com/ovsdp/ovsdp/internal/monoclock"
 	"github.com/ovsdp/ovsdp/odp"
 )
 
@@ -245,7 +246,7 @@ func cmdShowMeters(e *env, args []string) error {
 		}
 		ids = append(ids, id)
 	}
-	now := monotonicMS()
+	now := monoclock.Millis()
 	out := []meterJSON{}
 	var b strings.Builder
 	for _, id := range ids {
@@ -282,7 +283,7 @@ func cmdDelMeter(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	now := monotonicMS()
+	now := monoclock.Millis()
 	out := []meterJSON{}
 	var b strings.Builder
 	for _, a := range args {

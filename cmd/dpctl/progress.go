@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/schollz/progressbar/v3"
-	"golang.org/x/sys/unix"
+	"golang.org/x/term"
 )
 
 // progress reports the progress of add-flows, mod-flows and del-flows
@@ -63,8 +63,7 @@ func isTerminal(w io.Writer) bool {
 	if !ok {
 		return false
 	}
-	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
-	return err == nil
+	return term.IsTerminal(int(f.Fd()))
 }
 
 // add records a line of n bytes.

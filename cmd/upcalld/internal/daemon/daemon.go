@@ -20,6 +20,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/ovsdp/ovsdp/internal/monoclock"
 	"github.com/ovsdp/ovsdp/odp"
 	"github.com/ovsdp/ovsdp/policy"
 )
@@ -221,7 +222,7 @@ func New(cfg Config) (*Daemon, error) {
 		shedLog:  rateLimit{max: 1},
 	}
 	if d.mono == nil {
-		d.mono = monoMillis
+		d.mono = monoclock.Millis
 	}
 	d.flowLimit.Store(min(d.maxLimit, initialFlowLimit))
 	lo := cfg.Learning

@@ -7,8 +7,10 @@
 package dpopen
 
 import (
+	"errors"
 	"fmt"
-	"strings"
+
+	"github.com/ovsdp/ovsdp/internal/dpname"
 )
 
 // Spec is a parsed "TYPE@NAME".
@@ -21,17 +23,16 @@ type Spec struct {
 func (s Spec) String() string { return s.Type + "@" + s.Name }
 
 // ParseSpec parses "system@NAME" or "netdev@NAME" (a bare NAME means
-// system@NAME, as in ovs-dpctl).
+// system@NAME, as in ovs-dpctl), with dpname.Parse's rules.
 func ParseSpec(s string) (Spec, error) {
-	typ, name, ok := strings.Cut(s, "@")
-	if !ok {
-		typ, name = "system", s
+	typ, name, err := dpname.Parse(s)
+	var e *dpname.Error
+	switch {
+	case err == nil:
+		return Spec{Type: typ, Name: name}, nil
+	case errors.As(err, &e) && e.Problem == dpname.UnknownType:
+		return Spec{}, fmt.Errorf("datapath %q: unknown type %q (want system or netdev)", s, e.Type)
+	default:
+		return Spec{}, fmt.Errorf("datapath %q: invalid name (1 to %d characters, no '/', '@', blanks or NUL)", s, dpname.MaxLen)
 	}
-	if typ != "system" && typ != "netdev" {
-		return Spec{}, fmt.Errorf("datapath %q: unknown type %q (want system or netdev)", s, typ)
-	}
-	if name == "" || len(name) > 15 || strings.ContainsAny(name, "/ \t\n\x00@") {
-		return Spec{}, fmt.Errorf("datapath %q: invalid name (1 to 15 characters, no '/', '@' or blanks)", s)
-	}
-	return Spec{Type: typ, Name: name}, nil
 }

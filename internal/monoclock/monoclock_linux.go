@@ -1,10 +1,10 @@
-package main
+package monoclock
 
 import "golang.org/x/sys/unix"
 
-// monotonicMS is the current CLOCK_MONOTONIC time in milliseconds, the
-// clock of a flow's "used" time.
-func monotonicMS() uint64 {
+// Millis returns CLOCK_MONOTONIC in milliseconds, or 0 if the clock
+// cannot be read.
+func Millis() uint64 {
 	var ts unix.Timespec
 	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
 		return 0

@@ -1,0 +1,20 @@
+package policy
+
+// fault selects a deliberately unsound variant of Decide. It is a
+// test-only seam: only soundness_test.go sets testFault (setTestFault),
+// to prove that the property test can fail. In production testFault is
+// always faultNone; Translate never consults it.
+type fault uint8
+
+const (
+	faultNone          fault = iota
+	faultNoFailMask          // failing rules add nothing to the mask
+	faultNoTTLMask           // dec_ttl does not mask the TTL
+	faultNoInPortMask        // output and flood do not mask in_port
+	faultFailBitsShort       // a failing field's proof stops above the differing bit
+	faultNoPrereq            // a failing field's proof comes without its prerequisites
+	faultNoPCPMask           // mod_vlan_vid keeps the PCP without masking it
+)
+
+// testFault is the variant decide runs; see fault.
+var testFault fault
