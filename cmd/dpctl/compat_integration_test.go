@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ovsdp/ovsdp/internal/buildinfo"
 	"github.com/ovsdp/ovsdp/testenv"
 )
 
@@ -25,7 +26,10 @@ func TestIntegrationCompat(t *testing.T) {
 
 	// -V: the build and the datapath's negotiated features.
 	v := me.must(t, "-V")
-	for _, want := range []string{"dpctl (ovsdp) ", "go: go1.", "kernel datapath families: ", "ovs_datapath(v2)", "ovs_flow(v1)", sdp + ": user features unaligned,"} {
+	if first := "dpctl " + buildinfo.Get().String() + "\n"; !strings.HasPrefix(v, first) {
+		t.Errorf("-V does not start with %q:\n%s", first, v)
+	}
+	for _, want := range []string{"kernel datapath families: ", "ovs_datapath(v2)", "ovs_flow(v1)", sdp + ": user features unaligned,"} {
 		if !strings.Contains(v, want) {
 			t.Errorf("-V lacks %q:\n%s", want, v)
 		}

@@ -158,7 +158,10 @@ func TestIntegrationMonitorUpcalld(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	cmd := exec.Command(os.Args[0], "monitor", "--count", "1", "system@"+dp)
+	// Three upcalls: the namespace's own IPv6 traffic (MLD reports,
+	// router solicitations) may miss first; the frames sent below keep
+	// missing (a new source address each).
+	cmd := exec.Command(os.Args[0], "monitor", "--count", "3", "system@"+dp)
 	cmd.Env = append(os.Environ(), "DPCTL_TEST_MAIN=1")
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
@@ -193,8 +196,16 @@ wait:
 	if !strings.Contains(errb.String(), "upcalls from upcalld on ") {
 		t.Errorf("monitor did not use upcalld's subscription: %s", errb.String())
 	}
-	if l := out.String(); !strings.HasPrefix(l, "MISS upcall[") || !strings.Contains(l, " port "+v.Name+"(1): UDP 10.0.0.1:1000 > 10.0.0.2:53") {
-		t.Errorf("monitor printed %q", l)
+	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+	ours := false
+	for _, l := range lines {
+		if !strings.HasPrefix(l, "MISS upcall[") {
+			t.Errorf("monitor printed %q, not an upcall line", l)
+		}
+		ours = ours || strings.Contains(l, " port "+v.Name+"(1): UDP 10.0.0.1:1000 > 10.0.0.2:53")
+	}
+	if len(lines) != 3 || !ours {
+		t.Errorf("monitor printed %q: want 3 upcall lines, one of them the test's UDP frame", out.String())
 	}
 	// upcalld still owns the upcalls: it handled them.
 	c, err := net.Dial("unix", sock)
