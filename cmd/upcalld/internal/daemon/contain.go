@@ -41,16 +41,22 @@ func (d *Daemon) PanicContained(where string) {
 	d.m.panics.WithLabelValues(where).Inc()
 }
 
-// contained counts and logs (with the stack, at most 10 reports a
-// second) a panic recovered in handler id while doing what, and returns
-// it as an error.
-func (d *Daemon) contained(id int, what string, r any) error {
+// reportPanic counts a panic r recovered in where
+// (upcalld_panics_contained_total{where}) and logs it as msg with attrs,
+// the panic and the stack, at most 10 reports a second. Call it from the
+// deferred function that recovered, so that the stack is the panic's.
+func (d *Daemon) reportPanic(where, msg string, r any, attrs ...any) {
 	n := d.panics.Add(1)
-	d.m.panics.WithLabelValues(panicHandler).Inc()
+	d.m.panics.WithLabelValues(where).Inc()
 	if d.panicLog.allow() {
-		d.log.Error("handler panicked; contained, the handler goes on", "handler", id, "during", what,
-			"panic", fmt.Sprint(r), "panics_contained", n, "stack", string(debug.Stack()))
+		d.log.Error(msg, append(attrs, "panic", fmt.Sprint(r), "panics_contained", n, "stack", string(debug.Stack()))...)
 	}
+}
+
+// contained reports a panic recovered in handler id while doing what,
+// and returns it as an error.
+func (d *Daemon) contained(id int, what string, r any) error {
+	d.reportPanic(panicHandler, "handler panicked; contained, the handler goes on", r, "handler", id, "during", what)
 	return fmt.Errorf("panic while %s: %v", what, r)
 }
 
@@ -109,12 +115,7 @@ func (d *Daemon) containedStatus(what string, f func()) (err error) {
 		if r == nil {
 			return
 		}
-		n := d.panics.Add(1)
-		d.m.panics.WithLabelValues(panicStatus).Inc()
-		if d.panicLog.allow() {
-			d.log.Error("status connection panicked; contained, the status socket goes on", "during", what,
-				"panic", fmt.Sprint(r), "panics_contained", n, "stack", string(debug.Stack()))
-		}
+		d.reportPanic(panicStatus, "status connection panicked; contained, the status socket goes on", r, "during", what)
 		err = fmt.Errorf("upcalld: internal error while %s: %v", what, r)
 	}()
 	f()
