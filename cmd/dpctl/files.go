@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -9,6 +8,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/ovsdp/ovsdp/internal/linereader"
 	"github.com/ovsdp/ovsdp/odp"
 )
 
@@ -214,54 +214,25 @@ const (
 )
 
 // lineReader reads lines of at most max bytes, skipping the rest of a
-// longer one.
-type lineReader struct {
-	r   *bufio.Reader
-	max int
-	buf []byte
-}
+// longer one (internal/linereader).
+type lineReader struct{ r *linereader.Reader }
 
 func newLineReader(r io.Reader, max int) *lineReader {
-	return &lineReader{r: bufio.NewReaderSize(r, 64*1024), max: max}
+	return &lineReader{linereader.New(r, max)}
 }
 
 // next returns the next line without its newline; skipped > 0 when the
 // line was longer than max (then line is empty, and skipped its length).
 // The last line may lack a newline. It returns io.EOF at the end.
 func (l *lineReader) next() (line string, skipped int, err error) {
-	l.buf = l.buf[:0]
-	n := 0
-	for {
-		frag, err := l.r.ReadSlice('\n')
-		n += len(frag)
-		if skipped == 0 && len(l.buf)+len(frag) <= l.max+1 {
-			l.buf = append(l.buf, frag...)
-		} else {
-			skipped, l.buf = n, l.buf[:0]
-		}
-		switch {
-		case err == bufio.ErrBufferFull:
-			continue
-		case err == io.EOF && n > 0:
-			err = nil
-		case err != nil:
-			return "", 0, err
-		}
-		if skipped > 0 {
-			return "", n, nil
-		}
-		b := l.buf
-		if len(b) > 0 && b[len(b)-1] == '\n' {
-			b = b[:len(b)-1]
-		}
-		if len(b) > 0 && b[len(b)-1] == '\r' {
-			b = b[:len(b)-1]
-		}
-		if len(b) > l.max {
-			return "", n, nil
-		}
-		return string(b), 0, nil
+	b, n, long, err := l.r.Next()
+	switch {
+	case err != nil:
+		return "", 0, err
+	case long:
+		return "", n, nil
 	}
+	return string(b), 0, nil
 }
 
 // portMaps returns dp's port names by number and numbers by name, read

@@ -1,11 +1,8 @@
 package ctl
 
 import (
-	"bufio"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"net"
 	"syscall"
 	"time"
@@ -133,43 +130,6 @@ func (s *Server) release(c net.Conn) {
 	s.mu.Lock()
 	delete(s.conns, c)
 	s.mu.Unlock()
-}
-
-// readRequest reads one request line (without its newline) within the
-// idle timeout. A line longer than maxLine is read to its end and
-// discarded, and errTooLong returned, so that the next request is read
-// in step. The line is valid until the next call.
-func (s *Server) readRequest(c net.Conn, r *bufio.Reader) ([]byte, error) {
-	var (
-		line []byte
-		long bool
-	)
-	for {
-		if err := c.SetReadDeadline(time.Now().Add(s.idle)); err != nil {
-			return nil, err
-		}
-		frag, err := r.ReadSlice('\n')
-		if !long {
-			if len(line)+len(frag) > maxLine+1 {
-				long, line = true, nil
-			} else {
-				line = append(line, frag...)
-			}
-		}
-		switch {
-		case err == nil && long:
-			return nil, errTooLong
-		case err == nil:
-			return line[:len(line)-1], nil
-		case errors.Is(err, bufio.ErrBufferFull):
-			continue
-		case errors.Is(err, io.EOF) && len(line) > 0 && !long:
-			// A last request without its newline; EOF comes next.
-			return line, nil
-		default:
-			return nil, err
-		}
-	}
 }
 
 // idleResponse tells a client that its connection was idle for too long

@@ -11,7 +11,9 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"time"
 
+	"github.com/ovsdp/ovsdp/internal/linereader"
 	"github.com/ovsdp/ovsdp/internal/runsock"
 	"github.com/ovsdp/ovsdp/odp"
 )
@@ -102,14 +104,15 @@ func (s *Server) Close() error {
 // and the connection goes on with the next line.
 func (s *Server) serveConn(ctx context.Context, c net.Conn) {
 	defer c.Close()
-	r := bufio.NewReaderSize(c, 64*1024)
+	r := linereader.New(c, maxLine)
+	r.BeforeRead = func() error { return c.SetReadDeadline(time.Now().Add(s.idle)) }
 	w := bufio.NewWriter(deadlineWriter{c, s.idle})
 	enc := json.NewEncoder(w)
 	for {
-		line, err := s.readRequest(c, r)
+		line, _, long, err := r.Next()
 		switch {
-		case errors.Is(err, errTooLong):
-			_ = enc.Encode(errResponse(err))
+		case long:
+			_ = enc.Encode(errResponse(errTooLong))
 		case errors.Is(err, os.ErrDeadlineExceeded):
 			_ = enc.Encode(idleResponse(s.idle))
 			_ = w.Flush()
