@@ -70,8 +70,14 @@ func Parse(s string) (typ, name string, err error) {
 		return "", "", &Error{Input: s, Type: typ, Problem: UnknownType}
 	case name == "":
 		return "", "", &Error{Input: s, Type: typ, Problem: EmptyName}
-	case len(name) > MaxLen || strings.ContainsAny(name, forbidden):
+	case !ValidName(name):
 		return "", "", &Error{Input: s, Type: typ, Problem: InvalidName}
 	}
 	return typ, name, nil
+}
+
+// ValidName reports whether name can name a datapath: 1 to MaxLen bytes,
+// without '/', '@', a blank (space, tab, newline) or NUL.
+func ValidName(name string) bool {
+	return name != "" && len(name) <= MaxLen && !strings.ContainsAny(name, forbidden)
 }

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/ovsdp/ovsdp/internal/dpname"
 	"github.com/ovsdp/ovsdp/internal/runsock"
 	"github.com/ovsdp/ovsdp/odp"
 )
@@ -52,12 +53,6 @@ const (
 	statusSuffix = ".status"
 )
 
-// ValidName reports whether name can name a datapath: 1 to 15
-// characters (a network device name), without '/', '@' or blanks.
-func ValidName(name string) bool {
-	return name != "" && len(name) <= 15 && !strings.ContainsAny(name, "/@ \t\n\x00")
-}
-
 // List returns the names of the userspace datapaths whose control sockets
 // exist in Dir, sorted; files that cannot be a datapath's control socket
 // (another suffix, an invalid name, not a socket) are left out. When the
@@ -77,7 +72,7 @@ func List() ([]string, error) {
 	var names []string
 	for _, e := range ents {
 		n, ok := strings.CutSuffix(e.Name(), sockSuffix)
-		if ok && ValidName(n) && e.Type()&os.ModeSocket != 0 {
+		if ok && dpname.ValidName(n) && e.Type()&os.ModeSocket != 0 {
 			names = append(names, n)
 		}
 	}
