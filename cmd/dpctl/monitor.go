@@ -20,6 +20,7 @@ import (
 
 	"github.com/ovsdp/ovsdp/cmd/upcalld/statusaddr"
 	"github.com/ovsdp/ovsdp/odp"
+	"github.com/ovsdp/ovsdp/userdp/ctl"
 )
 
 func monitorCommand() *cli.Command {
@@ -194,7 +195,7 @@ func packetSummary(b []byte) string {
 // upcall socket, which points the datapath's upcalls at it (refused with
 // --read-only); how says which.
 func openUpcallSource(ctx context.Context, dp odp.Datapath, readOnly bool) (upcallSource, string, error) {
-	path := statusaddr.Path(dp.Type(), dp.Name())
+	path := ctl.StatusSocket(dp.Type(), dp.Name())
 	if c, err := net.Dial("unix", path); err == nil {
 		s, err := subscribe(c)
 		if err != nil {

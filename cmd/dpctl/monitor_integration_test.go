@@ -17,8 +17,8 @@ import (
 
 	"github.com/google/gopacket/pcapgo"
 
-	"github.com/ovsdp/ovsdp/cmd/upcalld/statusaddr"
 	"github.com/ovsdp/ovsdp/testenv"
+	"github.com/ovsdp/ovsdp/userdp/ctl"
 )
 
 // TestIntegrationMonitor runs dpctl monitor on a kernel datapath that no
@@ -147,7 +147,7 @@ func TestIntegrationMonitorUpcalld(t *testing.T) {
 	}
 	t.Cleanup(func() { daemon.Process.Kill(); daemon.Wait() })
 	// Wait for its status socket.
-	sock := statusaddr.Path("system", dp)
+	sock := ctl.StatusSocket("system", dp)
 	for deadline := time.Now().Add(60 * time.Second); ; {
 		if c, err := net.Dial("unix", sock); err == nil {
 			c.Close()

@@ -429,3 +429,14 @@ func TestCloseWhileConnecting(t *testing.T) {
 		}
 	}
 }
+
+// TestStatusSocketPath: upcalld's status socket is
+// "upcalld-TYPE-NAME.status" in the run directory, a suffix List does
+// not take for a datapath.
+func TestStatusSocketPath(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("OVSDP_RUNDIR", dir)
+	if got, want := ctl.StatusSocket("system", "br0"), filepath.Join(dir, "upcalld-system-br0.status"); got != want {
+		t.Errorf("StatusSocket = %q, want %q", got, want)
+	}
+}

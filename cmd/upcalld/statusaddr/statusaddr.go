@@ -1,16 +1,8 @@
-// Package statusaddr says where upcalld answers status requests (and
-// upcall subscriptions) for a datapath, for upcalld itself and for the
-// tools that talk to it (dpctl monitor), which cannot import upcalld's
-// internal packages.
+// Package statusaddr is the upcall subscription of upcalld's status
+// socket (whose address is ctl.StatusSocket), for upcalld itself and for
+// the tools that talk to it (dpctl monitor), which cannot import
+// upcalld's internal packages.
 package statusaddr
-
-import (
-	"github.com/ovsdp/ovsdp/userdp/ctl"
-)
-
-// Path is the status socket of upcalld serving the datapath TYPE@NAME
-// (ctl.StatusSocket, the one place that derives it).
-func Path(typ, name string) string { return ctl.StatusSocket(typ, name) }
 
 // SubscribeUpcalls is the line a client writes on the status socket,
 // right after connecting, to receive the daemon's upcalls after its
