@@ -43,19 +43,19 @@ func permuteFlags(args []string) []string {
 	if len(args) < 2 {
 		return args
 	}
-	valued := map[string]bool{"--format": true, "-f": true, "--netns": true, "--group": true}
-	known := map[string]bool{}
+	// The spellings of the global options, and those that take a value
+	// (as printOptions tells them apart).
+	known, valued := map[string]bool{}, map[string]bool{}
 	for _, f := range globalFlags {
+		tf, ok := f.(cli.DocGenerationFlag)
+		takes := ok && tf.TakesValue()
 		for _, n := range f.Names() {
+			s := "--" + n
 			if len(n) == 1 {
-				known["-"+n] = true
-			} else {
-				known["--"+n] = true
+				s = "-" + n
 			}
+			known[s], valued[s] = true, takes
 		}
-	}
-	for f := range compatValued {
-		valued[f] = true
 	}
 	var flags, rest, features []string
 	for i := 1; i < len(args); i++ {

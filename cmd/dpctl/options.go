@@ -31,10 +31,6 @@ var compatFlags = []cli.Flag{
 
 func init() { globalFlags = append(globalFlags, compatFlags...) }
 
-// compatValued are the options of compatFlags that take a value as a
-// separate argument ("-t 5").
-var compatValued = map[string]bool{"--timeout": true, "-t": true, "--log-file": true, "--syslog-method": true, "--syslog-target": true}
-
 // normalizeCompatArg rewrites ovs-dpctl's spellings that urfave/cli does
 // not parse: -v and --verbose with an attached vlog SPEC ("-vdbg",
 // "--verbose=dpif:dbg") become --verbose, and -tN becomes -t N. It
