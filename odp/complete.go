@@ -8,51 +8,22 @@ package odp
 // then (unless the key is a later fragment) udp, sctp, tcp with
 // tcp_flags, icmp (IPv4 proto 1), icmpv6 (IPv6 proto 58) for the key's
 // IP protocol, and nd for ICMPv6 neighbour solicitations and
-// advertisements (types 135, 136). The same holds inside a VLAN encap.
+// advertisements (types 135, 136). The same holds inside VLAN encaps,
+// at every depth (QinQ).
 // The kernel decides on the key's values, not its mask: ipv4(proto=1/0)
 // still needs icmp(). NSH keys are left alone (the nsh attribute is
 // nested and has no all-wildcard form the kernel takes). The inputs are
 // not modified.
 func AddRequiredKeys(key, mask FlowKey) (FlowKey, FlowKey) {
-	key, mask = addRequiredLevel(key, mask)
-	for i, a := range key {
-		e, ok := a.(Encap)
-		if !ok {
-			continue
-		}
-		mi := -1
-		var inner FlowKey
-		for j, m := range mask {
-			if x, ok := m.(Encap); ok {
-				mi, inner = j, x.Key
-				break
-			}
-		}
-		nk, nm := addRequiredLevel(e.Key, inner)
-		key = append(FlowKey(nil), key...)
-		key[i] = Encap{Key: nk}
-		if mi >= 0 {
-			mask = append(FlowKey(nil), mask...)
-			mask[mi] = Encap{Key: nm}
-		}
-		break
-	}
-	return AddTCPFlags(key, mask)
+	return inEveryLevel(key, mask, func(key, mask FlowKey) (FlowKey, FlowKey) {
+		return addTCPFlagsLevel(addRequiredLevel(key, mask))
+	})
 }
 
 // addRequiredLevel completes one level of a key (AddRequiredKeys without
 // the encap and tcp_flags).
 func addRequiredLevel(key, mask FlowKey) (FlowKey, FlowKey) {
-	add := func(after KeyType, a KeyAttr) {
-		key = insertAfter(key, after, a)
-		if mask != nil {
-			if mask.Find(after) != nil {
-				mask = insertAfter(mask, after, a)
-			} else {
-				mask = append(mask[:len(mask):len(mask)], a)
-			}
-		}
-	}
+	add := func(after KeyType, a KeyAttr) { key, mask = insertBoth(key, mask, after, a) }
 	et, ok := key.Find(KeyEthertype).(Ethertype)
 	if !ok {
 		return key, mask

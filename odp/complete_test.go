@@ -35,6 +35,7 @@ func TestAddRequiredKeys(t *testing.T) {
 		{"in_port(1),eth(),eth_type(0x86dd),ipv6(proto=58)/ipv6(proto=0)", "", ""},
 		{"in_port(1),eth(),eth_type(0x8100),vlan(vid=5,pcp=0),encap(eth_type(0x0800),ipv4(proto=1))", "the kernel requires icmp() when ipv4 proto=1", "icmp("},
 		{"in_port(1),eth(),eth_type(0x8100),vlan(vid=5,pcp=0),encap(eth_type(0x86dd))", "the kernel requires ipv6() when eth_type(0x86dd)", "ipv6("},
+		{"in_port(1),eth(),eth_type(0x88a8),vlan(vid=5,pcp=0),encap(eth_type(0x8100),vlan(vid=6,pcp=0),encap(eth_type(0x0800),ipv4(proto=1)))", "the kernel requires icmp() when ipv4 proto=1", "icmp("},
 	} {
 		if tc.reason == "" {
 			continue

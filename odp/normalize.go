@@ -39,39 +39,57 @@ func NormalizeActions(as Actions) Actions {
 // EINVAL otherwise; Open vSwitch's ovs-dpctl does not add it. A nil mask
 // (exact match) stays nil and the added attribute is then exact zero.
 func AddTCPFlags(key, mask FlowKey) (FlowKey, FlowKey) {
+	return inEveryLevel(key, mask, addTCPFlagsLevel)
+}
+
+// addTCPFlagsLevel is AddTCPFlags on one level of a key (no encap).
+func addTCPFlagsLevel(key, mask FlowKey) (FlowKey, FlowKey) {
 	if key.Find(KeyTCP) != nil && key.Find(KeyTCPFlags) == nil {
-		key = insertAfter(key, KeyTCP, TCPFlags(0))
-		if mask != nil {
-			if mask.Find(KeyTCP) != nil {
-				mask = insertAfter(mask, KeyTCP, TCPFlags(0))
-			} else {
-				mask = append(mask[:len(mask):len(mask)], TCPFlags(0))
-			}
-		}
+		key, mask = insertBoth(key, mask, KeyTCP, TCPFlags(0))
 	}
+	return key, mask
+}
+
+// inEveryLevel applies f to key and mask, then to every VLAN encap
+// nested in them (the encap's key with the mask's encap, or a nil mask
+// when the mask has none), and returns the results; the inputs are not
+// modified as long as f does not modify its own.
+func inEveryLevel(key, mask FlowKey, f func(key, mask FlowKey) (FlowKey, FlowKey)) (FlowKey, FlowKey) {
+	key, mask = f(key, mask)
 	for i, a := range key {
 		e, ok := a.(Encap)
 		if !ok {
 			continue
 		}
-		var me Encap
-		var mi = -1
+		mi := -1
+		var inner FlowKey
 		for j, m := range mask {
 			if x, ok := m.(Encap); ok {
-				me, mi = x, j
+				mi, inner = j, x.Key
 				break
 			}
 		}
-		var inner FlowKey
-		if mi >= 0 {
-			inner = me.Key
-		}
-		nk, nm := AddTCPFlags(e.Key, inner)
+		nk, nm := inEveryLevel(e.Key, inner, f)
 		key = append(FlowKey(nil), key...)
 		key[i] = Encap{Key: nk}
 		if mi >= 0 {
 			mask = append(FlowKey(nil), mask...)
 			mask[mi] = Encap{Key: nm}
+		}
+	}
+	return key, mask
+}
+
+// insertBoth returns key with a inserted after its attribute of type
+// after, and mask (unless nil: an exact match) with a inserted after its
+// own attribute of that type, or appended when it has none.
+func insertBoth(key, mask FlowKey, after KeyType, a KeyAttr) (FlowKey, FlowKey) {
+	key = insertAfter(key, after, a)
+	if mask != nil {
+		if mask.Find(after) != nil {
+			mask = insertAfter(mask, after, a)
+		} else {
+			mask = append(mask[:len(mask):len(mask)], a)
 		}
 	}
 	return key, mask
