@@ -279,7 +279,16 @@ func NAME(f *testing.F) {
 	}
 	rows := summaryRows(t, out)
 	for name, result := range map[string]string{"FuzzPasses": "ok", "FuzzFinds": "FAIL", "FuzzSeedFails": "FAIL"} {
-		if r := rows[name]; r == nil || r[2] != result {
+		r := rows[name]
+		if r != nil && name == "FuzzPasses" && r[2] == "engine-timeout-retried" {
+			// The real engine hit its own end-of-run deadline race
+			// (go.dev/issue/75804, about 1 run in 50 at a short
+			// -fuzztime), the script told it apart and the rerun
+			// passed: that is the script's other passing result
+			// (TestFuzzScriptResults pins each case exactly).
+			continue
+		}
+		if r == nil || r[2] != result {
 			t.Errorf("%s: row %q, want %s\n%s", name, r, result, out)
 		}
 	}
