@@ -76,7 +76,7 @@ func (e *Env) Inject(host string, frames ...[]byte) error {
 			copy(sa.Addr[:], f[0:6])
 			for {
 				err := unix.Sendto(fd, f, 0, sa)
-				if err == unix.ENOBUFS || err == unix.EAGAIN {
+				if err == unix.ENOBUFS || err == unix.EAGAIN || err == unix.EINTR {
 					time.Sleep(time.Millisecond)
 					continue
 				}
@@ -164,10 +164,10 @@ func (e *Env) Ping(host, dst string, timeout time.Duration) error {
 	if fam == unix.AF_INET {
 		binary.BigEndian.PutUint16(msg[2:], Checksum(msg, 0))
 	}
-	if err := unix.Sendto(fd, msg, 0, sa); err != nil {
+	deadline := time.Now().Add(timeout)
+	if err := sendto(fd, msg, sa, deadline); err != nil {
 		return fmt.Errorf("ping %s from %s: %w", dst, host, err)
 	}
-	deadline := time.Now().Add(timeout)
 	buf := make([]byte, 2048)
 	for time.Now().Before(deadline) {
 		n, _, err := unix.Recvfrom(fd, buf, 0)
@@ -217,13 +217,14 @@ func (e *Env) UDPExchange(client, server, dst string, sport, dport uint16, timeo
 	if err := unix.Bind(cfd, csa); err != nil {
 		return fmt.Errorf("udp client on %s: bind: %w", client, err)
 	}
+	deadline := time.Now().Add(timeout)
 	var serr error
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
 		buf := make([]byte, 1500)
-		n, from, err := unix.Recvfrom(sfd, buf, 0)
+		n, from, err := recvfrom(sfd, buf, deadline)
 		if err != nil {
 			serr = fmt.Errorf("udp server on %s: nothing received: %w", server, err)
 			return
@@ -232,16 +233,16 @@ func (e *Env) UDPExchange(client, server, dst string, sport, dport uint16, timeo
 			serr = fmt.Errorf("udp server on %s: received %q", server, buf[:n])
 			return
 		}
-		if err := unix.Sendto(sfd, []byte("pong"), 0, from); err != nil {
+		if err := sendto(sfd, []byte("pong"), from, deadline); err != nil {
 			serr = fmt.Errorf("udp server on %s: reply: %w", server, err)
 		}
 	}()
-	if err := unix.Sendto(cfd, []byte("ping"), 0, dsa); err != nil {
+	if err := sendto(cfd, []byte("ping"), dsa, deadline); err != nil {
 		wg.Wait()
 		return fmt.Errorf("udp client on %s: %w", client, err)
 	}
 	buf := make([]byte, 1500)
-	n, _, rerr := unix.Recvfrom(cfd, buf, 0)
+	n, _, rerr := recvfrom(cfd, buf, deadline)
 	wg.Wait()
 	if serr != nil {
 		return serr
@@ -279,12 +280,13 @@ func (e *Env) TCPExchange(client, server, dst string, sport, dport uint16, timeo
 	if err := unix.Listen(lfd, 1); err != nil {
 		return fmt.Errorf("tcp server on %s: listen: %w", server, err)
 	}
+	deadline := time.Now().Add(timeout)
 	var serr error
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		fd, _, err := unix.Accept(lfd)
+		fd, err := accept(lfd, deadline)
 		if err != nil {
 			serr = fmt.Errorf("tcp server on %s: accept: %w", server, err)
 			return
@@ -297,7 +299,7 @@ func (e *Env) TCPExchange(client, server, dst string, sport, dport uint16, timeo
 			serr = fmt.Errorf("tcp server on %s: read %q: %v", server, got, err)
 			return
 		}
-		if _, err := unix.Write(fd, []byte("world")); err != nil {
+		if err := writeAll(fd, []byte("world"), deadline); err != nil {
 			serr = fmt.Errorf("tcp server on %s: write: %w", server, err)
 			return
 		}
@@ -316,10 +318,10 @@ func (e *Env) TCPExchange(client, server, dst string, sport, dport uint16, timeo
 		if err := unix.Bind(cfd, csa); err != nil {
 			return fmt.Errorf("tcp client on %s: bind: %w", client, err)
 		}
-		if err := unix.Connect(cfd, dsa); err != nil {
+		if err := connect(cfd, dsa, deadline); err != nil {
 			return fmt.Errorf("tcp client on %s: connect to %s: %w", client, dst, err)
 		}
-		if _, err := unix.Write(cfd, []byte("hello")); err != nil {
+		if err := writeAll(cfd, []byte("hello"), deadline); err != nil {
 			return fmt.Errorf("tcp client on %s: write: %w", client, err)
 		}
 		got, err := readN(cfd, 5)
