@@ -463,14 +463,11 @@ func cmdDumpFlows(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	dp, args, err := optDP(e.ctx, args, 1)
+	dp, args, err := openDPArgs(e, args, 1, 0, 0, "dump-flows")
 	if err != nil {
 		return err
 	}
 	defer dp.Close()
-	if len(args) != 0 {
-		return fmt.Errorf("dump-flows: unexpected argument %q", args[0])
-	}
 	match, err := newFlowFilter(sel.filter, portNumbers(e, dp))
 	if err != nil {
 		return err
@@ -752,14 +749,11 @@ func buildFlow(e *env, dp odp.Datapath, flowText, actionsText string) (*odp.Flow
 }
 
 func cmdAddFlow(e *env, args []string) error {
-	dp, args, err := optDP(e.ctx, args, 3)
+	dp, args, err := openDPArgs(e, args, 3, 2, 2, "add-flow [DP] FLOW ACTIONS")
 	if err != nil {
 		return err
 	}
 	defer dp.Close()
-	if err := needArgs(args, 2, 2, "add-flow [DP] FLOW ACTIONS"); err != nil {
-		return err
-	}
 	_, err = putFlow(e, dp, args[0], args[1], odp.PutCreate)
 	return err
 }
@@ -776,14 +770,11 @@ func modFlags(e *env) odp.PutFlags {
 }
 
 func cmdModFlow(e *env, args []string) error {
-	dp, args, err := optDP(e.ctx, args, 3)
+	dp, args, err := openDPArgs(e, args, 3, 2, 2, "mod-flow [DP] FLOW ACTIONS")
 	if err != nil {
 		return err
 	}
 	defer dp.Close()
-	if err := needArgs(args, 2, 2, "mod-flow [DP] FLOW ACTIONS"); err != nil {
-		return err
-	}
 	st, err := putFlow(e, dp, args[0], args[1], modFlags(e))
 	if err != nil {
 		return err
@@ -806,14 +797,11 @@ func printStats(e *env, st odp.FlowStats) error {
 }
 
 func cmdGetFlow(e *env, args []string) error {
-	dp, args, err := optDP(e.ctx, args, 2)
+	dp, args, err := openDPArgs(e, args, 2, 1, 1, "get-flow [DP] ufid:UFID")
 	if err != nil {
 		return err
 	}
 	defer dp.Close()
-	if err := needArgs(args, 1, 1, "get-flow [DP] ufid:UFID"); err != nil {
-		return err
-	}
 	ufid, err := odp.ParseUFID(args[0])
 	if err != nil {
 		return fmt.Errorf("parsing flow ufid: %w", err)
@@ -847,14 +835,11 @@ func delFlow(e *env, dp odp.Datapath, flowText string) (odp.FlowStats, error) {
 }
 
 func cmdDelFlow(e *env, args []string) error {
-	dp, args, err := optDP(e.ctx, args, 2)
+	dp, args, err := openDPArgs(e, args, 2, 1, 1, "del-flow [DP] FLOW")
 	if err != nil {
 		return err
 	}
 	defer dp.Close()
-	if err := needArgs(args, 1, 1, "del-flow [DP] FLOW"); err != nil {
-		return err
-	}
 	st, err := delFlow(e, dp, args[0])
 	if err != nil {
 		return err
@@ -868,14 +853,11 @@ func cmdDelFlows(e *env, args []string) error {
 	if len(args) == 2 || (len(args) == 1 && !dpExists(e.ctx, args[0])) {
 		return cmdFlowsFile(fileDel)(e, args)
 	}
-	dp, args, err := optDP(e.ctx, args, 1)
+	dp, args, err := openDPArgs(e, args, 1, 0, 0, "del-flows")
 	if err != nil {
 		return err
 	}
 	defer dp.Close()
-	if len(args) != 0 {
-		return fmt.Errorf("del-flows: unexpected argument %q", args[0])
-	}
 	if err := dp.FlushFlows(e.ctx); err != nil {
 		return fmt.Errorf("deleting all flows: %w", err)
 	}

@@ -228,3 +228,26 @@ func (netdevBackend) del(ctx context.Context, name string) error {
 var errUsage = errors.New("usage")
 
 func init() { backends["netdev"] = netdevBackend{} }
+
+// openDPArgs opens the datapath a command names first in args, or the only
+// one (optDP, which reads args[0] as a datapath name only while there are
+// fewer than maxArgs arguments or it names one), and checks that between
+// min and max (-1: any number) arguments remain, as usage says. With max 0
+// the error names the first extra argument. The caller closes the
+// datapath; on error it is closed already.
+func openDPArgs(e *env, args []string, maxArgs, min, max int, usage string) (odp.Datapath, []string, error) {
+	dp, args, err := optDP(e.ctx, args, maxArgs)
+	if err != nil {
+		return nil, nil, err
+	}
+	if max == 0 && len(args) > 0 {
+		err = fmt.Errorf("%s: unexpected argument %q", strings.Fields(usage)[0], args[0])
+	} else {
+		err = needArgs(args, min, max, usage)
+	}
+	if err != nil {
+		dp.Close()
+		return nil, nil, err
+	}
+	return dp, args, nil
+}

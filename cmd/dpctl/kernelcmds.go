@@ -58,14 +58,11 @@ func bandTypeName(t uint32) string {
 }
 
 func cmdMeterFeatures(e *env, args []string) error {
-	dp, args, err := optDP(e.ctx, args, 1)
+	dp, args, err := openDPArgs(e, args, 1, 0, 0, "meter-features")
 	if err != nil {
 		return err
 	}
 	defer dp.Close()
-	if len(args) != 0 {
-		return fmt.Errorf("meter-features: unexpected argument %q", args[0])
-	}
 	c, idx, err := kernelOf(dp, "meters")
 	if err != nil {
 		return err
@@ -153,14 +150,11 @@ func parseMeterSpec(id uint32, args []string) (genl.Meter, error) {
 }
 
 func cmdAddMeter(e *env, args []string) error {
-	dp, args, err := optDP(e.ctx, args, manyArgs)
+	dp, args, err := openDPArgs(e, args, manyArgs, 2, -1, "add-meter [DP] ID [kbps|pktps] rate=R[,burst=B]...")
 	if err != nil {
 		return err
 	}
 	defer dp.Close()
-	if err := needArgs(args, 2, -1, "add-meter [DP] ID [kbps|pktps] rate=R[,burst=B]..."); err != nil {
-		return err
-	}
 	id, err := parseMeterID(args[0])
 	if err != nil {
 		return err
@@ -271,14 +265,11 @@ func cmdShowMeters(e *env, args []string) error {
 }
 
 func cmdDelMeter(e *env, args []string) error {
-	dp, args, err := optDP(e.ctx, args, manyArgs)
+	dp, args, err := openDPArgs(e, args, manyArgs, 1, -1, "del-meter [DP] ID...")
 	if err != nil {
 		return err
 	}
 	defer dp.Close()
-	if err := needArgs(args, 1, -1, "del-meter [DP] ID..."); err != nil {
-		return err
-	}
 	c, idx, err := kernelOf(dp, "meters")
 	if err != nil {
 		return err

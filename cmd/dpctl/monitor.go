@@ -60,14 +60,11 @@ type upcallSource interface {
 }
 
 func cmdMonitor(e *env, args []string) error {
-	dp, args, err := optDP(e.ctx, args, 1)
+	dp, args, err := openDPArgs(e, args, 1, 0, 0, "monitor")
 	if err != nil {
 		return err
 	}
 	defer dp.Close()
-	if len(args) != 0 {
-		return fmt.Errorf("monitor: unexpected argument %q", args[0])
-	}
 	src, how, err := openUpcallSource(e.ctx, dp, e.c.Bool("read-only"))
 	if err != nil {
 		return err

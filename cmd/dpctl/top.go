@@ -242,14 +242,11 @@ func formatTop(rows []topRow, limit int, title string) string {
 }
 
 func cmdTop(e *env, args []string) error {
-	dp, args, err := optDP(e.ctx, args, 1)
+	dp, args, err := openDPArgs(e, args, 1, 0, 0, "top")
 	if err != nil {
 		return err
 	}
 	defer dp.Close()
-	if len(args) != 0 {
-		return fmt.Errorf("top: unexpected argument %q", args[0])
-	}
 	fields, err := parseTopFields(e.c.String("by"))
 	if err != nil {
 		return err

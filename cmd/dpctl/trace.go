@@ -158,14 +158,11 @@ func metadataKey(md *flowkeys.Metadata) odp.FlowKey {
 }
 
 func cmdTrace(e *env, args []string) error {
-	dp, args, err := optDP(e.ctx, args, 2)
+	dp, args, err := openDPArgs(e, args, 2, 1, 1, "trace [DP] PACKET")
 	if err != nil {
 		return err
 	}
 	defer dp.Close()
-	if err := needArgs(args, 1, 1, "trace [DP] PACKET"); err != nil {
-		return err
-	}
 	pkt, md, given, err := tracePacket(e, dp, args[0])
 	if err != nil {
 		return err
