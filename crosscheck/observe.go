@@ -50,6 +50,8 @@ type Observation struct {
 	Received []Received
 	Flows    []ObservedFlow
 	Upcalls  []ObservedUpcall
+	// Meters are the statistics of the scenario's meters.
+	Meters []ObservedMeter
 	// Hit, Missed and Lost are the datapath's counters.
 	Hit, Missed, Lost uint64
 	// Noise counts frames and upcalls of the hosts' own background
@@ -58,6 +60,14 @@ type Observation struct {
 	// Errors are what went wrong while playing (traffic that failed,
 	// flows the datapath refused, handler errors), one per entry.
 	Errors []string
+}
+
+// ObservedMeter is a meter's statistics after the traffic.
+type ObservedMeter struct {
+	ID             uint32
+	Packets, Bytes uint64
+	// Bands are each band's packets and bytes.
+	Bands [][2]uint64
 }
 
 // CompareOptions relax the comparison where a scenario's outcome
@@ -130,6 +140,16 @@ func (ob *Observation) Render(o CompareOptions) string {
 	for _, l := range ul {
 		b.WriteString(l)
 		b.WriteByte('\n')
+	}
+	if len(ob.Meters) > 0 {
+		fmt.Fprintf(&b, "== meters (%d)\n", len(ob.Meters))
+		for _, m := range ob.Meters {
+			fmt.Fprintf(&b, "  meter:%d packets:%d bytes:%d", m.ID, m.Packets, m.Bytes)
+			for i, band := range m.Bands {
+				fmt.Fprintf(&b, " band %d: packets:%d bytes:%d", i, band[0], band[1])
+			}
+			b.WriteByte('\n')
+		}
 	}
 	if o.IgnoreCounters {
 		fmt.Fprintf(&b, "== counters (lost %d)\n", ob.Lost)

@@ -23,6 +23,9 @@ type FlowSpec struct {
 type Scenario struct {
 	Name  string
 	Hosts []Host
+	// Meters are set before the flows are installed; their statistics
+	// are observed after the traffic.
+	Meters []odp.MeterInfo
 	// Flows are installed before the traffic starts, in order.
 	Flows []FlowSpec
 	// Handler answers misses with the policy Rules (ovs-ofctl subset;
@@ -113,6 +116,16 @@ func Play(t testing.TB, s *Scenario, dpName string, open Opener) (*Observation, 
 	if s.Handler {
 		if handler, err = NewHandler(s.Rules, ports, pid); err != nil {
 			return nil, err
+		}
+	}
+	meters, _ := dp.(odp.Meters)
+	for _, m := range s.Meters {
+		if meters == nil {
+			return nil, fmt.Errorf("%s: scenario %s needs meters, which %T lacks", dp.Type(), s.Name, dp)
+		}
+		if err := meters.SetMeter(ctx, m, true); err != nil {
+			ob.Errors = append(ob.Errors, fmt.Sprintf("meter %d refused", m.ID))
+			t.Logf("%s: meter %d: %v", dp.Type(), m.ID, err)
 		}
 	}
 	for i, fs := range s.Flows {
@@ -293,6 +306,18 @@ func Play(t testing.TB, s *Scenario, dpName string, open Opener) (*Observation, 
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%s: dumping flows: %w", dp.Type(), err)
+	}
+	for _, m := range s.Meters {
+		mi, err := meters.GetMeter(dctx, m.ID)
+		if err != nil {
+			ob.Errors = append(ob.Errors, fmt.Sprintf("meter %d: no statistics", m.ID))
+			continue
+		}
+		om := ObservedMeter{ID: mi.ID, Packets: mi.Packets, Bytes: mi.Bytes}
+		for _, b := range mi.Bands {
+			om.Bands = append(om.Bands, [2]uint64{b.Packets, b.Bytes})
+		}
+		ob.Meters = append(ob.Meters, om)
 	}
 	info, err := dp.Info(dctx)
 	if err != nil {

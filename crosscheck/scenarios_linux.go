@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/ovsdp/ovsdp/odp"
 )
 
 // Addresses of the scenarios' hosts.
@@ -358,6 +360,43 @@ func Scenarios() []*Scenario {
 				}
 			}
 			return checkFrames(o, "h3", 2, false)
+		}),
+	})
+	add(&Scenario{
+		// A burst at once: each meter passes its bucket's worth (5
+		// packets; 8 frames of 1,000 bits in 8 kbit) and drops the
+		// rest. The rates (1 packet/s, 1 kbit/s) refill one more
+		// frame's worth only after a second.
+		Name: "meters-drop-band", Hosts: silentHosts(2),
+		Meters: []odp.MeterInfo{
+			{ID: 1, Bands: []odp.MeterBand{{Type: odp.MeterBandDrop, Rate: 1, Burst: 5}}},
+			{ID: 2, KBPS: true, Bands: []odp.MeterBand{{Type: odp.MeterBandDrop, Rate: 1, Burst: 8}}},
+		},
+		Flows: []FlowSpec{
+			{"in_port(1),eth(),eth_type(0x0800),ipv4(proto=17,frag=no),udp(dst=7001)", "meter(1),2"},
+			{"in_port(1),eth(),eth_type(0x0800),ipv4(proto=17,frag=no),udp(dst=7002)", "meter(2),2"},
+			{"in_port(1),eth(),eth_type(0x0800),ipv4(proto=17,frag=no),udp(dst=7003)", "meter(3),2"},
+		},
+		Traffic: func(e *Env) error {
+			var frames [][]byte
+			for i := 0; i < 20; i++ {
+				p := fmt.Sprintf("%03d%s", i, strings.Repeat("m", 80)) // 125-byte frames
+				frames = append(frames, udp4(IPv4Hdr{}, 1, 7001, p), udp4(IPv4Hdr{}, 1, 7002, p))
+			}
+			frames = append(frames, udp4(IPv4Hdr{}, 1, 7003, "no such meter"))
+			return e.Inject("h1", frames...)
+		},
+		Check: all(checkNoErrors, func(o *Observation) error {
+			if len(o.Meters) != 2 || o.Meters[0].Packets != 20 || o.Meters[1].Packets != 20 {
+				return fmt.Errorf("meters saw %+v, want 20 packets each", o.Meters)
+			}
+			if p := o.Meters[0].Bands[0][0]; p != 15 {
+				return fmt.Errorf("meter 1 dropped %d packets, want 15", p)
+			}
+			if p := o.Meters[1].Bands[0][0]; p != 12 {
+				return fmt.Errorf("meter 2 dropped %d packets, want 12", p)
+			}
+			return checkFrames(o, "h2", 5+8+1, false)
 		}),
 	})
 	add(&Scenario{

@@ -32,6 +32,7 @@ type Datapath struct {
 	opts options
 
 	table    *table
+	meters   meterTable
 	counters tableCounters
 	drops    dropCounters
 	upcalls  upcallRouter

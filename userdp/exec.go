@@ -15,7 +15,7 @@ import (
 // ovs_nla_copy_actions does (EINVAL where the kernel says EINVAL), with
 // every set action's value and mask converted once to the packet
 // operations' types, so that executing allocates nothing. An action the
-// userspace datapath cannot execute (conntrack, meters, Ethernet and NSH
+// userspace datapath cannot execute (conntrack, Ethernet and NSH
 // push/pop, tunnels, add_mpls, psample, lb_output, set(tunnel),
 // set(nsh), set(ct_mark), set(ct_label), and any action type the odp
 // package does not know) is rejected with an error that names it and
@@ -57,6 +57,7 @@ const (
 	opHash
 	opDecTTL
 	opCTClear
+	opMeter
 )
 
 // op is one compiled action.
@@ -243,6 +244,8 @@ func (c *compiler) action(a odp.Action, depth int, path string, last bool) (op, 
 		return op{kind: opHash, a: a.Alg, b: a.Basis}, nil
 	case odp.CTClear:
 		return op{kind: opCTClear}, nil
+	case odp.Meter:
+		return op{kind: opMeter, a: a.ID}, nil
 	case odp.Sample:
 		sub, err := c.nested(a.Actions, depth, path)
 		if err != nil {

@@ -300,6 +300,15 @@ func (w *worker) run(c *pktCtx, ops []op) {
 			k.CTOrigIPv4Src, k.CTOrigIPv4Dst = [4]byte{}, [4]byte{}
 			k.CTOrigIPv6Src, k.CTOrigIPv6Dst = [16]byte{}, [16]byte{}
 			k.CTOrigTpSrc, k.CTOrigTpDst = 0, 0
+		case opMeter:
+			// A packet a drop band drops goes no further (the kernel
+			// consumes it, counting it only in the band's statistics);
+			// a meter that does not exist passes it. The cost is the
+			// kernel's skb->len (SkbLen: without an outer VLAN tag,
+			// which the kernel holds out of band).
+			if m := w.dp.meters.lookup(o.a); m != nil && m.charge(SkbLen(c.f.Bytes()), w.now) {
+				return
+			}
 		case opSample:
 			if o.a != 0xffffffff && (o.a == 0 || w.random() > o.a) {
 				continue

@@ -323,14 +323,29 @@ func TestGoldenFlowFiles(t *testing.T) {
 	h.check("flowfiles")
 }
 
+// TestGoldenMeters runs the meter commands on a userspace datapath, which
+// has meters as the kernel does (TestIntegrationMetersAndLimits runs them
+// on system@; userdp's TestMeterAction sends packets through a meter).
+func TestGoldenMeters(t *testing.T) {
+	h := newHarness(t)
+	h.hostDP("br0")
+	h.mustRun("", "meter-features")
+	h.mustRun("", "add-meter", "1", "pktps", "rate=1,burst=2")
+	h.mustRun("", "add-meter", "netdev@br0", "7", "rate=1000,burst=100")
+	h.mustFail("meter 9: 2 bands, at most 1", "", "add-meter", "9", "rate=1", "rate=2")
+	h.mustFail("rate 0", "", "add-meter", "9", "rate=0")
+	h.mustRun("", "show-meters")
+	h.mustFail("reading meter 3", "", "show-meters", "3")
+	h.mustRun("", "-s", "del-meter", "1")
+	h.mustRun("", "del-meter", "7")
+	h.mustRun("", "show-meters")
+	h.check("meters")
+}
+
 func TestGoldenKernelOnly(t *testing.T) {
 	h := newHarness(t)
 	h.hostDP("br0")
 	for _, args := range [][]string{
-		{"meter-features"},
-		{"add-meter", "1", "rate=1000,burst=100"},
-		{"show-meters", "netdev@br0", "1"},
-		{"del-meter", "1"},
 		{"ct-set-limits", "default=10", "zone=1,limit=5"},
 		{"ct-get-limits", "zone=1"},
 		{"ct-del-limits", "zone=1"},

@@ -89,6 +89,8 @@ type request struct {
 	ID     *wireFlowID      `json:"id,omitempty"`
 	Dump   *odp.DumpOptions `json:"dump,omitempty"`
 	Packet *wirePacket      `json:"packet,omitempty"`
+	Meter  *odp.MeterInfo   `json:"meter,omitempty"`
+	Clear  bool             `json:"clear,omitempty"`
 }
 
 // response is one answer from the server. A dump answers with one
@@ -102,6 +104,9 @@ type response struct {
 	Stats *odp.FlowStats    `json:"stats,omitempty"`
 	Flow  *wireFlow         `json:"flow,omitempty"`
 	More  bool              `json:"more,omitempty"`
+	Meter *odp.MeterInfo    `json:"meter,omitempty"`
+	// MeterFeatures answers meter_features.
+	MeterFeatures *odp.MeterFeatures `json:"meter_features,omitempty"`
 	// Closed is set on the server's last answer before it closes an
 	// idle connection; the request the client sent, if any, was not
 	// read.
@@ -191,6 +196,7 @@ var errnoKinds = []struct {
 }{
 	{"EACCES", syscall.EACCES, syscall.EACCES},
 	{"EFBIG", syscall.EFBIG, syscall.EFBIG},
+	{"EBUSY", syscall.EBUSY, syscall.EBUSY},
 	{"EMSGSIZE", syscall.EMSGSIZE, syscall.EMSGSIZE},
 	{"EAGAIN", syscall.EAGAIN, syscall.EAGAIN},
 	{"ETIMEDOUT", syscall.ETIMEDOUT, syscall.ETIMEDOUT},

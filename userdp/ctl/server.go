@@ -241,6 +241,8 @@ func (s *Server) handle(ctx context.Context, req *request, enc *json.Encoder) er
 			return err
 		}
 		return enc.Encode(&response{})
+	case "meter_features", "set_meter", "get_meter", "del_meter":
+		return s.handleMeter(ctx, req, enc)
 	case "execute":
 		if req.Packet == nil {
 			return fmt.Errorf("ctl: execute without a packet: %w", errInvalid)
