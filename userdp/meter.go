@@ -65,13 +65,13 @@ type meter struct {
 
 // meterBand is one band of a meter.
 type meterBand struct {
-	typ         uint32
-	rate        uint64 // bucket units per ms
-	capacity    int64  // burst × 1000 bucket units
-	burst       uint32
-	tat         atomic.Uint64 // full-again time × rate, modulo 2^64
-	packets     atomic.Uint64
-	bytes       atomic.Uint64
+	typ      uint32
+	rate     uint64 // bucket units per ms
+	capacity int64  // burst × 1000 bucket units
+	burst    uint32
+	tat      atomic.Uint64 // full-again time × rate, modulo 2^64
+	packets  atomic.Uint64
+	bytes    atomic.Uint64
 }
 
 // meterSlots is one generation of the meter table, read without a lock.
