@@ -1,9 +1,13 @@
 package main
 
 import (
+	"fmt"
+	"image/color"
 	"image/png"
+	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -235,4 +239,376 @@ func (r *Results) rowsByWhat() map[string]Row {
 		m[row.What] = row
 	}
 	return m
+}
+
+// TestAddText: benchfmt reads the result lines; names lose only their
+// -GOMAXPROCS suffix; units stay as go test printed them; failed and
+// skipped benchmarks are recorded; a line that starts like a result but is
+// not one is recorded with its place and reason, never dropped silently.
+func TestAddText(t *testing.T) {
+	text := strings.Join([]string{
+		"goos: linux",
+		"pkg: github.com/ovsdp/ovsdp/x",
+		"BenchmarkX/sub-2   \t     100\t       5.5 ns/op\t         3 widgets/op\t  12.5 MB/s",
+		"BenchmarkDecide/baseline-match-only-2  1000000  449.9 ns/op",
+		"BenchmarkE 1 1.5e+06 upcalls/s",
+		"BenchmarkY-2       \t--- FAIL: BenchmarkY-2",
+		"    y_test.go:10: boom",
+		"BenchmarkS-2       \t--- SKIP: BenchmarkS-2",
+		"BenchmarkZ-2 10 1..2 ns/op",
+		"BenchmarkN-2 1 NaN ns/op",
+		"BenchmarkD-2 1 2 ns/op 3 ns/op",
+		"BenchmarkU-2 10 ns/op",
+		"BenchmarkP-2    \tpanic: runtime error: index out of range",
+		"BenchmarkLonely",
+		"--- BENCH: BenchmarkX/sub-2",
+		"PASS",
+		"ok  \tgithub.com/ovsdp/ovsdp/x\t1.2s",
+	}, "\n") + "\n"
+	r := newResults()
+	if err := r.addText("p", text, "x.txt"); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]map[string]float64{
+		"BenchmarkX/sub":                      {"ns/op": 5.5, "widgets/op": 3, "MB/s": 12.5, "iterations": 100},
+		"BenchmarkDecide/baseline-match-only": {"ns/op": 449.9, "iterations": 1e6},
+		"BenchmarkE":                          {"upcalls/s": 1.5e6, "iterations": 1},
+	}
+	if len(r.Bench["p"]) != len(want) {
+		t.Errorf("benchmarks %v, want %d", r.Bench["p"], len(want))
+	}
+	for name, ms := range want {
+		runs := r.Runs("p", name)
+		if len(runs) != 1 || len(runs[0]) != len(ms) {
+			t.Errorf("%s: runs %v, want %v", name, runs, ms)
+			continue
+		}
+		for u, v := range ms {
+			if runs[0][u] != v {
+				t.Errorf("%s %s = %v, want %v", name, u, runs[0][u], v)
+			}
+		}
+	}
+	if o := r.Outcome["p"]; o["BenchmarkY"] != "FAIL" || o["BenchmarkS"] != "SKIP" || len(o) != 2 {
+		t.Errorf("outcomes %v", o)
+	}
+	wantBad := []struct{ name, where, why string }{
+		{"BenchmarkZ", "x.txt line 9", "parsing measurement"},
+		{"BenchmarkN", "x.txt line 10", "ns/op is NaN, not a finite number"},
+		{"BenchmarkD", "x.txt line 11", "unit ns/op given twice"},
+		{"BenchmarkU", "x.txt line 12", "parsing measurement"},
+		{"BenchmarkP", "x.txt line 13", "parsing iteration count"},
+	}
+	if len(r.Malformed) != len(wantBad) {
+		t.Fatalf("malformed %+v, want %d", r.Malformed, len(wantBad))
+	}
+	for i, w := range wantBad {
+		m := r.Malformed[i]
+		if m.Pkg != "p" || m.Name != w.name || m.Where != w.where || !strings.Contains(m.Why, w.why) || !strings.HasPrefix(m.Line, w.name) {
+			t.Errorf("malformed[%d] = %+v, want %s at %s: %s", i, m, w.name, w.where, w.why)
+		}
+	}
+	// The rows that would use them say why they have no figure.
+	for name, want := range map[string]string{
+		"BenchmarkY": "BenchmarkY failed (--- FAIL in p's output)",
+		"BenchmarkS": "BenchmarkS was skipped",
+		"BenchmarkZ": "BenchmarkZ's result line is malformed (x.txt line 9: parsing measurement",
+	} {
+		if got := r.missing("p", name); !strings.Contains(got, want) {
+			t.Errorf("missing(%s) = %q, want %q", name, got, want)
+		}
+	}
+	// A line longer than benchfmt reads is an error that says where.
+	if err := newResults().addText("p", "BenchmarkL 1 "+strings.Repeat("1", 70000)+" ns/op\n", "long.txt"); err == nil || !strings.Contains(err.Error(), "long.txt") {
+		t.Errorf("over-long line: %v", err)
+	}
+}
+
+// TestSummarize: the median with benchmath's order-statistic interval;
+// 95% from 6 runs, the runs' range with its own confidence below that.
+func TestSummarize(t *testing.T) {
+	if _, ok := summarize(nil); ok {
+		t.Error("no runs: ok")
+	}
+	for _, c := range []struct {
+		vs   []float64
+		want Estimate
+	}{
+		{[]float64{7}, Estimate{Center: 7, Lo: 7, Hi: 7, N: 1}},
+		{[]float64{12, 10}, Estimate{Center: 11, Lo: 10, Hi: 12, Confidence: 0.5, N: 2}},
+		{[]float64{12, 10, 11}, Estimate{Center: 11, Lo: 10, Hi: 12, Confidence: 0.75, N: 3}},
+		{[]float64{14, 10, 13, 11, 12}, Estimate{Center: 12, Lo: 10, Hi: 14, Confidence: 0.9375, N: 5}},
+		{[]float64{6, 5, 4, 3, 2, 1}, Estimate{Center: 3.5, Lo: 1, Hi: 6, Confidence: 0.96875, N: 6}},
+		// With 8 runs the 95% interval no longer needs the extremes.
+		{[]float64{10, 11, 12, 13, 14, 15, 16, 17}, Estimate{Center: 13.5, Lo: 10, Hi: 16, Confidence: 0.9609375, N: 8}},
+	} {
+		got, ok := summarize(c.vs)
+		if !ok || math.Abs(got.Confidence-c.want.Confidence) > 1e-12 {
+			t.Errorf("summarize(%v) = %+v, want %+v", c.vs, got, c.want)
+			continue
+		}
+		got.Confidence = c.want.Confidence
+		if got != c.want {
+			t.Errorf("summarize(%v) = %+v, want %+v", c.vs, got, c.want)
+		}
+		if got.Confidence < wantConfidence && len(c.vs) >= 6 {
+			t.Errorf("%d runs: confidence %v below 95%%", len(c.vs), got.Confidence)
+		}
+	}
+}
+
+func TestRatioEstimates(t *testing.T) {
+	// Per-run ratios: each run's own pair.
+	r := newResults()
+	if err := r.addText("p", "BenchmarkR 1 10 a 5 b\nBenchmarkR 1 30 a 10 b\nBenchmarkR 1 8 a 2 b\nBenchmarkR 1 1 a 0 b\n", "r.txt"); err != nil {
+		t.Fatal(err)
+	}
+	// 2, 3 and 4 (the run with b = 0 is left out).
+	if e, ok := r.RatioEst("p", "BenchmarkR", "a", "b"); !ok || e != (Estimate{Center: 3, Lo: 2, Hi: 4, Confidence: 0.75, N: 3}) {
+		t.Errorf("RatioEst = %+v %v", e, ok)
+	}
+	if _, ok := r.RatioEst("p", "BenchmarkR", "a", "c"); ok {
+		t.Error("RatioEst of a missing unit: ok")
+	}
+	// From two intervals: lower over upper and back, confidence at least
+	// the sum minus one.
+	num := Estimate{Center: 10, Lo: 8, Hi: 12, Confidence: 0.95, N: 6}
+	den := Estimate{Center: 5, Lo: 4, Hi: 6, Confidence: 0.96, N: 7}
+	e, ok := ratioOfIntervals(num, den)
+	if !ok || e.Center != 2 || math.Abs(e.Lo-8.0/6) > 1e-12 || e.Hi != 3 || math.Abs(e.Confidence-0.91) > 1e-12 || e.N != 6 {
+		t.Errorf("ratioOfIntervals = %+v %v", e, ok)
+	}
+	if e, ok := ratioOfIntervals(num, Estimate{Center: 5, Lo: 5, Hi: 5, N: 1}); !ok || e.HasInterval() || e.Lo != 2 || e.Hi != 2 {
+		t.Errorf("with one run: %+v %v, want 2 without an interval", e, ok)
+	}
+	if _, ok := ratioOfIntervals(num, Estimate{Center: 1, Lo: 0, Hi: 2, Confidence: 0.95, N: 6}); ok {
+		t.Error("denominator interval reaching 0: ok")
+	}
+	if inv := den.inverse(1e3); inv.Center != 200 || inv.Lo != 1e3/6 || inv.Hi != 250 || inv.Confidence != den.Confidence {
+		t.Errorf("inverse = %+v", inv)
+	}
+}
+
+func TestJudge(t *testing.T) {
+	iv := func(lo, c, hi float64) Estimate { return Estimate{Center: c, Lo: lo, Hi: hi, Confidence: 0.95, N: 6} }
+	for _, c := range []struct {
+		e       Estimate
+		atLeast bool
+		v       float64
+		want    string
+		meets   bool
+	}{
+		{iv(1.1, 1.2, 1.3), true, 1, metYes, true},
+		{iv(1, 1.2, 1.3), true, 1, metYes, true},
+		{iv(0.8, 0.85, 0.9), true, 1, metNo, false},
+		{iv(0.9, 1.05, 1.1), true, 1, metUnclear, true},
+		{iv(0.9, 0.95, 1.1), true, 1, metUnclear, false},
+		{Estimate{Center: 5, Lo: 5, Hi: 5, N: 1}, true, 1, metUnclear, true},
+		{iv(1.5, 1.8, 2), false, 2, metYes, true},
+		{iv(2.1, 2.5, 3), false, 2, metNo, false},
+		{iv(1.5, 2.5, 3), false, 2, metUnclear, false},
+	} {
+		if got := judge(c.e, c.atLeast, c.v); got != c.want {
+			t.Errorf("judge(%+v, atLeast %v, %v) = %s, want %s", c.e, c.atLeast, c.v, got, c.want)
+		}
+		if got := medianMeets(c.e, c.atLeast, c.v); got != c.meets {
+			t.Errorf("medianMeets(%+v, atLeast %v, %v) = %v", c.e, c.atLeast, c.v, got)
+		}
+	}
+}
+
+func TestIntervalText(t *testing.T) {
+	f := func(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) }
+	for _, c := range []struct {
+		e              Estimate
+		spread, inside string
+	}{
+		{Estimate{Center: 10, Lo: 9, Hi: 10.5, Confidence: 0.96875, N: 6}, " ± 10%", "[9.00, 10.50]"},
+		{Estimate{Center: 10, Lo: 9.99, Hi: 10.02, Confidence: 0.96875, N: 6}, " ± 0.2%", "[9.99, 10.02]"},
+		{Estimate{Center: 2, Lo: 1, Hi: 3, Confidence: 0.75, N: 3}, " ± 50%", "[1.00, 3.00] (75%, 3 runs)"},
+		{Estimate{Center: 2, Lo: 1, Hi: 3, Confidence: 0.9375, N: 5}, " ± 50%", "[1.00, 3.00] (93.8%, 5 runs)"},
+		{Estimate{Center: 2, Lo: 2, Hi: 2, N: 1}, " (1 run)", "no interval (1 run)"},
+	} {
+		if got := c.e.spread(); got != c.spread {
+			t.Errorf("%+v: spread %q, want %q", c.e, got, c.spread)
+		}
+		if got := c.e.interval(f); got != c.inside {
+			t.Errorf("%+v: interval %q, want %q", c.e, got, c.inside)
+		}
+	}
+}
+
+// decodePNG opens a chart and checks that it is a PNG of w×h pixels
+// with something drawn in col.
+func decodePNG(t *testing.T, path string, w, h int, col color.RGBA) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	img, err := png.Decode(f)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	if b := img.Bounds(); b.Dx() != w || b.Dy() != h {
+		t.Errorf("%s is %dx%d, want %dx%d", path, b.Dx(), b.Dy(), w, h)
+	}
+	n := 0
+	b := img.Bounds()
+	for y := b.Min.Y; y < b.Max.Y; y++ {
+		for x := b.Min.X; x < b.Max.X; x++ {
+			if color.RGBAModel.Convert(img.At(x, y)) == col {
+				n++
+			}
+		}
+	}
+	if n < 100 {
+		t.Errorf("%s: %d pixels of %v, want the bars or lines drawn in it", path, n, col)
+	}
+}
+
+func TestCharts(t *testing.T) {
+	dir := t.TempDir()
+	iv := func(lo, c, hi float64) Estimate { return Estimate{Center: c, Lo: lo, Hi: hi, Confidence: 0.95, N: 6} }
+	bars := []Bar{
+		{Label: "1. met", Value: iv(3, 3.5, 4), Goal: 2, Color: green},
+		{Label: "2. missed (µs, ×, ≥)", Value: iv(0.5, 0.6, 0.7), Goal: 1, Color: red},
+		{Label: "3. no interval", Value: Estimate{Center: 20, Lo: 20, Hi: 20, N: 1}},
+	}
+	p := filepath.Join(dir, "bars.png")
+	if err := BarChart(p, "t", "x", bars, true, 1); err != nil {
+		t.Fatal(err)
+	}
+	decodePNG(t, p, barChartWidth, barChartHeight(3), green)
+	if err := BarChart(p, "t", "x", bars[:2], false, 0); err != nil {
+		t.Fatal(err)
+	}
+	decodePNG(t, p, barChartWidth, barChartHeight(2), red)
+	// Nothing drawable on a log axis.
+	if err := BarChart(p, "t", "x", []Bar{{Label: "zero", Value: Estimate{N: 1}}}, true, 1); err == nil {
+		t.Error("no drawable bar: no error")
+	}
+	lp := filepath.Join(dir, "m.png")
+	ss := []Series{
+		{"ours", []float64{1, 10, 100}, []Estimate{iv(45, 50, 55), iv(55, 60, 70), iv(70, 80, 85)}},
+		{"baseline", []float64{1, 10, 100}, []Estimate{iv(55, 60, 70), iv(500, 600, 700), iv(5000, 6000, 7000)}},
+	}
+	if err := LineChart(lp, "t", "masks", "ns", ss, true, true); err != nil {
+		t.Fatal(err)
+	}
+	decodePNG(t, lp, lineChartW, lineChartH, palette[0])
+	for name, bad := range map[string][]Series{
+		"empty":    nil,
+		"mismatch": {{"s", []float64{1, 2}, []Estimate{iv(1, 2, 3)}}},
+		"log of 0": {{"s", []float64{0}, []Estimate{iv(1, 2, 3)}}},
+	} {
+		if err := LineChart(lp, "t", "x", "y", bad, true, true); err == nil {
+			t.Errorf("%s: no error", name)
+		}
+	}
+}
+
+// TestReportIntervals: the report shows every figure's interval, judges
+// each goal on it (met, missed, or unclear when the interval straddles the
+// goal), and names malformed and failed benchmark lines instead of
+// dropping them.
+func TestReportIntervals(t *testing.T) {
+	var out strings.Builder
+	line := func(name string, ours, base, x float64) {
+		fmt.Fprintf(&out, `{"Action":"output","Package":"github.com/ovsdp/ovsdp/flowkeys","Output":"%s-2 \t 1000 \t %g ns/op \t %g baseline-ns/op \t %g x-vs-baseline\n"}`+"\n", name, ours, base, x)
+	}
+	for i, x := range []float64{1.2, 1.3, 1.25, 1.4, 1.22, 1.35} {
+		line("BenchmarkHashRange64/ours", 10, 10*x, x)
+		// Straddles its goal (≥ 1×): the median (1.075) alone would meet it.
+		y := []float64{0.8, 1.1, 1.0, 1.3, 1.05, 1.2}[i]
+		line("BenchmarkHashRange128/ours", 10, 10*y, y)
+		// Below its goal in every run.
+		z := []float64{0.8, 0.9, 0.85, 0.95, 0.82, 0.91}[i]
+		line("BenchmarkEqualMasked128/vs-bytes.Equal/ours", 10, 10*z, z)
+	}
+	out.WriteString(`{"Action":"output","Package":"github.com/ovsdp/ovsdp/flowkeys","Output":"BenchmarkHashLongestKey/ours-2 \t 1000 \t 1..2 ns/op\n"}` + "\n")
+	out.WriteString(`{"Action":"output","Package":"github.com/ovsdp/ovsdp/flowkeys","Output":"BenchmarkExtract/ours-2 \t--- FAIL: BenchmarkExtract/ours-2\n"}` + "\n")
+	dir := writeFixture(t, map[string]string{"host.json": out.String(), "steps.txt": "host\tok\t\n", "machine.txt": "CPU: x\n"})
+	rep := filepath.Join(t.TempDir(), "REPORT.md")
+	var log strings.Builder
+	if err := run(dir, rep, &log); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	md := string(data)
+	rowOf := func(what string) string {
+		for _, l := range strings.Split(md, "\n") {
+			if strings.Contains(l, "| "+what+" |") {
+				return l
+			}
+		}
+		t.Errorf("no row %q in\n%s", what, md)
+		return ""
+	}
+	for what, want := range map[string][]string{
+		"Hash of a 64-byte range (vs hash/crc32 Castagnoli)":           {"10 ns ± 0.0%", "12.8 ns ± ", "1.27× [1.20, 1.40]", "✅ yes"},
+		"Hash of a 128-byte range (vs hash/crc32 Castagnoli)":          {"1.08× [0.80, 1.30]", "❔ unclear", "median meets"},
+		"Masked compare, 128 bytes, equal (vs bytes.Equal, unmasked)": {"0.88× [0.80, 0.95]", "❌ no"},
+	} {
+		row := rowOf(what)
+		for _, w := range want {
+			if !strings.Contains(row, w) {
+				t.Errorf("row %q lacks %q", row, w)
+			}
+		}
+	}
+	for _, want := range []string{
+		"1 goals met, 1 not met, 1 unclear",
+		"BenchmarkHashLongestKey/ours's result line is malformed (" + filepath.Join(dir, "host.json") + " (package flowkeys) line 19: parsing measurement",
+		"BenchmarkExtract/ours failed (--- FAIL in flowkeys's output)",
+		"## Output lines that were not benchmark results",
+		"golang.org/x/perf's benchmath",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+	if !strings.Contains(log.String(), "not a benchmark result (parsing measurement") {
+		t.Errorf("log %q does not name the malformed line", log.String())
+	}
+}
+
+// FuzzAddText: any text is read without panicking; what is recorded is
+// finite numbers, and every line left out is accounted for with its
+// place; the rows and the report build from whatever was read.
+func FuzzAddText(f *testing.F) {
+	f.Add("BenchmarkHashRange64/ours-2 \t 4415647\t 27.05 ns/op\t 31.65 baseline-ns/op\t 1.17 x-vs-baseline\n")
+	f.Add("BenchmarkX 1 NaN ns/op\nBenchmarkY-2 \t--- FAIL: BenchmarkY-2\n")
+	f.Add("pkg: x\nBenchmarkA 1 2 ns/op 3 ns/op\nUnit ns/op better=higher\nBenchmarkB 10 1e400 ns/op\n")
+	f.Add("BenchmarkTableLookup-2 10 1 cache-ns/lookup 2 nocache-ns/lookup 30 baseline-ns/lookup\n")
+	f.Fuzz(func(t *testing.T, s string) {
+		r := newResults()
+		if err := r.addText("userdp", s, "fuzz"); err != nil {
+			return
+		}
+		for name, runs := range r.Bench["userdp"] {
+			if !strings.HasPrefix(name, "Benchmark") {
+				t.Fatalf("name %q", name)
+			}
+			for _, run := range runs {
+				for u, v := range run {
+					if bad(v) {
+						t.Fatalf("%s %s = %v recorded", name, u, v)
+					}
+				}
+			}
+		}
+		for _, m := range r.Malformed {
+			if m.Where == "" || m.Why == "" {
+				t.Fatalf("malformed line without place or reason: %+v", m)
+			}
+		}
+		var b strings.Builder
+		rows := r.AllRows()
+		writeReport(&b, r, rows, nil)
+	})
 }
