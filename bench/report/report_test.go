@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
+	"image"
 	"image/color"
 	"image/png"
 	"math"
@@ -109,30 +111,14 @@ func TestLoadAndRows(t *testing.T) {
 		t.Errorf("100k row %+v", d)
 	}
 
-	out := filepath.Join(t.TempDir(), "REPORT.md")
-	var log strings.Builder
-	if err := run(dir, out, &log); err != nil {
-		t.Fatal(err)
-	}
-	md, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
+	md, out, _ := runReport(t, dir)
 	for _, want := range []string{"| CPU | Test CPU @ 1 GHz |", "| 1 | Extract, mixed realistic packets", "✅ yes", "⚠️ not measured", "![", "| genl@vm | fail |"} {
-		if !strings.Contains(string(md), want) {
+		if !strings.Contains(md, want) {
 			t.Errorf("report lacks %q", want)
 		}
 	}
 	for _, c := range []string{"ratios.png", "stages.png"} {
-		f, err := os.Open(filepath.Join(filepath.Dir(out), c))
-		if err != nil {
-			t.Fatal(err)
-		}
-		img, err := png.Decode(f)
-		f.Close()
-		if err != nil {
-			t.Fatalf("%s: %v", c, err)
-		}
+		img := readPNG(t, filepath.Join(filepath.Dir(out), c))
 		if b := img.Bounds(); b.Dx() != barChartWidth || b.Dy() < barChartHeight(1) {
 			t.Errorf("%s is %v", c, b)
 		}
@@ -438,19 +424,25 @@ func TestIntervalText(t *testing.T) {
 	}
 }
 
-// decodePNG opens a chart and checks that it is a PNG of w×h pixels
-// with something drawn in col.
+// readPNG decodes the PNG file at path.
+func readPNG(t *testing.T, path string) image.Image {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err == nil {
+		var img image.Image
+		if img, err = png.Decode(bytes.NewReader(data)); err == nil {
+			return img
+		}
+	}
+	t.Fatalf("chart %s: %v", path, err)
+	return nil
+}
+
+// decodePNG checks that the chart at path is a PNG of w×h pixels with
+// something drawn in col.
 func decodePNG(t *testing.T, path string, w, h int, col color.RGBA) {
 	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	img, err := png.Decode(f)
-	if err != nil {
-		t.Fatalf("%s: %v", path, err)
-	}
+	img := readPNG(t, path)
 	if b := img.Bounds(); b.Dx() != w || b.Dy() != h {
 		t.Errorf("%s is %dx%d, want %dx%d", path, b.Dx(), b.Dy(), w, h)
 	}
@@ -530,16 +522,7 @@ func TestReportIntervals(t *testing.T) {
 	out.WriteString(`{"Action":"output","Package":"github.com/ovsdp/ovsdp/flowkeys","Output":"BenchmarkHashLongestKey/ours-2 \t 1000 \t 1..2 ns/op\n"}` + "\n")
 	out.WriteString(`{"Action":"output","Package":"github.com/ovsdp/ovsdp/flowkeys","Output":"BenchmarkExtract/ours-2 \t--- FAIL: BenchmarkExtract/ours-2\n"}` + "\n")
 	dir := writeFixture(t, map[string]string{"host.json": out.String(), "steps.txt": "host\tok\t\n", "machine.txt": "CPU: x\n"})
-	rep := filepath.Join(t.TempDir(), "REPORT.md")
-	var log strings.Builder
-	if err := run(dir, rep, &log); err != nil {
-		t.Fatal(err)
-	}
-	data, err := os.ReadFile(rep)
-	if err != nil {
-		t.Fatal(err)
-	}
-	md := string(data)
+	md, _, log := runReport(t, dir)
 	rowOf := func(what string) string {
 		for _, l := range strings.Split(md, "\n") {
 			if strings.Contains(l, "| "+what+" |") {
@@ -550,8 +533,8 @@ func TestReportIntervals(t *testing.T) {
 		return ""
 	}
 	for what, want := range map[string][]string{
-		"Hash of a 64-byte range (vs hash/crc32 Castagnoli)":           {"10 ns ± 0.0%", "12.8 ns ± ", "1.27× [1.20, 1.40]", "✅ yes"},
-		"Hash of a 128-byte range (vs hash/crc32 Castagnoli)":          {"1.08× [0.80, 1.30]", "❔ unclear", "median meets"},
+		"Hash of a 64-byte range (vs hash/crc32 Castagnoli)":          {"10 ns ± 0.0%", "12.8 ns ± ", "1.27× [1.20, 1.40]", "✅ yes"},
+		"Hash of a 128-byte range (vs hash/crc32 Castagnoli)":         {"1.08× [0.80, 1.30]", "❔ unclear", "median meets"},
 		"Masked compare, 128 bytes, equal (vs bytes.Equal, unmasked)": {"0.88× [0.80, 0.95]", "❌ no"},
 	} {
 		row := rowOf(what)
@@ -572,8 +555,8 @@ func TestReportIntervals(t *testing.T) {
 			t.Errorf("report lacks %q", want)
 		}
 	}
-	if !strings.Contains(log.String(), "not a benchmark result (parsing measurement") {
-		t.Errorf("log %q does not name the malformed line", log.String())
+	if !strings.Contains(log, "not a benchmark result (parsing measurement") {
+		t.Errorf("log %q does not name the malformed line", log)
 	}
 }
 
@@ -611,4 +594,20 @@ func FuzzAddText(f *testing.F) {
 		rows := r.AllRows()
 		writeReport(&b, r, rows, nil)
 	})
+}
+
+// runReport runs the generator on a raw-results directory and returns the
+// report, its path and what the generator logged.
+func runReport(t *testing.T, dir string) (md, path, log string) {
+	t.Helper()
+	path = filepath.Join(t.TempDir(), "REPORT.md")
+	var b strings.Builder
+	if err := run(dir, path, &b); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data), path, b.String()
 }
