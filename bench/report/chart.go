@@ -327,10 +327,11 @@ func (r *Results) Charts(rows []Row, dir string) ([]Chart, error) {
 		}
 	}
 	// addMppsOf adds a bar for a benchmark's metric in Mpps and reports
-	// whether it had one.
+	// whether it had one (a rate whose interval reaches 0 has no bar on
+	// the log axis).
 	addMppsOf := func(label, pkg, name, unit string) bool {
 		v, ok := r.Est(pkg, name, unit)
-		if ok {
+		if ok && v.Lo > 0 {
 			stages = append(stages, Bar{Label: label, Value: v, Color: orange, Text: mppsE(v)})
 		}
 		return ok

@@ -6,6 +6,10 @@
 //
 // Every row compares ours with a baseline measured in the same run; a
 // benchmark without results is listed as "not measured" with the reason.
+// golang.org/x/perf's benchfmt reads the benchmark lines and its benchmath
+// gives every figure's median with a confidence interval (stats.go); a
+// goal is judged on the interval, not the median alone. The charts are
+// drawn with gonum.org/v1/plot (chart.go).
 package main
 
 import (
