@@ -481,6 +481,15 @@ func TestCharts(t *testing.T) {
 	if err := BarChart(p, "t", "x", []Bar{{Label: "zero", Value: Estimate{N: 1}}}, true, 1); err == nil {
 		t.Error("no drawable bar: no error")
 	}
+	// A stage that delivered nothing has no bar on the log axis, and the
+	// report's charts are still drawn.
+	r := newResults()
+	if err := r.addText("userdp", "BenchmarkMemPipe/batch32-2 1 0 Mpps\nBenchmarkMemPipe/batch32-2 1 0 Mpps\n", "z.txt"); err != nil {
+		t.Fatal(err)
+	}
+	if charts, err := r.Charts(nil, dir); err != nil || len(charts) != 0 {
+		t.Errorf("charts of a zero rate: %v %v", charts, err)
+	}
 	lp := filepath.Join(dir, "m.png")
 	ss := []Series{
 		{"ours", []float64{1, 10, 100}, []Estimate{iv(45, 50, 55), iv(55, 60, 70), iv(70, 80, 85)}},
