@@ -326,15 +326,3 @@ func (r *Results) RatioEst(pkg, name, num, den string) (Estimate, bool) {
 	}
 	return summarize(vs)
 }
-
-// Names returns the benchmark names of a package that match re, sorted.
-func (r *Results) Names(pkg string, re *regexp.Regexp) []string {
-	var out []string
-	for n := range r.Bench[pkg] {
-		if re.MatchString(n) {
-			out = append(out, n)
-		}
-	}
-	sort.Strings(out)
-	return out
-}
