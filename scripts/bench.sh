@@ -46,6 +46,14 @@ say() { echo "bench: $(date +%H:%M:%S) $*"; }
 	echo "kernel: $(uname -srm)"
 	echo "OS: $(. /etc/os-release 2>/dev/null && echo "$PRETTY_NAME")"
 	echo "Go: $($GO version | sed 's/^go version //')"
+	# The peers the report compares with: Open vSwitch's tools (the VM
+	# runs the host's binaries) and the Go libraries used as baselines.
+	ovs="not installed"
+	if command -v ovs-dpctl >/dev/null; then
+		ovs="$(ovs-dpctl --version 2>/dev/null | sed -n '1s/^.*) //p')"
+		pkgv=$(dpkg-query -W -f '${Version}' openvswitch-switch 2>/dev/null) && ovs="$ovs (Debian openvswitch-switch $pkgv)"
+	fi
+	echo "peers: Open vSwitch $ovs; $($GO list -m -f '{{.Path}} {{.Version}}' github.com/google/gopacket 2>/dev/null)"
 	echo "date: $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
 	echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 	echo "commit: $(git rev-parse --short HEAD 2>/dev/null)$(git diff --quiet HEAD 2>/dev/null || echo ' (work tree has uncommitted changes)')"
