@@ -62,9 +62,10 @@ func shortPkg(p string) string {
 }
 
 // outcomeLine matches what go test prints for a benchmark that failed
-// or was skipped: its name, then "--- FAIL: NAME" or "--- SKIP: NAME" on
-// the same line.
-var outcomeLine = regexp.MustCompile(`^(Benchmark\S*?)(?:-\d+)?\s+--- (FAIL|SKIP): `)
+// or was skipped: "--- FAIL: NAME" or "--- SKIP: NAME", on a line of its
+// own (go test -json, a test binary run directly) or after the
+// benchmark's name (the name is printed before the benchmark runs).
+var outcomeLine = regexp.MustCompile(`^(?:Benchmark\S*\s+)?--- (FAIL|SKIP): (Benchmark\S*)`)
 
 // gomaxprocs is the -GOMAXPROCS suffix go test adds to a benchmark's name
 // (when GOMAXPROCS > 1).
@@ -82,6 +83,16 @@ var gomaxprocs = regexp.MustCompile(`-\d+$`)
 func (r *Results) addText(pkg, text, source string) error {
 	r.Text[pkg] += text
 	lines := strings.Split(text, "\n")
+	outcome := map[int]bool{} // lines (from 1) that are outcomes
+	for i, l := range lines {
+		if m := outcomeLine.FindStringSubmatch(l); m != nil {
+			if r.Outcome[pkg] == nil {
+				r.Outcome[pkg] = map[string]string{}
+			}
+			r.Outcome[pkg][gomaxprocs.ReplaceAllString(m[2], "")] = m[1]
+			outcome[i+1] = true
+		}
+	}
 	rd := benchfmt.NewReader(strings.NewReader(text), source)
 	for rd.Scan() {
 		switch rec := rd.Result().(type) {
@@ -98,14 +109,10 @@ func (r *Results) addText(pkg, text, source string) error {
 			}
 			r.Bench[pkg][name] = append(r.Bench[pkg][name], run)
 		case *benchfmt.SyntaxError:
-			text := lineAt(lines, rec.Line)
-			if m := outcomeLine.FindStringSubmatch(text); m != nil {
-				if r.Outcome[pkg] == nil {
-					r.Outcome[pkg] = map[string]string{}
-				}
-				r.Outcome[pkg][m[1]] = m[2]
-				continue
+			if outcome[rec.Line] {
+				continue // recorded above
 			}
+			text := lineAt(lines, rec.Line)
 			name, _, _ := strings.Cut(text, " ")
 			name, _, _ = strings.Cut(name, "\t")
 			r.malformed(pkg, gomaxprocs.ReplaceAllString(name, ""), source, rec.Line, rec.Msg, lines)

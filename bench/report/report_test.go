@@ -241,6 +241,8 @@ func TestAddText(t *testing.T) {
 		"BenchmarkY-2       \t--- FAIL: BenchmarkY-2",
 		"    y_test.go:10: boom",
 		"BenchmarkS-2       \t--- SKIP: BenchmarkS-2",
+		"--- FAIL: BenchmarkJ/sub-2",
+		"--- SKIP: BenchmarkK",
 		"BenchmarkZ-2 10 1..2 ns/op",
 		"BenchmarkN-2 1 NaN ns/op",
 		"BenchmarkD-2 1 2 ns/op 3 ns/op",
@@ -275,15 +277,15 @@ func TestAddText(t *testing.T) {
 			}
 		}
 	}
-	if o := r.Outcome["p"]; o["BenchmarkY"] != "FAIL" || o["BenchmarkS"] != "SKIP" || len(o) != 2 {
+	if o := r.Outcome["p"]; o["BenchmarkY"] != "FAIL" || o["BenchmarkS"] != "SKIP" || o["BenchmarkJ/sub"] != "FAIL" || o["BenchmarkK"] != "SKIP" || len(o) != 4 {
 		t.Errorf("outcomes %v", o)
 	}
 	wantBad := []struct{ name, where, why string }{
-		{"BenchmarkZ", "x.txt line 9", "parsing measurement"},
-		{"BenchmarkN", "x.txt line 10", "ns/op is NaN, not a finite number"},
-		{"BenchmarkD", "x.txt line 11", "unit ns/op given twice"},
-		{"BenchmarkU", "x.txt line 12", "parsing measurement"},
-		{"BenchmarkP", "x.txt line 13", "parsing iteration count"},
+		{"BenchmarkZ", "x.txt line 11", "parsing measurement"},
+		{"BenchmarkN", "x.txt line 12", "ns/op is NaN, not a finite number"},
+		{"BenchmarkD", "x.txt line 13", "unit ns/op given twice"},
+		{"BenchmarkU", "x.txt line 14", "parsing measurement"},
+		{"BenchmarkP", "x.txt line 15", "parsing iteration count"},
 	}
 	if len(r.Malformed) != len(wantBad) {
 		t.Fatalf("malformed %+v, want %d", r.Malformed, len(wantBad))
@@ -298,7 +300,7 @@ func TestAddText(t *testing.T) {
 	for name, want := range map[string]string{
 		"BenchmarkY": "BenchmarkY failed (--- FAIL in p's output)",
 		"BenchmarkS": "BenchmarkS was skipped",
-		"BenchmarkZ": "BenchmarkZ's result line is malformed (x.txt line 9: parsing measurement",
+		"BenchmarkZ": "BenchmarkZ's result line is malformed (x.txt line 11: parsing measurement",
 	} {
 		if got := r.missing("p", name); !strings.Contains(got, want) {
 			t.Errorf("missing(%s) = %q, want %q", name, got, want)
