@@ -97,17 +97,8 @@ func (r *Results) addText(pkg, text, source string) error {
 	for rd.Scan() {
 		switch rec := rd.Result().(type) {
 		case *benchfmt.Result:
-			name := "Benchmark" + gomaxprocs.ReplaceAllString(string(rec.Name.Full()), "")
 			_, line := rec.Pos()
-			run, err := runOf(rec)
-			if err != nil {
-				r.malformed(pkg, name, source, line, err.Error(), lines)
-				continue
-			}
-			if r.Bench[pkg] == nil {
-				r.Bench[pkg] = map[string][]map[string]float64{}
-			}
-			r.Bench[pkg][name] = append(r.Bench[pkg][name], run)
+			r.addResult(pkg, source, line, rec, lines)
 		case *benchfmt.SyntaxError:
 			if outcome[rec.Line] {
 				continue // recorded above
@@ -115,6 +106,9 @@ func (r *Results) addText(pkg, text, source string) error {
 			text := lineAt(lines, rec.Line)
 			name, _, _ := strings.Cut(text, " ")
 			name, _, _ = strings.Cut(name, "\t")
+			if r.rejoin(pkg, source, name, rec.Line, lines) {
+				continue
+			}
 			r.malformed(pkg, gomaxprocs.ReplaceAllString(name, ""), source, rec.Line, rec.Msg, lines)
 		}
 	}
@@ -122,6 +116,55 @@ func (r *Results) addText(pkg, text, source string) error {
 		return fmt.Errorf("reading benchmark output: %w", err)
 	}
 	return nil
+}
+
+// addResult records one result read at line of source.
+func (r *Results) addResult(pkg, source string, line int, rec *benchfmt.Result, lines []string) {
+	name := "Benchmark" + gomaxprocs.ReplaceAllString(string(rec.Name.Full()), "")
+	run, err := runOf(rec)
+	if err != nil {
+		r.malformed(pkg, name, source, line, err.Error(), lines)
+		return
+	}
+	if r.Bench[pkg] == nil {
+		r.Bench[pkg] = map[string][]map[string]float64{}
+	}
+	r.Bench[pkg][name] = append(r.Bench[pkg][name], run)
+}
+
+// resultTail matches the second half of a result line that a
+// benchmark's own output cut in two: a test binary run without -test.v
+// prints the benchmark's name, then whatever the benchmark writes to
+// stdout, then the iteration count and the measurements on a new line.
+var resultTail = regexp.MustCompile(`^\s+\d+\s+\S`)
+
+// rejoin reads the result of the benchmark name, whose line at n was
+// cut by the benchmark's output (no iteration count follows the name), from the first following line that is
+// the rest of a result (before the next benchmark's line), and reports
+// whether it found one.
+func (r *Results) rejoin(pkg, source, name string, n int, lines []string) bool {
+	rest := strings.TrimLeft(strings.TrimPrefix(lineAt(lines, n), name), " \t")
+	if rest != "" && rest[0] >= '0' && rest[0] <= '9' {
+		return false // a whole result line, malformed in itself
+	}
+	for j := n + 1; j <= len(lines); j++ {
+		l := lineAt(lines, j)
+		if strings.HasPrefix(l, "Benchmark") {
+			return false
+		}
+		if !resultTail.MatchString(l) {
+			continue
+		}
+		rd := benchfmt.NewReader(strings.NewReader(name+l+"\n"), source)
+		if rd.Scan() {
+			if rec, ok := rd.Result().(*benchfmt.Result); ok {
+				r.addResult(pkg, source, j, rec, lines)
+				return true
+			}
+		}
+		return false
+	}
+	return false
 }
 
 // runOf is one result line's measurements by unit, as go test printed

@@ -249,6 +249,11 @@ func TestAddText(t *testing.T) {
 		"BenchmarkU-2 10 ns/op",
 		"BenchmarkP-2    \tpanic: runtime error: index out of range",
 		"BenchmarkLonely",
+		// A benchmark that printed while it ran, as a test binary run
+		// without -test.v shows it.
+		"BenchmarkPrints-2   \thello",
+		"world",
+		"      10\t       522.2 ns/op",
 		"--- BENCH: BenchmarkX/sub-2",
 		"PASS",
 		"ok  \tgithub.com/ovsdp/ovsdp/x\t1.2s",
@@ -261,6 +266,7 @@ func TestAddText(t *testing.T) {
 		"BenchmarkX/sub":                      {"ns/op": 5.5, "widgets/op": 3, "MB/s": 12.5, "iterations": 100},
 		"BenchmarkDecide/baseline-match-only": {"ns/op": 449.9, "iterations": 1e6},
 		"BenchmarkE":                          {"upcalls/s": 1.5e6, "iterations": 1},
+		"BenchmarkPrints":                     {"ns/op": 522.2, "iterations": 10},
 	}
 	if len(r.Bench["p"]) != len(want) {
 		t.Errorf("benchmarks %v, want %d", r.Bench["p"], len(want))
