@@ -37,7 +37,7 @@ func (e Estimate) HasInterval() bool { return e.Confidence > 0 }
 // between order statistics of the sample). With 6 or more runs the
 // interval is a 95% one; fewer runs cannot give 95% (the widest interval
 // they have, from the smallest to the largest run, has confidence
-// 1 − 2·0.5ⁿ: 75% for 3 runs, 94% for 5), so the interval is that range,
+// 1 − 2·0.5ⁿ: 75% for 3 runs, 93.8% for 5), so the interval is that range,
 // labelled with its confidence. One run has no interval. ok is false when
 // vs is empty.
 func summarize(vs []float64) (Estimate, bool) {
