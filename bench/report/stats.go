@@ -39,7 +39,7 @@ func (e Estimate) HasInterval() bool { return e.Confidence > 0 }
 // they have, from the smallest to the largest run, has confidence
 // 1 − 2·0.5ⁿ: 75% for 3 runs, 93.8% for 5), so the interval is that range,
 // labelled with its confidence. One run has no interval. ok is false when
-// vs is empty.
+// vs is empty. vs is sorted in place.
 func summarize(vs []float64) (Estimate, bool) {
 	n := len(vs)
 	switch n {
