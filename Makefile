@@ -88,10 +88,12 @@ fuzz:
 	GO=$(GO) FUZZ_PARALLEL=$(FUZZ_PARALLEL) bash scripts/fuzz.sh $(FUZZTIME)
 
 # Every benchmark with its baseline measured in the same run, medians of
-# COUNT runs, written to bench/REPORT.md with charts (about 11 minutes;
-# BENCH_LARGE=1 adds the 100,000-flow dpctl run in the VM).
+# COUNT runs with their confidence intervals (6 runs: the fewest that give
+# a 95% interval), written to bench/REPORT.md with charts (about 11 minutes
+# with COUNT=3, a few more with 6; BENCH_LARGE=1 adds the 100,000-flow
+# dpctl run in the VM).
 BENCHTIME ?= 200ms
-COUNT     ?= 3
+COUNT     ?= 6
 bench: build
 	BENCHTIME=$(BENCHTIME) COUNT=$(COUNT) bash scripts/bench.sh
 

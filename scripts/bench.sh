@@ -6,7 +6,9 @@
 # (bin/vmrun) when the host has no openvswitch module.
 #
 # Environment: BENCHTIME (host benchmarks, default 200ms), COUNT (runs per
-# benchmark, median taken; default 3), BENCH_LARGE=1 to add the 100,000
+# benchmark; the report shows each median with its confidence interval;
+# default 6, the fewest runs whose median has a 95% interval: fewer give
+# the runs' range at a lower confidence, 75% for 3), BENCH_LARGE=1 to add the 100,000
 # flow genl and dpctl runs (default: skipped; about half an hour under TCG), BENCH_VM=0 to skip the VM, BENCH_KEEP=DIR to keep the raw
 # outputs in DIR.
 set -uo pipefail
@@ -14,7 +16,7 @@ cd "$(dirname "$0")/.."
 ROOT=$PWD
 GO=${GO:-go}
 BENCHTIME=${BENCHTIME:-200ms}
-COUNT=${COUNT:-3}
+COUNT=${COUNT:-6}
 BENCH_LARGE=${BENCH_LARGE:-0}
 BENCH_VM=${BENCH_VM:-1}
 OUT=${BENCH_OUT:-bench/REPORT.md}
@@ -44,6 +46,14 @@ say() { echo "bench: $(date +%H:%M:%S) $*"; }
 	echo "kernel: $(uname -srm)"
 	echo "OS: $(. /etc/os-release 2>/dev/null && echo "$PRETTY_NAME")"
 	echo "Go: $($GO version | sed 's/^go version //')"
+	# The peers the report compares with: Open vSwitch's tools (the VM
+	# runs the host's binaries) and the Go libraries used as baselines.
+	ovs="not installed"
+	if command -v ovs-dpctl >/dev/null; then
+		ovs="$(ovs-dpctl --version 2>/dev/null | sed -n '1s/^.*) //p')"
+		pkgv=$(dpkg-query -W -f '${Version}' openvswitch-switch 2>/dev/null) && ovs="$ovs (Debian openvswitch-switch $pkgv)"
+	fi
+	echo "peers: Open vSwitch $ovs; $($GO list -m -f '{{.Path}} {{.Version}}' github.com/google/gopacket 2>/dev/null)"
 	echo "date: $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
 	echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 	echo "commit: $(git rev-parse --short HEAD 2>/dev/null)$(git diff --quiet HEAD 2>/dev/null || echo ' (work tree has uncommitted changes)')"

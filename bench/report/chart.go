@@ -1,29 +1,34 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"image"
 	"image/color"
-	"image/png"
 	"math"
 	"os"
-	"strings"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
 
-	"golang.org/x/image/font"
-	"golang.org/x/image/font/basicfont"
-	"golang.org/x/image/math/fixed"
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
 )
 
-// A small chart renderer on the standard library's image package, with
-// basicfont's 7×13 bitmap face for text.
+// The charts are drawn with gonum.org/v1/plot and written as PNG at
+// chartDPI, so that a chart's size in pixels is exactly what the caller
+// asks for.
 
 var (
-	white  = color.RGBA{255, 255, 255, 255}
 	black  = color.RGBA{0, 0, 0, 255}
-	grey   = color.RGBA{200, 200, 200, 255}
 	dark   = color.RGBA{90, 90, 90, 255}
 	green  = color.RGBA{46, 139, 87, 255}
 	red    = color.RGBA{200, 60, 50, 255}
+	amber  = color.RGBA{225, 170, 30, 255}
 	blue   = color.RGBA{50, 100, 200, 255}
 	orange = color.RGBA{230, 140, 20, 255}
 	purple = color.RGBA{140, 70, 170, 255}
@@ -32,328 +37,406 @@ var (
 // palette colours the series of a line chart in order.
 var palette = []color.RGBA{blue, orange, green, purple, red, dark}
 
-const charW, charH = 7, 13 // basicfont.Face7x13's advance and height
+const chartDPI = 96
 
-type canvas struct{ img *image.RGBA }
+// Pixel sizes of the charts: bar charts are barChartWidth wide and
+// barChartHeight(n) high for n bars; line charts are lineChartW×lineChartH.
+const (
+	barChartWidth          = 1200
+	barRowPx, barMarginsPx = 30, 130
+	lineChartW, lineChartH = 900, 560
+)
 
-func newCanvas(w, h int) *canvas {
-	c := &canvas{img: image.NewRGBA(image.Rect(0, 0, w, h))}
-	c.fill(0, 0, w, h, white)
-	return c
-}
+// barChartHeight is the height in pixels of a bar chart of n bars.
+func barChartHeight(n int) int { return barMarginsPx + n*barRowPx }
 
-func (c *canvas) fill(x0, y0, x1, y1 int, col color.RGBA) {
-	if x0 > x1 {
-		x0, x1 = x1, x0
-	}
-	if y0 > y1 {
-		y0, y1 = y1, y0
-	}
-	r := image.Rect(x0, y0, x1, y1).Intersect(c.img.Bounds())
-	for y := r.Min.Y; y < r.Max.Y; y++ {
-		for x := r.Min.X; x < r.Max.X; x++ {
-			c.img.SetRGBA(x, y, col)
-		}
-	}
-}
+// px is a length of n pixels at chartDPI.
+func px(n int) vg.Length { return vg.Length(n) * vg.Inch / chartDPI }
 
-// line draws a line of the given thickness (Bresenham, square pen).
-func (c *canvas) line(x0, y0, x1, y1, thick int, col color.RGBA) {
-	dx, dy := abs(x1-x0), -abs(y1-y0)
-	sx, sy := sign(x1-x0), sign(y1-y0)
-	e := dx + dy
-	for {
-		c.fill(x0-thick/2, y0-thick/2, x0-thick/2+thick, y0-thick/2+thick, col)
-		if x0 == x1 && y0 == y1 {
-			return
-		}
-		e2 := 2 * e
-		if e2 >= dy {
-			e += dy
-			x0 += sx
-		}
-		if e2 <= dx {
-			e += dx
-			y0 += sy
-		}
-	}
-}
-
-// dashed draws a dashed horizontal or vertical line.
-func (c *canvas) dashed(x0, y0, x1, y1 int, col color.RGBA) {
-	n := max(abs(x1-x0), abs(y1-y0))
-	for i := 0; i <= n; i++ {
-		if i%8 < 5 {
-			x := x0 + (x1-x0)*i/max(n, 1)
-			y := y0 + (y1-y0)*i/max(n, 1)
-			c.fill(x, y, x+2, y+2, col)
-		}
-	}
-}
-
-func abs(x int) int {
-	if x < 0 {
-		return -x
-	}
-	return x
-}
-
-func sign(x int) int {
-	switch {
-	case x < 0:
-		return -1
-	case x > 0:
-		return 1
-	}
-	return 0
-}
-
-// asciiFor replaces what basicfont cannot draw.
-var asciiFor = strings.NewReplacer("µ", "u", "…", "...", "×", "x", "≥", ">=", "≤", "<=", "—", "-", "→", "->")
-
-// text draws s with its top-left corner at (x, y).
-func (c *canvas) text(x, y int, s string, col color.RGBA) {
-	s = asciiFor.Replace(s)
-	d := font.Drawer{Dst: c.img, Src: image.NewUniform(col), Face: basicfont.Face7x13,
-		Dot: fixed.P(x, y+basicfont.Face7x13.Ascent)}
-	d.DrawString(s)
-}
-
-func textWidth(s string) int { return len([]rune(asciiFor.Replace(s))) * charW }
-
-func (c *canvas) textRight(x, y int, s string, col color.RGBA) { c.text(x-textWidth(s), y, s, col) }
-func (c *canvas) textCenter(x, y int, s string, col color.RGBA) {
-	c.text(x-textWidth(s)/2, y, s, col)
-}
-
-func (c *canvas) save(path string) error {
+// savePNG draws p on a w×h pixel image and writes it to path.
+func savePNG(p *plot.Plot, path string, w, h int) error {
+	img := image.NewRGBA(image.Rect(0, 0, w, h))
+	c := vgimg.NewWith(vgimg.UseImage(img), vgimg.UseDPI(chartDPI))
+	p.Draw(draw.New(c))
 	f, err := os.Create(path)
 	if err != nil {
 		return fmt.Errorf("writing chart: %w", err)
 	}
-	if err := png.Encode(f, c.img); err != nil {
+	if _, err := (vgimg.PngCanvas{Canvas: c}).WriteTo(f); err != nil {
 		f.Close()
 		return fmt.Errorf("writing chart %s: %w", path, err)
 	}
-	return f.Close()
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("writing chart %s: %w", path, err)
+	}
+	return nil
 }
 
-// axis maps values to pixels, linearly or logarithmically.
-type axis struct {
-	lo, hi   float64
-	log      bool
-	p0, p1   int // pixel positions of lo and hi
-	ticks    []float64
-	tickFmt  func(float64) string
-	unitName string
-}
+// ticks125 marks a log axis at 1, 2 and 5 times each power of ten, all
+// labelled (plot.LogTicks labels the powers of ten only, too few for an
+// axis spanning one or two decades).
+type ticks125 struct{}
 
-func (a *axis) pos(v float64) int {
-	var f float64
-	if a.log {
-		v = math.Max(v, a.lo)
-		f = (math.Log10(v) - math.Log10(a.lo)) / (math.Log10(a.hi) - math.Log10(a.lo))
-	} else {
-		f = (v - a.lo) / (a.hi - a.lo)
+// Ticks implements plot.Ticker.
+func (ticks125) Ticks(lo, hi float64) []plot.Tick {
+	var ts []plot.Tick
+	if !(lo > 0) || !(hi > lo) {
+		return ts
 	}
-	if math.IsNaN(f) {
-		f = 0
-	}
-	f = math.Max(-0.02, math.Min(1.02, f))
-	return a.p0 + int(math.Round(f*float64(a.p1-a.p0)))
-}
-
-// niceLinear returns an axis from 0 to a round value above hi with about
-// five ticks.
-func niceLinear(hi float64) (top float64, ticks []float64) {
-	if hi <= 0 || math.IsNaN(hi) || math.IsInf(hi, 0) {
-		hi = 1
-	}
-	raw := hi / 5
-	p := math.Pow(10, math.Floor(math.Log10(raw)))
-	step := p
-	for _, m := range []float64{1, 2, 2.5, 5, 10} {
-		if m*p >= raw {
-			step = m * p
-			break
-		}
-	}
-	top = math.Ceil(hi/step) * step
-	for v := 0.0; v <= top+step/2; v += step {
-		ticks = append(ticks, v)
-	}
-	return top, ticks
-}
-
-// niceLog returns a log axis covering [lo, hi] on decades with 1-2-5
-// ticks.
-func niceLog(lo, hi float64) (a, b float64, ticks []float64) {
-	if lo <= 0 || math.IsNaN(lo) {
-		lo = hi / 10
-	}
-	if hi <= lo {
-		hi = lo * 10
-	}
-	a = math.Pow(10, math.Floor(math.Log10(lo)))
-	b = math.Pow(10, math.Ceil(math.Log10(hi)))
-	for d := a; d < b*1.01; d *= 10 {
+	for d := math.Pow(10, math.Floor(math.Log10(lo))); d <= hi; d *= 10 {
 		for _, m := range []float64{1, 2, 5} {
-			if v := d * m; v <= b*1.0001 && v >= a {
-				ticks = append(ticks, v)
+			if v := d * m; v >= lo*0.9999 && v <= hi*1.0001 {
+				ts = append(ts, plot.Tick{Value: v, Label: fmtTick(v)})
 			}
 		}
 	}
-	return a, b, ticks
+	return ts
 }
 
 func fmtTick(v float64) string {
 	switch {
-	case v == 0:
-		return "0"
 	case v >= 1e6 && math.Mod(v, 1e6) == 0:
-		return fmt.Sprintf("%gM", v/1e6)
+		return strconv.FormatFloat(v/1e6, 'g', -1, 64) + "M"
 	case v >= 1e3 && math.Mod(v, 1e3) == 0:
-		return fmt.Sprintf("%gk", v/1e3)
+		return strconv.FormatFloat(v/1e3, 'g', -1, 64) + "k"
 	}
-	return fmt.Sprintf("%g", v)
+	return strconv.FormatFloat(v, 'g', 4, 64)
+}
+
+// decades is the log axis [10^a, 10^b] around [lo, hi].
+func decades(lo, hi float64) (float64, float64) {
+	return math.Pow(10, math.Floor(math.Log10(lo))), math.Pow(10, math.Ceil(math.Log10(hi)))
 }
 
 // Bar is one bar of a horizontal bar chart.
 type Bar struct {
 	Label string
-	Value float64
-	// Goal draws a marker at this value when > 0.
+	// Value is the bar's length; its interval is drawn as a whisker.
+	Value Estimate
+	// Goal draws a black tick at this value when > 0.
 	Goal  float64
 	Color color.RGBA
 	// Text is written after the bar (the value by default).
 	Text string
 }
 
-// BarChart draws horizontal bars with their labels on the left.
-func BarChart(path, title, unit string, bars []Bar, logScale bool, refLine float64) error {
-	labelW := 0
-	for _, b := range bars {
-		labelW = max(labelW, textWidth(b.Label))
+// hbars draws Bars as horizontal bars from the axis' minimum, row i at
+// y = n-1-i (the first bar on top), with whiskers for the intervals, goal
+// ticks, a dashed reference line and a text after each bar.
+type hbars struct {
+	bars []Bar
+	base float64 // where bars start: the x axis' minimum
+	ref  float64 // the dashed reference line, when > 0
+}
+
+// Plot implements plot.Plotter.
+func (h *hbars) Plot(c draw.Canvas, p *plot.Plot) {
+	trX, trY := p.Transforms(&c)
+	n := len(h.bars)
+	thin := draw.LineStyle{Color: black, Width: vg.Points(1)}
+	if h.ref > 0 {
+		dash := draw.LineStyle{Color: dark, Width: vg.Points(1), Dashes: []vg.Length{vg.Points(5), vg.Points(3)}}
+		c.StrokeLine2(dash, trX(h.ref), trY(-0.5), trX(h.ref), trY(float64(n)-0.5))
 	}
-	const rowH, top, right, bottom = 26, 48, 170, 50
-	left := labelW + 20
-	w := max(left+520+right, textWidth(title)+40)
-	h := top + len(bars)*rowH + bottom
-	c := newCanvas(w, h)
-	c.text(12, 12, title, black)
-	hi := refLine
-	lo := math.Inf(1)
-	for _, b := range bars {
-		hi = math.Max(hi, math.Max(b.Value, b.Goal))
-		if b.Value > 0 {
-			lo = math.Min(lo, b.Value)
-		}
-		if b.Goal > 0 {
-			lo = math.Min(lo, b.Goal)
-		}
-	}
-	ax := axis{log: logScale, p0: left, p1: w - right}
-	if logScale {
-		ax.lo, ax.hi, ax.ticks = niceLog(lo, hi)
-	} else {
-		ax.hi, ax.ticks = niceLinear(hi * 1.05)
-	}
-	y0, y1 := top, top+len(bars)*rowH
-	for _, t := range ax.ticks {
-		x := ax.pos(t)
-		c.fill(x, y0, x+1, y1, grey)
-		c.textCenter(x, y1+6, fmtTick(t), dark)
-	}
-	c.textCenter((ax.p0+ax.p1)/2, y1+26, unit, black)
-	if refLine > 0 {
-		x := ax.pos(refLine)
-		c.dashed(x, y0-6, x, y1, dark)
-	}
-	for i, b := range bars {
-		y := top + i*rowH
-		c.textRight(left-8, y+6, b.Label, black)
+	txt := p.Y.Tick.Label
+	txt.XAlign, txt.YAlign = draw.XLeft, draw.YCenter
+	for i, b := range h.bars {
+		y := float64(n - 1 - i)
+		y0, y1, ym := trY(y-0.32), trY(y+0.32), trY(y)
+		x0, x1 := trX(h.base), trX(b.Value.Center)
 		col := b.Color
 		if col == (color.RGBA{}) {
 			col = blue
 		}
-		base := ax.p0
-		if b.Value > 0 || !logScale {
-			c.fill(base, y+4, ax.pos(b.Value), y+rowH-4, col)
+		c.FillPolygon(col, []vg.Point{{X: x0, Y: y0}, {X: x1, Y: y0}, {X: x1, Y: y1}, {X: x0, Y: y1}})
+		end := x1
+		if b.Value.HasInterval() {
+			lo, hi := trX(b.Value.Lo), trX(b.Value.Hi)
+			cap := (y1 - y0) / 4
+			c.StrokeLine2(thin, lo, ym, hi, ym)
+			c.StrokeLine2(thin, lo, ym-cap, lo, ym+cap)
+			c.StrokeLine2(thin, hi, ym-cap, hi, ym+cap)
+			end = max(end, hi)
 		}
-		txt := b.Text
-		if txt == "" {
-			txt = fmt.Sprintf("%.3g", b.Value)
-		}
-		c.text(ax.pos(b.Value)+5, y+6, txt, black)
 		if b.Goal > 0 {
-			x := ax.pos(b.Goal)
-			c.fill(x-1, y+1, x+2, y+rowH-1, black)
+			g := trX(b.Goal)
+			c.StrokeLine2(draw.LineStyle{Color: black, Width: vg.Points(3)}, g, trY(y-0.45), g, trY(y+0.45))
+			end = max(end, g)
 		}
+		t := b.Text
+		if t == "" {
+			t = strconv.FormatFloat(b.Value.Center, 'g', 3, 64)
+		}
+		c.FillText(txt, vg.Point{X: end + vg.Points(5), Y: ym}, t)
 	}
-	c.line(ax.p0, y0, ax.p0, y1, 1, black)
-	c.line(ax.p0, y1, ax.p1, y1, 1, black)
-	return c.save(path)
 }
 
-// Series is one line of a line chart.
+// BarChart draws horizontal bars, labelled on the left, on a log or
+// linear x axis, with a dashed reference line at refLine when it is > 0.
+// Bars with values that are not positive are left out on a log axis.
+func BarChart(path, title, unit string, bars []Bar, logScale bool, refLine float64) error {
+	var keep []Bar
+	lo, hi := math.Inf(1), math.Max(refLine, 0)
+	for _, b := range bars {
+		if logScale && !(b.Value.Lo > 0) {
+			continue
+		}
+		keep = append(keep, b)
+		lo = math.Min(lo, math.Min(b.Value.Lo, b.Value.Center))
+		hi = math.Max(hi, math.Max(b.Value.Hi, b.Goal))
+		if b.Goal > 0 {
+			lo = math.Min(lo, b.Goal)
+		}
+	}
+	if len(keep) == 0 {
+		return fmt.Errorf("chart %s: no bars to draw", path)
+	}
+	if refLine > 0 {
+		lo = math.Min(lo, refLine)
+	}
+	p := plot.New()
+	p.Title.Text = title
+	p.X.Label.Text = unit
+	if logScale {
+		p.X.Scale, p.X.Tick.Marker = plot.LogScale{}, ticks125{}
+		a, _ := decades(lo, hi)
+		// Room on the right for the text after the longest bar.
+		p.X.Min, p.X.Max = a, hi*math.Pow(hi/a, 0.5)
+	} else {
+		p.X.Min, p.X.Max = 0, hi*1.45
+	}
+	labels := make([]string, len(keep))
+	for i, b := range keep {
+		labels[len(keep)-1-i] = b.Label
+	}
+	p.Add(plotter.NewGrid())
+	p.Add(&hbars{bars: keep, base: p.X.Min, ref: refLine})
+	p.NominalY(labels...)
+	p.Y.Min, p.Y.Max = -0.6, float64(len(keep))-0.4
+	return savePNG(p, path, barChartWidth, barChartHeight(len(keep)))
+}
+
+// Series is one line of a line chart: Ys[i] is the figure (with its
+// interval) at Xs[i].
 type Series struct {
-	Name   string
-	Xs, Ys []float64
+	Name string
+	Xs   []float64
+	Ys   []Estimate
 }
 
-// LineChart draws series against a numeric x axis, with a legend.
+// errXY is a series as plotter.YErrorBars reads it.
+type errXY struct {
+	plotter.XYs
+	plotter.YErrors
+}
+
+// LineChart draws series against a numeric x axis, with a legend and the
+// intervals as error bars.
 func LineChart(path, title, xUnit, yUnit string, series []Series, logX, logY bool) error {
-	const w, h, left, right, top, bottom = 820, 490, 80, 200, 58, 56
-	c := newCanvas(w, h)
-	c.text(12, 12, title, black)
+	p := plot.New()
+	p.Title.Text = title
+	p.X.Label.Text, p.Y.Label.Text = xUnit, yUnit
+	p.Legend.Top, p.Legend.Left = true, true
+	points := 0
 	xlo, xhi, ylo, yhi := math.Inf(1), math.Inf(-1), math.Inf(1), math.Inf(-1)
-	for _, s := range series {
-		for i := range s.Xs {
-			xlo, xhi = math.Min(xlo, s.Xs[i]), math.Max(xhi, s.Xs[i])
-			ylo, yhi = math.Min(ylo, s.Ys[i]), math.Max(yhi, s.Ys[i])
-		}
-	}
-	if math.IsInf(xlo, 0) {
-		return fmt.Errorf("chart %s: no data", path)
-	}
-	ax := axis{log: logX, p0: left, p1: w - right}
-	if logX {
-		ax.lo, ax.hi, ax.ticks = niceLog(xlo, xhi)
-	} else {
-		ax.hi, ax.ticks = niceLinear(xhi)
-	}
-	ay := axis{log: logY, p0: h - bottom, p1: top}
-	if logY {
-		ay.lo, ay.hi, ay.ticks = niceLog(ylo, yhi)
-	} else {
-		ay.hi, ay.ticks = niceLinear(yhi * 1.05)
-	}
-	for _, t := range ax.ticks {
-		x := ax.pos(t)
-		c.fill(x, top, x+1, h-bottom, grey)
-		c.textCenter(x, h-bottom+6, fmtTick(t), dark)
-	}
-	for _, t := range ay.ticks {
-		y := ay.pos(t)
-		c.fill(left, y, w-right, y+1, grey)
-		c.textRight(left-6, y-6, fmtTick(t), dark)
-	}
-	c.line(left, top, left, h-bottom, 1, black)
-	c.line(left, h-bottom, w-right, h-bottom, 1, black)
-	c.textCenter((left+w-right)/2, h-bottom+26, xUnit, black)
-	c.text(8, top-18, yUnit, black)
+	p.Add(plotter.NewGrid())
 	for i, s := range series {
-		col := palette[i%len(palette)]
-		for j := range s.Xs {
-			x, y := ax.pos(s.Xs[j]), ay.pos(s.Ys[j])
-			if j > 0 {
-				c.line(ax.pos(s.Xs[j-1]), ay.pos(s.Ys[j-1]), x, y, 2, col)
-			}
-			c.fill(x-3, y-3, x+4, y+4, col)
+		if len(s.Xs) != len(s.Ys) {
+			return fmt.Errorf("chart %s: series %s has %d x and %d y values", path, s.Name, len(s.Xs), len(s.Ys))
 		}
-		ly := top + 10 + i*20
-		c.fill(w-right+14, ly+4, w-right+34, ly+8, col)
-		c.text(w-right+40, ly, s.Name, black)
+		var d errXY
+		for j, x := range s.Xs {
+			y := s.Ys[j]
+			if (logX && !(x > 0)) || (logY && !(y.Lo > 0)) || bad(x) || bad(y.Lo) || bad(y.Hi) {
+				return fmt.Errorf("chart %s: series %s: point (%v, %v) cannot be drawn on this chart's axes", path, s.Name, x, y.Center)
+			}
+			d.XYs = append(d.XYs, plotter.XY{X: x, Y: y.Center})
+			d.YErrors = append(d.YErrors, struct{ Low, High float64 }{y.Center - y.Lo, y.Hi - y.Center})
+			xlo, xhi = math.Min(xlo, x), math.Max(xhi, x)
+			ylo, yhi = math.Min(ylo, y.Lo), math.Max(yhi, y.Hi)
+			points++
+		}
+		if len(d.XYs) == 0 {
+			continue
+		}
+		col := palette[i%len(palette)]
+		l, pts, err := plotter.NewLinePoints(d.XYs)
+		if err != nil {
+			return fmt.Errorf("chart %s: series %s: %w", path, s.Name, err)
+		}
+		l.Color, l.Width = col, vg.Points(2)
+		pts.Color, pts.Shape, pts.Radius = col, draw.CircleGlyph{}, vg.Points(3)
+		eb, err := plotter.NewYErrorBars(d)
+		if err != nil {
+			return fmt.Errorf("chart %s: series %s: %w", path, s.Name, err)
+		}
+		eb.Color = col
+		p.Add(l, pts, eb)
+		p.Legend.Add(s.Name, l, pts)
 	}
-	return c.save(path)
+	if points == 0 {
+		return errors.New("chart " + path + ": no data")
+	}
+	if logX {
+		p.X.Scale, p.X.Tick.Marker = plot.LogScale{}, ticks125{}
+		p.X.Min, p.X.Max = decades(xlo, xhi)
+	}
+	if logY {
+		p.Y.Scale, p.Y.Tick.Marker = plot.LogScale{}, ticks125{}
+		p.Y.Min, p.Y.Max = decades(ylo, yhi)
+	}
+	return savePNG(p, path, lineChartW, lineChartH)
+}
+
+// masksName matches a sweep's sub-benchmark: .../masks=N/SERIES.
+var masksName = regexp.MustCompile(`/masks=(\d+)/([^/]+)$`)
+
+// Charts draws the charts the results allow and returns them.
+func (r *Results) Charts(rows []Row, dir string) ([]Chart, error) {
+	var charts []Chart
+	// Ratios against goals.
+	var bars []Bar
+	for i, row := range rows {
+		if !row.ChartRatio || !(row.Ratio.Lo > 0) {
+			continue
+		}
+		col := amber
+		switch row.Met {
+		case metYes:
+			col = green
+		case metNo:
+			col = red
+		}
+		f := func(v float64) string { return strconv.FormatFloat(v, 'g', 3, 64) }
+		bars = append(bars, Bar{Label: fmt.Sprintf("%d. %s", i+1, shorten(row.What, 64)), Value: row.Ratio, Goal: row.GoalValue, Color: col,
+			Text: f(row.Ratio.Center) + "× [" + f(row.Ratio.Lo) + ", " + f(row.Ratio.Hi) + "]"})
+	}
+	if len(bars) > 0 {
+		c := Chart{"ratios.png", "Speed-up over the same-run baseline, with its interval (black tick: goal; green: met, red: missed, amber: unclear)"}
+		if err := BarChart(filepath.Join(dir, c.File), "Speed-up over the same-run baseline", "times faster than the baseline (log scale); whiskers: the confidence interval (its level: see the table)", bars, true, 1); err != nil {
+			return nil, err
+		}
+		charts = append(charts, c)
+	}
+	// Mpps per stage.
+	var stages []Bar
+	addNs := func(label, pkg, name, unit string) {
+		if ns, ok := r.Est(pkg, name, unit); ok && ns.Lo > 0 {
+			mpps := ns.inverse(1e3)
+			stages = append(stages, Bar{Label: label, Value: mpps, Text: fmt.Sprintf("%.3g Mpps (%s)", mpps.Center, nsE(ns))})
+		}
+	}
+	// addMppsOf adds a bar for a benchmark's metric in Mpps and reports
+	// whether it had one (a rate whose interval reaches 0 has no bar on
+	// the log axis).
+	addMppsOf := func(label, pkg, name, unit string) bool {
+		v, ok := r.Est(pkg, name, unit)
+		if ok && v.Lo > 0 {
+			stages = append(stages, Bar{Label: label, Value: v, Color: orange, Text: mppsE(v)})
+		}
+		return ok
+	}
+	addMpps := func(label, pkg, name string) { addMppsOf(label, pkg, name, "Mpps") }
+	addNs("extract (mixed packets)", "flowkeys", "BenchmarkExtract/ours", "ns/op")
+	addNs("hash, 128-byte range", "flowkeys", "BenchmarkHashRange128/ours", "ns/op")
+	addNs("masked compare, 128 bytes", "flowkeys", "BenchmarkEqualMasked128/vs-byte-loop/ours", "ns/op")
+	addNs("lookup, cache on (100 masks)", "userdp", "BenchmarkTableLookup", "cache-ns/lookup")
+	addNs("lookup, cache off (100 masks)", "userdp", "BenchmarkTableLookup", "nocache-ns/lookup")
+	addNs("masked set ipv4(ttl)", "userdp", "BenchmarkSetIPv4/TTLOnly", "ns/masked-set")
+	// The pipeline's bars are the fastest tenth of its chunks, as in
+	// its table row, when it reports them.
+	for _, p := range []struct{ label, name string }{
+		{"whole pipeline, cache on", "BenchmarkPipeline/cache"},
+		{"whole pipeline, cache off", "BenchmarkPipeline/nocache"},
+	} {
+		if !addMppsOf(p.label+" (p10 of chunks)", "userdp", p.name, "p10-Mpps") {
+			addMpps(p.label, "userdp", p.name)
+		}
+	}
+	addMpps("in-memory port I/O, batch 32", "userdp", "BenchmarkMemPipe/batch32")
+	addMpps("AF_PACKET rx, TPACKET_V3 ring", "userdp", "BenchmarkNetdevRx/ring")
+	addMpps("AF_PACKET rx, recvmmsg", "userdp", "BenchmarkNetdevRx/mmsg")
+	addMpps("AF_XDP rx, copy mode", "userdp", "BenchmarkNetdevRx/xdp")
+	addMpps("AF_PACKET tx, sendmmsg", "userdp", "BenchmarkNetdevTx/mmsg")
+	addMpps("AF_XDP tx, copy mode", "userdp", "BenchmarkNetdevTx/xdp")
+	if len(stages) > 0 {
+		c := Chart{"stages.png", "Packets per second per stage, one core, with intervals (blue: from ns/op; orange: measured Mpps; dashed: 10 Mpps target)"}
+		if err := BarChart(filepath.Join(dir, c.File), "Packets per second per stage, one core", "million packets per second (log scale); whiskers: the confidence interval (its level: see the table)", stages, true, 10); err != nil {
+			return nil, err
+		}
+		charts = append(charts, c)
+	}
+	// Lookup time against the number of masks.
+	if c, ok, err := r.masksChart(dir); err != nil {
+		return nil, err
+	} else if ok {
+		charts = append(charts, c)
+	}
+	return charts, nil
+}
+
+// masksChart draws bench/sweep's time per packet against the number of
+// masks, when the results have it.
+func (r *Results) masksChart(dir string) (Chart, bool, error) {
+	type pt struct {
+		x float64
+		y Estimate
+	}
+	series := map[string][]pt{}
+	var pkgs []string
+	for p := range r.Bench {
+		pkgs = append(pkgs, p)
+	}
+	sort.Strings(pkgs)
+	for _, p := range pkgs {
+		for name := range r.Bench[p] {
+			m := masksName.FindStringSubmatch(name)
+			if m == nil {
+				continue
+			}
+			n, err := strconv.ParseFloat(m[1], 64)
+			if err != nil || !(n > 0) {
+				continue
+			}
+			y, ok := r.Est(p, name, "ns/lookup")
+			if !ok {
+				y, ok = r.Est(p, name, "ns/op")
+			}
+			if ok && y.Lo > 0 {
+				series[m[2]] = append(series[m[2]], pt{n, y})
+			}
+		}
+	}
+	if len(series) == 0 {
+		return Chart{}, false, nil
+	}
+	var names []string
+	for n := range series {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var ss []Series
+	for _, n := range names {
+		pts := series[n]
+		sort.Slice(pts, func(i, j int) bool { return pts[i].x < pts[j].x })
+		s := Series{Name: n}
+		for _, p := range pts {
+			s.Xs = append(s.Xs, p.x)
+			s.Ys = append(s.Ys, p.y)
+		}
+		ss = append(ss, s)
+	}
+	c := Chart{"masks.png", "Time per packet against the number of masks, 1,000 flows, with intervals (bench/sweep: userdp's whole pipeline vs extract + plain tuple-space lookup)"}
+	if err := LineChart(filepath.Join(dir, c.File), "ns per packet vs number of masks, 1,000 flows", "masks (log scale)", "ns per packet (log scale)", ss, true, true); err != nil {
+		return Chart{}, false, err
+	}
+	return c, true, nil
+}
+
+func shorten(s string, n int) string {
+	rs := []rune(s)
+	if len(rs) <= n {
+		return s
+	}
+	return string(rs[:n-1]) + "…"
 }
