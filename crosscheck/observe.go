@@ -3,6 +3,7 @@ package crosscheck
 import (
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -86,6 +87,11 @@ type CompareOptions struct {
 	DedupFrames bool
 	// IgnoreCounters leaves the hit/missed counters out.
 	IgnoreCounters bool
+	// MergeHosts compares the frames these hosts received as one sorted
+	// list, for traffic split between them by dp_hash: the kernel seeds
+	// its packet hash per boot, so which host gets which frame differs
+	// between the datapaths (and between boots), while the frames do not.
+	MergeHosts []string
 }
 
 // Render returns the observation as text, the form Compare diffs.
@@ -93,12 +99,25 @@ type CompareOptions struct {
 // o.UnorderedFrames.
 func (ob *Observation) Render(o CompareOptions) string {
 	var b strings.Builder
-	for _, r := range ob.Received {
+	received := ob.Received
+	if len(o.MergeHosts) > 0 {
+		merged := Received{Host: strings.Join(o.MergeHosts, "+")}
+		received = nil
+		for _, r := range ob.Received {
+			if slices.Contains(o.MergeHosts, r.Host) {
+				merged.Frames = append(merged.Frames, r.Frames...)
+			} else {
+				received = append(received, r)
+			}
+		}
+		received = append(received, merged)
+	}
+	for _, r := range received {
 		lines := make([]string, 0, len(r.Frames))
 		for _, f := range r.Frames {
 			lines = append(lines, fmt.Sprintf("  %s | %s", f.Summary, hex.EncodeToString(f.Data)))
 		}
-		if o.UnorderedFrames {
+		if o.UnorderedFrames || len(o.MergeHosts) > 0 && r.Host == strings.Join(o.MergeHosts, "+") {
 			sort.Strings(lines)
 		}
 		what := "frames"

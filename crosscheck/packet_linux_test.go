@@ -312,6 +312,28 @@ func TestRenderAndCompare(t *testing.T) {
 	if Compare(a, b, CompareOptions{UnorderedFrames: true, DedupFrames: true}) == "" {
 		t.Error("DedupFrames hides a different frame")
 	}
+	// MergeHosts: the same frames split differently between h2 and h3
+	// compare equal; a frame missing from the union does not.
+	split := func(h2, h3 []ObservedFrame, meters uint64) *Observation {
+		o := mk()
+		o.Received = []Received{{Host: "h2", Frames: h2}, {Host: "h3", Frames: h3}}
+		o.Meters = []ObservedMeter{{ID: 1, Packets: meters, Bands: [][2]uint64{{1, 2}}}}
+		return o
+	}
+	one, two := ObservedFrame{Summary: "one", Data: []byte{1}}, ObservedFrame{Summary: "two", Data: []byte{2}}
+	x, y := split([]ObservedFrame{one}, []ObservedFrame{two}, 5), split([]ObservedFrame{two, one}, nil, 5)
+	if Compare(x, y, CompareOptions{}) == "" {
+		t.Error("a different split is not shown without MergeHosts")
+	}
+	if d := Compare(x, y, CompareOptions{MergeHosts: []string{"h2", "h3"}}); d != "" {
+		t.Errorf("MergeHosts still shows the split:\n%s", d)
+	}
+	if d := Compare(x, split([]ObservedFrame{two}, nil, 5), CompareOptions{MergeHosts: []string{"h2", "h3"}}); !strings.Contains(d, "h2+h3 received") {
+		t.Errorf("MergeHosts hides a missing frame:\n%s", d)
+	}
+	if d := Compare(x, split([]ObservedFrame{one}, []ObservedFrame{two}, 6), CompareOptions{}); !strings.Contains(d, "meter:1 packets:6") {
+		t.Errorf("meter statistics difference not shown:\n%s", d)
+	}
 	b = mk()
 	b.Upcalls[0].Extracted = "other"
 	if ms := b.KeyMismatches(); len(ms) != 1 || !strings.Contains(ms[0], "flowkeys.Extract") {

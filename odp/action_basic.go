@@ -340,6 +340,14 @@ const (
 // "hash(l4(BASIS))" or "hash(sym_l4(BASIS))"; an algorithm this package
 // does not know is shown as "hash(algN(BASIS))" (Open vSwitch prints a
 // message that cannot be parsed back).
+//
+// The value differs between datapaths: the kernel takes the packet's skb
+// hash, whose flow-dissector seed is random per boot, and the userspace
+// datapath its own hash of the 5-tuple, so the same packet gets
+// different dp_hash values on system@ and netdev@ (and on two boots).
+// Flows may rely on the distribution over dp_hash, never on a value;
+// crosscheck's hash-recirc-split scenario compares the split, not which
+// packet went where.
 type Hash struct {
 	// Alg is the algorithm (HashL4, HashSymL4).
 	Alg uint32
