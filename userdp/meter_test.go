@@ -167,15 +167,21 @@ func TestMeterConcurrentCharges(t *testing.T) {
 	}
 }
 
-// TestMeterTable checks the meter commands' results and errors against
-// the kernel's.
-func TestMeterTable(t *testing.T) {
-	ctx := context.Background()
-	dp, err := New("mt", WithoutLocalPort())
+// newBareDatapath is a datapath without ports, closed by the test's end.
+func newBareDatapath(t *testing.T) *Datapath {
+	t.Helper()
+	dp, err := New("meters", WithoutLocalPort())
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer dp.Close()
+	t.Cleanup(func() { dp.Close() })
+	return dp
+}
+
+// TestMeterTable checks the meter commands' results and errors against
+// the kernel's.
+func TestMeterTable(t *testing.T) {
+	ctx, dp := context.Background(), newBareDatapath(t)
 	band := []odp.MeterBand{{Type: odp.MeterBandDrop, Rate: 10, Burst: 5}}
 	for _, c := range []struct {
 		name string
@@ -239,12 +245,7 @@ func TestMeterTable(t *testing.T) {
 // TestMeterLimit fills the table: the kernel refuses the meter that
 // would make max_meters_allowed (EFBIG).
 func TestMeterLimit(t *testing.T) {
-	ctx := context.Background()
-	dp, err := New("ml", WithoutLocalPort())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dp.Close()
+	ctx, dp := context.Background(), newBareDatapath(t)
 	band := []odp.MeterBand{{Rate: 1, Burst: 1}}
 	for id := uint32(0); id < maxMeters-1; id++ {
 		if err := dp.SetMeter(ctx, odp.MeterInfo{ID: id, Bands: band}, false); err != nil {

@@ -14,13 +14,20 @@ import (
 // the kernel's ovs_meter family on system@, the userspace datapath's
 // meters on netdev@, with the same output.
 
-// metersOf returns dp's meters (a kernel datapath's are genl.Datapath's
-// odp.Meters methods), or an error saying that it has none.
-func metersOf(dp odp.Datapath) (odp.Meters, error) {
-	if m, ok := dp.(odp.Meters); ok {
-		return m, nil
+// openMeters is openDPArgs for the meter commands: it also returns the
+// datapath's meters (a kernel datapath's are genl.Datapath's odp.Meters
+// methods), or an error saying that it has none.
+func openMeters(e *env, args []string, maxArgs, min, max int, usage string) (odp.Datapath, odp.Meters, []string, error) {
+	dp, args, err := openDPArgs(e, args, maxArgs, min, max, usage)
+	if err != nil {
+		return nil, nil, nil, err
 	}
-	return nil, fmt.Errorf("meters: %w (%s@%s)", errNotSupportedUserspace, dp.Type(), dp.Name())
+	m, ok := dp.(odp.Meters)
+	if !ok {
+		dp.Close()
+		return nil, nil, nil, fmt.Errorf("meters: %w (%s@%s)", errNotSupportedUserspace, dp.Type(), dp.Name())
+	}
+	return dp, m, args, nil
 }
 
 // meterFeaturesJSON is the JSON form of meter-features.
@@ -39,15 +46,11 @@ func bandTypeName(t uint32) string {
 }
 
 func cmdMeterFeatures(e *env, args []string) error {
-	dp, args, err := openDPArgs(e, args, 1, 0, 0, "meter-features")
+	dp, ms, _, err := openMeters(e, args, 1, 0, 0, "meter-features")
 	if err != nil {
 		return err
 	}
 	defer dp.Close()
-	ms, err := metersOf(dp)
-	if err != nil {
-		return err
-	}
 	f, err := ms.MeterFeatures(e.ctx)
 	if err != nil {
 		return fmt.Errorf("reading meter features: %w", err)
@@ -131,7 +134,7 @@ func parseMeterSpec(id uint32, args []string) (odp.MeterInfo, error) {
 }
 
 func cmdAddMeter(e *env, args []string) error {
-	dp, args, err := openDPArgs(e, args, manyArgs, 2, -1, "add-meter [DP] ID [kbps|pktps] rate=R[,burst=B]...")
+	dp, ms, args, err := openMeters(e, args, manyArgs, 2, -1, "add-meter [DP] ID [kbps|pktps] rate=R[,burst=B]...")
 	if err != nil {
 		return err
 	}
@@ -141,10 +144,6 @@ func cmdAddMeter(e *env, args []string) error {
 		return err
 	}
 	m, err := parseMeterSpec(id, args[1:])
-	if err != nil {
-		return err
-	}
-	ms, err := metersOf(dp)
 	if err != nil {
 		return err
 	}
@@ -192,15 +191,11 @@ func formatMeter(b *strings.Builder, m *odp.MeterInfo, nowMS uint64) {
 const scanMeterIDs = 1024
 
 func cmdShowMeters(e *env, args []string) error {
-	dp, args, err := optDP(e.ctx, args, manyArgs)
+	dp, ms, args, err := openMeters(e, args, manyArgs, 0, -1, "show-meters [DP] [ID...]")
 	if err != nil {
 		return err
 	}
 	defer dp.Close()
-	ms, err := metersOf(dp)
-	if err != nil {
-		return err
-	}
 	var ids []uint32
 	scan := len(args) == 0
 	if scan {
@@ -246,15 +241,11 @@ func cmdShowMeters(e *env, args []string) error {
 }
 
 func cmdDelMeter(e *env, args []string) error {
-	dp, args, err := openDPArgs(e, args, manyArgs, 1, -1, "del-meter [DP] ID...")
+	dp, ms, args, err := openMeters(e, args, manyArgs, 1, -1, "del-meter [DP] ID...")
 	if err != nil {
 		return err
 	}
 	defer dp.Close()
-	ms, err := metersOf(dp)
-	if err != nil {
-		return err
-	}
 	now := monoclock.Millis()
 	out := []meterJSON{}
 	var b strings.Builder
