@@ -407,7 +407,7 @@ func Scenarios() []*Scenario {
 		// check that each datapath splits: each host gets some.
 		Name: "hash-recirc-split", Hosts: silentHosts(3),
 		Flows: []FlowSpec{
-			{"in_port(1),eth(),eth_type(0x0800),ipv4(proto=17,frag=no),udp()", "hash(l4(0)),recirc(0x1)"},
+			{"recirc_id(0),in_port(1),eth(),eth_type(0x0800),ipv4(proto=17,frag=no),udp()", "hash(l4(0)),recirc(0x1)"},
 			{"recirc_id(0x1),dp_hash(0/0x1),in_port(1),eth(),eth_type(0x0800),ipv4(proto=17,frag=no),udp()", "2"},
 			{"recirc_id(0x1),dp_hash(0x1/0x1),in_port(1),eth(),eth_type(0x0800),ipv4(proto=17,frag=no),udp()", "3"},
 		},
