@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 
 	"github.com/ovsdp/ovsdp/flowkeys"
+	"github.com/ovsdp/ovsdp/internal/header"
 	"github.com/ovsdp/ovsdp/odp"
 )
 
@@ -91,7 +92,7 @@ func (c *pktCtx) cutFrame() int {
 // kernel would hold out of band (the skb's accelerated tag): every tag
 // it parses on receive or execute, and every tag push_vlan adds, is.
 func outerTag(frame []byte) bool {
-	return len(frame) >= 18 && isVLANType(binary.BigEndian.Uint16(frame[12:]))
+	return len(frame) >= 18 && header.IsVLAN(binary.BigEndian.Uint16(frame[12:]))
 }
 
 // encapProto is what the kernel's vlan_set_encap_proto makes
@@ -102,13 +103,13 @@ func outerTag(frame []byte) bool {
 // does not look for SNAP, unlike key extraction.
 func encapProto(frame []byte) uint16 {
 	et := binary.BigEndian.Uint16(frame[16:])
-	if et >= ethTypeMin8023 {
+	if et >= header.EtherTypeMin {
 		return et
 	}
 	if len(frame) >= 20 && frame[18] == 0xff && frame[19] == 0xff {
 		return 0x0001
 	}
-	return EthType8022
+	return header.EtherType8022
 }
 
 // headers returns the packet's parsed headers.
@@ -142,7 +143,7 @@ func (c *pktCtx) l3Parse() int {
 	if len(b) < 14 {
 		return -1
 	}
-	off, _, _ := l2Type(b)
+	off, _, _ := header.L2(b)
 	return off
 }
 
@@ -231,7 +232,7 @@ func (w *worker) run(c *pktCtx, ops []op) {
 				w.actionError()
 				return
 			}
-			if outer && isVLANType(c.proto) {
+			if outer && header.IsVLAN(c.proto) {
 				b := c.f.Bytes()
 				if len(b) < 18 {
 					w.actionError()
@@ -254,7 +255,7 @@ func (w *worker) run(c *pktCtx, ops []op) {
 				w.actionError()
 				return
 			}
-			if o.kind == opPushMPLS || isMPLSType(c.proto) {
+			if o.kind == opPushMPLS || header.IsMPLS(c.proto) {
 				c.proto = o.c
 			}
 			c.invalidate()
@@ -276,7 +277,7 @@ func (w *worker) run(c *pktCtx, ops []op) {
 			}
 			var expired bool
 			var err error
-			if b := c.f.Bytes(); c.proto == EthTypeIPv4 && len(b)-l3 >= 20 {
+			if b := c.f.Bytes(); c.proto == header.EtherTypeIPv4 && len(b)-l3 >= 20 {
 				expired = decIPv4TTL(b[l3:]) // the common case, inlined
 			} else {
 				expired, err = decTTL(b, c.proto, l3)
@@ -461,9 +462,9 @@ func (c *pktCtx) set(o *op) error {
 			k.TpDst = binary.BigEndian.Uint16(b[h.L4+2:])
 		}
 	case opSetICMP, opSetICMPv6:
-		proto, et := uint8(ProtoICMP), uint16(EthTypeIPv4)
+		proto, et := uint8(header.IPProtoICMP), uint16(header.EtherTypeIPv4)
 		if o.kind == opSetICMPv6 {
-			proto, et = ProtoICMPv6, EthTypeIPv6
+			proto, et = header.IPProtoICMPv6, header.EtherTypeIPv6
 		}
 		if err := setICMPMasked(b, h, et, proto, &s.icmp[0], &s.icmp[1]); err != nil {
 			return err

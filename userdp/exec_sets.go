@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 
+	"github.com/ovsdp/ovsdp/internal/header"
 	"github.com/ovsdp/ovsdp/odp"
 )
 
@@ -12,26 +13,14 @@ import (
 // userspace datapath executes. Checksums are updated incrementally
 // (RFC 1624) over the 16-bit words that change.
 
-// csumReplaceBytes updates the Internet checksum csum for the bytes old
-// changing to new (same even length, at an even offset from the start of
-// the checksummed data).
-func csumReplaceBytes(csum uint16, old, new []byte) uint16 {
-	s := uint32(^csum)
-	for i := 0; i+1 < len(old) && i+1 < len(new); i += 2 {
-		s += uint32(^binary.BigEndian.Uint16(old[i:])) + uint32(binary.BigEndian.Uint16(new[i:]))
-		s = s&0xffff + s>>16
-	}
-	return ^fold16(s)
-}
-
 // setICMPMasked sets the masked bits of the ICMP (proto 1 over IPv4) or
 // ICMPv6 (proto 58 over IPv6) type and code, updating the checksum.
 func setICMPMasked(frame []byte, h *Headers, ethType uint16, proto uint8, key, mask *[2]uint8) error {
 	name := "icmp"
-	if proto == ProtoICMPv6 {
+	if proto == header.IPProtoICMPv6 {
 		name = "icmpv6"
 	}
-	if h.EthType != ethType || h.L4 < 0 || h.Proto != proto || h.Frag == FragLater {
+	if h.EthType != ethType || h.L4 < 0 || h.Proto != proto || h.Frag == header.FragLater {
 		return fmt.Errorf("set(%s): %w: EtherType %#04x, IP protocol %d", name, ErrWrongProtocol, h.EthType, h.Proto)
 	}
 	if len(frame) < h.L4+4 {
@@ -43,7 +32,7 @@ func setICMPMasked(frame []byte, h *Headers, ethType uint16, proto uint8, key, m
 	ic[1] = ic[1]&^mask[1] | key[1]&mask[1]
 	n := binary.BigEndian.Uint16(ic)
 	if n != old {
-		binary.BigEndian.PutUint16(ic[2:], CsumReplace2(binary.BigEndian.Uint16(ic[2:]), old, n))
+		binary.BigEndian.PutUint16(ic[2:], header.ChecksumUpdate2(binary.BigEndian.Uint16(ic[2:]), old, n))
 	}
 	return nil
 }
@@ -51,14 +40,14 @@ func setICMPMasked(frame []byte, h *Headers, ethType uint16, proto uint8, key, m
 // setARPMasked sets the masked bits of an Ethernet/IPv4 ARP packet's
 // opcode and addresses (no checksum).
 func setARPMasked(frame []byte, h *Headers, key, mask *odp.ARP) error {
-	if (h.EthType != EthTypeARP && h.EthType != EthTypeRARP) || h.L3 < 0 {
+	if (h.EthType != header.EtherTypeARP && h.EthType != header.EtherTypeRARP) || h.L3 < 0 {
 		return fmt.Errorf("set(arp): %w: EtherType %#04x", ErrWrongProtocol, h.EthType)
 	}
 	if len(frame) < h.L3+28 {
 		return fmt.Errorf("set(arp): %w: %d bytes, an Ethernet/IPv4 ARP packet ends at %d", ErrTooShort, len(frame), h.L3+28)
 	}
 	a := frame[h.L3:]
-	if binary.BigEndian.Uint16(a) != 1 || binary.BigEndian.Uint16(a[2:]) != EthTypeIPv4 || a[4] != 6 || a[5] != 4 {
+	if binary.BigEndian.Uint16(a) != 1 || binary.BigEndian.Uint16(a[2:]) != header.EtherTypeIPv4 || a[4] != 6 || a[5] != 4 {
 		return fmt.Errorf("set(arp): %w: not an Ethernet/IPv4 ARP packet", ErrWrongProtocol)
 	}
 	op := binary.BigEndian.Uint16(a[6:])
@@ -84,7 +73,7 @@ func maskBytes(dst, key, mask []byte) {
 // target (type 2) link-layer address option, updating the ICMPv6
 // checksum. An option that the packet does not have is not added.
 func setNDMasked(frame []byte, h *Headers, key, mask *odp.ND) error {
-	if h.EthType != EthTypeIPv6 || h.L4 < 0 || h.Proto != ProtoICMPv6 {
+	if h.EthType != header.EtherTypeIPv6 || h.L4 < 0 || h.Proto != header.IPProtoICMPv6 {
 		return fmt.Errorf("set(nd): %w: not ICMPv6", ErrWrongProtocol)
 	}
 	if len(frame) < h.L4+24 {
@@ -98,7 +87,7 @@ func setNDMasked(frame []byte, h *Headers, key, mask *odp.ND) error {
 	var old [16]byte
 	copy(old[:], ic[8:24])
 	maskBytes(ic[8:24], key.Target[:], mask.Target[:])
-	csum = csumReplaceBytes(csum, old[:], ic[8:24])
+	csum = header.ChecksumUpdateBytes(csum, old[:], ic[8:24])
 	for off := 24; off+8 <= len(ic); {
 		typ, l := ic[off], int(ic[off+1])*8
 		if l == 0 || off+l > len(ic) {
@@ -114,7 +103,7 @@ func setNDMasked(frame []byte, h *Headers, key, mask *odp.ND) error {
 		if k != nil && l >= 8 {
 			copy(old[:6], ic[off+2:off+8])
 			maskBytes(ic[off+2:off+8], k, m)
-			csum = csumReplaceBytes(csum, old[:6], ic[off+2:off+8])
+			csum = header.ChecksumUpdateBytes(csum, old[:6], ic[off+2:off+8])
 		}
 		off += l
 	}

@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"testing"
 	"time"
+
+	"github.com/ovsdp/ovsdp/internal/header"
 )
 
 // setIPv4Full is the baseline of BenchmarkSetIPv4: write all four
@@ -16,15 +18,15 @@ func setIPv4Full(frame []byte, h *Headers, key *IPv4Key) {
 	copy(ip[16:20], key.Dst[:])
 	ip[1] = key.TOS
 	ip[8] = key.TTL
-	binary.BigEndian.PutUint16(ip[10:], IPv4HeaderChecksum(ip))
+	binary.BigEndian.PutUint16(ip[10:], header.IPv4(ip).CalculateChecksum())
 }
 
 func TestPacketOpsNoAllocs(t *testing.T) {
 	rng := newRand(t)
-	f4 := testIPv4(rng, ProtoTCP, 32, 0)
-	f6 := testIPv6(rng, ProtoUDP, 32)
-	fs := testIPv4(rng, ProtoSCTP, 32, 0)
-	ft := testIPv4(rng, ProtoUDP, 8, 0)
+	f4 := testIPv4(rng, header.IPProtoTCP, 32, 0)
+	f6 := testIPv6(rng, header.IPProtoUDP, 32)
+	fs := testIPv4(rng, header.IPProtoSCTP, 32, 0)
+	ft := testIPv4(rng, header.IPProtoUDP, 8, 0)
 	ft[22] = 255
 	fixIPv4(ft, 14)
 	ht := mustParse(t, ft)
@@ -49,15 +51,15 @@ func TestPacketOpsNoAllocs(t *testing.T) {
 		"PushPopVLAN": func() {
 			copy(buf[DefaultHeadroom:], f4)
 			fr := Frame{Buf: buf, Off: DefaultHeadroom, Len: len(f4)}
-			PushVLAN(&fr, EthTypeVLAN, 5)
+			PushVLAN(&fr, header.EtherTypeVLAN, 5)
 			PopVLAN(&fr)
 		},
 		"PushPopMPLS": func() {
 			copy(buf[DefaultHeadroom:], f4)
 			fr := Frame{Buf: buf, Off: DefaultHeadroom, Len: len(f4)}
-			PushMPLS(&fr, h4, 0x100, EthTypeMPLS)
+			PushMPLS(&fr, h4, 0x100, header.EtherTypeMPLS)
 			ParseHeaders(fr.Bytes(), &hh)
-			PopMPLS(&fr, &hh, EthTypeIPv4)
+			PopMPLS(&fr, &hh, header.EtherTypeIPv4)
 		},
 	}
 	for name, op := range ops {
@@ -66,7 +68,7 @@ func TestPacketOpsNoAllocs(t *testing.T) {
 		}
 	}
 	checkIPv4(t, f4, 14)
-	checkIPv6(t, f6, 14, h6.L4, ProtoUDP)
+	checkIPv6(t, f6, 14, h6.L4, header.IPProtoUDP)
 	checkIPv4(t, fs, 14)
 	checkIPv4(t, ft, 14)
 	if ft[22] >= 255 {
@@ -80,7 +82,7 @@ func TestPacketOpsNoAllocs(t *testing.T) {
 // against a baseline run inside the same benchmark.
 func BenchmarkSetIPv4(b *testing.B) {
 	rng := newRand(b)
-	f := testIPv4(rng, ProtoUDP, 18, 0)
+	f := testIPv4(rng, header.IPProtoUDP, 18, 0)
 	h := mustParse(b, f)
 	key := IPv4Key{TTL: 63}
 	copy(key.Src[:], f[26:30])

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/ovsdp/ovsdp/flowkeys"
+	"github.com/ovsdp/ovsdp/internal/header"
 )
 
 // FuzzPacketOps runs every packet operation on arbitrary frames: none may
@@ -13,11 +14,11 @@ import (
 // IPv4 set and dec_ttl keep it valid.
 func FuzzPacketOps(f *testing.F) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	f.Add(testIPv4(rng, ProtoTCP, 10, 0), uint64(1))
-	f.Add(testIPv4(rng, ProtoUDP, 3, 0x2000), uint64(2))
-	f.Add(testIPv4(rng, ProtoSCTP, 8, 0), uint64(3))
-	f.Add(testIPv6(rng, ProtoUDP, 4, []byte{nhHop, 0, 0, 1, 4, 0, 0, 0, 0}), uint64(4))
-	f.Add(testIPv6(rng, ProtoTCP, 0, []byte{nhRouting, 0, 0, 0, 2, 0, 0, 0, 0}), uint64(5))
+	f.Add(testIPv4(rng, header.IPProtoTCP, 10, 0), uint64(1))
+	f.Add(testIPv4(rng, header.IPProtoUDP, 3, 0x2000), uint64(2))
+	f.Add(testIPv4(rng, header.IPProtoSCTP, 8, 0), uint64(3))
+	f.Add(testIPv6(rng, header.IPProtoUDP, 4, []byte{header.IPProtoHopByHop, 0, 0, 1, 4, 0, 0, 0, 0}), uint64(4))
+	f.Add(testIPv6(rng, header.IPProtoTCP, 0, []byte{header.IPProtoRouting, 0, 0, 0, 2, 0, 0, 0, 0}), uint64(5))
 	f.Add([]byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 0x81, 0, 0, 1, 0x88, 0x47, 0, 0, 1, 0x40}, uint64(6))
 	f.Fuzz(func(t *testing.T, data []byte, seed uint64) {
 		r := rand.New(rand.NewPCG(seed, seed>>7))
@@ -36,7 +37,7 @@ func FuzzPacketOps(f *testing.F) {
 		if l3, err := flowkeys.ExtractPortL3(frame, 1, &key); err == nil && l3 != h.L3 {
 			t.Fatalf("ExtractPortL3 finds the network header at %d, ParseHeaders at %d", l3, h.L3)
 		}
-		validIP := h.EthType == EthTypeIPv4 && len(frame) >= h.L3+20 && frame[h.L3]&0xf == 5 &&
+		validIP := h.EthType == header.EtherTypeIPv4 && len(frame) >= h.L3+20 && frame[h.L3]&0xf == 5 &&
 			refCsum(frame[h.L3:h.L3+20]) == 0
 		var k4, m4 IPv4Key
 		binary.BigEndian.PutUint32(m4.Src[:], r.Uint32())
@@ -59,7 +60,7 @@ func FuzzPacketOps(f *testing.F) {
 		SetEthernetMasked(frame, &EthernetKey{}, &EthernetKey{Dst: [6]byte{1}})
 		SetMPLSMasked(frame, &h, 1, 0xffffffff)
 		_, err = DecTTL(frame, &h)
-		if validIP && err == nil && SkbProtocol(frame) == EthTypeIPv4 && refCsum(frame[h.L3:h.L3+20]) != 0 {
+		if validIP && err == nil && SkbProtocol(frame) == header.EtherTypeIPv4 && refCsum(frame[h.L3:h.L3+20]) != 0 {
 			t.Fatalf("IPv4 header checksum invalid after dec_ttl")
 		}
 		CompleteChecksum(frame)
@@ -67,10 +68,10 @@ func FuzzPacketOps(f *testing.F) {
 		buf := make([]byte, 8+len(frame))
 		copy(buf[8:], frame)
 		fr := Frame{Buf: buf, Off: 8, Len: len(frame)}
-		PushVLAN(&fr, EthTypeVLAN, 3)
-		PushMPLS(&fr, &h, 5, EthTypeMPLS)
+		PushVLAN(&fr, header.EtherTypeVLAN, 3)
+		PushMPLS(&fr, &h, 5, header.EtherTypeMPLS)
 		ParseHeaders(fr.Bytes(), &h)
-		PopMPLS(&fr, &h, EthTypeIPv4)
+		PopMPLS(&fr, &h, header.EtherTypeIPv4)
 		PopVLAN(&fr)
 		if fr.Off < 0 || fr.Off+fr.Len > len(fr.Buf) {
 			t.Fatalf("frame bounds %d+%d in %d", fr.Off, fr.Len, len(fr.Buf))

@@ -3,6 +3,8 @@ package userdp
 import (
 	"encoding/binary"
 	"fmt"
+
+	"github.com/ovsdp/ovsdp/internal/header"
 )
 
 // Length-changing operations (push/pop VLAN and MPLS) work on a Frame and
@@ -16,9 +18,6 @@ import (
 // the EtherType after that tag, and its skb->len excludes it. SkbProtocol
 // and SkbLen give those values, for the operations that depend on them.
 
-// isVLANType reports whether et is a VLAN tag protocol identifier.
-func isVLANType(et uint16) bool { return et == EthTypeVLAN || et == EthTypeQinQ }
-
 // SkbProtocol returns the EtherType the kernel's datapath sees as
 // skb->protocol for frame right after key extraction (Headers.Protocol):
 // the flow key's EtherType (after VLAN tags and LLC/SNAP, as
@@ -31,9 +30,9 @@ func SkbProtocol(frame []byte) uint16 {
 	if len(frame) < 14 {
 		return 0
 	}
-	_, et, tags := l2Type(frame)
+	_, et, tags := header.L2(frame)
 	if tags == 2 {
-		return binary.BigEndian.Uint16(frame[16:])
+		return header.VLAN(frame[header.EthernetTypeOffset+header.VLANTagSize:]).TPID()
 	}
 	return et
 }
@@ -42,7 +41,7 @@ func SkbProtocol(frame []byte) uint16 {
 // without the outermost VLAN tag, which the kernel holds out of band.
 // Flow statistics, trunc and check_pkt_len use this length.
 func SkbLen(frame []byte) int {
-	if len(frame) >= 18 && isVLANType(binary.BigEndian.Uint16(frame[12:])) {
+	if len(frame) >= 18 && header.IsVLAN(binary.BigEndian.Uint16(frame[12:])) {
 		return len(frame) - 4
 	}
 	return len(frame)
@@ -83,7 +82,7 @@ func PopVLAN(f *Frame) error {
 	if len(b) < 14 {
 		return fmt.Errorf("pop_vlan: %w: %d bytes, the Ethernet header needs 14", ErrTooShort, len(b))
 	}
-	if !isVLANType(binary.BigEndian.Uint16(b[12:])) {
+	if !header.IsVLAN(binary.BigEndian.Uint16(b[12:])) {
 		return nil
 	}
 	if len(b) < 18 {
@@ -94,9 +93,6 @@ func PopVLAN(f *Frame) error {
 	f.Len -= 4
 	return nil
 }
-
-// isMPLSType reports whether et is an MPLS EtherType.
-func isMPLSType(et uint16) bool { return et == EthTypeMPLS || et == EthTypeMPLSMC }
 
 // PushMPLS inserts the MPLS label stack entry lse at h.MACLen (after the
 // Ethernet header, its in-line VLAN tags and an LLC/SNAP header: on top
@@ -111,7 +107,7 @@ func PushMPLS(f *Frame, h *Headers, lse uint32, ethertype uint16) error {
 	if err := f.check(); err != nil {
 		return fmt.Errorf("push_mpls: %w", err)
 	}
-	if !isMPLSType(ethertype) {
+	if !header.IsMPLS(ethertype) {
 		return fmt.Errorf("push_mpls: EtherType %#04x is not MPLS (0x8847 or 0x8848): %w", ethertype, ErrNotSettable)
 	}
 	ml := h.MACLen
@@ -144,7 +140,7 @@ func PopMPLS(f *Frame, h *Headers, ethertype uint16) error {
 		return fmt.Errorf("pop_mpls: %w", err)
 	}
 	b := f.Bytes()
-	if !isMPLSType(h.Protocol) {
+	if !header.IsMPLS(h.Protocol) {
 		return nil
 	}
 	ml := h.MACLen
@@ -189,27 +185,24 @@ func DecTTL(frame []byte, h *Headers) (expired bool, err error) {
 // 0: then it changes nothing and reports true (expired). It is small
 // enough to be inlined in the datapath's action loop.
 func decIPv4TTL(ip []byte) (expired bool) {
-	ip = ip[:20]
-	if ip[8] <= 1 {
+	v := header.IPv4(ip[:header.IPv4MinimumSize])
+	if v.TTL() <= 1 {
 		return true
 	}
-	ip[8]--
-	// CsumReplace2(csum, ttl<<8, (ttl-1)<<8), as the kernel's
-	// csum_replace2: ^old + new is 0xffff - 0x100 whatever the TTL.
-	csum := binary.BigEndian.Uint16(ip[10:12])
-	binary.BigEndian.PutUint16(ip[10:12], ^fold16(uint32(^csum)+0xfeff))
+	v.SetTTL(v.TTL() - 1)
+	v.SetChecksum(header.DecTTLChecksum(v.Checksum()))
 	return false
 }
 
 // decTTL is DecTTL for skb->protocol proto and the network header at l3.
 func decTTL(frame []byte, proto uint16, l3 int) (expired bool, err error) {
 	switch proto {
-	case EthTypeIPv4:
+	case header.EtherTypeIPv4:
 		if l3 < 0 || len(frame) < l3+20 {
 			return false, fmt.Errorf("dec_ttl: %w: %d bytes, the IPv4 header ends at %d", ErrTooShort, len(frame), l3+20)
 		}
 		return decIPv4TTL(frame[l3:]), nil
-	case EthTypeIPv6:
+	case header.EtherTypeIPv6:
 		if l3 < 0 || len(frame) < l3+40 {
 			return false, fmt.Errorf("dec_ttl: %w: %d bytes, the IPv6 header ends at %d", ErrTooShort, len(frame), l3+40)
 		}

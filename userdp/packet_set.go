@@ -3,6 +3,8 @@ package userdp
 import (
 	"encoding/binary"
 	"fmt"
+
+	"github.com/ovsdp/ovsdp/internal/header"
 )
 
 // Masked set operations, as the kernel's execute_masked_set_action in
@@ -60,7 +62,7 @@ type IPv4Key struct {
 // ErrNotSettable if mask.Proto or mask.Frag is not zero, ErrTooShort if
 // the frame ends inside the 20-byte IPv4 header (the kernel drops it).
 func SetIPv4Masked(frame []byte, h *Headers, key, mask *IPv4Key) error {
-	if h.EthType != EthTypeIPv4 || h.L3 < 0 {
+	if h.EthType != header.EtherTypeIPv4 || h.L3 < 0 {
 		return fmt.Errorf("set(ipv4): %w: EtherType %#04x", ErrWrongProtocol, h.EthType)
 	}
 	if mask.Proto != 0 || mask.Frag != 0 {
@@ -76,7 +78,7 @@ func SetIPv4Masked(frame []byte, h *Headers, key, mask *IPv4Key) error {
 		n := old&^m | binary.BigEndian.Uint32(key.Src[:])&m
 		if n != old {
 			updateIPv4L4(frame, h, ip, old, n)
-			check = CsumReplace4(check, old, n)
+			check = header.ChecksumUpdate4(check, old, n)
 			binary.BigEndian.PutUint32(ip[12:], n)
 		}
 	}
@@ -85,20 +87,20 @@ func SetIPv4Masked(frame []byte, h *Headers, key, mask *IPv4Key) error {
 		n := old&^m | binary.BigEndian.Uint32(key.Dst[:])&m
 		if n != old {
 			updateIPv4L4(frame, h, ip, old, n)
-			check = CsumReplace4(check, old, n)
+			check = header.ChecksumUpdate4(check, old, n)
 			binary.BigEndian.PutUint32(ip[16:], n)
 		}
 	}
 	if m := mask.TOS; m != 0 {
 		old := ip[1]
 		n := old&^m | key.TOS&m
-		check = CsumReplace2(check, uint16(old), uint16(n))
+		check = header.ChecksumUpdate2(check, uint16(old), uint16(n))
 		ip[1] = n
 	}
 	if m := mask.TTL; m != 0 {
 		old := ip[8]
 		n := old&^m | key.TTL&m
-		check = CsumReplace2(check, uint16(old)<<8, uint16(n)<<8)
+		check = header.ChecksumUpdate2(check, uint16(old)<<8, uint16(n)<<8)
 		ip[8] = n
 	}
 	binary.BigEndian.PutUint16(ip[10:], check)
@@ -113,16 +115,16 @@ func updateIPv4L4(frame []byte, h *Headers, ip []byte, old, n uint32) {
 	}
 	tl := len(frame) - h.L4
 	switch ip[9] {
-	case ProtoTCP:
+	case header.IPProtoTCP:
 		if tl >= 20 {
 			c := frame[h.L4+16:]
-			binary.BigEndian.PutUint16(c, CsumReplace4(binary.BigEndian.Uint16(c), old, n))
+			binary.BigEndian.PutUint16(c, header.ChecksumUpdate4(binary.BigEndian.Uint16(c), old, n))
 		}
-	case ProtoUDP:
+	case header.IPProtoUDP:
 		if tl >= 8 {
 			c := frame[h.L4+6:]
 			oc := binary.BigEndian.Uint16(c)
-			binary.BigEndian.PutUint16(c, CsumReplaceUDP(oc, CsumReplace4(oc, old, n)))
+			binary.BigEndian.PutUint16(c, header.UDPChecksumUpdate(oc, header.ChecksumUpdate4(oc, old, n)))
 		}
 	}
 }
@@ -152,7 +154,7 @@ type IPv6Key struct {
 // mask has bits above the 20-bit label (the kernel rejects these when the
 // flow is put), ErrTooShort if the frame ends inside the 40-byte header.
 func SetIPv6Masked(frame []byte, h *Headers, key, mask *IPv6Key) error {
-	if h.EthType != EthTypeIPv6 || h.L3 < 0 {
+	if h.EthType != header.EtherTypeIPv6 || h.L3 < 0 {
 		return fmt.Errorf("set(ipv6): %w: EtherType %#04x", ErrWrongProtocol, h.EthType)
 	}
 	if mask.Proto != 0 || mask.Frag != 0 || mask.Label&^0xfffff != 0 {
@@ -200,21 +202,21 @@ func setIPv6Addr(frame []byte, h *Headers, addr, key, mask *[16]byte, csum bool)
 	if csum && h.L4 >= 0 {
 		tl := len(frame) - h.L4
 		switch h.Proto {
-		case ProtoTCP:
+		case header.IPProtoTCP:
 			if tl >= 20 {
 				c := frame[h.L4+16:]
-				binary.BigEndian.PutUint16(c, CsumReplace16(binary.BigEndian.Uint16(c), addr, &n))
+				binary.BigEndian.PutUint16(c, header.ChecksumUpdate16(binary.BigEndian.Uint16(c), addr, &n))
 			}
-		case ProtoUDP:
+		case header.IPProtoUDP:
 			if tl >= 8 {
 				c := frame[h.L4+6:]
 				oc := binary.BigEndian.Uint16(c)
-				binary.BigEndian.PutUint16(c, CsumReplaceUDP(oc, CsumReplace16(oc, addr, &n)))
+				binary.BigEndian.PutUint16(c, header.UDPChecksumUpdate(oc, header.ChecksumUpdate16(oc, addr, &n)))
 			}
-		case ProtoICMPv6:
+		case header.IPProtoICMPv6:
 			if tl >= 8 {
 				c := frame[h.L4+2:]
-				binary.BigEndian.PutUint16(c, CsumReplace16(binary.BigEndian.Uint16(c), addr, &n))
+				binary.BigEndian.PutUint16(c, header.ChecksumUpdate16(binary.BigEndian.Uint16(c), addr, &n))
 			}
 		}
 	}
@@ -244,7 +246,7 @@ func l4Header(frame []byte, h *Headers, proto uint8, size int, what string) ([]b
 // updated incrementally. ErrTooShort if the 20-byte TCP header is not
 // all in the frame.
 func SetTCPMasked(frame []byte, h *Headers, key, mask *PortsKey) error {
-	th, err := l4Header(frame, h, ProtoTCP, 20, "tcp")
+	th, err := l4Header(frame, h, header.IPProtoTCP, 20, "tcp")
 	if err != nil {
 		return err
 	}
@@ -253,7 +255,7 @@ func SetTCPMasked(frame []byte, h *Headers, key, mask *PortsKey) error {
 		old := binary.BigEndian.Uint16(th[2*i:])
 		n := old&^kv[1] | kv[0]&kv[1]
 		if n != old {
-			check = CsumReplace2(check, old, n)
+			check = header.ChecksumUpdate2(check, old, n)
 			binary.BigEndian.PutUint16(th[2*i:], n)
 		}
 	}
@@ -267,7 +269,7 @@ func SetTCPMasked(frame []byte, h *Headers, key, mask *PortsKey) error {
 // (none) stays zero. ErrTooShort if the 8-byte UDP header is not all in
 // the frame.
 func SetUDPMasked(frame []byte, h *Headers, key, mask *PortsKey) error {
-	uh, err := l4Header(frame, h, ProtoUDP, 8, "udp")
+	uh, err := l4Header(frame, h, header.IPProtoUDP, 8, "udp")
 	if err != nil {
 		return err
 	}
@@ -278,7 +280,7 @@ func SetUDPMasked(frame []byte, h *Headers, key, mask *PortsKey) error {
 		n := old&^kv[1] | kv[0]&kv[1]
 		if n != old {
 			if oldCheck != 0 {
-				check = CsumReplace2(check, old, n)
+				check = header.ChecksumUpdate2(check, old, n)
 			}
 			binary.BigEndian.PutUint16(uh[2*i:], n)
 		}
@@ -297,17 +299,17 @@ func SetUDPMasked(frame []byte, h *Headers, key, mask *PortsKey) error {
 // checksum was wrong stays wrong. ErrTooShort if the 12-byte common
 // header is not all in the frame.
 func SetSCTPMasked(frame []byte, h *Headers, key, mask *PortsKey) error {
-	sh, err := l4Header(frame, h, ProtoSCTP, 12, "sctp")
+	sh, err := l4Header(frame, h, header.IPProtoSCTP, 12, "sctp")
 	if err != nil {
 		return err
 	}
-	oldSum := binary.LittleEndian.Uint32(sh[8:])
-	oldCorrect := SCTPChecksum(sh)
+	oldSum := header.SCTP(sh).Checksum()
+	oldCorrect := header.SCTP(sh).CalculateChecksum()
 	for i, kv := range [2][2]uint16{{key.Src, mask.Src}, {key.Dst, mask.Dst}} {
 		old := binary.BigEndian.Uint16(sh[2*i:])
 		binary.BigEndian.PutUint16(sh[2*i:], old&^kv[1]|kv[0]&kv[1])
 	}
-	binary.LittleEndian.PutUint32(sh[8:], oldSum^oldCorrect^SCTPChecksum(sh))
+	header.SCTP(sh).SetChecksum(oldSum ^ oldCorrect ^ header.SCTP(sh).CalculateChecksum())
 	return nil
 }
 
@@ -315,7 +317,7 @@ func SetSCTPMasked(frame []byte, h *Headers, key, mask *PortsKey) error {
 // entry (at h.L3), as the kernel's set_mpls. ErrWrongProtocol if the
 // frame is not MPLS; ErrTooShort if the label is not in the frame.
 func SetMPLSMasked(frame []byte, h *Headers, lse, mask uint32) error {
-	if h.EthType != EthTypeMPLS && h.EthType != EthTypeMPLSMC {
+	if h.EthType != header.EtherTypeMPLS && h.EthType != header.EtherTypeMPLSMC {
 		return fmt.Errorf("set(mpls): %w: EtherType %#04x", ErrWrongProtocol, h.EthType)
 	}
 	if len(frame) < h.L3+4 {

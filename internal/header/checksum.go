@@ -114,3 +114,15 @@ func (b SCTP) CalculateChecksum() uint32 {
 	c = crc32.Update(c, castagnoli, zero4[:])
 	return crc32.Update(c, castagnoli, b[SCTPChecksumOffset+4:])
 }
+
+// ChecksumUpdateBytes is ChecksumUpdate2 for the bytes old changing to
+// new: the same even length (a longer one is cut to the shorter), at an
+// even offset from the start of the checksummed data.
+func ChecksumUpdateBytes(csum uint16, old, new []byte) uint16 {
+	s := uint32(^csum)
+	for i := 0; i+1 < len(old) && i+1 < len(new); i += 2 {
+		s += uint32(^binary.BigEndian.Uint16(old[i:])) + uint32(binary.BigEndian.Uint16(new[i:]))
+		s = s&0xffff + s>>16
+	}
+	return ^fold32(s)
+}

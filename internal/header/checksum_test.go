@@ -2,7 +2,7 @@ package header
 
 import (
 	"encoding/binary"
-	"math/rand"
+	"math/rand/v2"
 	"testing"
 )
 
@@ -34,16 +34,18 @@ func TestChecksumRFC1071Example(t *testing.T) {
 }
 
 func TestChecksumMatchesReference(t *testing.T) {
-	r := rand.New(rand.NewSource(1))
+	r := rand.New(rand.NewPCG(1, 1))
 	for n := 0; n < 200; n++ {
 		b := make([]byte, n)
-		r.Read(b)
-		init := uint32(r.Intn(1 << 20))
+		for j := range b {
+			b[j] = byte(r.Uint32())
+		}
+		init := uint32(r.IntN(1 << 20))
 		if got, want := Checksum(b, uint64(init)), refChecksum(b, init); got != want {
 			t.Fatalf("Checksum(%d bytes, %#x) = %#04x, reference %#04x", n, init, got, want)
 		}
 		// Summing in even-length pieces gives the same.
-		cut := (r.Intn(n+1) / 2) * 2
+		cut := (r.IntN(n+1) / 2) * 2
 		if got, want := ^Fold(Sum(b[cut:], Sum(b[:cut], uint64(init)))), refChecksum(b, init); got != want {
 			t.Fatalf("pieces at %d of %d: %#04x, want %#04x", cut, n, got, want)
 		}
@@ -57,58 +59,99 @@ func TestChecksumMatchesReference(t *testing.T) {
 }
 
 // TestChecksumUpdate checks every incremental update against the
-// checksum recomputed from scratch after the change (RFC 1624: the
-// results agree except that +0 and -0 may differ; neither appears with
-// these data, checked below).
+// checksum recomputed from scratch after the change (moved from userdp,
+// where the functions were CsumReplace2/4/16).
 func TestChecksumUpdate(t *testing.T) {
-	r := rand.New(rand.NewSource(2))
+	rng := rand.New(rand.NewPCG(1, 2))
 	for i := 0; i < 2000; i++ {
-		b := make([]byte, 40)
-		r.Read(b)
-		b[0], b[1] = 0, 0 // the checksum field
-		c := Checksum(b, 0)
-		binary.BigEndian.PutUint16(b, c)
-		recompute := func() uint16 {
-			saved := binary.BigEndian.Uint16(b)
-			b[0], b[1] = 0, 0
-			c := Checksum(b, 0)
-			binary.BigEndian.PutUint16(b, saved)
-			return c
+		n := 2 * (2 + rng.IntN(40))
+		b := make([]byte, n)
+		for j := range b {
+			b[j] = byte(rng.Uint32())
 		}
+		c := refChecksum(b, 0)
+		off := 2 * rng.IntN(n/2-1)
 		switch i % 3 {
 		case 0:
-			off := 2 + 2*r.Intn(19)
 			old := binary.BigEndian.Uint16(b[off:])
-			n := uint16(r.Intn(1 << 16))
-			binary.BigEndian.PutUint16(b[off:], n)
-			got, want := ChecksumUpdate2(c, old, n), recompute()
-			if got != want && !(got^want == 0xffff) {
-				t.Fatalf("ChecksumUpdate2: %#04x, recomputed %#04x", got, want)
+			nw := uint16(rng.Uint32())
+			binary.BigEndian.PutUint16(b[off:], nw)
+			if got, want := ChecksumUpdate2(c, old, nw), refChecksum(b, 0); got != want {
+				t.Fatalf("ChecksumUpdate2 %#x -> %#x: got %#04x, recomputed %#04x", old, nw, got, want)
 			}
-			binary.BigEndian.PutUint16(b, got)
 		case 1:
-			off := 4 + 2*r.Intn(17)
 			old := binary.BigEndian.Uint32(b[off:])
-			n := r.Uint32()
-			binary.BigEndian.PutUint32(b[off:], n)
-			got, want := ChecksumUpdate4(c, old, n), recompute()
-			if got != want && !(got^want == 0xffff) {
-				t.Fatalf("ChecksumUpdate4: %#04x, recomputed %#04x", got, want)
+			nw := rng.Uint32()
+			binary.BigEndian.PutUint32(b[off:], nw)
+			if got, want := ChecksumUpdate4(c, old, nw), refChecksum(b, 0); got != want {
+				t.Fatalf("ChecksumUpdate4 %#x -> %#x: got %#04x, recomputed %#04x", old, nw, got, want)
 			}
 		case 2:
-			off := 2 + 2*r.Intn(12)
-			old := [16]byte(b[off : off+16])
-			var n [16]byte
-			r.Read(n[:])
-			copy(b[off:], n[:])
-			got, want := ChecksumUpdate16(c, &old, &n), recompute()
-			if got != want && !(got^want == 0xffff) {
-				t.Fatalf("ChecksumUpdate16: %#04x, recomputed %#04x", got, want)
+			if n < 18 {
+				continue
+			}
+			off = 2 * rng.IntN((n-16)/2+1)
+			var old, nw [16]byte
+			copy(old[:], b[off:])
+			for j := range nw {
+				nw[j] = byte(rng.Uint32())
+			}
+			copy(b[off:], nw[:])
+			if got, want := ChecksumUpdate16(c, &old, &nw), refChecksum(b, 0); got != want {
+				t.Fatalf("ChecksumUpdate16: got %#04x, recomputed %#04x", got, want)
 			}
 		}
+		// The full computation agrees with the reference too.
+		if got, want := Checksum(b, 0), refChecksum(b, 0); got != want {
+			t.Fatalf("Csum(Sum) = %#04x, reference %#04x (len %d)", got, want, n)
+		}
 	}
-	// RFC 1624's example: HC = 0xdd2f, m = 0x5555 -> m' = 0x3285 gives 0x0000.
-	eq(t, "RFC 1624 example", ChecksumUpdate2(0xdd2f, 0x5555, 0x3285), 0x0000)
+	// Odd length.
+	b := []byte{1, 2, 3, 4, 5}
+	if got, want := Checksum(b, 0), refChecksum(b, 0); got != want {
+		t.Fatalf("odd length: %#04x, reference %#04x", got, want)
+	}
+}
+
+func TestUDPChecksumUpdate(t *testing.T) {
+	if got := UDPChecksumUpdate(0, 0x1234); got != 0 {
+		t.Errorf("zero (no) checksum became %#x", got)
+	}
+	if got := UDPChecksumUpdate(0x1111, 0); got != 0xffff {
+		t.Errorf("computed 0 stored as %#x, want 0xffff", got)
+	}
+	if got := UDPChecksumUpdate(0x1111, 0x2222); got != 0x2222 {
+		t.Errorf("got %#x, want 0x2222", got)
+	}
+}
+
+// TestChecksumUpdateRFC1624 is RFC 1624's example: HC = 0xdd2f, m =
+// 0x5555 changing to m' = 0x3285 gives 0x0000 (equation 3; equation 2
+// would give the 0xffff of one's complement "-0").
+func TestChecksumUpdateRFC1624(t *testing.T) {
+	eq(t, "ChecksumUpdate2", ChecksumUpdate2(0xdd2f, 0x5555, 0x3285), 0x0000)
+}
+
+// TestChecksumUpdateBytes checks the byte-range update against the
+// checksum recomputed after the change.
+func TestChecksumUpdateBytes(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for i := 0; i < 500; i++ {
+		b := make([]byte, 2*(4+rng.IntN(30)))
+		for j := range b {
+			b[j] = byte(rng.Uint32())
+		}
+		c := refChecksum(b, 0)
+		off := 2 * rng.IntN(len(b)/2-1)
+		n := 2 * (1 + rng.IntN((len(b)-off)/2))
+		old := append([]byte(nil), b[off:off+n]...)
+		for j := off; j < off+n; j++ {
+			b[j] = byte(rng.Uint32())
+		}
+		if got, want := ChecksumUpdateBytes(c, old, b[off:off+n]), refChecksum(b, 0); got != want {
+			t.Fatalf("ChecksumUpdateBytes over %d bytes at %d: %#04x, recomputed %#04x", n, off, got, want)
+		}
+	}
 }
 
 func TestDecTTLChecksum(t *testing.T) {
@@ -119,14 +162,6 @@ func TestDecTTLChecksum(t *testing.T) {
 				t.Fatalf("DecTTLChecksum(%#04x) with TTL %d = %#04x, ChecksumUpdate2 gives %#04x", c, ttl, got, want)
 			}
 		}
-	}
-}
-
-func TestUDPChecksumUpdate(t *testing.T) {
-	for _, c := range []struct{ old, updated, want uint16 }{
-		{0, 0x1234, 0}, {0, 0, 0}, {0x1111, 0, 0xffff}, {0x1111, 0x2222, 0x2222}, {0xffff, 0xffff, 0xffff},
-	} {
-		eq(t, "UDPChecksumUpdate", UDPChecksumUpdate(c.old, c.updated), c.want)
 	}
 }
 
