@@ -186,10 +186,11 @@ func DecTTL(frame []byte, h *Headers) (expired bool, err error) {
 // enough to be inlined in the datapath's action loop.
 func decIPv4TTL(ip []byte) (expired bool) {
 	v := header.IPv4(ip[:header.IPv4MinimumSize])
-	if v.TTL() <= 1 {
+	ttl := v.TTL()
+	if ttl <= 1 {
 		return true
 	}
-	v.SetTTL(v.TTL() - 1)
+	v.SetTTL(ttl - 1)
 	v.SetChecksum(header.DecTTLChecksum(v.Checksum()))
 	return false
 }

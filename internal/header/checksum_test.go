@@ -155,8 +155,13 @@ func TestChecksumUpdateBytes(t *testing.T) {
 }
 
 func TestDecTTLChecksum(t *testing.T) {
+	for c := 0; c < 1<<16; c++ {
+		if got, want := DecTTLChecksum(uint16(c)), ChecksumUpdate2(uint16(c), 64<<8, 63<<8); got != want {
+			t.Fatalf("DecTTLChecksum(%#04x) = %#04x, ChecksumUpdate2 gives %#04x", c, got, want)
+		}
+	}
 	for ttl := 2; ttl < 256; ttl++ {
-		for _, c := range []uint16{0, 1, 0x1234, 0xfeff, 0xffff} {
+		for _, c := range []uint16{0, 1, 0x0100, 0x1234, 0xfeff, 0xff00, 0xffff} {
 			want := ChecksumUpdate2(c, uint16(ttl)<<8, uint16(ttl-1)<<8)
 			if got := DecTTLChecksum(c); got != want {
 				t.Fatalf("DecTTLChecksum(%#04x) with TTL %d = %#04x, ChecksumUpdate2 gives %#04x", c, ttl, got, want)
