@@ -100,6 +100,12 @@ func (b ICMPv6) SetCode(c uint8) { b[1] = c }
 // SetChecksum sets the checksum field.
 func (b ICMPv6) SetChecksum(c uint16) { binary.BigEndian.PutUint16(b[ICMPChecksumOffset:], c) }
 
+// SetIdent sets the identifier of an echo request or reply.
+func (b ICMPv6) SetIdent(v uint16) { binary.BigEndian.PutUint16(b[4:], v) }
+
+// SetSequence sets the sequence number of an echo request or reply.
+func (b ICMPv6) SetSequence(v uint16) { binary.BigEndian.PutUint16(b[6:], v) }
+
 // IsND reports whether b is a neighbour solicitation or advertisement
 // (code 0): the messages whose target and link-layer addresses a flow
 // key holds.
