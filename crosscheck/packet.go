@@ -175,11 +175,11 @@ func Describe(b []byte) string {
 		return s.String()
 	}
 	if !p.Fragment && p.L4Len >= 4 && (p.Proto == header.IPProtoTCP || p.Proto == header.IPProtoUDP) {
-		u := header.UDP(b[p.L4:]) // TCP has its ports where UDP has them
-		fmt.Fprintf(&s, " ports %d>%d", u.SourcePort(), u.DestinationPort())
+		ports := header.Ports(b[p.L4:])
+		fmt.Fprintf(&s, " ports %d>%d", ports.Source(), ports.Destination())
 	}
 	if !p.Fragment && p.L4Len >= 2 && (p.Proto == header.IPProtoICMP || p.Proto == header.IPProtoICMPv6) {
-		ic := header.ICMPv4(b[p.L4:]) // ICMPv6 has the same type and code
+		ic := header.ICMP(b[p.L4:])
 		fmt.Fprintf(&s, " icmp type=%d code=%d", ic.Type(), ic.Code())
 	}
 	if probs := VerifyChecksums(b); probs != "" {
@@ -198,7 +198,7 @@ func IsNoise(b []byte) bool {
 	if !p.IPv6 || p.Proto != header.IPProtoICMPv6 || p.L4 < 0 || p.L4Len < 1 || p.L4 >= len(b) {
 		return false
 	}
-	switch header.ICMPv6(b[p.L4:]).Type() {
+	switch header.ICMP(b[p.L4:]).Type() {
 	case header.ICMPv6MLDQuery, header.ICMPv6MLDReport, header.ICMPv6MLDDone, header.ICMPv6RouterSolicit, header.ICMPv6MLDv2Report:
 		return true
 	}

@@ -248,7 +248,7 @@ func extractIPv4(p []byte, nh int, key *Key) {
 		extractPorts(p, th, header.SCTPMinimumSize, key)
 	case header.IPProtoICMP:
 		if len(p)-th >= header.ICMPMinimumSize {
-			t := header.ICMPv4(p[th:])
+			t := header.ICMP(p[th:])
 			key.TpSrc = uint16(t.Type())
 			key.TpDst = uint16(t.Code())
 		}
@@ -267,22 +267,21 @@ func extractTCP(p []byte, th int, key *Key) {
 		return
 	}
 	t = t[:header.TCPMinimumSize]
-	key.TpSrc = t.SourcePort()
-	key.TpDst = t.DestinationPort()
+	key.TpSrc = header.Ports(t).Source()
+	key.TpDst = header.Ports(t).Destination()
 	key.TCPFlags = t.Flags()
 }
 
 // extractPorts copies the two ports of a UDP or SCTP header of hlen bytes
-// when the whole header is present (SCTP has its ports where UDP has
-// them).
+// when the whole header is present.
 func extractPorts(p []byte, th, hlen int, key *Key) {
 	if len(p)-th < hlen {
 		return
 	}
-	t := header.UDP(p[th:])
+	t := header.Ports(p[th:])
 	t = t[:4]
-	key.TpSrc = t.SourcePort()
-	key.TpDst = t.DestinationPort()
+	key.TpSrc = t.Source()
+	key.TpDst = t.Destination()
 }
 
 func extractIPv6(p []byte, nh int, key *Key) {
@@ -415,7 +414,7 @@ func ipv6ExtHdrs(p []byte, nh int) uint16 {
 
 // extractICMPv6 is parse_icmpv6; th+8 <= len(p) holds.
 func extractICMPv6(p []byte, th int, key *Key) {
-	ic := header.ICMPv6(p[th:])
+	ic := header.ICMP(p[th:])
 	key.TpSrc = uint16(ic.Type())
 	key.TpDst = uint16(ic.Code())
 	if !ic.IsND() || len(ic) < header.NDMinimumSize {

@@ -168,7 +168,7 @@ func formatTnlHeader(f *textBuf, typ uint32, h []byte) bool {
 			return false
 		}
 		u := header.UDP(l4)
-		fmt.Fprintf(f, "udp(src=%d,dst=%d,csum=0x%x),", u.SourcePort(), u.DestinationPort(), u.Checksum())
+		fmt.Fprintf(f, "udp(src=%d,dst=%d,csum=0x%x),", header.Ports(u).Source(), header.Ports(u).Destination(), u.Checksum())
 		l4 = l4[header.UDPMinimumSize:]
 		return true
 	}

@@ -111,8 +111,19 @@ type parsedMatch struct {
 	actionsPos  int // offset of the text after "actions=", or -1
 }
 
+// shorthandFor returns the shorthand that sets exactly Ethernet type t
+// and IP protocol proto (-1: none), or "" when there is none.
+func shorthandFor(t uint16, proto int) string {
+	for name, s := range shorthands {
+		if s.ethType == t && s.proto == proto {
+			return name
+		}
+	}
+	return ""
+}
+
 // shorthands maps a shorthand to the Ethernet type and IP protocol it
-// sets (protocol -1: none).
+// sets (protocol -1: none). No two set the same pair.
 var shorthands = map[string]struct {
 	ethType uint16
 	proto   int
@@ -525,40 +536,17 @@ func (m *Match) String() string {
 	p, hasProto := m.Value.IPProto, m.Mask.IPProto != 0
 	protoDone := false
 	if hasType {
-		name := ""
-		switch t {
-		case ethIPv4:
-			name = "ip"
-			if hasProto {
-				switch p {
-				case header.IPProtoTCP:
-					name = "tcp"
-				case header.IPProtoUDP:
-					name = "udp"
-				case header.IPProtoICMP:
-					name = "icmp"
-				}
+		name := shorthandFor(t, -1)
+		if hasProto {
+			if n := shorthandFor(t, int(p)); n != "" {
+				name = n
 			}
-		case ethIPv6:
-			name = "ipv6"
-			if hasProto {
-				switch p {
-				case header.IPProtoTCP:
-					name = "tcp6"
-				case header.IPProtoUDP:
-					name = "udp6"
-				case header.IPProtoICMPv6:
-					name = "icmp6"
-				}
-			}
-		case ethARP:
-			name = "arp"
 		}
 		if name == "" {
 			add(fmt.Sprintf("dl_type=0x%04x", t))
 		} else {
 			add(name)
-			protoDone = name != "ip" && name != "ipv6" && name != "arp"
+			protoDone = shorthands[name].proto >= 0
 		}
 	}
 	if hasProto && !protoDone {

@@ -260,24 +260,21 @@ func (n *Netns) Ping(dst string, timeout time.Duration) error {
 }
 
 func echoRequest(v4 bool, id, seq uint16, payload []byte) []byte {
-	m := make([]byte, header.ICMPMinimumSize+len(payload))
+	m := header.ICMP(make([]byte, header.ICMPMinimumSize+len(payload)))
 	copy(m[header.ICMPMinimumSize:], payload)
+	m.SetIdent(id)
+	m.SetSequence(seq)
 	if !v4 {
-		ic := header.ICMPv6(m)
-		ic.SetType(header.ICMPv6EchoRequest)
-		ic.SetIdent(id)
-		ic.SetSequence(seq)
+		m.SetType(header.ICMPv6EchoRequest)
 		return m // the kernel fills in the ICMPv6 checksum
 	}
-	ic := header.ICMPv4(m)
-	ic.SetType(header.ICMPv4EchoRequest)
-	ic.SetIdent(id)
-	ic.SetSequence(seq)
-	ic.SetChecksum(ic.CalculateChecksum())
+	m.SetType(header.ICMPv4EchoRequest)
+	m.SetChecksum(m.CalculateChecksum(0))
 	return m
 }
 
 func isEchoReply(v4 bool, b []byte, id uint16, payload []byte) bool {
+	reply := uint8(header.ICMPv6EchoReply)
 	if v4 {
 		if len(b) < header.IPv4MinimumSize {
 			return false
@@ -287,13 +284,10 @@ func isEchoReply(v4 bool, b []byte, id uint16, payload []byte) bool {
 			return false
 		}
 		b = b[ihl:]
-		if len(b) < header.ICMPMinimumSize || header.ICMPv4(b).Type() != header.ICMPv4EchoReply {
-			return false
-		}
-		return header.ICMPv4(b).Ident() == id && bytes.Equal(b[header.ICMPMinimumSize:], payload)
+		reply = header.ICMPv4EchoReply
 	}
-	if len(b) < header.ICMPMinimumSize || header.ICMPv6(b).Type() != header.ICMPv6EchoReply {
+	if len(b) < header.ICMPMinimumSize || header.ICMP(b).Type() != reply {
 		return false
 	}
-	return header.ICMPv6(b).Ident() == id && bytes.Equal(b[header.ICMPMinimumSize:], payload)
+	return header.ICMP(b).Ident() == id && bytes.Equal(b[header.ICMPMinimumSize:], payload)
 }

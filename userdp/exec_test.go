@@ -108,14 +108,12 @@ func TestActionSetIPv4(t *testing.T) {
 func TestActionSetL4(t *testing.T) {
 	h := newHarness(t, 2)
 	rng := newRand(t)
-	for _, c := range []struct {
-		proto uint8
-		act   string
-	}{
-		{header.IPProtoTCP, "set(tcp(src=1234,dst=80))"},
-		{header.IPProtoUDP, "set(udp(src=1234,dst=80))"},
-		{header.IPProtoSCTP, "set(sctp(src=1234,dst=80))"},
-	} {
+	protos := map[string]uint8{"tcp": header.IPProtoTCP, "udp": header.IPProtoUDP, "sctp": header.IPProtoSCTP}
+	for _, l4 := range []string{"tcp", "udp", "sctp"} {
+		c := struct {
+			proto uint8
+			act   string
+		}{protos[l4], "set(" + l4 + "(src=1234,dst=80))"}
 		f := testIPv4(rng, c.proto, 16, 0)
 		binary.BigEndian.PutUint16(f[34:], 4321) // ports in the key: set(l4) needs them
 		if c.proto == header.IPProtoTCP {

@@ -2,22 +2,16 @@ package header
 
 import "encoding/binary"
 
-// ARP sizes and values for IPv4 over Ethernet.
-const (
-	ARPSize          = 28 // an IPv4-over-Ethernet ARP packet
-	ARPHardwareEther = 1
-	ARPRequest       = 1
-	ARPReply         = 2
-)
-
 // ARP is an ARP packet: at least 8 bytes for the fixed fields, ARPSize
 // for the addresses of IPv4 over Ethernet.
 type ARP []byte
 
-// HardwareType returns the hardware type (ARPHardwareEther).
+// HardwareType returns the hardware type: ARPHardwareEther for an
+// Ethernet link.
 func (b ARP) HardwareType() uint16 { return binary.BigEndian.Uint16(b[0:]) }
 
-// ProtocolType returns the protocol type (EtherTypeIPv4).
+// ProtocolType returns the protocol type, an EtherType:
+// EtherTypeIPv4 for IPv4 addresses.
 func (b ARP) ProtocolType() uint16 { return binary.BigEndian.Uint16(b[2:]) }
 
 // HardwareAddressSize returns the hardware address length.
@@ -70,3 +64,11 @@ func (b ARP) SetTargetHardwareAddress(a [6]byte) { copy(b[18:24], a[:]) }
 
 // SetTargetProtocolAddress sets the target's IPv4 address.
 func (b ARP) SetTargetProtocolAddress(a [4]byte) { copy(b[24:28], a[:]) }
+
+// ARP sizes and values for IPv4 over Ethernet.
+const (
+	ARPSize          = 28 // an IPv4-over-Ethernet ARP packet
+	ARPHardwareEther = 1
+	ARPRequest       = 1
+	ARPReply         = 2
+)

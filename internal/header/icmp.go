@@ -30,86 +30,56 @@ const (
 	NDMinimumSize             = ICMPMinimumSize + IPv6AddressSize
 )
 
-// ICMPv4 is an ICMP header: at least ICMPMinimumSize bytes.
-type ICMPv4 []byte
+// ICMP is an ICMP (over IPv4) or ICMPv6 header, which have the same
+// layout (type, code, checksum, 4 bytes of rest of header): at least
+// ICMPMinimumSize bytes.
+type ICMP []byte
 
 // Type returns the message type.
-func (b ICMPv4) Type() uint8 { return b[0] }
+func (b ICMP) Type() uint8 { return b[0] }
 
 // Code returns the message code.
-func (b ICMPv4) Code() uint8 { return b[1] }
+func (b ICMP) Code() uint8 { return b[1] }
 
 // Checksum returns the checksum field.
-func (b ICMPv4) Checksum() uint16 { return binary.BigEndian.Uint16(b[ICMPChecksumOffset:]) }
+func (b ICMP) Checksum() uint16 { return binary.BigEndian.Uint16(b[ICMPChecksumOffset:]) }
 
 // Ident returns the identifier of an echo request or reply.
-func (b ICMPv4) Ident() uint16 { return binary.BigEndian.Uint16(b[4:]) }
+func (b ICMP) Ident() uint16 { return binary.BigEndian.Uint16(b[4:]) }
 
 // Sequence returns the sequence number of an echo request or reply.
-func (b ICMPv4) Sequence() uint16 { return binary.BigEndian.Uint16(b[6:]) }
+func (b ICMP) Sequence() uint16 { return binary.BigEndian.Uint16(b[6:]) }
 
 // SetType sets the message type.
-func (b ICMPv4) SetType(t uint8) { b[0] = t }
+func (b ICMP) SetType(t uint8) { b[0] = t }
 
 // SetCode sets the message code.
-func (b ICMPv4) SetCode(c uint8) { b[1] = c }
+func (b ICMP) SetCode(c uint8) { b[1] = c }
 
 // SetChecksum sets the checksum field.
-func (b ICMPv4) SetChecksum(c uint16) { binary.BigEndian.PutUint16(b[ICMPChecksumOffset:], c) }
+func (b ICMP) SetChecksum(c uint16) { binary.BigEndian.PutUint16(b[ICMPChecksumOffset:], c) }
 
 // SetIdent sets the identifier of an echo request or reply.
-func (b ICMPv4) SetIdent(v uint16) { binary.BigEndian.PutUint16(b[4:], v) }
+func (b ICMP) SetIdent(v uint16) { binary.BigEndian.PutUint16(b[4:], v) }
 
 // SetSequence sets the sequence number of an echo request or reply.
-func (b ICMPv4) SetSequence(v uint16) { binary.BigEndian.PutUint16(b[6:], v) }
+func (b ICMP) SetSequence(v uint16) { binary.BigEndian.PutUint16(b[6:], v) }
 
-// CalculateChecksum returns the checksum of the whole message (ICMP
-// over IPv4 has no pseudo-header) with the checksum field taken as
-// zero; 0 for a view shorter than 4 bytes.
-func (b ICMPv4) CalculateChecksum() uint16 {
+// CalculateChecksum returns the checksum of the whole message with the
+// checksum field taken as zero, added to the pseudo-header sum pseudo:
+// 0 for ICMP over IPv4, which has none; IPv6.PseudoHeaderSum for
+// ICMPv6. It returns 0 for a view shorter than 4 bytes.
+func (b ICMP) CalculateChecksum(pseudo uint64) uint16 {
 	if len(b) < 4 {
 		return 0
 	}
-	return Checksum(b[4:], Sum(b[:2], 0))
+	return Checksum(b[4:], Sum(b[:2], pseudo))
 }
 
-// ICMPv6 is an ICMPv6 header: at least ICMPMinimumSize bytes.
-type ICMPv6 []byte
-
-// Type returns the message type.
-func (b ICMPv6) Type() uint8 { return b[0] }
-
-// Code returns the message code.
-func (b ICMPv6) Code() uint8 { return b[1] }
-
-// Checksum returns the checksum field.
-func (b ICMPv6) Checksum() uint16 { return binary.BigEndian.Uint16(b[ICMPChecksumOffset:]) }
-
-// Ident returns the identifier of an echo request or reply.
-func (b ICMPv6) Ident() uint16 { return binary.BigEndian.Uint16(b[4:]) }
-
-// Sequence returns the sequence number of an echo request or reply.
-func (b ICMPv6) Sequence() uint16 { return binary.BigEndian.Uint16(b[6:]) }
-
-// SetType sets the message type.
-func (b ICMPv6) SetType(t uint8) { b[0] = t }
-
-// SetCode sets the message code.
-func (b ICMPv6) SetCode(c uint8) { b[1] = c }
-
-// SetChecksum sets the checksum field.
-func (b ICMPv6) SetChecksum(c uint16) { binary.BigEndian.PutUint16(b[ICMPChecksumOffset:], c) }
-
-// SetIdent sets the identifier of an echo request or reply.
-func (b ICMPv6) SetIdent(v uint16) { binary.BigEndian.PutUint16(b[4:], v) }
-
-// SetSequence sets the sequence number of an echo request or reply.
-func (b ICMPv6) SetSequence(v uint16) { binary.BigEndian.PutUint16(b[6:], v) }
-
-// IsND reports whether b is a neighbour solicitation or advertisement
-// (code 0): the messages whose target and link-layer addresses a flow
-// key holds.
-func (b ICMPv6) IsND() bool {
+// IsND reports whether the ICMPv6 message b is a neighbour solicitation
+// or advertisement (code 0): the messages whose target and link-layer
+// addresses a flow key holds.
+func (b ICMP) IsND() bool {
 	return b[1] == 0 && (b[0] == ICMPv6NeighborSolicit || b[0] == ICMPv6NeighborAdvert)
 }
 

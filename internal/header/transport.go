@@ -27,14 +27,25 @@ const (
 	TCPFlagCwr = 0x80
 )
 
+// Ports is the start of a TCP, UDP or SCTP header, which all carry the
+// source and destination ports in their first 4 bytes: Ports(tcp),
+// Ports(udp) and Ports(sctp) read and write them. At least 4 bytes.
+type Ports []byte
+
+// Source returns the source port.
+func (b Ports) Source() uint16 { return binary.BigEndian.Uint16(b[0:]) }
+
+// Destination returns the destination port.
+func (b Ports) Destination() uint16 { return binary.BigEndian.Uint16(b[2:]) }
+
+// SetSource sets the source port (no checksum is updated).
+func (b Ports) SetSource(p uint16) { binary.BigEndian.PutUint16(b[0:], p) }
+
+// SetDestination sets the destination port (no checksum is updated).
+func (b Ports) SetDestination(p uint16) { binary.BigEndian.PutUint16(b[2:], p) }
+
 // TCP is a TCP header: at least TCPMinimumSize bytes.
 type TCP []byte
-
-// SourcePort returns the source port.
-func (b TCP) SourcePort() uint16 { return binary.BigEndian.Uint16(b[0:]) }
-
-// DestinationPort returns the destination port.
-func (b TCP) DestinationPort() uint16 { return binary.BigEndian.Uint16(b[2:]) }
 
 // SequenceNumber returns the sequence number.
 func (b TCP) SequenceNumber() uint32 { return binary.BigEndian.Uint32(b[4:]) }
@@ -57,37 +68,17 @@ func (b TCP) WindowSize() uint16 { return binary.BigEndian.Uint16(b[14:]) }
 // Checksum returns the checksum field.
 func (b TCP) Checksum() uint16 { return binary.BigEndian.Uint16(b[TCPChecksumOffset:]) }
 
-// SetSourcePort sets the source port (the checksum is not updated).
-func (b TCP) SetSourcePort(p uint16) { binary.BigEndian.PutUint16(b[0:], p) }
-
-// SetDestinationPort sets the destination port (the checksum is not
-// updated).
-func (b TCP) SetDestinationPort(p uint16) { binary.BigEndian.PutUint16(b[2:], p) }
-
 // SetChecksum sets the checksum field.
 func (b TCP) SetChecksum(c uint16) { binary.BigEndian.PutUint16(b[TCPChecksumOffset:], c) }
 
 // UDP is a UDP header: at least UDPMinimumSize bytes.
 type UDP []byte
 
-// SourcePort returns the source port.
-func (b UDP) SourcePort() uint16 { return binary.BigEndian.Uint16(b[0:]) }
-
-// DestinationPort returns the destination port.
-func (b UDP) DestinationPort() uint16 { return binary.BigEndian.Uint16(b[2:]) }
-
 // Length returns the length field (header and payload).
 func (b UDP) Length() uint16 { return binary.BigEndian.Uint16(b[4:]) }
 
 // Checksum returns the checksum field (0: no checksum, over IPv4).
 func (b UDP) Checksum() uint16 { return binary.BigEndian.Uint16(b[UDPChecksumOffset:]) }
-
-// SetSourcePort sets the source port (the checksum is not updated).
-func (b UDP) SetSourcePort(p uint16) { binary.BigEndian.PutUint16(b[0:], p) }
-
-// SetDestinationPort sets the destination port (the checksum is not
-// updated).
-func (b UDP) SetDestinationPort(p uint16) { binary.BigEndian.PutUint16(b[2:], p) }
 
 // SetLength sets the length field.
 func (b UDP) SetLength(l uint16) { binary.BigEndian.PutUint16(b[4:], l) }
@@ -98,20 +89,8 @@ func (b UDP) SetChecksum(c uint16) { binary.BigEndian.PutUint16(b[UDPChecksumOff
 // SCTP is an SCTP common header: at least SCTPMinimumSize bytes.
 type SCTP []byte
 
-// SourcePort returns the source port.
-func (b SCTP) SourcePort() uint16 { return binary.BigEndian.Uint16(b[0:]) }
-
-// DestinationPort returns the destination port.
-func (b SCTP) DestinationPort() uint16 { return binary.BigEndian.Uint16(b[2:]) }
-
 // Checksum returns the CRC32c field, which SCTP stores little-endian.
 func (b SCTP) Checksum() uint32 { return binary.LittleEndian.Uint32(b[SCTPChecksumOffset:]) }
-
-// SetSourcePort sets the source port (the checksum is not updated).
-func (b SCTP) SetSourcePort(p uint16) { binary.BigEndian.PutUint16(b[0:], p) }
-
-// SetDestinationPort sets the destination port.
-func (b SCTP) SetDestinationPort(p uint16) { binary.BigEndian.PutUint16(b[2:], p) }
 
 // SetChecksum sets the CRC32c field (little-endian).
 func (b SCTP) SetChecksum(c uint32) { binary.LittleEndian.PutUint32(b[SCTPChecksumOffset:], c) }

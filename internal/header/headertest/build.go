@@ -156,8 +156,8 @@ func IPv6(src, dst [16]byte, next, hlim uint8, tclass uint8, label uint32, paylo
 func UDP(src, dst uint16, payload []byte) []byte {
 	b := make([]byte, header.UDPMinimumSize+len(payload))
 	u := header.UDP(b)
-	u.SetSourcePort(src)
-	u.SetDestinationPort(dst)
+	header.Ports(u).SetSource(src)
+	header.Ports(u).SetDestination(dst)
 	u.SetLength(uint16(len(b)))
 	copy(b[header.UDPMinimumSize:], payload)
 	return b
@@ -172,8 +172,8 @@ func TCPHeader(src, dst uint16, seq, ack uint32, flags uint16, doff int, win uin
 	}
 	b := make([]byte, max(doff*4, header.TCPMinimumSize))
 	t := header.TCP(b)
-	t.SetSourcePort(src)
-	t.SetDestinationPort(dst)
+	header.Ports(t).SetSource(src)
+	header.Ports(t).SetDestination(dst)
 	binary.BigEndian.PutUint32(b[4:], seq)
 	binary.BigEndian.PutUint32(b[8:], ack)
 	binary.BigEndian.PutUint16(b[12:], uint16(doff&0xf)<<12|flags&0x0fff)
@@ -192,7 +192,7 @@ func TCP(src, dst uint16, seq, ack uint32, flags uint8, payload []byte) []byte {
 // fill it in).
 func ICMP(typ, code uint8, rest uint32, body []byte) []byte {
 	b := make([]byte, header.ICMPMinimumSize+len(body))
-	ic := header.ICMPv4(b)
+	ic := header.ICMP(b)
 	ic.SetType(typ)
 	ic.SetCode(code)
 	binary.BigEndian.PutUint32(b[4:], rest)

@@ -95,17 +95,17 @@ func TestIPv6Checksums(t *testing.T) {
 
 func TestTransportHeaders(t *testing.T) {
 	th := header.TCP(TCPHeader(80, 443, 1000, 2000, 0x1ff, 8, 100))
-	if len(th) != 32 || th.SourcePort() != 80 || th.DestinationPort() != 443 || th.SequenceNumber() != 1000 || th.AckNumber() != 2000 ||
+	if len(th) != 32 || header.Ports(th).Source() != 80 || header.Ports(th).Destination() != 443 || th.SequenceNumber() != 1000 || th.AckNumber() != 2000 ||
 		th.DataOffset() != 32 || th.Flags() != 0x1ff || th.WindowSize() != 100 {
 		t.Errorf("TCPHeader: % x", []byte(th))
 	}
 	if th := header.TCP(TCP(1, 2, 3, 4, header.TCPFlagFin, []byte("p"))); len(th) != 21 || th.DataOffset() != 20 || th.WindowSize() != 8192 || th.Flags() != 1 {
 		t.Errorf("TCP: % x", []byte(th))
 	}
-	if u := header.UDP(UDP(5, 6, []byte("abc"))); u.SourcePort() != 5 || u.DestinationPort() != 6 || u.Length() != 11 || len(u) != 11 {
+	if u := header.UDP(UDP(5, 6, []byte("abc"))); header.Ports(u).Source() != 5 || header.Ports(u).Destination() != 6 || u.Length() != 11 || len(u) != 11 {
 		t.Errorf("UDP: % x", []byte(u))
 	}
-	if ic := header.ICMPv4(ICMP(8, 1, 0x00050006, []byte("z"))); ic.Type() != 8 || ic.Code() != 1 || ic.Ident() != 5 || ic.Sequence() != 6 || len(ic) != 9 {
+	if ic := header.ICMP(ICMP(8, 1, 0x00050006, []byte("z"))); ic.Type() != 8 || ic.Code() != 1 || ic.Ident() != 5 || ic.Sequence() != 6 || len(ic) != 9 {
 		t.Errorf("ICMP: % x", []byte(ic))
 	}
 	a := header.ARP(ARP(header.ARPReply, mac1, ip1, mac2, ip2))
