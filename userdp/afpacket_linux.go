@@ -303,7 +303,7 @@ func OpenNetdev(name string, opts NetdevOptions) (*NetdevPort, error) {
 // an outer VLAN tag sent out of band.
 func (p *NetdevPort) txLen(frame []byte) int {
 	if p.vlanTx != nil {
-		return SkbLen(frame)
+		return skbLen(frame)
 	}
 	return len(frame)
 }

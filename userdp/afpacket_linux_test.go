@@ -404,7 +404,7 @@ func TestNetdevVLANTxOffload(t *testing.T) {
 			// The interface counts skb->len: the out-of-band tag is not in it.
 			want := uint64(0)
 			for _, f := range frames {
-				want += uint64(SkbLen(f))
+				want += uint64(skbLen(f))
 			}
 			if st := out.Stats(); st.TxPackets != uint64(len(frames)) || st.TxBytes != want {
 				t.Errorf("tx stats %+v, want %d packets and %d bytes", st, len(frames), want)

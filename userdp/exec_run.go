@@ -32,13 +32,13 @@ const maxRecirc = 6
 
 // pktCtx is a packet being executed.
 type pktCtx struct {
-	f        Frame
+	f        frameBuf
 	key      flowkeys.Key
 	keyValid bool
-	h        Headers
+	h        pktHeaders
 	hValid   bool
 	// l3off is the network header's offset as key extraction found it
-	// (Headers.L3), 0 when not known (an Ethernet frame's is at least
+	// (pktHeaders.L3), 0 when not known (an Ethernet frame's is at least
 	// 14): actions that move headers clear it with the key.
 	l3off int
 	// cutlen is the kernel's OVS_CB(skb)->cutlen: the bytes a trunc
@@ -52,7 +52,7 @@ type pktCtx struct {
 	// proto is the kernel's skb->protocol for the packet: set from the
 	// key whenever the key is extracted (keyProtocol) and changed by
 	// the actions that change it in the kernel (push/pop of VLAN tags
-	// and MPLS labels). The parsed Headers carry it.
+	// and MPLS labels). The parsed pktHeaders carry it.
 	proto uint16
 }
 
@@ -66,14 +66,14 @@ func keyProtocol(k *flowkeys.Key) uint16 {
 }
 
 // cutFrame returns the length the frame is output with after a trunc,
-// as the kernel's do_output: skb->len (SkbLen, without the out-of-band
+// as the kernel's do_output: skb->len (skbLen, without the out-of-band
 // tag, which is sent too) less cutlen, but no less than the Ethernet
 // header (nothing for a packet without one); a packet that shrank below
 // cutlen bytes since the trunc is not cut at all (the kernel's unsigned
 // subtraction wraps).
 func (c *pktCtx) cutFrame() int {
 	b := c.f.Bytes()
-	sl := uint32(SkbLen(b))
+	sl := uint32(skbLen(b))
 	if c.cutlen > sl {
 		return len(b)
 	}
@@ -113,9 +113,9 @@ func encapProto(frame []byte) uint16 {
 }
 
 // headers returns the packet's parsed headers.
-func (c *pktCtx) headers() (*Headers, error) {
+func (c *pktCtx) headers() (*pktHeaders, error) {
 	if !c.hValid {
-		if err := ParseHeaders(c.f.Bytes(), &c.h); err != nil {
+		if err := parseHeaders(c.f.Bytes(), &c.h); err != nil {
 			return nil, err
 		}
 		c.h.Protocol = c.proto
@@ -124,7 +124,7 @@ func (c *pktCtx) headers() (*Headers, error) {
 	return &c.h, nil
 }
 
-// l3 returns the offset of the packet's network header (Headers.L3)
+// l3 returns the offset of the packet's network header (pktHeaders.L3)
 // without parsing what follows it, or -1 for a frame shorter than an
 // Ethernet header.
 func (c *pktCtx) l3() int {
@@ -205,7 +205,7 @@ func (w *worker) run(c *pktCtx, ops []op) {
 			// The kernel records how many bytes to cut (cutlen), not
 			// the length to keep, and only when the packet is longer
 			// than max_len; a shorter one keeps the cutlen it had.
-			if sl := uint32(SkbLen(c.f.Bytes())); sl > o.a {
+			if sl := uint32(skbLen(c.f.Bytes())); sl > o.a {
 				c.cutlen = sl - o.a
 			}
 		case opPushVLAN:
@@ -213,7 +213,7 @@ func (w *worker) run(c *pktCtx, ops []op) {
 			// the packet and makes skb->protocol its TPID.
 			outer := outerTag(c.f.Bytes())
 			tpid := binary.BigEndian.Uint16(c.f.Bytes()[12:])
-			if err := PushVLAN(&c.f, o.c, o.d); err != nil {
+			if err := pushVLAN(&c.f, o.c, o.d); err != nil {
 				w.actionError()
 				return
 			}
@@ -228,7 +228,7 @@ func (w *worker) run(c *pktCtx, ops []op) {
 			// holds it out of band with skb->protocol as its TPID,
 			// setting skb->protocol from what follows it.
 			outer := outerTag(c.f.Bytes())
-			if err := PopVLAN(&c.f); err != nil {
+			if err := popVLAN(&c.f); err != nil {
 				w.actionError()
 				return
 			}
@@ -246,9 +246,9 @@ func (w *worker) run(c *pktCtx, ops []op) {
 			h, err := c.headers()
 			if err == nil {
 				if o.kind == opPushMPLS {
-					err = PushMPLS(&c.f, h, o.a, o.c)
+					err = pushMPLS(&c.f, h, o.a, o.c)
 				} else {
-					err = PopMPLS(&c.f, h, o.c)
+					err = popMPLS(&c.f, h, o.c)
 				}
 			}
 			if err != nil {
@@ -271,7 +271,7 @@ func (w *worker) run(c *pktCtx, ops []op) {
 			}
 		case opDecTTL:
 			l3 := c.l3()
-			if l3 < 0 { // as ParseHeaders: no Ethernet header
+			if l3 < 0 { // as parseHeaders: no Ethernet header
 				w.actionError()
 				return
 			}
@@ -316,7 +316,7 @@ func (w *worker) run(c *pktCtx, ops []op) {
 			}
 		case opCheckPktLen:
 			sub := o.sub2
-			if SkbLen(c.f.Bytes()) > int(o.c) {
+			if skbLen(c.f.Bytes()) > int(o.c) {
 				sub = o.sub
 			}
 			w.nested(c, sub, o.last)
@@ -390,7 +390,7 @@ func (w *worker) copyCtx(c *pktCtx) *pktCtx {
 		s.buf = make([]byte, max(need, 2048))
 	}
 	s.ctx = *c
-	s.ctx.f = Frame{Buf: s.buf[:cap(s.buf)], Off: DefaultHeadroom, Len: c.f.Len}
+	s.ctx.f = frameBuf{Buf: s.buf[:cap(s.buf)], Off: DefaultHeadroom, Len: c.f.Len}
 	copy(s.ctx.f.Buf[DefaultHeadroom:], c.f.Bytes())
 	s.ctx.steal = false
 	w.copies++
@@ -404,7 +404,7 @@ func (w *worker) releaseCopy() { w.copies-- }
 func (c *pktCtx) set(o *op) error {
 	s := o.set
 	if o.kind == opSetEth {
-		if err := SetEthernetMasked(c.f.Bytes(), &s.eth[0], &s.eth[1]); err != nil {
+		if err := setEthernetMasked(c.f.Bytes(), &s.eth[0], &s.eth[1]); err != nil {
 			return err
 		}
 		if c.keyValid {
@@ -423,7 +423,7 @@ func (c *pktCtx) set(o *op) error {
 	k := &c.key
 	switch o.kind {
 	case opSetIPv4:
-		if err := SetIPv4Masked(b, h, &s.ip4[0], &s.ip4[1]); err != nil {
+		if err := setIPv4Masked(b, h, &s.ip4[0], &s.ip4[1]); err != nil {
 			return err
 		}
 		if c.keyValid {
@@ -433,7 +433,7 @@ func (c *pktCtx) set(o *op) error {
 			k.IPTOS, k.IPTTL = ip[1], ip[8]
 		}
 	case opSetIPv6:
-		if err := SetIPv6Masked(b, h, &s.ip6[0], &s.ip6[1]); err != nil {
+		if err := setIPv6Masked(b, h, &s.ip6[0], &s.ip6[1]); err != nil {
 			return err
 		}
 		if c.keyValid {
@@ -448,11 +448,11 @@ func (c *pktCtx) set(o *op) error {
 	case opSetTCP, opSetUDP, opSetSCTP:
 		switch o.kind {
 		case opSetTCP:
-			err = SetTCPMasked(b, h, &s.ports[0], &s.ports[1])
+			err = setTCPMasked(b, h, &s.ports[0], &s.ports[1])
 		case opSetUDP:
-			err = SetUDPMasked(b, h, &s.ports[0], &s.ports[1])
+			err = setUDPMasked(b, h, &s.ports[0], &s.ports[1])
 		default:
-			err = SetSCTPMasked(b, h, &s.ports[0], &s.ports[1])
+			err = setSCTPMasked(b, h, &s.ports[0], &s.ports[1])
 		}
 		if err != nil {
 			return err
@@ -490,7 +490,7 @@ func (c *pktCtx) set(o *op) error {
 		}
 		c.keyValid = false // the options may have moved bits the key shows
 	case opSetMPLS:
-		if err := SetMPLSMasked(b, h, s.mpls[0], s.mpls[1]); err != nil {
+		if err := setMPLSMasked(b, h, s.mpls[0], s.mpls[1]); err != nil {
 			return err
 		}
 		if c.keyValid {

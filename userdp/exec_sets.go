@@ -15,16 +15,16 @@ import (
 
 // setICMPMasked sets the masked bits of the ICMP (proto 1 over IPv4) or
 // ICMPv6 (proto 58 over IPv6) type and code, updating the checksum.
-func setICMPMasked(frame []byte, h *Headers, ethType uint16, proto uint8, key, mask *[2]uint8) error {
+func setICMPMasked(frame []byte, h *pktHeaders, ethType uint16, proto uint8, key, mask *[2]uint8) error {
 	name := "icmp"
 	if proto == header.IPProtoICMPv6 {
 		name = "icmpv6"
 	}
 	if h.EthType != ethType || h.L4 < 0 || h.Proto != proto || h.Frag == header.FragLater {
-		return fmt.Errorf("set(%s): %w: EtherType %#04x, IP protocol %d", name, ErrWrongProtocol, h.EthType, h.Proto)
+		return fmt.Errorf("set(%s): %w: EtherType %#04x, IP protocol %d", name, errWrongProtocol, h.EthType, h.Proto)
 	}
 	if len(frame) < h.L4+4 {
-		return fmt.Errorf("set(%s): %w: %d bytes, the header ends at %d", name, ErrTooShort, len(frame), h.L4+4)
+		return fmt.Errorf("set(%s): %w: %d bytes, the header ends at %d", name, errTooShort, len(frame), h.L4+4)
 	}
 	ic := frame[h.L4:]
 	old := binary.BigEndian.Uint16(ic)
@@ -39,16 +39,16 @@ func setICMPMasked(frame []byte, h *Headers, ethType uint16, proto uint8, key, m
 
 // setARPMasked sets the masked bits of an Ethernet/IPv4 ARP packet's
 // opcode and addresses (no checksum).
-func setARPMasked(frame []byte, h *Headers, key, mask *odp.ARP) error {
+func setARPMasked(frame []byte, h *pktHeaders, key, mask *odp.ARP) error {
 	if (h.EthType != header.EtherTypeARP && h.EthType != header.EtherTypeRARP) || h.L3 < 0 {
-		return fmt.Errorf("set(arp): %w: EtherType %#04x", ErrWrongProtocol, h.EthType)
+		return fmt.Errorf("set(arp): %w: EtherType %#04x", errWrongProtocol, h.EthType)
 	}
 	if len(frame) < h.L3+28 {
-		return fmt.Errorf("set(arp): %w: %d bytes, an Ethernet/IPv4 ARP packet ends at %d", ErrTooShort, len(frame), h.L3+28)
+		return fmt.Errorf("set(arp): %w: %d bytes, an Ethernet/IPv4 ARP packet ends at %d", errTooShort, len(frame), h.L3+28)
 	}
 	a := frame[h.L3:]
 	if binary.BigEndian.Uint16(a) != 1 || binary.BigEndian.Uint16(a[2:]) != header.EtherTypeIPv4 || a[4] != 6 || a[5] != 4 {
-		return fmt.Errorf("set(arp): %w: not an Ethernet/IPv4 ARP packet", ErrWrongProtocol)
+		return fmt.Errorf("set(arp): %w: not an Ethernet/IPv4 ARP packet", errWrongProtocol)
 	}
 	op := binary.BigEndian.Uint16(a[6:])
 	binary.BigEndian.PutUint16(a[6:], op&^mask.Op|key.Op&mask.Op)
@@ -72,16 +72,16 @@ func maskBytes(dst, key, mask []byte) {
 // or advertisement's target address and of its source (type 1) or
 // target (type 2) link-layer address option, updating the ICMPv6
 // checksum. An option that the packet does not have is not added.
-func setNDMasked(frame []byte, h *Headers, key, mask *odp.ND) error {
+func setNDMasked(frame []byte, h *pktHeaders, key, mask *odp.ND) error {
 	if h.EthType != header.EtherTypeIPv6 || h.L4 < 0 || h.Proto != header.IPProtoICMPv6 {
-		return fmt.Errorf("set(nd): %w: not ICMPv6", ErrWrongProtocol)
+		return fmt.Errorf("set(nd): %w: not ICMPv6", errWrongProtocol)
 	}
 	if len(frame) < h.L4+24 {
-		return fmt.Errorf("set(nd): %w: %d bytes, the ND message ends at %d", ErrTooShort, len(frame), h.L4+24)
+		return fmt.Errorf("set(nd): %w: %d bytes, the ND message ends at %d", errTooShort, len(frame), h.L4+24)
 	}
 	ic := frame[h.L4:]
 	if ic[0] != 135 && ic[0] != 136 {
-		return fmt.Errorf("set(nd): %w: ICMPv6 type %d is not a neighbour solicitation or advertisement", ErrWrongProtocol, ic[0])
+		return fmt.Errorf("set(nd): %w: ICMPv6 type %d is not a neighbour solicitation or advertisement", errWrongProtocol, ic[0])
 	}
 	csum := binary.BigEndian.Uint16(ic[2:])
 	var old [16]byte

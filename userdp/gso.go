@@ -165,8 +165,8 @@ func (s *segmenter) init(src []byte, h vnetHdr, tagged bool, tpid, tci uint16, m
 	if int(h.hdrLen) > len(src) {
 		return VnetBadHdrLen, false
 	}
-	var ph Headers
-	if ParseHeaders(src, &ph) != nil || ph.L4 < 0 || ph.Frag != header.FragNone {
+	var ph pktHeaders
+	if parseHeaders(src, &ph) != nil || ph.L4 < 0 || ph.Frag != header.FragNone {
 		return VnetBadHeaders, false
 	}
 	switch {
@@ -323,8 +323,8 @@ func completeCsum(frame []byte, start, off int) bool {
 		return false
 	}
 	if off == 8 {
-		var h Headers
-		if ParseHeaders(frame, &h) == nil && h.L4 == start && h.Proto == header.IPProtoSCTP {
+		var h pktHeaders
+		if parseHeaders(frame, &h) == nil && h.L4 == start && h.Proto == header.IPProtoSCTP {
 			sh := header.SCTP(frame[start:])
 			sh.SetChecksum(sh.CalculateChecksum())
 			return true

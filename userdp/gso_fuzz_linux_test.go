@@ -50,8 +50,8 @@ func fuzzSegment(t *testing.T, hb, frame []byte, tagged bool, mtu16 uint16) {
 		}
 		return
 	}
-	var ph Headers
-	ParseHeaders(frame, &ph)
+	var ph pktHeaders
+	parseHeaders(frame, &ph)
 	d := 0
 	if tagged {
 		d = 4
@@ -66,8 +66,8 @@ func fuzzSegment(t *testing.T, hb, frame []byte, tagged bool, mtu16 uint16) {
 			t.Fatalf("segment %d does not fit BufferSize(%d)", k, mtu)
 		}
 		seg := out[:n]
-		var h Headers
-		if err := ParseHeaders(seg, &h); err != nil || h.L3 != ph.L3+d || h.L4 != ph.L4+d || h.Proto != ph.Proto {
+		var h pktHeaders
+		if err := parseHeaders(seg, &h); err != nil || h.L3 != ph.L3+d || h.L4 != ph.L4+d || h.Proto != ph.Proto {
 			t.Fatalf("segment %d parses as %+v (%v), super-frame as %+v", k, h, err, ph)
 		}
 		if l := n - h.L3; l > mtu {

@@ -241,8 +241,8 @@ func TestSegmenter(t *testing.T) {
 			// The payloads put together are the super-frame's.
 			var pay []byte
 			for _, s := range got {
-				var h Headers
-				if err := ParseHeaders(s, &h); err != nil || h.L4 < 0 {
+				var h pktHeaders
+				if err := parseHeaders(s, &h); err != nil || h.L4 < 0 {
 					t.Fatalf("segment does not parse: %v", err)
 				}
 				hl := 8

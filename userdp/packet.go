@@ -7,25 +7,25 @@ import (
 	"github.com/ovsdp/ovsdp/internal/header"
 )
 
-// Frame is a packet inside a buffer with headroom: the packet's bytes are
+// frameBuf is a packet inside a buffer with headroom: the packet's bytes are
 // Buf[Off:Off+Len]. Operations that grow the packet at the front (push
 // VLAN, push MPLS) move the bytes in front of the insertion point into
 // the headroom and decrease Off, so the rest of the packet is not copied;
-// they fail with ErrNoHeadroom when Off is too small. Operations that
+// they fail with errNoHeadroom when Off is too small. Operations that
 // shrink it at the front move those bytes back and increase Off.
-type Frame struct {
+type frameBuf struct {
 	Buf []byte
 	Off int
 	Len int
 }
 
 // Bytes returns the packet's bytes, Buf[Off:Off+Len].
-func (f *Frame) Bytes() []byte { return f.Buf[f.Off : f.Off+f.Len] }
+func (f *frameBuf) Bytes() []byte { return f.Buf[f.Off : f.Off+f.Len] }
 
 // check verifies that the frame's bounds lie inside its buffer.
-func (f *Frame) check() error {
+func (f *frameBuf) check() error {
 	if f.Off < 0 || f.Len < 0 || f.Off > len(f.Buf) || f.Len > len(f.Buf)-f.Off {
-		return fmt.Errorf("%w: frame bounds [%d:+%d] outside a %d-byte buffer", ErrBadFrame, f.Off, f.Len, len(f.Buf))
+		return fmt.Errorf("%w: frame bounds [%d:+%d] outside a %d-byte buffer", errBadFrame, f.Off, f.Len, len(f.Buf))
 	}
 	return nil
 }
@@ -34,27 +34,27 @@ func (f *Frame) check() error {
 // The kernel's datapath drops a packet when an action on it fails
 // (OVS_DROP_ACTION_ERROR); the userspace datapath should do the same.
 var (
-	// ErrTooShort: the packet ends before the header the operation
+	// errTooShort: the packet ends before the header the operation
 	// needs. The kernel fails such an action with -ENOMEM (from
 	// skb_ensure_writable / pskb_may_pull) and drops the packet.
-	ErrTooShort = errors.New("packet too short")
-	// ErrNoHeadroom: a push needs more headroom than the Frame has.
-	ErrNoHeadroom = errors.New("not enough headroom")
-	// ErrBadFrame: the Frame's bounds are inconsistent with its buffer.
-	ErrBadFrame = errors.New("bad frame")
-	// ErrNotSettable: a masked set tried to change a field that the
+	errTooShort = errors.New("packet too short")
+	// errNoHeadroom: a push needs more headroom than the frameBuf has.
+	errNoHeadroom = errors.New("not enough headroom")
+	// errBadFrame: the frameBuf's bounds are inconsistent with its buffer.
+	errBadFrame = errors.New("bad frame")
+	// errNotSettable: a masked set tried to change a field that the
 	// kernel refuses to set (e.g. the IPv4 protocol or fragment type;
 	// the kernel rejects such an action with EINVAL when the flow is put).
-	ErrNotSettable = errors.New("field not settable")
-	// ErrWrongProtocol: the packet does not carry the header the
+	errNotSettable = errors.New("field not settable")
+	// errWrongProtocol: the packet does not carry the header the
 	// operation sets (e.g. set(ipv4) on an ARP frame).
-	ErrWrongProtocol = errors.New("packet does not have this header")
+	errWrongProtocol = errors.New("packet does not have this header")
 )
 
-// Headers locates a frame's headers, as the kernel records them in the
+// pktHeaders locates a frame's headers, as the kernel records them in the
 // skb during key extraction (mac_len, network and transport offsets). All
 // offsets are from the start of the frame; -1 means absent.
-type Headers struct {
+type pktHeaders struct {
 	// MACLen is the length of the Ethernet header including in-line
 	// VLAN tags (and an LLC/SNAP header), i.e. where the network header
 	// or MPLS label stack starts.
@@ -94,19 +94,19 @@ type Headers struct {
 	IPv6RoutingActive bool
 }
 
-// ParseHeaders fills h with the locations of frame's headers. It parses
+// parseHeaders fills h with the locations of frame's headers. It parses
 // an Ethernet header, up to two in-line VLAN tags (802.1Q or 802.1ad),
 // LLC/SNAP, and IPv4 or IPv6 (with the extension headers the kernel's
 // ipv6_find_hdr follows). It finds the network header exactly where
 // flowkeys.Extract (the kernel's key_extract) does, so that the actions
-// work on the header the flow key describes. It returns ErrTooShort when
+// work on the header the flow key describes. It returns errTooShort when
 // the frame is shorter than an Ethernet header; a truncated or malformed
 // IP header is not an error: h.L4 is then -1, as the kernel leaves the
 // packet without a transport header. It allocates nothing.
-func ParseHeaders(frame []byte, h *Headers) error {
-	*h = Headers{L3: -1, L4: -1}
+func parseHeaders(frame []byte, h *pktHeaders) error {
+	*h = pktHeaders{L3: -1, L4: -1}
 	if len(frame) < 14 {
-		return fmt.Errorf("%w: %d bytes, an Ethernet header needs 14", ErrTooShort, len(frame))
+		return fmt.Errorf("%w: %d bytes, an Ethernet header needs 14", errTooShort, len(frame))
 	}
 	off, et, tags := header.L2(frame)
 	h.MACLen = off
@@ -126,7 +126,7 @@ func ParseHeaders(frame []byte, h *Headers) error {
 }
 
 // parseIPv4 locates the transport header of the IPv4 header at h.L3.
-func parseIPv4(frame []byte, h *Headers) {
+func parseIPv4(frame []byte, h *pktHeaders) {
 	ip := header.IPv4(frame[h.L3:])
 	if len(ip) < header.IPv4MinimumSize {
 		return
@@ -145,7 +145,7 @@ func parseIPv4(frame []byte, h *Headers) {
 // parseIPv6 follows the extension headers after the IPv6 header at h.L3
 // as flowkeys.Extract does (the kernel's ipv6_find_hdr, one walk for
 // both: header.IPv6ExtWalk).
-func parseIPv6(frame []byte, h *Headers) {
+func parseIPv6(frame []byte, h *pktHeaders) {
 	if len(frame)-h.L3 < header.IPv6MinimumSize {
 		return
 	}

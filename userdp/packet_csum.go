@@ -2,16 +2,16 @@ package userdp
 
 import "github.com/ovsdp/ovsdp/internal/header"
 
-// CompleteChecksum computes the TCP or UDP checksum of an IPv4 or IPv6
+// completeChecksum computes the TCP or UDP checksum of an IPv4 or IPv6
 // frame from scratch and stores it, for frames whose sender left the
 // checksum to offload (the field then holds only the pseudo-header sum).
 // The segment's length comes from the IP header's length field, not the
 // frame's (which may be padded). Frames that are not TCP/UDP, later
 // fragments, and frames whose lengths are inconsistent are left as they
 // are. It allocates nothing.
-func CompleteChecksum(frame []byte) {
-	var h Headers
-	if ParseHeaders(frame, &h) != nil || h.L4 < 0 || h.Frag == header.FragLater {
+func completeChecksum(frame []byte) {
+	var h pktHeaders
+	if parseHeaders(frame, &h) != nil || h.L4 < 0 || h.Frag == header.FragLater {
 		return
 	}
 	if h.Proto != header.IPProtoTCP && h.Proto != header.IPProtoUDP {

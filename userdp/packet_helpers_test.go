@@ -175,8 +175,8 @@ func testIPv6(rng *rand.Rand, proto uint8, payload int, ext ...[]byte) []byte {
 
 func fixIPv6(f []byte, l3, l4 int) {
 	ip := f[l3:]
-	var h Headers
-	if err := ParseHeaders(f, &h); err != nil {
+	var h pktHeaders
+	if err := parseHeaders(f, &h); err != nil {
 		panic(err)
 	}
 	if h.L4 != l4 {
@@ -240,11 +240,11 @@ func checkIPv6(t *testing.T, f []byte, l3, l4 int, proto uint8) {
 	}
 }
 
-func mustParse(t testing.TB, f []byte) *Headers {
+func mustParse(t testing.TB, f []byte) *pktHeaders {
 	t.Helper()
-	h := new(Headers)
-	if err := ParseHeaders(f, h); err != nil {
-		t.Fatalf("ParseHeaders: %v", err)
+	h := new(pktHeaders)
+	if err := parseHeaders(f, h); err != nil {
+		t.Fatalf("parseHeaders: %v", err)
 	}
 	return h
 }
@@ -279,4 +279,9 @@ func udpFrame64(seq int) []byte {
 	binary.BigEndian.PutUint16(ip[22:], 9)
 	binary.BigEndian.PutUint16(ip[24:], 26)
 	return f
+}
+
+// decTTLHeaders is decTTL for the frame whose headers h describes.
+func decTTLHeaders(frame []byte, h *pktHeaders) (expired bool, err error) {
+	return decTTL(frame, h.Protocol, h.L3)
 }

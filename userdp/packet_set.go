@@ -11,8 +11,8 @@ import (
 // net/openvswitch/actions.c. Each writes only the bits selected by the
 // mask: field = old&^mask | key&mask (the kernel's OVS_MASKED; the kernel
 // requires key bits outside the mask to be zero, so this is the same),
-// and updates the checksums incrementally (RFC 1624). The Headers must
-// describe frame (ParseHeaders). A plain (unmasked) set is a masked set
+// and updates the checksums incrementally (RFC 1624). The pktHeaders must
+// describe frame (parseHeaders). A plain (unmasked) set is a masked set
 // with an all-ones mask, as the kernel converts it.
 //
 // The kernel's datapath does not execute set actions on ICMP, ICMPv6,
@@ -26,12 +26,12 @@ type EthernetKey struct {
 	Src, Dst [6]byte
 }
 
-// SetEthernetMasked sets the masked bits of the frame's Ethernet source
+// setEthernetMasked sets the masked bits of the frame's Ethernet source
 // and destination addresses. The kernel fails it with -ENOMEM for a
-// frame shorter than 14 bytes; this returns ErrTooShort.
-func SetEthernetMasked(frame []byte, key, mask *EthernetKey) error {
+// frame shorter than 14 bytes; this returns errTooShort.
+func setEthernetMasked(frame []byte, key, mask *EthernetKey) error {
 	if len(frame) < 14 {
-		return fmt.Errorf("set(eth): %w: %d bytes, the Ethernet header needs 14", ErrTooShort, len(frame))
+		return fmt.Errorf("set(eth): %w: %d bytes, the Ethernet header needs 14", errTooShort, len(frame))
 	}
 	for i := 0; i < 6; i++ {
 		frame[i] = frame[i]&^mask.Dst[i] | key.Dst[i]&mask.Dst[i]
@@ -50,7 +50,7 @@ type IPv4Key struct {
 	Frag     uint8
 }
 
-// SetIPv4Masked sets the masked bits of the IPv4 source, destination, TOS
+// setIPv4Masked sets the masked bits of the IPv4 source, destination, TOS
 // and TTL, as the kernel's set_ipv4: an address is rewritten only when its
 // value changes, and then the header checksum and, unless the packet is a
 // later fragment, the TCP or UDP checksum (the pseudo-header covers the
@@ -58,18 +58,18 @@ type IPv4Key struct {
 // and an updated one that becomes zero is stored as 0xffff. TOS and TTL
 // changes update the header checksum. The L4 checksum is updated only if
 // the whole TCP (20 bytes) or UDP (8 bytes) header is in the frame, as
-// the kernel does. Errors: ErrWrongProtocol if the frame is not IPv4,
-// ErrNotSettable if mask.Proto or mask.Frag is not zero, ErrTooShort if
+// the kernel does. Errors: errWrongProtocol if the frame is not IPv4,
+// errNotSettable if mask.Proto or mask.Frag is not zero, errTooShort if
 // the frame ends inside the 20-byte IPv4 header (the kernel drops it).
-func SetIPv4Masked(frame []byte, h *Headers, key, mask *IPv4Key) error {
+func setIPv4Masked(frame []byte, h *pktHeaders, key, mask *IPv4Key) error {
 	if h.EthType != header.EtherTypeIPv4 || h.L3 < 0 {
-		return fmt.Errorf("set(ipv4): %w: EtherType %#04x", ErrWrongProtocol, h.EthType)
+		return fmt.Errorf("set(ipv4): %w: EtherType %#04x", errWrongProtocol, h.EthType)
 	}
 	if mask.Proto != 0 || mask.Frag != 0 {
-		return fmt.Errorf("set(ipv4): %w: proto mask %#x, frag mask %#x", ErrNotSettable, mask.Proto, mask.Frag)
+		return fmt.Errorf("set(ipv4): %w: proto mask %#x, frag mask %#x", errNotSettable, mask.Proto, mask.Frag)
 	}
 	if len(frame) < h.L3+20 {
-		return fmt.Errorf("set(ipv4): %w: %d bytes, the IPv4 header ends at %d", ErrTooShort, len(frame), h.L3+20)
+		return fmt.Errorf("set(ipv4): %w: %d bytes, the IPv4 header ends at %d", errTooShort, len(frame), h.L3+20)
 	}
 	ip := frame[h.L3 : h.L3+20]
 	check := binary.BigEndian.Uint16(ip[10:])
@@ -109,7 +109,7 @@ func SetIPv4Masked(frame []byte, h *Headers, key, mask *IPv4Key) error {
 
 // updateIPv4L4 updates the TCP/UDP checksum for an IPv4 address change,
 // as the kernel's update_ip_l4_checksum.
-func updateIPv4L4(frame []byte, h *Headers, ip []byte, old, n uint32) {
+func updateIPv4L4(frame []byte, h *pktHeaders, ip []byte, old, n uint32) {
 	if binary.BigEndian.Uint16(ip[6:])&0x1fff != 0 || h.L4 < 0 {
 		return
 	}
@@ -141,7 +141,7 @@ type IPv6Key struct {
 	Frag     uint8
 }
 
-// SetIPv6Masked sets the masked bits of the IPv6 source, destination,
+// setIPv6Masked sets the masked bits of the IPv6 source, destination,
 // traffic class, flow label and hop limit, as the kernel's set_ipv6. An
 // address is rewritten only when its value changes; then the TCP, UDP or
 // ICMPv6 checksum (h.Proto, at h.L4; the whole header must be in the
@@ -149,19 +149,19 @@ type IPv6Key struct {
 // the packet has a routing header with segments left
 // (h.IPv6RoutingActive: the pseudo-header carries the final
 // destination). UDP checksum 0 stays 0; an updated one that becomes 0 is
-// stored as 0xffff. Errors: ErrWrongProtocol if the frame is not IPv6,
-// ErrNotSettable if mask.Proto or mask.Frag is not zero or the label
+// stored as 0xffff. Errors: errWrongProtocol if the frame is not IPv6,
+// errNotSettable if mask.Proto or mask.Frag is not zero or the label
 // mask has bits above the 20-bit label (the kernel rejects these when the
-// flow is put), ErrTooShort if the frame ends inside the 40-byte header.
-func SetIPv6Masked(frame []byte, h *Headers, key, mask *IPv6Key) error {
+// flow is put), errTooShort if the frame ends inside the 40-byte header.
+func setIPv6Masked(frame []byte, h *pktHeaders, key, mask *IPv6Key) error {
 	if h.EthType != header.EtherTypeIPv6 || h.L3 < 0 {
-		return fmt.Errorf("set(ipv6): %w: EtherType %#04x", ErrWrongProtocol, h.EthType)
+		return fmt.Errorf("set(ipv6): %w: EtherType %#04x", errWrongProtocol, h.EthType)
 	}
 	if mask.Proto != 0 || mask.Frag != 0 || mask.Label&^0xfffff != 0 {
-		return fmt.Errorf("set(ipv6): %w: proto mask %#x, frag mask %#x, label mask %#x", ErrNotSettable, mask.Proto, mask.Frag, mask.Label)
+		return fmt.Errorf("set(ipv6): %w: proto mask %#x, frag mask %#x, label mask %#x", errNotSettable, mask.Proto, mask.Frag, mask.Label)
 	}
 	if len(frame) < h.L3+40 {
-		return fmt.Errorf("set(ipv6): %w: %d bytes, the IPv6 header ends at %d", ErrTooShort, len(frame), h.L3+40)
+		return fmt.Errorf("set(ipv6): %w: %d bytes, the IPv6 header ends at %d", errTooShort, len(frame), h.L3+40)
 	}
 	ip := frame[h.L3 : h.L3+40]
 	if !isZero16(&mask.Src) {
@@ -191,7 +191,7 @@ func isZero16(a *[16]byte) bool {
 // setIPv6Addr sets the masked bits of the address addr (inside frame)
 // and, if csum is true, updates the L4 checksum, as the kernel's
 // set_ipv6_addr and update_ipv6_checksum.
-func setIPv6Addr(frame []byte, h *Headers, addr, key, mask *[16]byte, csum bool) {
+func setIPv6Addr(frame []byte, h *pktHeaders, addr, key, mask *[16]byte, csum bool) {
 	var n [16]byte
 	for i := range n {
 		n[i] = addr[i]&^mask[i] | key[i]&mask[i]
@@ -231,21 +231,21 @@ type PortsKey struct {
 
 // l4Header checks that the frame has an L4 header of protocol proto and
 // at least size bytes, and returns it.
-func l4Header(frame []byte, h *Headers, proto uint8, size int, what string) ([]byte, error) {
+func l4Header(frame []byte, h *pktHeaders, proto uint8, size int, what string) ([]byte, error) {
 	if h.L4 < 0 || h.Proto != proto {
-		return nil, fmt.Errorf("set(%s): %w: IP protocol %d, transport offset %d", what, ErrWrongProtocol, h.Proto, h.L4)
+		return nil, fmt.Errorf("set(%s): %w: IP protocol %d, transport offset %d", what, errWrongProtocol, h.Proto, h.L4)
 	}
 	if len(frame) < h.L4+size {
-		return nil, fmt.Errorf("set(%s): %w: %d bytes, the %s header ends at %d", what, ErrTooShort, len(frame), what, h.L4+size)
+		return nil, fmt.Errorf("set(%s): %w: %d bytes, the %s header ends at %d", what, errTooShort, len(frame), what, h.L4+size)
 	}
 	return frame[h.L4:], nil
 }
 
-// SetTCPMasked sets the masked bits of the TCP ports, as the kernel's
+// setTCPMasked sets the masked bits of the TCP ports, as the kernel's
 // set_tcp: a port is rewritten only when it changes, and the checksum is
-// updated incrementally. ErrTooShort if the 20-byte TCP header is not
+// updated incrementally. errTooShort if the 20-byte TCP header is not
 // all in the frame.
-func SetTCPMasked(frame []byte, h *Headers, key, mask *PortsKey) error {
+func setTCPMasked(frame []byte, h *pktHeaders, key, mask *PortsKey) error {
 	th, err := l4Header(frame, h, header.IPProtoTCP, 20, "tcp")
 	if err != nil {
 		return err
@@ -263,12 +263,12 @@ func SetTCPMasked(frame []byte, h *Headers, key, mask *PortsKey) error {
 	return nil
 }
 
-// SetUDPMasked sets the masked bits of the UDP ports, as the kernel's
+// setUDPMasked sets the masked bits of the UDP ports, as the kernel's
 // set_udp: with a non-zero checksum the changed ports update it
 // incrementally (a result of 0 is stored as 0xffff); a zero checksum
-// (none) stays zero. ErrTooShort if the 8-byte UDP header is not all in
+// (none) stays zero. errTooShort if the 8-byte UDP header is not all in
 // the frame.
-func SetUDPMasked(frame []byte, h *Headers, key, mask *PortsKey) error {
+func setUDPMasked(frame []byte, h *pktHeaders, key, mask *PortsKey) error {
 	uh, err := l4Header(frame, h, header.IPProtoUDP, 8, "udp")
 	if err != nil {
 		return err
@@ -292,13 +292,13 @@ func SetUDPMasked(frame []byte, h *Headers, key, mask *PortsKey) error {
 	return nil
 }
 
-// SetSCTPMasked sets the masked bits of the SCTP ports, as the kernel's
+// setSCTPMasked sets the masked bits of the SCTP ports, as the kernel's
 // set_sctp: it computes the CRC32c of the packet (from h.L4 to the end
 // of the frame) before and after the change and stores
 // old checksum XOR old correct CRC XOR new CRC, so that a packet whose
-// checksum was wrong stays wrong. ErrTooShort if the 12-byte common
+// checksum was wrong stays wrong. errTooShort if the 12-byte common
 // header is not all in the frame.
-func SetSCTPMasked(frame []byte, h *Headers, key, mask *PortsKey) error {
+func setSCTPMasked(frame []byte, h *pktHeaders, key, mask *PortsKey) error {
 	sh, err := l4Header(frame, h, header.IPProtoSCTP, 12, "sctp")
 	if err != nil {
 		return err
@@ -313,15 +313,15 @@ func SetSCTPMasked(frame []byte, h *Headers, key, mask *PortsKey) error {
 	return nil
 }
 
-// SetMPLSMasked sets the masked bits of the outermost MPLS label stack
-// entry (at h.L3), as the kernel's set_mpls. ErrWrongProtocol if the
-// frame is not MPLS; ErrTooShort if the label is not in the frame.
-func SetMPLSMasked(frame []byte, h *Headers, lse, mask uint32) error {
+// setMPLSMasked sets the masked bits of the outermost MPLS label stack
+// entry (at h.L3), as the kernel's set_mpls. errWrongProtocol if the
+// frame is not MPLS; errTooShort if the label is not in the frame.
+func setMPLSMasked(frame []byte, h *pktHeaders, lse, mask uint32) error {
 	if h.EthType != header.EtherTypeMPLS && h.EthType != header.EtherTypeMPLSMC {
-		return fmt.Errorf("set(mpls): %w: EtherType %#04x", ErrWrongProtocol, h.EthType)
+		return fmt.Errorf("set(mpls): %w: EtherType %#04x", errWrongProtocol, h.EthType)
 	}
 	if len(frame) < h.L3+4 {
-		return fmt.Errorf("set(mpls): %w: %d bytes, the label ends at %d", ErrTooShort, len(frame), h.L3+4)
+		return fmt.Errorf("set(mpls): %w: %d bytes, the label ends at %d", errTooShort, len(frame), h.L3+4)
 	}
 	old := binary.BigEndian.Uint32(frame[h.L3:])
 	binary.BigEndian.PutUint32(frame[h.L3:], old&^mask|lse&mask)

@@ -79,9 +79,9 @@ func TestParseHeaders(t *testing.T) {
 	if h = mustParse(t, llc); h.EthType != header.EtherType8022 {
 		t.Errorf("LLC: %+v", *h)
 	}
-	var hh Headers
-	if err := ParseHeaders(make([]byte, 13), &hh); !errors.Is(err, ErrTooShort) {
-		t.Errorf("13-byte frame: %v, want ErrTooShort", err)
+	var hh pktHeaders
+	if err := parseHeaders(make([]byte, 13), &hh); !errors.Is(err, errTooShort) {
+		t.Errorf("13-byte frame: %v, want errTooShort", err)
 	}
 }
 
@@ -99,7 +99,7 @@ func TestSetIPv4Masked(t *testing.T) {
 			binary.BigEndian.PutUint32(key.Src[:], rng.Uint32()&binary.BigEndian.Uint32(mask.Src[:]))
 			binary.BigEndian.PutUint32(key.Dst[:], rng.Uint32()&binary.BigEndian.Uint32(mask.Dst[:]))
 			key.TOS, key.TTL = byte(rng.Uint32())&mask.TOS, byte(rng.Uint32())&mask.TTL
-			if err := SetIPv4Masked(f, h, &key, &mask); err != nil {
+			if err := setIPv4Masked(f, h, &key, &mask); err != nil {
 				t.Fatal(err)
 			}
 			// Only masked bits changed.
@@ -150,7 +150,7 @@ func TestSetIPv4UDPChecksumRules(t *testing.T) {
 	// Checksum 0 (none) stays 0.
 	f := testIPv4(rng, header.IPProtoUDP, 12, 0)
 	f[34+6], f[34+7] = 0, 0
-	if err := SetIPv4Masked(f, mustParse(t, f), &key, &mask); err != nil {
+	if err := setIPv4Masked(f, mustParse(t, f), &key, &mask); err != nil {
 		t.Fatal(err)
 	}
 	if c := binary.BigEndian.Uint16(f[34+6:]); c != 0 {
@@ -172,7 +172,7 @@ func TestSetIPv4UDPChecksumRules(t *testing.T) {
 	binary.BigEndian.PutUint16(f[34+8:], 0xffff-uint16(s)) // sum becomes 0xffff: checksum 0
 	copy(f[26:30], old)
 	fixIPv4(f, 14)
-	if err := SetIPv4Masked(f, mustParse(t, f), &key, &mask); err != nil {
+	if err := setIPv4Masked(f, mustParse(t, f), &key, &mask); err != nil {
 		t.Fatal(err)
 	}
 	if c := binary.BigEndian.Uint16(f[34+6:]); c != 0xffff {
@@ -187,14 +187,14 @@ func TestSetIPv4Fragments(t *testing.T) {
 	mask := IPv4Key{Dst: [4]byte{0xff, 0xff, 0xff, 0xff}}
 	// First fragment: L4 checksum updated (the header is there).
 	f := testIPv4(rng, header.IPProtoTCP, 20, 0x2000)
-	if err := SetIPv4Masked(f, mustParse(t, f), &key, &mask); err != nil {
+	if err := setIPv4Masked(f, mustParse(t, f), &key, &mask); err != nil {
 		t.Fatal(err)
 	}
 	checkIPv4(t, f, 14)
 	// Later fragment: the "L4 checksum" bytes are payload and stay.
 	f = testIPv4(rng, header.IPProtoTCP, 20, 0x0008)
 	before := append([]byte(nil), f[34:]...)
-	if err := SetIPv4Masked(f, mustParse(t, f), &key, &mask); err != nil {
+	if err := setIPv4Masked(f, mustParse(t, f), &key, &mask); err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(before, f[34:]) {
@@ -204,7 +204,7 @@ func TestSetIPv4Fragments(t *testing.T) {
 	// Truncated TCP header: IP checksum updated, L4 left alone.
 	f = testIPv4(rng, header.IPProtoTCP, 0, 0)[:34+12]
 	before = append([]byte(nil), f[34:]...)
-	if err := SetIPv4Masked(f, mustParse(t, f), &key, &mask); err != nil {
+	if err := setIPv4Masked(f, mustParse(t, f), &key, &mask); err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(before, f[34:]) {
@@ -220,21 +220,21 @@ func TestSetIPv4Errors(t *testing.T) {
 	f := testIPv4(rng, header.IPProtoUDP, 0, 0)
 	h := mustParse(t, f)
 	var key IPv4Key
-	if err := SetIPv4Masked(f, h, &key, &IPv4Key{Proto: 0xff}); !errors.Is(err, ErrNotSettable) {
-		t.Errorf("proto mask: %v, want ErrNotSettable", err)
+	if err := setIPv4Masked(f, h, &key, &IPv4Key{Proto: 0xff}); !errors.Is(err, errNotSettable) {
+		t.Errorf("proto mask: %v, want errNotSettable", err)
 	}
-	if err := SetIPv4Masked(f, h, &key, &IPv4Key{Frag: 0xff}); !errors.Is(err, ErrNotSettable) {
-		t.Errorf("frag mask: %v, want ErrNotSettable", err)
+	if err := setIPv4Masked(f, h, &key, &IPv4Key{Frag: 0xff}); !errors.Is(err, errNotSettable) {
+		t.Errorf("frag mask: %v, want errNotSettable", err)
 	}
 	short := f[:14+19]
 	hs := mustParse(t, short)
-	if err := SetIPv4Masked(short, hs, &key, &IPv4Key{TTL: 0xff}); !errors.Is(err, ErrTooShort) {
-		t.Errorf("19-byte IPv4 header: %v, want ErrTooShort", err)
+	if err := setIPv4Masked(short, hs, &key, &IPv4Key{TTL: 0xff}); !errors.Is(err, errTooShort) {
+		t.Errorf("19-byte IPv4 header: %v, want errTooShort", err)
 	}
 	arp := append([]byte(nil), f...)
 	binary.BigEndian.PutUint16(arp[12:], header.EtherTypeARP)
-	if err := SetIPv4Masked(arp, mustParse(t, arp), &key, &IPv4Key{TTL: 0xff}); !errors.Is(err, ErrWrongProtocol) {
-		t.Errorf("ARP frame: %v, want ErrWrongProtocol", err)
+	if err := setIPv4Masked(arp, mustParse(t, arp), &key, &IPv4Key{TTL: 0xff}); !errors.Is(err, errWrongProtocol) {
+		t.Errorf("ARP frame: %v, want errWrongProtocol", err)
 	}
 }
 
@@ -258,7 +258,7 @@ func TestSetIPv6Masked(t *testing.T) {
 				key.Label = rng.Uint32() & mask.Label
 				mask.TClass, mask.HLimit = byte(rng.Uint32()), byte(rng.Uint32())
 				key.TClass, key.HLimit = byte(rng.Uint32())&mask.TClass, byte(rng.Uint32())&mask.HLimit
-				if err := SetIPv6Masked(f, h, &key, &mask); err != nil {
+				if err := setIPv6Masked(f, h, &key, &mask); err != nil {
 					t.Fatal(err)
 				}
 				ip, oip := f[14:], orig[14:]
@@ -294,18 +294,18 @@ func TestSetIPv6Masked(t *testing.T) {
 	}
 	f := testIPv6(rng, header.IPProtoUDP, 0)
 	h := mustParse(t, f)
-	if err := SetIPv6Masked(f, h, &IPv6Key{}, &IPv6Key{Label: 0x100000}); !errors.Is(err, ErrNotSettable) {
+	if err := setIPv6Masked(f, h, &IPv6Key{}, &IPv6Key{Label: 0x100000}); !errors.Is(err, errNotSettable) {
 		t.Errorf("label mask beyond 20 bits: %v", err)
 	}
-	if err := SetIPv6Masked(f[:14+39], h, &IPv6Key{}, &IPv6Key{HLimit: 1}); !errors.Is(err, ErrTooShort) {
+	if err := setIPv6Masked(f[:14+39], h, &IPv6Key{}, &IPv6Key{HLimit: 1}); !errors.Is(err, errTooShort) {
 		t.Errorf("short: %v", err)
 	}
 }
 
 func TestSetPorts(t *testing.T) {
 	rng := newRand(t)
-	set := map[uint8]func([]byte, *Headers, *PortsKey, *PortsKey) error{
-		header.IPProtoTCP: SetTCPMasked, header.IPProtoUDP: SetUDPMasked, header.IPProtoSCTP: SetSCTPMasked,
+	set := map[uint8]func([]byte, *pktHeaders, *PortsKey, *PortsKey) error{
+		header.IPProtoTCP: setTCPMasked, header.IPProtoUDP: setUDPMasked, header.IPProtoSCTP: setSCTPMasked,
 	}
 	for proto, fn := range set {
 		for i := 0; i < 100; i++ {
@@ -338,7 +338,7 @@ func TestSetPorts(t *testing.T) {
 	// SCTP: a wrong checksum stays wrong by the same error.
 	f := testIPv4(rng, header.IPProtoSCTP, 16, 0)
 	f[34+8] ^= 0x5a
-	if err := SetSCTPMasked(f, mustParse(t, f), &PortsKey{Src: 99}, &PortsKey{Src: 0xffff}); err != nil {
+	if err := setSCTPMasked(f, mustParse(t, f), &PortsKey{Src: 99}, &PortsKey{Src: 0xffff}); err != nil {
 		t.Fatal(err)
 	}
 	if got, want := binary.LittleEndian.Uint32(f[34+8:]), refSCTPCheck(f[34:])^0x5a; got != want {
@@ -347,7 +347,7 @@ func TestSetPorts(t *testing.T) {
 	// UDP without checksum stays without.
 	f = testIPv4(rng, header.IPProtoUDP, 4, 0)
 	f[34+6], f[34+7] = 0, 0
-	if err := SetUDPMasked(f, mustParse(t, f), &PortsKey{Src: 1, Dst: 2}, &PortsKey{0xffff, 0xffff}); err != nil {
+	if err := setUDPMasked(f, mustParse(t, f), &PortsKey{Src: 1, Dst: 2}, &PortsKey{0xffff, 0xffff}); err != nil {
 		t.Fatal(err)
 	}
 	if f[34+6]|f[34+7] != 0 || binary.BigEndian.Uint16(f[34:]) != 1 || binary.BigEndian.Uint16(f[36:]) != 2 {
@@ -355,11 +355,11 @@ func TestSetPorts(t *testing.T) {
 	}
 	// Wrong protocol and short headers.
 	f = testIPv4(rng, header.IPProtoUDP, 0, 0)
-	if err := SetTCPMasked(f, mustParse(t, f), &PortsKey{}, &PortsKey{Src: 1}); !errors.Is(err, ErrWrongProtocol) {
+	if err := setTCPMasked(f, mustParse(t, f), &PortsKey{}, &PortsKey{Src: 1}); !errors.Is(err, errWrongProtocol) {
 		t.Errorf("set(tcp) on UDP: %v", err)
 	}
 	f = testIPv4(rng, header.IPProtoTCP, 0, 0)[:34+19]
-	if err := SetTCPMasked(f, mustParse(t, f), &PortsKey{}, &PortsKey{Src: 1}); !errors.Is(err, ErrTooShort) {
+	if err := setTCPMasked(f, mustParse(t, f), &PortsKey{}, &PortsKey{Src: 1}); !errors.Is(err, errTooShort) {
 		t.Errorf("19-byte TCP header: %v", err)
 	}
 }
@@ -368,18 +368,18 @@ func TestSetEthernetAndMPLS(t *testing.T) {
 	f := []byte{1, 2, 3, 4, 5, 6, 11, 12, 13, 14, 15, 16, 0x88, 0x47, 0x12, 0x34, 0x51, 0x40}
 	key := EthernetKey{Dst: [6]byte{0xa0, 0, 0, 0, 0, 0xb0}, Src: [6]byte{0, 0, 0, 0, 0, 0x0f}}
 	mask := EthernetKey{Dst: [6]byte{0xf0, 0, 0, 0, 0, 0xff}, Src: [6]byte{0, 0, 0, 0, 0, 0x0f}}
-	if err := SetEthernetMasked(f, &key, &mask); err != nil {
+	if err := setEthernetMasked(f, &key, &mask); err != nil {
 		t.Fatal(err)
 	}
 	want := []byte{0xa1, 2, 3, 4, 5, 0xb0, 11, 12, 13, 14, 15, 0x1f}
 	if !bytes.Equal(f[:12], want) {
 		t.Errorf("eth: % x, want % x", f[:12], want)
 	}
-	if err := SetEthernetMasked(f[:13], &key, &mask); !errors.Is(err, ErrTooShort) {
+	if err := setEthernetMasked(f[:13], &key, &mask); !errors.Is(err, errTooShort) {
 		t.Errorf("13 bytes: %v", err)
 	}
 	h := mustParse(t, f)
-	if err := SetMPLSMasked(f, h, 0xabcde000, 0xfffff000); err != nil {
+	if err := setMPLSMasked(f, h, 0xabcde000, 0xfffff000); err != nil {
 		t.Fatal(err)
 	}
 	if got := binary.BigEndian.Uint32(f[14:]); got != 0xabcde140 {
@@ -392,41 +392,41 @@ func TestVLANPushPop(t *testing.T) {
 	pkt := testIPv4(rng, header.IPProtoUDP, 10, 0)
 	buf := make([]byte, DefaultHeadroom+len(pkt)+8)
 	copy(buf[DefaultHeadroom:], pkt)
-	f := Frame{Buf: buf, Off: DefaultHeadroom, Len: len(pkt)}
-	if err := PushVLAN(&f, header.EtherTypeVLAN, 0x1064); err != nil {
+	f := frameBuf{Buf: buf, Off: DefaultHeadroom, Len: len(pkt)}
+	if err := pushVLAN(&f, header.EtherTypeVLAN, 0x1064); err != nil {
 		t.Fatal(err)
 	}
-	if err := PushVLAN(&f, header.EtherTypeQinQ, 0x2005); err != nil {
+	if err := pushVLAN(&f, header.EtherTypeQinQ, 0x2005); err != nil {
 		t.Fatal(err)
 	}
 	want := append(append(append([]byte(nil), pkt[:12]...), 0x88, 0xa8, 0x20, 0x05, 0x81, 0x00, 0x00, 0x64), pkt[12:]...)
 	if !bytes.Equal(f.Bytes(), want) {
 		t.Fatalf("after two pushes:\n% x\nwant\n% x", f.Bytes(), want)
 	}
-	if SkbProtocol(f.Bytes()) != header.EtherTypeVLAN || SkbLen(f.Bytes()) != len(pkt)+4 {
-		t.Errorf("SkbProtocol %#x SkbLen %d", SkbProtocol(f.Bytes()), SkbLen(f.Bytes()))
+	if skbProtocol(f.Bytes()) != header.EtherTypeVLAN || skbLen(f.Bytes()) != len(pkt)+4 {
+		t.Errorf("skbProtocol %#x skbLen %d", skbProtocol(f.Bytes()), skbLen(f.Bytes()))
 	}
 	for i := 0; i < 2; i++ {
-		if err := PopVLAN(&f); err != nil {
+		if err := popVLAN(&f); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if !bytes.Equal(f.Bytes(), pkt) || f.Off != DefaultHeadroom {
 		t.Fatalf("after pops: off %d\n% x", f.Off, f.Bytes())
 	}
-	if err := PopVLAN(&f); err != nil || !bytes.Equal(f.Bytes(), pkt) {
+	if err := popVLAN(&f); err != nil || !bytes.Equal(f.Bytes(), pkt) {
 		t.Fatalf("pop on untagged: %v", err)
 	}
-	g := Frame{Buf: buf, Off: 2, Len: 20}
-	if err := PushVLAN(&g, header.EtherTypeVLAN, 1); !errors.Is(err, ErrNoHeadroom) {
+	g := frameBuf{Buf: buf, Off: 2, Len: 20}
+	if err := pushVLAN(&g, header.EtherTypeVLAN, 1); !errors.Is(err, errNoHeadroom) {
 		t.Errorf("2 bytes headroom: %v", err)
 	}
-	g = Frame{Buf: []byte{0, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 0x81, 0, 0}, Off: 4, Len: 15}
-	if err := PopVLAN(&g); !errors.Is(err, ErrTooShort) {
+	g = frameBuf{Buf: []byte{0, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 0x81, 0, 0}, Off: 4, Len: 15}
+	if err := popVLAN(&g); !errors.Is(err, errTooShort) {
 		t.Errorf("short tagged: %v", err)
 	}
-	g = Frame{Buf: buf, Off: 10, Len: len(buf)}
-	if err := PopVLAN(&g); !errors.Is(err, ErrBadFrame) {
+	g = frameBuf{Buf: buf, Off: 10, Len: len(buf)}
+	if err := popVLAN(&g); !errors.Is(err, errBadFrame) {
 		t.Errorf("bad bounds: %v", err)
 	}
 }
@@ -436,42 +436,42 @@ func TestMPLSPushPop(t *testing.T) {
 	pkt := testIPv4(rng, header.IPProtoTCP, 6, 0)
 	buf := make([]byte, DefaultHeadroom+len(pkt)+8)
 	copy(buf[DefaultHeadroom:], pkt)
-	f := Frame{Buf: buf, Off: DefaultHeadroom, Len: len(pkt)}
-	if err := PushMPLS(&f, mustParse(t, f.Bytes()), 0x00011140, header.EtherTypeMPLS); err != nil {
+	f := frameBuf{Buf: buf, Off: DefaultHeadroom, Len: len(pkt)}
+	if err := pushMPLS(&f, mustParse(t, f.Bytes()), 0x00011140, header.EtherTypeMPLS); err != nil {
 		t.Fatal(err)
 	}
-	if err := PushMPLS(&f, mustParse(t, f.Bytes()), 0x00022040, header.EtherTypeMPLS); err != nil {
+	if err := pushMPLS(&f, mustParse(t, f.Bytes()), 0x00022040, header.EtherTypeMPLS); err != nil {
 		t.Fatal(err)
 	}
 	want := append(append(append([]byte(nil), pkt[:12]...), 0x88, 0x47, 0, 2, 0x20, 0x40, 0, 1, 0x11, 0x40), pkt[14:]...)
 	if !bytes.Equal(f.Bytes(), want) {
 		t.Fatalf("after pushes:\n% x\nwant\n% x", f.Bytes(), want)
 	}
-	if err := PopMPLS(&f, mustParse(t, f.Bytes()), header.EtherTypeMPLS); err != nil {
+	if err := popMPLS(&f, mustParse(t, f.Bytes()), header.EtherTypeMPLS); err != nil {
 		t.Fatal(err)
 	}
-	if err := PopMPLS(&f, mustParse(t, f.Bytes()), header.EtherTypeIPv4); err != nil {
+	if err := popMPLS(&f, mustParse(t, f.Bytes()), header.EtherTypeIPv4); err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(f.Bytes(), pkt) {
 		t.Fatalf("after pops:\n% x\nwant\n% x", f.Bytes(), pkt)
 	}
 	// Not MPLS: pop does nothing.
-	if err := PopMPLS(&f, mustParse(t, f.Bytes()), header.EtherTypeIPv4); err != nil || !bytes.Equal(f.Bytes(), pkt) {
+	if err := popMPLS(&f, mustParse(t, f.Bytes()), header.EtherTypeIPv4); err != nil || !bytes.Equal(f.Bytes(), pkt) {
 		t.Fatalf("pop on IPv4: %v", err)
 	}
 	// With a VLAN tag, the label goes after it.
-	if err := PushVLAN(&f, header.EtherTypeVLAN, 7); err != nil {
+	if err := pushVLAN(&f, header.EtherTypeVLAN, 7); err != nil {
 		t.Fatal(err)
 	}
-	if err := PushMPLS(&f, mustParse(t, f.Bytes()), 0x12345140, header.EtherTypeMPLSMC); err != nil {
+	if err := pushMPLS(&f, mustParse(t, f.Bytes()), 0x12345140, header.EtherTypeMPLSMC); err != nil {
 		t.Fatal(err)
 	}
 	b := f.Bytes()
 	if binary.BigEndian.Uint16(b[12:]) != header.EtherTypeVLAN || binary.BigEndian.Uint16(b[16:]) != header.EtherTypeMPLSMC || binary.BigEndian.Uint32(b[18:]) != 0x12345140 || !bytes.Equal(b[22:], pkt[14:]) {
 		t.Fatalf("push_mpls on tagged: % x", b[:26])
 	}
-	if err := PushMPLS(&f, mustParse(t, f.Bytes()), 1, header.EtherTypeIPv4); !errors.Is(err, ErrNotSettable) {
+	if err := pushMPLS(&f, mustParse(t, f.Bytes()), 1, header.EtherTypeIPv4); !errors.Is(err, errNotSettable) {
 		t.Errorf("non-MPLS ethertype: %v", err)
 	}
 }
@@ -483,7 +483,7 @@ func TestTruncLen(t *testing.T) {
 		max  uint32
 		want int
 	}{{200, 100}, {100, 100}, {60, 60}, {5, 14}, {0, 14}} {
-		if got := TruncLen(f, c.max); got != c.want {
+		if got := truncLen(f, c.max); got != c.want {
 			t.Errorf("untagged trunc(%d) = %d, want %d", c.max, got, c.want)
 		}
 	}
@@ -492,7 +492,7 @@ func TestTruncLen(t *testing.T) {
 		max  uint32
 		want int
 	}{{96, 100}, {95, 99}, {60, 64}, {5, 18}} {
-		if got := TruncLen(f, c.max); got != c.want {
+		if got := truncLen(f, c.max); got != c.want {
 			t.Errorf("tagged trunc(%d) = %d, want %d", c.max, got, c.want)
 		}
 	}
@@ -503,7 +503,7 @@ func TestDecTTL(t *testing.T) {
 	f := testIPv4(rng, header.IPProtoUDP, 8, 0)
 	f[22] = 64
 	fixIPv4(f, 14)
-	exp, err := DecTTL(f, mustParse(t, f))
+	exp, err := decTTLHeaders(f, mustParse(t, f))
 	if err != nil || exp || f[22] != 63 {
 		t.Fatalf("dec_ttl: expired %v err %v ttl %d", exp, err, f[22])
 	}
@@ -512,36 +512,36 @@ func TestDecTTL(t *testing.T) {
 		f[22] = ttl
 		fixIPv4(f, 14)
 		before := append([]byte(nil), f...)
-		exp, err = DecTTL(f, mustParse(t, f))
+		exp, err = decTTLHeaders(f, mustParse(t, f))
 		if err != nil || !exp || !bytes.Equal(f, before) {
 			t.Fatalf("ttl %d: expired %v err %v, changed %v", ttl, exp, err, !bytes.Equal(f, before))
 		}
 	}
 	f6 := testIPv6(rng, header.IPProtoUDP, 0)
 	f6[14+7] = 2
-	exp, err = DecTTL(f6, mustParse(t, f6))
+	exp, err = decTTLHeaders(f6, mustParse(t, f6))
 	if err != nil || exp || f6[14+7] != 1 {
 		t.Fatalf("ipv6: %v %v %d", exp, err, f6[14+7])
 	}
-	if exp, _ = DecTTL(f6, mustParse(t, f6)); !exp {
+	if exp, _ = decTTLHeaders(f6, mustParse(t, f6)); !exp {
 		t.Fatal("hop limit 1 did not expire")
 	}
 	// One VLAN tag (the kernel's accelerated tag): decremented.
 	tagged := append(append(append([]byte(nil), f[:12]...), 0x81, 0, 0, 5), f[12:]...)
 	tagged[26] = 9
 	fixIPv4(tagged, 18)
-	if _, err = DecTTL(tagged, mustParse(t, tagged)); err != nil || tagged[26] != 8 {
+	if _, err = decTTLHeaders(tagged, mustParse(t, tagged)); err != nil || tagged[26] != 8 {
 		t.Fatalf("tagged: %v ttl %d", err, tagged[26])
 	}
 	checkIPv4(t, tagged, 18)
 	// Two tags: skb->protocol is 0x8100 in the kernel, nothing happens.
 	qinq := append(append(append([]byte(nil), tagged[:12]...), 0x88, 0xa8, 0, 1), tagged[12:]...)
 	before := append([]byte(nil), qinq...)
-	if exp, err = DecTTL(qinq, mustParse(t, qinq)); err != nil || exp || !bytes.Equal(qinq, before) {
+	if exp, err = decTTLHeaders(qinq, mustParse(t, qinq)); err != nil || exp || !bytes.Equal(qinq, before) {
 		t.Fatalf("QinQ: %v %v changed %v", exp, err, !bytes.Equal(qinq, before))
 	}
 	short := f[:30]
-	if _, err = DecTTL(short, mustParse(t, short)); !errors.Is(err, ErrTooShort) {
+	if _, err = decTTLHeaders(short, mustParse(t, short)); !errors.Is(err, errTooShort) {
 		t.Errorf("short: %v", err)
 	}
 }
@@ -605,25 +605,25 @@ func l2Corpus() [][]byte {
 	return out
 }
 
-// checkParseMatchesExtract fails unless ParseHeaders puts the network
+// checkParseMatchesExtract fails unless parseHeaders puts the network
 // header and EtherType where flowkeys.Extract finds them, and
-// Headers.Protocol is the skb->protocol key extraction leaves.
+// pktHeaders.Protocol is the skb->protocol key extraction leaves.
 func checkParseMatchesExtract(t *testing.T, frame []byte) {
 	t.Helper()
 	var k flowkeys.Key
 	if err := flowkeys.Extract(frame, &flowkeys.Metadata{InPort: 1}, &k); err != nil {
 		return
 	}
-	var h Headers
-	if err := ParseHeaders(frame, &h); err != nil {
-		t.Fatalf("ParseHeaders fails where Extract succeeds: %v\n% x", err, frame)
+	var h pktHeaders
+	if err := parseHeaders(frame, &h); err != nil {
+		t.Fatalf("parseHeaders fails where Extract succeeds: %v\n% x", err, frame)
 	}
-	if h.EthType != k.EthType || h.Protocol != keyProtocol(&k) || SkbProtocol(frame) != h.Protocol {
-		t.Fatalf("EtherType %#04x protocol %#04x (SkbProtocol %#04x), Extract: eth_type %#04x protocol %#04x\n% x",
-			h.EthType, h.Protocol, SkbProtocol(frame), k.EthType, keyProtocol(&k), frame)
+	if h.EthType != k.EthType || h.Protocol != keyProtocol(&k) || skbProtocol(frame) != h.Protocol {
+		t.Fatalf("EtherType %#04x protocol %#04x (skbProtocol %#04x), Extract: eth_type %#04x protocol %#04x\n% x",
+			h.EthType, h.Protocol, skbProtocol(frame), k.EthType, keyProtocol(&k), frame)
 	}
 	// The fragment type and the transport protocol are the key's: a
-	// later fragment is one for both, and where ParseHeaders found a
+	// later fragment is one for both, and where parseHeaders found a
 	// transport header, Extract read the same protocol.
 	if (k.IPFrag == header.FragLater) != (h.Frag == header.FragLater) && k.EthType == h.EthType &&
 		(k.EthType == header.EtherTypeIPv4 || k.EthType == header.EtherTypeIPv6) && !(h.Frag == header.FragLater && k.IPProto == header.IPProtoNoNext) {
@@ -650,7 +650,7 @@ func TestParseHeadersMatchesExtract(t *testing.T) {
 	for _, f := range c {
 		checkParseMatchesExtract(t, f)
 	}
-	t.Logf("%d frames: ParseHeaders and flowkeys.Extract agree", len(c))
+	t.Logf("%d frames: parseHeaders and flowkeys.Extract agree", len(c))
 }
 
 // FuzzParseHeadersMatchesExtract checks on arbitrary frames that the
@@ -679,5 +679,5 @@ func TestParseHeadersMatchesExtractCorpus(t *testing.T) {
 			n++
 		}
 	}
-	t.Logf("%d frames: ParseHeaders and flowkeys.Extract agree", n)
+	t.Logf("%d frames: parseHeaders and flowkeys.Extract agree", n)
 }
