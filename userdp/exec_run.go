@@ -92,7 +92,7 @@ func (c *pktCtx) cutFrame() int {
 // kernel would hold out of band (the skb's accelerated tag): every tag
 // it parses on receive or execute, and every tag push_vlan adds, is.
 func outerTag(frame []byte) bool {
-	return len(frame) >= 18 && header.IsVLAN(binary.BigEndian.Uint16(frame[12:]))
+	return len(frame) >= header.EthernetMinimumSize+header.VLANTagSize && header.IsVLAN(header.Ethernet(frame).Type())
 }
 
 // encapProto is what the kernel's vlan_set_encap_proto makes
@@ -102,7 +102,7 @@ func outerTag(frame []byte) bool {
 // length are 0xffff (Novell raw 802.3) and EthType8022 otherwise. It
 // does not look for SNAP, unlike key extraction.
 func encapProto(frame []byte) uint16 {
-	et := binary.BigEndian.Uint16(frame[16:])
+	et := header.VLAN(frame[header.EthernetTypeOffset:]).Type()
 	if et >= header.EtherTypeMin {
 		return et
 	}
@@ -212,7 +212,7 @@ func (w *worker) run(c *pktCtx, ops []op) {
 			// The kernel's skb_vlan_push moves an out-of-band tag into
 			// the packet and makes skb->protocol its TPID.
 			outer := outerTag(c.f.Bytes())
-			tpid := binary.BigEndian.Uint16(c.f.Bytes()[12:])
+			tpid := header.Ethernet(c.f.Bytes()).Type()
 			if err := pushVLAN(&c.f, o.c, o.d); err != nil {
 				w.actionError()
 				return
@@ -238,7 +238,7 @@ func (w *worker) run(c *pktCtx, ops []op) {
 					w.actionError()
 					return
 				}
-				binary.BigEndian.PutUint16(b[12:], c.proto)
+				header.Ethernet(b).SetType(c.proto)
 				c.proto = encapProto(b)
 			}
 			c.invalidate()
@@ -427,23 +427,18 @@ func (c *pktCtx) set(o *op) error {
 			return err
 		}
 		if c.keyValid {
-			ip := b[h.L3:]
-			copy(k.IPv4Src[:], ip[12:16])
-			copy(k.IPv4Dst[:], ip[16:20])
-			k.IPTOS, k.IPTTL = ip[1], ip[8]
+			ip := header.IPv4(b[h.L3:])
+			k.IPv4Src, k.IPv4Dst = ip.SourceAddress(), ip.DestinationAddress()
+			k.IPTOS, k.IPTTL = ip.TOS(), ip.TTL()
 		}
 	case opSetIPv6:
 		if err := setIPv6Masked(b, h, &s.ip6[0], &s.ip6[1]); err != nil {
 			return err
 		}
 		if c.keyValid {
-			ip := b[h.L3:]
-			copy(k.IPv6Src[:], ip[8:24])
-			copy(k.IPv6Dst[:], ip[24:40])
-			w := binary.BigEndian.Uint32(ip)
-			k.IPTOS = uint8(w >> 20)
-			k.IPv6Label = w & 0xfffff
-			k.IPTTL = ip[7]
+			ip := header.IPv6(b[h.L3:])
+			k.IPv6Src, k.IPv6Dst = ip.SourceAddress(), ip.DestinationAddress()
+			k.IPTOS, k.IPv6Label, k.IPTTL = ip.TrafficClass(), ip.FlowLabel(), ip.HopLimit()
 		}
 	case opSetTCP, opSetUDP, opSetSCTP:
 		switch o.kind {
@@ -458,8 +453,8 @@ func (c *pktCtx) set(o *op) error {
 			return err
 		}
 		if c.keyValid {
-			k.TpSrc = binary.BigEndian.Uint16(b[h.L4:])
-			k.TpDst = binary.BigEndian.Uint16(b[h.L4+2:])
+			p := header.Ports(b[h.L4:])
+			k.TpSrc, k.TpDst = p.Source(), p.Destination()
 		}
 	case opSetICMP, opSetICMPv6:
 		proto, et := uint8(header.IPProtoICMP), uint16(header.EtherTypeIPv4)
@@ -470,19 +465,18 @@ func (c *pktCtx) set(o *op) error {
 			return err
 		}
 		if c.keyValid {
-			k.TpSrc, k.TpDst = uint16(b[h.L4]), uint16(b[h.L4+1])
+			ic := header.ICMP(b[h.L4:])
+			k.TpSrc, k.TpDst = uint16(ic.Type()), uint16(ic.Code())
 		}
 	case opSetARP:
 		if err := setARPMasked(b, h, &s.arp[0], &s.arp[1]); err != nil {
 			return err
 		}
 		if c.keyValid {
-			a := b[h.L3:]
-			k.IPProto = a[7]
-			copy(k.ARPSHA[:], a[8:14])
-			copy(k.IPv4Src[:], a[14:18])
-			copy(k.ARPTHA[:], a[18:24])
-			copy(k.IPv4Dst[:], a[24:28])
+			a := header.ARP(b[h.L3:])
+			k.IPProto = uint8(a.Op())
+			k.ARPSHA, k.IPv4Src = a.SenderHardwareAddress(), a.SenderProtocolAddress()
+			k.ARPTHA, k.IPv4Dst = a.TargetHardwareAddress(), a.TargetProtocolAddress()
 		}
 	case opSetND:
 		if err := setNDMasked(b, h, &s.nd[0], &s.nd[1]); err != nil {

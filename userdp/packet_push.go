@@ -41,8 +41,8 @@ func skbProtocol(frame []byte) uint16 {
 // without the outermost VLAN tag, which the kernel holds out of band.
 // Flow statistics, trunc and check_pkt_len use this length.
 func skbLen(frame []byte) int {
-	if len(frame) >= 18 && header.IsVLAN(binary.BigEndian.Uint16(frame[12:])) {
-		return len(frame) - 4
+	if outerTag(frame) {
+		return len(frame) - header.VLANTagSize
 	}
 	return len(frame)
 }
@@ -62,12 +62,13 @@ func pushVLAN(f *frameBuf, tpid, tci uint16) error {
 	if f.Off < 4 {
 		return fmt.Errorf("push_vlan: %w: %d bytes in front of the frame, 4 needed", errNoHeadroom, f.Off)
 	}
-	b := f.Buf[f.Off-4:]
-	copy(b[:12], b[4:16])
-	binary.BigEndian.PutUint16(b[12:], tpid)
-	binary.BigEndian.PutUint16(b[14:], tci&^0x1000)
-	f.Off -= 4
-	f.Len += 4
+	b := f.Buf[f.Off-header.VLANTagSize:]
+	copy(b[:header.EthernetTypeOffset], b[header.VLANTagSize:header.EthernetTypeOffset+header.VLANTagSize])
+	tag := header.VLAN(b[header.EthernetTypeOffset:])
+	tag.SetTPID(tpid)
+	tag.SetTCI(tci &^ header.VLANCFI)
+	f.Off -= header.VLANTagSize
+	f.Len += header.VLANTagSize
 	return nil
 }
 
@@ -82,7 +83,7 @@ func popVLAN(f *frameBuf) error {
 	if len(b) < 14 {
 		return fmt.Errorf("pop_vlan: %w: %d bytes, the Ethernet header needs 14", errTooShort, len(b))
 	}
-	if !header.IsVLAN(binary.BigEndian.Uint16(b[12:])) {
+	if !header.IsVLAN(header.Ethernet(b).Type()) {
 		return nil
 	}
 	if len(b) < 18 {
@@ -117,9 +118,9 @@ func pushMPLS(f *frameBuf, h *pktHeaders, lse uint32, ethertype uint16) error {
 	if f.Off < 4 {
 		return fmt.Errorf("push_mpls: %w: %d bytes in front of the frame, 4 needed", errNoHeadroom, f.Off)
 	}
-	typeOff := 12
-	if outerTag(f.Bytes()) && ml >= 18 {
-		typeOff = 16
+	typeOff := header.EthernetTypeOffset
+	if outerTag(f.Bytes()) && ml >= header.EthernetMinimumSize+header.VLANTagSize {
+		typeOff += header.VLANTagSize
 	}
 	b := f.Buf[f.Off-4:]
 	copy(b[:ml], b[4:4+ml])
@@ -194,19 +195,19 @@ func decIPv4TTL(ip []byte) (expired bool) {
 func decTTL(frame []byte, proto uint16, l3 int) (expired bool, err error) {
 	switch proto {
 	case header.EtherTypeIPv4:
-		if l3 < 0 || len(frame) < l3+20 {
-			return false, fmt.Errorf("dec_ttl: %w: %d bytes, the IPv4 header ends at %d", errTooShort, len(frame), l3+20)
+		if l3 < 0 || len(frame) < l3+header.IPv4MinimumSize {
+			return false, fmt.Errorf("dec_ttl: %w: %d bytes, the IPv4 header ends at %d", errTooShort, len(frame), l3+header.IPv4MinimumSize)
 		}
 		return decIPv4TTL(frame[l3:]), nil
 	case header.EtherTypeIPv6:
-		if l3 < 0 || len(frame) < l3+40 {
-			return false, fmt.Errorf("dec_ttl: %w: %d bytes, the IPv6 header ends at %d", errTooShort, len(frame), l3+40)
+		if l3 < 0 || len(frame) < l3+header.IPv6MinimumSize {
+			return false, fmt.Errorf("dec_ttl: %w: %d bytes, the IPv6 header ends at %d", errTooShort, len(frame), l3+header.IPv6MinimumSize)
 		}
-		ip := frame[l3 : l3+40]
-		if ip[7] <= 1 {
+		ip := header.IPv6(frame[l3 : l3+header.IPv6MinimumSize])
+		if ip.HopLimit() <= 1 {
 			return true, nil
 		}
-		ip[7]--
+		ip.SetHopLimit(ip.HopLimit() - 1)
 	}
 	return false, nil
 }

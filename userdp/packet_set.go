@@ -68,65 +68,81 @@ func setIPv4Masked(frame []byte, h *pktHeaders, key, mask *IPv4Key) error {
 	if mask.Proto != 0 || mask.Frag != 0 {
 		return fmt.Errorf("set(ipv4): %w: proto mask %#x, frag mask %#x", errNotSettable, mask.Proto, mask.Frag)
 	}
-	if len(frame) < h.L3+20 {
-		return fmt.Errorf("set(ipv4): %w: %d bytes, the IPv4 header ends at %d", errTooShort, len(frame), h.L3+20)
+	if len(frame) < h.L3+header.IPv4MinimumSize {
+		return fmt.Errorf("set(ipv4): %w: %d bytes, the IPv4 header ends at %d", errTooShort, len(frame), h.L3+header.IPv4MinimumSize)
 	}
-	ip := frame[h.L3 : h.L3+20]
-	check := binary.BigEndian.Uint16(ip[10:])
+	ip := header.IPv4(frame[h.L3 : h.L3+header.IPv4MinimumSize])
+	check := ip.Checksum()
 	if m := binary.BigEndian.Uint32(mask.Src[:]); m != 0 {
-		old := binary.BigEndian.Uint32(ip[12:])
+		old := ip.SourceAddressUint32()
 		n := old&^m | binary.BigEndian.Uint32(key.Src[:])&m
 		if n != old {
 			updateIPv4L4(frame, h, ip, old, n)
 			check = header.ChecksumUpdate4(check, old, n)
-			binary.BigEndian.PutUint32(ip[12:], n)
+			ip.SetSourceAddressUint32(n)
 		}
 	}
 	if m := binary.BigEndian.Uint32(mask.Dst[:]); m != 0 {
-		old := binary.BigEndian.Uint32(ip[16:])
+		old := ip.DestinationAddressUint32()
 		n := old&^m | binary.BigEndian.Uint32(key.Dst[:])&m
 		if n != old {
 			updateIPv4L4(frame, h, ip, old, n)
 			check = header.ChecksumUpdate4(check, old, n)
-			binary.BigEndian.PutUint32(ip[16:], n)
+			ip.SetDestinationAddressUint32(n)
 		}
 	}
 	if m := mask.TOS; m != 0 {
-		old := ip[1]
+		old := ip.TOS()
 		n := old&^m | key.TOS&m
 		check = header.ChecksumUpdate2(check, uint16(old), uint16(n))
-		ip[1] = n
+		ip.SetTOS(n)
 	}
 	if m := mask.TTL; m != 0 {
-		old := ip[8]
+		old := ip.TTL()
 		n := old&^m | key.TTL&m
 		check = header.ChecksumUpdate2(check, uint16(old)<<8, uint16(n)<<8)
-		ip[8] = n
+		ip.SetTTL(n)
 	}
-	binary.BigEndian.PutUint16(ip[10:], check)
+	ip.SetChecksum(check)
 	return nil
 }
 
 // updateIPv4L4 updates the TCP/UDP checksum for an IPv4 address change,
 // as the kernel's update_ip_l4_checksum.
-func updateIPv4L4(frame []byte, h *pktHeaders, ip []byte, old, n uint32) {
-	if binary.BigEndian.Uint16(ip[6:])&0x1fff != 0 || h.L4 < 0 {
+func updateIPv4L4(frame []byte, h *pktHeaders, ip header.IPv4, old, n uint32) {
+	if ip.FragmentOffset() != 0 {
 		return
 	}
-	tl := len(frame) - h.L4
-	switch ip[9] {
-	case header.IPProtoTCP:
-		if tl >= 20 {
-			c := frame[h.L4+16:]
-			binary.BigEndian.PutUint16(c, header.ChecksumUpdate4(binary.BigEndian.Uint16(c), old, n))
+	if c, udp := addrChecksumField(frame, h, ip.Protocol()); c != nil {
+		oc := binary.BigEndian.Uint16(c)
+		nc := header.ChecksumUpdate4(oc, old, n)
+		if udp {
+			nc = header.UDPChecksumUpdate(oc, nc)
 		}
-	case header.IPProtoUDP:
-		if tl >= 8 {
-			c := frame[h.L4+6:]
-			oc := binary.BigEndian.Uint16(c)
-			binary.BigEndian.PutUint16(c, header.UDPChecksumUpdate(oc, header.ChecksumUpdate4(oc, old, n)))
-		}
+		binary.BigEndian.PutUint16(c, nc)
 	}
+}
+
+// addrChecksumField returns the transport checksum field that an IP
+// address change updates (the pseudo-header covers the addresses): the
+// TCP (proto 6) or UDP (17) checksum, or the ICMPv6 (58) checksum of an
+// IPv6 packet, when the whole TCP header or 8 bytes of the UDP or ICMPv6
+// header are in the frame, as the kernel requires; nil otherwise. udp
+// reports a UDP checksum, whose value 0 means none.
+func addrChecksumField(frame []byte, h *pktHeaders, proto uint8) (c []byte, udp bool) {
+	if h.L4 < 0 {
+		return nil, false
+	}
+	l4 := frame[h.L4:]
+	switch {
+	case proto == header.IPProtoTCP && len(l4) >= header.TCPMinimumSize:
+		return l4[header.TCPChecksumOffset:], false
+	case proto == header.IPProtoUDP && len(l4) >= header.UDPMinimumSize:
+		return l4[header.UDPChecksumOffset:], true
+	case proto == header.IPProtoICMPv6 && h.EthType == header.EtherTypeIPv6 && len(l4) >= header.ICMPMinimumSize:
+		return l4[header.ICMPChecksumOffset:], false
+	}
+	return nil, false
 }
 
 // IPv6Key is the value or mask of a set(ipv6(...)) action, as struct
@@ -160,26 +176,26 @@ func setIPv6Masked(frame []byte, h *pktHeaders, key, mask *IPv6Key) error {
 	if mask.Proto != 0 || mask.Frag != 0 || mask.Label&^0xfffff != 0 {
 		return fmt.Errorf("set(ipv6): %w: proto mask %#x, frag mask %#x, label mask %#x", errNotSettable, mask.Proto, mask.Frag, mask.Label)
 	}
-	if len(frame) < h.L3+40 {
-		return fmt.Errorf("set(ipv6): %w: %d bytes, the IPv6 header ends at %d", errTooShort, len(frame), h.L3+40)
+	if len(frame) < h.L3+header.IPv6MinimumSize {
+		return fmt.Errorf("set(ipv6): %w: %d bytes, the IPv6 header ends at %d", errTooShort, len(frame), h.L3+header.IPv6MinimumSize)
 	}
-	ip := frame[h.L3 : h.L3+40]
+	ip := header.IPv6(frame[h.L3 : h.L3+header.IPv6MinimumSize])
 	if !isZero16(&mask.Src) {
-		setIPv6Addr(frame, h, (*[16]byte)(ip[8:24]), &key.Src, &mask.Src, true)
+		setIPv6Addr(frame, h, ip.SourceAddressPtr(), &key.Src, &mask.Src, true)
 	}
 	if !isZero16(&mask.Dst) {
-		setIPv6Addr(frame, h, (*[16]byte)(ip[24:40]), &key.Dst, &mask.Dst, !h.IPv6RoutingActive)
+		setIPv6Addr(frame, h, ip.DestinationAddressPtr(), &key.Dst, &mask.Dst, !h.IPv6RoutingActive)
 	}
-	w := binary.BigEndian.Uint32(ip)
+	w := ip.VersionClassLabel()
 	if m := uint32(mask.TClass) << 20; m != 0 {
 		w = w&^m | uint32(key.TClass)<<20&m
 	}
 	if m := mask.Label; m != 0 {
 		w = w&^m | key.Label&m
 	}
-	binary.BigEndian.PutUint32(ip, w)
+	ip.SetVersionClassLabel(w)
 	if m := mask.HLimit; m != 0 {
-		ip[7] = ip[7]&^m | key.HLimit&m
+		ip.SetHopLimit(ip.HopLimit()&^m | key.HLimit&m)
 	}
 	return nil
 }
@@ -199,26 +215,13 @@ func setIPv6Addr(frame []byte, h *pktHeaders, addr, key, mask *[16]byte, csum bo
 	if n == *addr {
 		return
 	}
-	if csum && h.L4 >= 0 {
-		tl := len(frame) - h.L4
-		switch h.Proto {
-		case header.IPProtoTCP:
-			if tl >= 20 {
-				c := frame[h.L4+16:]
-				binary.BigEndian.PutUint16(c, header.ChecksumUpdate16(binary.BigEndian.Uint16(c), addr, &n))
-			}
-		case header.IPProtoUDP:
-			if tl >= 8 {
-				c := frame[h.L4+6:]
-				oc := binary.BigEndian.Uint16(c)
-				binary.BigEndian.PutUint16(c, header.UDPChecksumUpdate(oc, header.ChecksumUpdate16(oc, addr, &n)))
-			}
-		case header.IPProtoICMPv6:
-			if tl >= 8 {
-				c := frame[h.L4+2:]
-				binary.BigEndian.PutUint16(c, header.ChecksumUpdate16(binary.BigEndian.Uint16(c), addr, &n))
-			}
+	if c, udp := addrChecksumField(frame, h, h.Proto); csum && c != nil {
+		oc := binary.BigEndian.Uint16(c)
+		nc := header.ChecksumUpdate16(oc, addr, &n)
+		if udp {
+			nc = header.UDPChecksumUpdate(oc, nc)
 		}
+		binary.BigEndian.PutUint16(c, nc)
 	}
 	*addr = n
 }
@@ -246,20 +249,12 @@ func l4Header(frame []byte, h *pktHeaders, proto uint8, size int, what string) (
 // updated incrementally. errTooShort if the 20-byte TCP header is not
 // all in the frame.
 func setTCPMasked(frame []byte, h *pktHeaders, key, mask *PortsKey) error {
-	th, err := l4Header(frame, h, header.IPProtoTCP, 20, "tcp")
+	th, err := l4Header(frame, h, header.IPProtoTCP, header.TCPMinimumSize, "tcp")
 	if err != nil {
 		return err
 	}
-	check := binary.BigEndian.Uint16(th[16:])
-	for i, kv := range [2][2]uint16{{key.Src, mask.Src}, {key.Dst, mask.Dst}} {
-		old := binary.BigEndian.Uint16(th[2*i:])
-		n := old&^kv[1] | kv[0]&kv[1]
-		if n != old {
-			check = header.ChecksumUpdate2(check, old, n)
-			binary.BigEndian.PutUint16(th[2*i:], n)
-		}
-	}
-	binary.BigEndian.PutUint16(th[16:], check)
+	t := header.TCP(th)
+	t.SetChecksum(setPortsMasked(th, key, mask, t.Checksum(), true))
 	return nil
 }
 
@@ -269,26 +264,13 @@ func setTCPMasked(frame []byte, h *pktHeaders, key, mask *PortsKey) error {
 // (none) stays zero. errTooShort if the 8-byte UDP header is not all in
 // the frame.
 func setUDPMasked(frame []byte, h *pktHeaders, key, mask *PortsKey) error {
-	uh, err := l4Header(frame, h, header.IPProtoUDP, 8, "udp")
+	uh, err := l4Header(frame, h, header.IPProtoUDP, header.UDPMinimumSize, "udp")
 	if err != nil {
 		return err
 	}
-	check := binary.BigEndian.Uint16(uh[6:])
-	oldCheck := check
-	for i, kv := range [2][2]uint16{{key.Src, mask.Src}, {key.Dst, mask.Dst}} {
-		old := binary.BigEndian.Uint16(uh[2*i:])
-		n := old&^kv[1] | kv[0]&kv[1]
-		if n != old {
-			if oldCheck != 0 {
-				check = header.ChecksumUpdate2(check, old, n)
-			}
-			binary.BigEndian.PutUint16(uh[2*i:], n)
-		}
-	}
-	if oldCheck != 0 && check == 0 {
-		check = 0xffff
-	}
-	binary.BigEndian.PutUint16(uh[6:], check)
+	u := header.UDP(uh)
+	old := u.Checksum()
+	u.SetChecksum(header.UDPChecksumUpdate(old, setPortsMasked(uh, key, mask, old, old != 0)))
 	return nil
 }
 
@@ -299,18 +281,38 @@ func setUDPMasked(frame []byte, h *pktHeaders, key, mask *PortsKey) error {
 // checksum was wrong stays wrong. errTooShort if the 12-byte common
 // header is not all in the frame.
 func setSCTPMasked(frame []byte, h *pktHeaders, key, mask *PortsKey) error {
-	sh, err := l4Header(frame, h, header.IPProtoSCTP, 12, "sctp")
+	sh, err := l4Header(frame, h, header.IPProtoSCTP, header.SCTPMinimumSize, "sctp")
 	if err != nil {
 		return err
 	}
-	oldSum := header.SCTP(sh).Checksum()
-	oldCorrect := header.SCTP(sh).CalculateChecksum()
-	for i, kv := range [2][2]uint16{{key.Src, mask.Src}, {key.Dst, mask.Dst}} {
-		old := binary.BigEndian.Uint16(sh[2*i:])
-		binary.BigEndian.PutUint16(sh[2*i:], old&^kv[1]|kv[0]&kv[1])
-	}
-	header.SCTP(sh).SetChecksum(oldSum ^ oldCorrect ^ header.SCTP(sh).CalculateChecksum())
+	s := header.SCTP(sh)
+	oldSum, oldCorrect := s.Checksum(), s.CalculateChecksum()
+	setPortsMasked(sh, key, mask, 0, false)
+	s.SetChecksum(oldSum ^ oldCorrect ^ s.CalculateChecksum())
 	return nil
+}
+
+// setPortsMasked sets the masked bits of the source and destination
+// ports at the start of the TCP, UDP or SCTP header l4, each only when
+// it changes, and returns the checksum check updated for the changes
+// when csum is true (check unchanged otherwise).
+func setPortsMasked(l4 []byte, key, mask *PortsKey, check uint16, csum bool) uint16 {
+	p := header.Ports(l4)
+	if old := p.Source(); old&^mask.Src|key.Src&mask.Src != old {
+		n := old&^mask.Src | key.Src&mask.Src
+		if csum {
+			check = header.ChecksumUpdate2(check, old, n)
+		}
+		p.SetSource(n)
+	}
+	if old := p.Destination(); old&^mask.Dst|key.Dst&mask.Dst != old {
+		n := old&^mask.Dst | key.Dst&mask.Dst
+		if csum {
+			check = header.ChecksumUpdate2(check, old, n)
+		}
+		p.SetDestination(n)
+	}
+	return check
 }
 
 // setMPLSMasked sets the masked bits of the outermost MPLS label stack
