@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"unsafe"
 
+	"github.com/ovsdp/ovsdp/internal/header"
 	"github.com/ovsdp/ovsdp/testenv"
 	"golang.org/x/sys/unix"
 )
@@ -20,8 +21,6 @@ type capture struct {
 	buf    []byte
 	oob    []byte
 }
-
-func htons(v uint16) uint16 { return v<<8 | v>>8 }
 
 // openCapture starts capturing incoming frames on ifname in ns.
 func openCapture(ns *testenv.Netns, ifname string, ifindex int) (*capture, error) {
@@ -39,7 +38,7 @@ func openCapture(ns *testenv.Netns, ifname string, ifindex int) (*capture, error
 		return nil, fmt.Errorf("capture on %s: PACKET_AUXDATA: %w", ifname, err)
 	}
 	unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, 16<<20)
-	if err := unix.Bind(fd, &unix.SockaddrLinklayer{Protocol: htons(unix.ETH_P_ALL), Ifindex: ifindex}); err != nil {
+	if err := unix.Bind(fd, &unix.SockaddrLinklayer{Protocol: header.Htons(unix.ETH_P_ALL), Ifindex: ifindex}); err != nil {
 		unix.Close(fd)
 		return nil, fmt.Errorf("capture on %s: bind: %w", ifname, err)
 	}
@@ -102,7 +101,7 @@ func withAuxVLAN(frame, oob []byte) []byte {
 		if aux.Status&tpStatusVLANValid == 0 || len(out) < 12 {
 			continue
 		}
-		tpid := uint16(EthVLAN)
+		tpid := uint16(header.EtherTypeVLAN)
 		if aux.Status&tpStatusVLANTPIDValid != 0 {
 			tpid = aux.VLANTPID
 		}

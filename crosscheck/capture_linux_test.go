@@ -6,6 +6,9 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/ovsdp/ovsdp/internal/header"
+	"github.com/ovsdp/ovsdp/internal/header/headertest"
 )
 
 func auxOOB(aux tpacketAuxdata) []byte {
@@ -20,15 +23,15 @@ func auxOOB(aux tpacketAuxdata) []byte {
 }
 
 func TestWithAuxVLAN(t *testing.T) {
-	frame := udp4(IPv4Hdr{}, 1, 2, "x")
-	got := withAuxVLAN(frame, auxOOB(tpacketAuxdata{Status: tpStatusVLANValid | tpStatusVLANTPIDValid, VLANTCI: 0x6014, VLANTPID: EthQinQ}))
-	want := Eth(Nobody, MAC1, EthIPv4, frame[14:], [2]uint16{EthQinQ, 0x6014})
+	frame := udp4(headertest.IPv4Hdr{}, 1, 2, "x")
+	got := withAuxVLAN(frame, auxOOB(tpacketAuxdata{Status: tpStatusVLANValid | tpStatusVLANTPIDValid, VLANTCI: 0x6014, VLANTPID: header.EtherTypeQinQ}))
+	want := headertest.Eth(Nobody, MAC1, header.EtherTypeIPv4, frame[14:], [2]uint16{header.EtherTypeQinQ, 0x6014})
 	if !bytes.Equal(got, want) {
 		t.Errorf("802.1ad tag:\n got %x\nwant %x", got, want)
 	}
 	// Without a valid TPID the tag is 802.1Q.
 	got = withAuxVLAN(frame, auxOOB(tpacketAuxdata{Status: tpStatusVLANValid, VLANTCI: 5}))
-	want = Eth(Nobody, MAC1, EthIPv4, frame[14:], [2]uint16{EthVLAN, 5})
+	want = headertest.Eth(Nobody, MAC1, header.EtherTypeIPv4, frame[14:], [2]uint16{header.EtherTypeVLAN, 5})
 	if !bytes.Equal(got, want) {
 		t.Errorf("802.1Q tag:\n got %x\nwant %x", got, want)
 	}

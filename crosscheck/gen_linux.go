@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 
 	"github.com/ovsdp/ovsdp/flowkeys/flowkeystest"
+	"github.com/ovsdp/ovsdp/internal/header"
+	"github.com/ovsdp/ovsdp/internal/header/headertest"
 )
 
 // Frame size limits of generated packets: an Ethernet header at least,
@@ -79,13 +81,13 @@ func (g *Generator) ip6() [16]byte {
 func (g *Generator) l4(proto uint8, v6 bool) []byte {
 	payload := g.bytes(g.r.IntN(48))
 	switch proto {
-	case ProtoTCP:
-		return TCP(uint16(g.r.Uint32()), uint16(g.r.Uint32()), g.r.Uint32(), g.r.Uint32(), byte(g.r.Uint32()), payload)
-	case ProtoUDP:
-		return UDP(uint16(g.r.Uint32()), uint16(g.r.Uint32()), payload)
-	case ProtoICMP:
-		return ICMP(uint8(g.r.IntN(20)), uint8(g.r.IntN(4)), g.r.Uint32(), payload)
-	case ProtoICMPv6:
+	case header.IPProtoTCP:
+		return headertest.TCP(uint16(g.r.Uint32()), uint16(g.r.Uint32()), g.r.Uint32(), g.r.Uint32(), byte(g.r.Uint32()), payload)
+	case header.IPProtoUDP:
+		return headertest.UDP(uint16(g.r.Uint32()), uint16(g.r.Uint32()), payload)
+	case header.IPProtoICMP:
+		return headertest.ICMP(uint8(g.r.IntN(20)), uint8(g.r.IntN(4)), g.r.Uint32(), payload)
+	case header.IPProtoICMPv6:
 		typ := []uint8{1, 2, 3, 128, 129, 135, 136, 133}[g.r.IntN(8)]
 		body := g.bytes(16)
 		if typ == 135 || typ == 136 {
@@ -95,15 +97,15 @@ func (g *Generator) l4(proto uint8, v6 bool) []byte {
 				body = append(body, g.bytes(6)...)
 			}
 		}
-		return ICMP(typ, 0, 0, body)
+		return headertest.ICMP(typ, 0, 0, body)
 	case 132: // SCTP
 		return append([]byte{byte(g.r.Uint32()), byte(g.r.Uint32()), byte(g.r.Uint32()), byte(g.r.Uint32()), 0, 0, 0, 1, 0, 0, 0, 0}, payload...)
 	}
 	return payload
 }
 
-var protos4 = []uint8{ProtoTCP, ProtoUDP, ProtoICMP, 132, 47, 0}
-var protos6 = []uint8{ProtoTCP, ProtoUDP, ProtoICMPv6, 132, 59}
+var protos4 = []uint8{header.IPProtoTCP, header.IPProtoUDP, header.IPProtoICMP, 132, 47, 0}
+var protos6 = []uint8{header.IPProtoTCP, header.IPProtoUDP, header.IPProtoICMPv6, 132, 59}
 
 // Random returns a packet built from random header values.
 func (g *Generator) Random() []byte {
@@ -119,16 +121,16 @@ func (g *Generator) Random() []byte {
 	var tags [][2]uint16
 	switch g.r.IntN(6) {
 	case 0:
-		tags = [][2]uint16{{EthVLAN, uint16(g.r.Uint32())}}
+		tags = [][2]uint16{{header.EtherTypeVLAN, uint16(g.r.Uint32())}}
 	case 1:
-		tags = [][2]uint16{{EthQinQ, uint16(g.r.Uint32())}, {EthVLAN, uint16(g.r.Uint32())}}
+		tags = [][2]uint16{{header.EtherTypeQinQ, uint16(g.r.Uint32())}, {header.EtherTypeVLAN, uint16(g.r.Uint32())}}
 	}
 	var typ uint16
 	var l3 []byte
 	switch g.r.IntN(8) {
 	case 0, 1, 2:
-		typ = EthIPv4
-		h := IPv4Hdr{Src: g.ip4(), Dst: g.ip4(), Proto: protos4[g.r.IntN(len(protos4))], TOS: byte(g.r.Uint32()),
+		typ = header.EtherTypeIPv4
+		h := headertest.IPv4Hdr{Src: g.ip4(), Dst: g.ip4(), Proto: protos4[g.r.IntN(len(protos4))], TOS: byte(g.r.Uint32()),
 			TTL: byte(g.r.IntN(4)) * byte(g.r.IntN(80)), ID: uint16(g.r.Uint32()), DF: g.r.IntN(2) == 0}
 		if g.r.IntN(6) == 0 {
 			h.Options = g.bytes(4 * (1 + g.r.IntN(10)))
@@ -140,9 +142,9 @@ func (g *Generator) Random() []byte {
 			h.FragOff = uint16(1 + g.r.IntN(100))
 			h.MF = g.r.IntN(2) == 0
 		}
-		l3 = IPv4(h, g.l4(h.Proto, false))
+		l3 = headertest.IPv4(h, g.l4(h.Proto, false))
 	case 3, 4:
-		typ = EthIPv6
+		typ = header.EtherTypeIPv6
 		next := protos6[g.r.IntN(len(protos6))]
 		body := g.l4(next, true)
 		first := next
@@ -158,10 +160,10 @@ func (g *Generator) Random() []byte {
 			body = append([]byte{next, 0, 1, 4, 0, 0, 0, 0}, body...)
 			first = 0
 		}
-		l3 = IPv6(g.ip6(), g.ip6(), first, byte(g.r.IntN(256)), byte(g.r.Uint32()), g.r.Uint32(), body)
+		l3 = headertest.IPv6(g.ip6(), g.ip6(), first, byte(g.r.IntN(256)), byte(g.r.Uint32()), g.r.Uint32(), body)
 	case 5:
-		typ = EthARP
-		l3 = ARP(uint16(1+g.r.IntN(3)), src, g.ip4(), [6]byte(g.bytes(6)), g.ip4())
+		typ = header.EtherTypeARP
+		l3 = headertest.ARP(uint16(1+g.r.IntN(3)), src, g.ip4(), [6]byte(g.bytes(6)), g.ip4())
 	case 6:
 		typ = 0x8847 // MPLS
 		n := 1 + g.r.IntN(3)
@@ -172,12 +174,12 @@ func (g *Generator) Random() []byte {
 			}
 			l3 = binary.BigEndian.AppendUint32(l3, lse)
 		}
-		l3 = append(l3, IPv4(IPv4Hdr{Src: g.ip4(), Dst: g.ip4(), Proto: ProtoUDP, TTL: 9}, g.l4(ProtoUDP, false))...)
+		l3 = append(l3, headertest.IPv4(headertest.IPv4Hdr{Src: g.ip4(), Dst: g.ip4(), Proto: header.IPProtoUDP, TTL: 9}, g.l4(header.IPProtoUDP, false))...)
 	default:
 		typ = uint16(g.r.Uint32())
 		l3 = g.bytes(g.r.IntN(64))
 	}
-	return Eth(dst, src, typ, l3, tags...)
+	return headertest.Eth(dst, src, typ, l3, tags...)
 }
 
 // Mutated returns a seed packet (or a fresh random one) with one to four

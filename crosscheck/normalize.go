@@ -3,6 +3,8 @@ package crosscheck
 import (
 	"encoding/binary"
 	"fmt"
+
+	"github.com/ovsdp/ovsdp/internal/header"
 )
 
 // Normalizer rewrites, in place, the parts of frames that legitimately
@@ -36,18 +38,18 @@ func (n *StackNormalizer) Normalize(b []byte) {
 	}
 	var src, dst string
 	switch p.EthType {
-	case EthIPv4:
+	case header.EtherTypeIPv4:
 		h := b[p.L3:]
 		binary.BigEndian.PutUint16(h[4:], 0)  // ID
 		binary.BigEndian.PutUint16(h[10:], 0) // header checksum
 		src, dst = fmt.Sprint(h[12:16]), fmt.Sprint(h[16:20])
-	case EthIPv6:
+	case header.EtherTypeIPv6:
 		h := b[p.L3:]
 		src, dst = fmt.Sprint(h[8:24]), fmt.Sprint(h[24:40])
 	default:
 		return
 	}
-	if p.Proto != ProtoTCP || p.Fragment || p.L4Len < 20 || p.L4+20 > len(b) {
+	if p.Proto != header.IPProtoTCP || p.Fragment || p.L4Len < 20 || p.L4+20 > len(b) {
 		return
 	}
 	t := b[p.L4:]
@@ -61,7 +63,7 @@ func (n *StackNormalizer) Normalize(b []byte) {
 		n.isn[fwd] = seq
 	}
 	binary.BigEndian.PutUint32(t[4:], seq-isn)
-	if t[13]&TCPAck != 0 {
+	if t[13]&header.TCPFlagAck != 0 {
 		if risn, ok := n.isn[rev]; ok {
 			binary.BigEndian.PutUint32(t[8:], ack-risn)
 		} else {

@@ -9,6 +9,9 @@ import (
 
 	"github.com/google/gopacket"
 	"github.com/google/gopacket/layers"
+
+	"github.com/ovsdp/ovsdp/internal/header"
+	"github.com/ovsdp/ovsdp/internal/header/headertest"
 )
 
 // serialize builds a frame with gopacket, checksums computed by it: an
@@ -35,12 +38,16 @@ func TestBuildersMatchGopacket(t *testing.T) {
 			SrcIP: net.IP(B1[:]), DstIP: net.IP(B2[:])}
 	}
 	payload := []byte("some payload bytes")
-	h4 := func(p uint8) IPv4Hdr { return IPv4Hdr{Src: A1, Dst: A2, Proto: p, TOS: 0x10, TTL: 64, ID: 7, DF: true} }
+	h4 := func(p uint8) headertest.IPv4Hdr {
+		return headertest.IPv4Hdr{Src: A1, Dst: A2, Proto: p, TOS: 0x10, TTL: 64, ID: 7, DF: true}
+	}
 	cases := []struct {
 		name      string
 		ours, ref func() []byte
 	}{
-		{"udp4", func() []byte { return Eth(MAC2, MAC1, EthIPv4, IPv4(h4(ProtoUDP), UDP(1234, 53, payload))) },
+		{"udp4", func() []byte {
+			return headertest.Eth(MAC2, MAC1, header.EtherTypeIPv4, headertest.IPv4(h4(header.IPProtoUDP), headertest.UDP(1234, 53, payload)))
+		},
 			func() []byte {
 				i := ip4(layers.IPProtocolUDP)
 				u := &layers.UDP{SrcPort: 1234, DstPort: 53}
@@ -48,7 +55,7 @@ func TestBuildersMatchGopacket(t *testing.T) {
 				return serialize(t, eth(layers.EthernetTypeIPv4), i, u, gopacket.Payload(payload))
 			}},
 		{"tcp4", func() []byte {
-			return Eth(MAC2, MAC1, EthIPv4, IPv4(h4(ProtoTCP), TCP(40000, 80, 1000, 2000, TCPAck|TCPPsh, payload)))
+			return headertest.Eth(MAC2, MAC1, header.EtherTypeIPv4, headertest.IPv4(h4(header.IPProtoTCP), headertest.TCP(40000, 80, 1000, 2000, header.TCPFlagAck|header.TCPFlagPsh, payload)))
 		}, func() []byte {
 			i := ip4(layers.IPProtocolTCP)
 			tc := &layers.TCP{SrcPort: 40000, DstPort: 80, Seq: 1000, Ack: 2000, ACK: true, PSH: true, Window: 8192, DataOffset: 5}
@@ -56,13 +63,13 @@ func TestBuildersMatchGopacket(t *testing.T) {
 			return serialize(t, eth(layers.EthernetTypeIPv4), i, tc, gopacket.Payload(payload))
 		}},
 		{"icmp4", func() []byte {
-			return Eth(MAC2, MAC1, EthIPv4, IPv4(h4(ProtoICMP), ICMP(8, 0, 0x00050006, payload)))
+			return headertest.Eth(MAC2, MAC1, header.EtherTypeIPv4, headertest.IPv4(h4(header.IPProtoICMP), headertest.ICMP(8, 0, 0x00050006, payload)))
 		}, func() []byte {
 			return serialize(t, eth(layers.EthernetTypeIPv4), ip4(layers.IPProtocolICMPv4),
 				&layers.ICMPv4{TypeCode: layers.CreateICMPv4TypeCode(8, 0), Id: 5, Seq: 6}, gopacket.Payload(payload))
 		}},
 		{"udp6", func() []byte {
-			return Eth(MAC2, MAC1, EthIPv6, IPv6(B1, B2, ProtoUDP, 9, 0xb8, 0x12345, UDP(1, 2, payload)))
+			return headertest.Eth(MAC2, MAC1, header.EtherTypeIPv6, headertest.IPv6(B1, B2, header.IPProtoUDP, 9, 0xb8, 0x12345, headertest.UDP(1, 2, payload)))
 		}, func() []byte {
 			i := ip6(layers.IPProtocolUDP)
 			u := &layers.UDP{SrcPort: 1, DstPort: 2}
@@ -70,14 +77,16 @@ func TestBuildersMatchGopacket(t *testing.T) {
 			return serialize(t, eth(layers.EthernetTypeIPv6), i, u, gopacket.Payload(payload))
 		}},
 		{"icmp6", func() []byte {
-			return Eth(MAC2, MAC1, EthIPv6, IPv6(B1, B2, ProtoICMPv6, 9, 0xb8, 0x12345, ICMP(128, 0, 0x00010002, payload)))
+			return headertest.Eth(MAC2, MAC1, header.EtherTypeIPv6, headertest.IPv6(B1, B2, header.IPProtoICMPv6, 9, 0xb8, 0x12345, headertest.ICMP(128, 0, 0x00010002, payload)))
 		}, func() []byte {
 			i := ip6(layers.IPProtocolICMPv6)
 			ic := &layers.ICMPv6{TypeCode: layers.CreateICMPv6TypeCode(128, 0)}
 			ic.SetNetworkLayerForChecksum(i)
 			return serialize(t, eth(layers.EthernetTypeIPv6), i, ic, &layers.ICMPv6Echo{Identifier: 1, SeqNumber: 2}, gopacket.Payload(payload))
 		}},
-		{"arp", func() []byte { return Eth(Bcast, MAC1, EthARP, ARP(1, MAC1, A1, [6]byte{}, A2)) },
+		{"arp", func() []byte {
+			return headertest.Eth(Bcast, MAC1, header.EtherTypeARP, headertest.ARP(1, MAC1, A1, [6]byte{}, A2))
+		},
 			func() []byte {
 				e := eth(layers.EthernetTypeARP)
 				e.DstMAC = net.HardwareAddr(Bcast[:])
@@ -103,9 +112,9 @@ func TestBuildersMatchGopacket(t *testing.T) {
 
 func TestVerifyChecksumsFindsCorruption(t *testing.T) {
 	frames := map[string][]byte{
-		"udp4":  Eth(MAC2, MAC1, EthIPv4, IPv4(IPv4Hdr{Src: A1, Dst: A2, Proto: ProtoUDP, TTL: 64}, UDP(1, 2, []byte("x")))),
-		"tcp6":  Eth(MAC2, MAC1, EthIPv6, IPv6(B1, B2, ProtoTCP, 64, 0, 0, TCP(1, 2, 3, 4, TCPSyn, nil))),
-		"icmp4": Eth(MAC2, MAC1, EthIPv4, IPv4(IPv4Hdr{Src: A1, Dst: A2, Proto: ProtoICMP, TTL: 64}, ICMP(8, 0, 1, nil))),
+		"udp4":  headertest.Eth(MAC2, MAC1, header.EtherTypeIPv4, headertest.IPv4(headertest.IPv4Hdr{Src: A1, Dst: A2, Proto: header.IPProtoUDP, TTL: 64}, headertest.UDP(1, 2, []byte("x")))),
+		"tcp6":  headertest.Eth(MAC2, MAC1, header.EtherTypeIPv6, headertest.IPv6(B1, B2, header.IPProtoTCP, 64, 0, 0, headertest.TCP(1, 2, 3, 4, header.TCPFlagSyn, nil))),
+		"icmp4": headertest.Eth(MAC2, MAC1, header.EtherTypeIPv4, headertest.IPv4(headertest.IPv4Hdr{Src: A1, Dst: A2, Proto: header.IPProtoICMP, TTL: 64}, headertest.ICMP(8, 0, 1, nil))),
 	}
 	for name, f := range frames {
 		if p := VerifyChecksums(f); p != "" {
@@ -120,7 +129,7 @@ func TestVerifyChecksumsFindsCorruption(t *testing.T) {
 		}
 	}
 	// A zero UDP checksum over IPv4 means none, and is fine.
-	f := zeroUDPChecksum(udp4(IPv4Hdr{}, 1, 2, "x"))
+	f := zeroUDPChecksum(udp4(headertest.IPv4Hdr{}, 1, 2, "x"))
 	if p := VerifyChecksums(f); p != "" {
 		t.Errorf("zero IPv4 UDP checksum reported: %s", p)
 	}
@@ -139,7 +148,7 @@ func TestParseMalformed(t *testing.T) {
 	}
 	// IPv4 with options: the transport header follows them.
 	f := MalformedFrames()[0]
-	if p := Parse(f); p.L4 != 14+28 || p.Proto != ProtoUDP {
+	if p := Parse(f); p.L4 != 14+28 || p.Proto != header.IPProtoUDP {
 		t.Errorf("options: %+v", p)
 	}
 	// A later fragment is a fragment; its transport checksum is not checked.
@@ -150,10 +159,10 @@ func TestParseMalformed(t *testing.T) {
 
 func TestStackNormalizer(t *testing.T) {
 	mk := func(id uint16, isn, peer uint32) [][]byte {
-		syn := Eth(MAC2, MAC1, EthIPv4, IPv4(IPv4Hdr{Src: A1, Dst: A2, Proto: ProtoTCP, TTL: 64, ID: id, DF: true},
-			TCP(40000, 80, isn, 0, TCPSyn, nil)))
-		ack := Eth(MAC2, MAC1, EthIPv4, IPv4(IPv4Hdr{Src: A1, Dst: A2, Proto: ProtoTCP, TTL: 64, ID: id + 1, DF: true},
-			TCP(40000, 80, isn+1, peer+1, TCPAck, []byte("data"))))
+		syn := headertest.Eth(MAC2, MAC1, header.EtherTypeIPv4, headertest.IPv4(headertest.IPv4Hdr{Src: A1, Dst: A2, Proto: header.IPProtoTCP, TTL: 64, ID: id, DF: true},
+			headertest.TCP(40000, 80, isn, 0, header.TCPFlagSyn, nil)))
+		ack := headertest.Eth(MAC2, MAC1, header.EtherTypeIPv4, headertest.IPv4(headertest.IPv4Hdr{Src: A1, Dst: A2, Proto: header.IPProtoTCP, TTL: 64, ID: id + 1, DF: true},
+			headertest.TCP(40000, 80, isn+1, peer+1, header.TCPFlagAck, []byte("data"))))
 		return [][]byte{syn, ack}
 	}
 	a, b := mk(100, 12345, 999), mk(5000, 0xfffffff0, 77777)
@@ -183,16 +192,16 @@ func TestStackNormalizer(t *testing.T) {
 }
 
 func TestIsNoise(t *testing.T) {
-	mld := Eth(MAC("33:33:00:00:00:16"), MAC1, EthIPv6, IPv6(B1, IP6("ff02::16"), 0, 1, 0, 0,
-		append([]byte{ProtoICMPv6, 0, 5, 2, 0, 0, 1, 0}, ICMP(143, 0, 1, make([]byte, 20))...)))
+	mld := headertest.Eth(headertest.MAC("33:33:00:00:00:16"), MAC1, header.EtherTypeIPv6, headertest.IPv6(B1, headertest.IP6("ff02::16"), 0, 1, 0, 0,
+		append([]byte{header.IPProtoICMPv6, 0, 5, 2, 0, 0, 1, 0}, headertest.ICMP(143, 0, 1, make([]byte, 20))...)))
 	if !IsNoise(mld) {
 		t.Errorf("MLDv2 report behind hop-by-hop not noise: %s", Describe(mld))
 	}
-	ns := Eth(MAC("33:33:ff:00:00:02"), MAC1, EthIPv6, IPv6(B1, IP6("ff02::1:ff00:2"), ProtoICMPv6, 255, 0, 0, ICMP(135, 0, 0, B2[:])))
+	ns := headertest.Eth(headertest.MAC("33:33:ff:00:00:02"), MAC1, header.EtherTypeIPv6, headertest.IPv6(B1, headertest.IP6("ff02::1:ff00:2"), header.IPProtoICMPv6, 255, 0, 0, headertest.ICMP(135, 0, 0, B2[:])))
 	if IsNoise(ns) {
 		t.Error("a neighbour solicitation is scenario traffic, not noise")
 	}
-	if IsNoise(udp4(IPv4Hdr{}, 1, 2, "x")) || IsNoise(nil) {
+	if IsNoise(udp4(headertest.IPv4Hdr{}, 1, 2, "x")) || IsNoise(nil) {
 		t.Error("IPv4 or nothing seen as noise")
 	}
 }
@@ -253,7 +262,7 @@ func TestGenerator(t *testing.T) {
 	if same > 30 {
 		t.Errorf("%d of 3000 packets equal across seeds", same)
 	}
-	for _, k := range []uint16{EthIPv4, EthIPv6, EthARP, 0x8847} {
+	for _, k := range []uint16{header.EtherTypeIPv4, header.EtherTypeIPv6, header.EtherTypeARP, 0x8847} {
 		if kinds[k] < 50 {
 			t.Errorf("only %d packets of ethertype %#04x: %v", kinds[k], k, kinds)
 		}

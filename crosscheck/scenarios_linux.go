@@ -6,18 +6,20 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ovsdp/ovsdp/internal/header"
+	"github.com/ovsdp/ovsdp/internal/header/headertest"
 	"github.com/ovsdp/ovsdp/odp"
 )
 
 // Addresses of the scenarios' hosts.
 var (
-	MAC1, MAC2, MAC3 = MAC("02:00:00:00:00:01"), MAC("02:00:00:00:00:02"), MAC("02:00:00:00:00:03")
+	MAC1, MAC2, MAC3 = headertest.MAC("02:00:00:00:00:01"), headertest.MAC("02:00:00:00:00:02"), headertest.MAC("02:00:00:00:00:03")
 	// Nobody is a destination MAC no host has: hosts receiving frames
 	// for it drop them, so injected traffic gets no answer.
-	Nobody = MAC("02:00:00:00:00:fe")
-	Bcast  = MAC("ff:ff:ff:ff:ff:ff")
-	A1, A2 = IP4("10.0.0.1"), IP4("10.0.0.2")
-	B1, B2 = IP6("fd00::1"), IP6("fd00::2")
+	Nobody = headertest.MAC("02:00:00:00:00:fe")
+	Bcast  = headertest.MAC("ff:ff:ff:ff:ff:ff")
+	A1, A2 = headertest.IP4("10.0.0.1"), headertest.IP4("10.0.0.2")
+	B1, B2 = headertest.IP6("fd00::1"), headertest.IP6("fd00::2")
 )
 
 func hostsV4(n int) []Host {
@@ -49,8 +51,8 @@ func silentHosts(n int) []Host {
 
 // udp4 is an injected UDP/IPv4 frame from h1 to nobody; a zero TTL or
 // address in h means 64 or A1/A2.
-func udp4(h IPv4Hdr, sport, dport uint16, payload string) []byte {
-	h.Proto = ProtoUDP
+func udp4(h headertest.IPv4Hdr, sport, dport uint16, payload string) []byte {
+	h.Proto = header.IPProtoUDP
 	if h.TTL == 0 {
 		h.TTL = 64
 	}
@@ -60,11 +62,11 @@ func udp4(h IPv4Hdr, sport, dport uint16, payload string) []byte {
 	if h.Dst == ([4]byte{}) {
 		h.Dst = A2
 	}
-	return Eth(Nobody, MAC1, EthIPv4, IPv4(h, UDP(sport, dport, []byte(payload))))
+	return headertest.Eth(Nobody, MAC1, header.EtherTypeIPv4, headertest.IPv4(h, headertest.UDP(sport, dport, []byte(payload))))
 }
 
-func tcp4(h IPv4Hdr, sport, dport uint16, flags uint8, payload string) []byte {
-	h.Proto = ProtoTCP
+func tcp4(h headertest.IPv4Hdr, sport, dport uint16, flags uint8, payload string) []byte {
+	h.Proto = header.IPProtoTCP
 	if h.TTL == 0 {
 		h.TTL = 64
 	}
@@ -74,7 +76,7 @@ func tcp4(h IPv4Hdr, sport, dport uint16, flags uint8, payload string) []byte {
 	if h.Dst == ([4]byte{}) {
 		h.Dst = A2
 	}
-	return Eth(Nobody, MAC1, EthIPv4, IPv4(h, TCP(sport, dport, 1000, 0, flags, []byte(payload))))
+	return headertest.Eth(Nobody, MAC1, header.EtherTypeIPv4, headertest.IPv4(h, headertest.TCP(sport, dport, 1000, 0, flags, []byte(payload))))
 }
 
 // zeroUDPChecksum clears the UDP checksum of an IPv4 frame built by udp4
@@ -204,8 +206,8 @@ func Scenarios() []*Scenario {
 			{"in_port(1),eth(),eth_type(0x0800),ipv4(proto=17,frag=no),udp(dst=7)", "2"},
 		},
 		Traffic: func(e *Env) error {
-			return e.Inject("h1", udp4(IPv4Hdr{}, 100, 9, "discard me"), udp4(IPv4Hdr{}, 100, 7, "echo"),
-				udp4(IPv4Hdr{}, 100, 8, "no flow"), udp4(IPv4Hdr{}, 101, 9, "discard me too"))
+			return e.Inject("h1", udp4(headertest.IPv4Hdr{}, 100, 9, "discard me"), udp4(headertest.IPv4Hdr{}, 100, 7, "echo"),
+				udp4(headertest.IPv4Hdr{}, 100, 8, "no flow"), udp4(headertest.IPv4Hdr{}, 101, 9, "discard me too"))
 		},
 		Check: all(checkNoErrors, func(o *Observation) error {
 			if n := countUpcalls(o, "miss"); n != 1 {
@@ -228,17 +230,17 @@ func Scenarios() []*Scenario {
 		},
 		Traffic: func(e *Env) error {
 			return e.Inject("h1",
-				udp4(IPv4Hdr{TTL: 64}, 1, 1001, "ttl 64"), udp4(IPv4Hdr{TTL: 2}, 1, 1001, "ttl 2"),
-				udp4(IPv4Hdr{TTL: 1}, 1, 1001, "ttl 1: dropped"),
-				Eth(Nobody, MAC1, EthIPv4, IPv4(IPv4Hdr{Src: A1, Dst: A2, Proto: ProtoUDP}, UDP(1, 1001, []byte("ttl 0: dropped")))),
-				udp4(IPv4Hdr{TTL: 200, TOS: 0x03}, 2, 1002, "set ttl"),
-				udp4(IPv4Hdr{TOS: 0x03}, 3, 1003, "dscp, ecn kept"), udp4(IPv4Hdr{TOS: 0xfe}, 3, 1003, "dscp"),
-				udp4(IPv4Hdr{}, 4, 1004, "new source"), zeroUDPChecksum(udp4(IPv4Hdr{}, 4, 1004, "no udp csum")),
-				udp4(IPv4Hdr{}, 5, 1005, "new destination"),
-				udp4(IPv4Hdr{Src: IP4("192.168.77.88"), Dst: IP4("172.16.1.2"), TOS: 0xff}, 6, 1006, "masked all"),
-				tcp4(IPv4Hdr{}, 7, 1004, TCPSyn, ""), tcp4(IPv4Hdr{ID: 77, DF: true}, 7, 1004, TCPAck|TCPPsh, "tcp data"),
-				Eth(Nobody, MAC1, EthIPv4, IPv4(IPv4Hdr{Src: A1, Dst: A2, Proto: ProtoICMP, TTL: 9}, ICMP(8, 0, 0x01020304, []byte("icmp")))),
-				Eth(Nobody, MAC1, EthIPv4, IPv4(IPv4Hdr{Src: A1, Dst: A2, Proto: ProtoICMP, TTL: 1}, ICMP(8, 0, 0x01020304, []byte("icmp ttl 1")))),
+				udp4(headertest.IPv4Hdr{TTL: 64}, 1, 1001, "ttl 64"), udp4(headertest.IPv4Hdr{TTL: 2}, 1, 1001, "ttl 2"),
+				udp4(headertest.IPv4Hdr{TTL: 1}, 1, 1001, "ttl 1: dropped"),
+				headertest.Eth(Nobody, MAC1, header.EtherTypeIPv4, headertest.IPv4(headertest.IPv4Hdr{Src: A1, Dst: A2, Proto: header.IPProtoUDP}, headertest.UDP(1, 1001, []byte("ttl 0: dropped")))),
+				udp4(headertest.IPv4Hdr{TTL: 200, TOS: 0x03}, 2, 1002, "set ttl"),
+				udp4(headertest.IPv4Hdr{TOS: 0x03}, 3, 1003, "dscp, ecn kept"), udp4(headertest.IPv4Hdr{TOS: 0xfe}, 3, 1003, "dscp"),
+				udp4(headertest.IPv4Hdr{}, 4, 1004, "new source"), zeroUDPChecksum(udp4(headertest.IPv4Hdr{}, 4, 1004, "no udp csum")),
+				udp4(headertest.IPv4Hdr{}, 5, 1005, "new destination"),
+				udp4(headertest.IPv4Hdr{Src: headertest.IP4("192.168.77.88"), Dst: headertest.IP4("172.16.1.2"), TOS: 0xff}, 6, 1006, "masked all"),
+				tcp4(headertest.IPv4Hdr{}, 7, 1004, header.TCPFlagSyn, ""), tcp4(headertest.IPv4Hdr{ID: 77, DF: true}, 7, 1004, header.TCPFlagAck|header.TCPFlagPsh, "tcp data"),
+				headertest.Eth(Nobody, MAC1, header.EtherTypeIPv4, headertest.IPv4(headertest.IPv4Hdr{Src: A1, Dst: A2, Proto: header.IPProtoICMP, TTL: 9}, headertest.ICMP(8, 0, 0x01020304, []byte("icmp")))),
+				headertest.Eth(Nobody, MAC1, header.EtherTypeIPv4, headertest.IPv4(headertest.IPv4Hdr{Src: A1, Dst: A2, Proto: header.IPProtoICMP, TTL: 1}, headertest.ICMP(8, 0, 0x01020304, []byte("icmp ttl 1")))),
 			)
 		},
 		Check: all(checkNoErrors, func(o *Observation) error { return checkFrames(o, "h2", 12, false) }),
@@ -252,14 +254,14 @@ func Scenarios() []*Scenario {
 			{"in_port(1),eth(),eth_type(0x88a8),vlan(vid=40),encap(eth_type(0x8100),vlan(vid=41),encap(eth_type(0x0800),ipv4(frag=no)))", "pop_vlan,pop_vlan,2"},
 		},
 		Traffic: func(e *Env) error {
-			inner := IPv4(IPv4Hdr{Src: A1, Dst: A2, Proto: ProtoUDP, TTL: 64}, UDP(1, 2002, []byte("tagged")))
+			inner := headertest.IPv4(headertest.IPv4Hdr{Src: A1, Dst: A2, Proto: header.IPProtoUDP, TTL: 64}, headertest.UDP(1, 2002, []byte("tagged")))
 			return e.Inject("h1",
-				udp4(IPv4Hdr{}, 1, 2001, "push me"),
-				Eth(Nobody, MAC1, EthIPv4, inner, [2]uint16{EthVLAN, 20}),
-				Eth(Nobody, MAC1, EthIPv4, inner, [2]uint16{EthVLAN, 0x6000 | 20}),
-				Eth(Nobody, MAC1, EthIPv4, inner, [2]uint16{EthVLAN, 30}),
-				Eth(Nobody, MAC1, EthIPv4, inner, [2]uint16{EthQinQ, 40}, [2]uint16{EthVLAN, 41}),
-				Eth(Nobody, MAC1, EthIPv4, inner, [2]uint16{EthVLAN, 99}),
+				udp4(headertest.IPv4Hdr{}, 1, 2001, "push me"),
+				headertest.Eth(Nobody, MAC1, header.EtherTypeIPv4, inner, [2]uint16{header.EtherTypeVLAN, 20}),
+				headertest.Eth(Nobody, MAC1, header.EtherTypeIPv4, inner, [2]uint16{header.EtherTypeVLAN, 0x6000 | 20}),
+				headertest.Eth(Nobody, MAC1, header.EtherTypeIPv4, inner, [2]uint16{header.EtherTypeVLAN, 30}),
+				headertest.Eth(Nobody, MAC1, header.EtherTypeIPv4, inner, [2]uint16{header.EtherTypeQinQ, 40}, [2]uint16{header.EtherTypeVLAN, 41}),
+				headertest.Eth(Nobody, MAC1, header.EtherTypeIPv4, inner, [2]uint16{header.EtherTypeVLAN, 99}),
 			)
 		},
 		Check: all(checkNoErrors, func(o *Observation) error {
@@ -276,7 +278,7 @@ func Scenarios() []*Scenario {
 			{"in_port(1),eth(),eth_type(0x0800),ipv4(proto=17,frag=no),udp(dst=3002)", "set(ipv4(ttl=3)),userspace(pid=$PID,userdata(a1a2a3a4a5a6a7a8a9aa))"},
 		},
 		Traffic: func(e *Env) error {
-			return e.Inject("h1", udp4(IPv4Hdr{}, 1, 3001, "to userspace and h2"), udp4(IPv4Hdr{}, 1, 3002, "to userspace after a set"))
+			return e.Inject("h1", udp4(headertest.IPv4Hdr{}, 1, 3001, "to userspace and h2"), udp4(headertest.IPv4Hdr{}, 1, 3002, "to userspace after a set"))
 		},
 		Check: all(checkNoErrors, func(o *Observation) error {
 			if n := countUpcalls(o, "action"); n != 2 {
@@ -296,12 +298,12 @@ func Scenarios() []*Scenario {
 		},
 		Traffic: func(e *Env) error {
 			return e.Inject("h1",
-				udp4(IPv4Hdr{Src: IP4("10.1.2.3")}, 1, 4001, "mask 1"), udp4(IPv4Hdr{Src: IP4("10.3.2.3")}, 1, 4001, "mask 1 miss"),
-				udp4(IPv4Hdr{Dst: IP4("10.2.9.9")}, 1, 4002, "mask 2"), udp4(IPv4Hdr{}, 1, 4150, "mask 3"),
-				udp4(IPv4Hdr{}, 1, 4255, "mask 3 again"), udp4(IPv4Hdr{}, 1, 4400, "mask 3 miss"),
-				udp4(IPv4Hdr{TOS: 0x13}, 1, 4003, "mask 4"), udp4(IPv4Hdr{TOS: 0x23}, 1, 4003, "mask 4 miss"),
-				Eth(Bcast, MAC1, EthARP, ARP(1, MAC1, A1, [6]byte{}, A2)),
-				Eth(Bcast, MAC1, EthARP, ARP(2, MAC1, A1, [6]byte{}, A2)),
+				udp4(headertest.IPv4Hdr{Src: headertest.IP4("10.1.2.3")}, 1, 4001, "mask 1"), udp4(headertest.IPv4Hdr{Src: headertest.IP4("10.3.2.3")}, 1, 4001, "mask 1 miss"),
+				udp4(headertest.IPv4Hdr{Dst: headertest.IP4("10.2.9.9")}, 1, 4002, "mask 2"), udp4(headertest.IPv4Hdr{}, 1, 4150, "mask 3"),
+				udp4(headertest.IPv4Hdr{}, 1, 4255, "mask 3 again"), udp4(headertest.IPv4Hdr{}, 1, 4400, "mask 3 miss"),
+				udp4(headertest.IPv4Hdr{TOS: 0x13}, 1, 4003, "mask 4"), udp4(headertest.IPv4Hdr{TOS: 0x23}, 1, 4003, "mask 4 miss"),
+				headertest.Eth(Bcast, MAC1, header.EtherTypeARP, headertest.ARP(1, MAC1, A1, [6]byte{}, A2)),
+				headertest.Eth(Bcast, MAC1, header.EtherTypeARP, headertest.ARP(2, MAC1, A1, [6]byte{}, A2)),
 			)
 		},
 		Check: all(checkNoErrors, func(o *Observation) error {
@@ -327,10 +329,10 @@ func Scenarios() []*Scenario {
 		Compare: CompareOptions{IgnoreFlowStats: true},
 		Traffic: func(e *Env) error {
 			return e.Inject("h1",
-				udp4(IPv4Hdr{Src: IP4("10.1.0.1"), Dst: IP4("10.2.0.1")}, 1, 5000, "all three"),
-				udp4(IPv4Hdr{Src: IP4("10.1.0.1"), Dst: IP4("10.3.0.1")}, 1, 5000, "two"),
-				udp4(IPv4Hdr{Src: IP4("10.5.0.1"), Dst: IP4("10.2.0.1")}, 1, 5001, "one"),
-				udp4(IPv4Hdr{Src: IP4("10.5.0.1"), Dst: IP4("10.3.0.1")}, 1, 5001, "none"),
+				udp4(headertest.IPv4Hdr{Src: headertest.IP4("10.1.0.1"), Dst: headertest.IP4("10.2.0.1")}, 1, 5000, "all three"),
+				udp4(headertest.IPv4Hdr{Src: headertest.IP4("10.1.0.1"), Dst: headertest.IP4("10.3.0.1")}, 1, 5000, "two"),
+				udp4(headertest.IPv4Hdr{Src: headertest.IP4("10.5.0.1"), Dst: headertest.IP4("10.2.0.1")}, 1, 5001, "one"),
+				udp4(headertest.IPv4Hdr{Src: headertest.IP4("10.5.0.1"), Dst: headertest.IP4("10.3.0.1")}, 1, 5001, "none"),
 			)
 		},
 		Check: all(checkNoErrors, func(o *Observation) error {
@@ -351,7 +353,7 @@ func Scenarios() []*Scenario {
 			{"in_port(1),eth(),eth_type(0x0800),ipv4(proto=17,frag=no),udp(dst=6002)", "trunc(2000),2,trunc(14),3"},
 		},
 		Traffic: func(e *Env) error {
-			return e.Inject("h1", udp4(IPv4Hdr{}, 1, 6001, strings.Repeat("x", 200)), udp4(IPv4Hdr{}, 1, 6002, strings.Repeat("y", 100)))
+			return e.Inject("h1", udp4(headertest.IPv4Hdr{}, 1, 6001, strings.Repeat("x", 200)), udp4(headertest.IPv4Hdr{}, 1, 6002, strings.Repeat("y", 100)))
 		},
 		Check: all(checkNoErrors, func(o *Observation) error {
 			for _, r := range o.Received {
@@ -381,9 +383,9 @@ func Scenarios() []*Scenario {
 			var frames [][]byte
 			for i := 0; i < 20; i++ {
 				p := fmt.Sprintf("%03d%s", i, strings.Repeat("m", 80)) // 125-byte frames
-				frames = append(frames, udp4(IPv4Hdr{}, 1, 7001, p), udp4(IPv4Hdr{}, 1, 7002, p))
+				frames = append(frames, udp4(headertest.IPv4Hdr{}, 1, 7001, p), udp4(headertest.IPv4Hdr{}, 1, 7002, p))
 			}
-			frames = append(frames, udp4(IPv4Hdr{}, 1, 7003, "no such meter"))
+			frames = append(frames, udp4(headertest.IPv4Hdr{}, 1, 7003, "no such meter"))
 			return e.Inject("h1", frames...)
 		},
 		Check: all(checkNoErrors, func(o *Observation) error {
@@ -414,7 +416,7 @@ func Scenarios() []*Scenario {
 		Traffic: func(e *Env) error {
 			var frames [][]byte
 			for i := 0; i < 64; i++ {
-				frames = append(frames, udp4(IPv4Hdr{}, uint16(10000+i), 9, "split"))
+				frames = append(frames, udp4(headertest.IPv4Hdr{}, uint16(10000+i), 9, "split"))
 			}
 			return e.Inject("h1", frames...)
 		},
@@ -455,16 +457,16 @@ func Scenarios() []*Scenario {
 			{"in_port(1),eth(),eth_type(0x0806),arp()", "push_vlan(vid=7,pcp=1),3"},
 		},
 		Traffic: func(e *Env) error {
-			ip := IPv4(IPv4Hdr{Src: A1, Dst: A2, Proto: ProtoUDP, TTL: 64}, UDP(1, 8001, []byte("snap")))
+			ip := headertest.IPv4(headertest.IPv4Hdr{Src: A1, Dst: A2, Proto: header.IPProtoUDP, TTL: 64}, headertest.UDP(1, 8001, []byte("snap")))
 			snap := append([]byte{0xaa, 0xaa, 0x03, 0, 0, 0, 0x08, 0x00}, ip...)
 			return e.Inject("h1",
 				// IPv4 in 802.2 LLC/SNAP: the kernel sees eth_type 0x0800.
-				Eth(Nobody, MAC1, uint16(len(snap)), snap),
+				headertest.Eth(Nobody, MAC1, uint16(len(snap)), snap),
 				// The same in Ethernet II, for reference.
-				Eth(Nobody, MAC1, EthIPv4, ip),
+				headertest.Eth(Nobody, MAC1, header.EtherTypeIPv4, ip),
 				// ARP ethertype with no ARP header, and a cut one.
-				Eth(Bcast, MAC1, EthARP, nil),
-				Eth(Bcast, MAC1, EthARP, []byte{0, 1, 8, 0, 6}),
+				headertest.Eth(Bcast, MAC1, header.EtherTypeARP, nil),
+				headertest.Eth(Bcast, MAC1, header.EtherTypeARP, []byte{0, 1, 8, 0, 6}),
 			)
 		},
 		Check: all(checkNoErrors, func(o *Observation) error {
@@ -487,10 +489,10 @@ func Scenarios() []*Scenario {
 		}, "\n"),
 		Traffic: func(e *Env) error {
 			return e.InjectPaced("h1", 200*time.Millisecond,
-				udp4(IPv4Hdr{TOS: 0x01}, 1, 7000, "tos and ttl"), udp4(IPv4Hdr{TOS: 0x01}, 2, 7000, "same megaflow"),
-				udp4(IPv4Hdr{}, 1, 7001, "nat-ish"), udp4(IPv4Hdr{Src: IP4("11.0.0.1")}, 1, 7001, "not 10/8: normal"),
-				udp4(IPv4Hdr{}, 1, 7002, "controller"), udp4(IPv4Hdr{TTL: 1}, 1, 7003, "ttl 1: drop"),
-				Eth(Bcast, MAC1, EthARP, ARP(1, MAC1, A1, [6]byte{}, A2)),
+				udp4(headertest.IPv4Hdr{TOS: 0x01}, 1, 7000, "tos and ttl"), udp4(headertest.IPv4Hdr{TOS: 0x01}, 2, 7000, "same megaflow"),
+				udp4(headertest.IPv4Hdr{}, 1, 7001, "nat-ish"), udp4(headertest.IPv4Hdr{Src: headertest.IP4("11.0.0.1")}, 1, 7001, "not 10/8: normal"),
+				udp4(headertest.IPv4Hdr{}, 1, 7002, "controller"), udp4(headertest.IPv4Hdr{TTL: 1}, 1, 7003, "ttl 1: drop"),
+				headertest.Eth(Bcast, MAC1, header.EtherTypeARP, headertest.ARP(1, MAC1, A1, [6]byte{}, A2)),
 			)
 		},
 		Check: all(checkNoErrors, func(o *Observation) error {
@@ -506,9 +508,11 @@ func Scenarios() []*Scenario {
 // MalformedFrames are frames with IPv4 options, fragments and malformed
 // headers, injected raw.
 func MalformedFrames() [][]byte {
-	udp := UDP(1, 2, []byte("payload!"))
-	ipWith := func(h IPv4Hdr, p []byte) []byte { return Eth(Nobody, MAC1, EthIPv4, IPv4(h, p)) }
-	base := IPv4Hdr{Src: A1, Dst: A2, Proto: ProtoUDP, TTL: 64}
+	udp := headertest.UDP(1, 2, []byte("payload!"))
+	ipWith := func(h headertest.IPv4Hdr, p []byte) []byte {
+		return headertest.Eth(Nobody, MAC1, header.EtherTypeIPv4, headertest.IPv4(h, p))
+	}
+	base := headertest.IPv4Hdr{Src: A1, Dst: A2, Proto: header.IPProtoUDP, TTL: 64}
 	withOpts := base
 	withOpts.Options = []byte{7, 7, 4, 0, 0, 0, 0, 1} // record route, then NOP/EOL padding
 	first := base
@@ -536,7 +540,7 @@ func MalformedFrames() [][]byte {
 	out = append(out, ipWith(base, []byte{0, 1, 0}))
 	// Truncated TCP header.
 	tb := base
-	tb.Proto = ProtoTCP
+	tb.Proto = header.IPProtoTCP
 	out = append(out, ipWith(tb, []byte{0, 1, 0, 2, 0, 0, 0, 0, 0, 0}))
 	// IPv4 header cut short.
 	out = append(out, ipWith(base, udp)[:14+12])
@@ -545,19 +549,19 @@ func MalformedFrames() [][]byte {
 	f[14] = 0x65
 	out = append(out, f)
 	// IPv6: fragment, hop-by-hop + destination options, truncated.
-	fragHdr := []byte{ProtoUDP, 0, 0, 1, 0, 0, 0, 42}
-	out = append(out, Eth(Nobody, MAC1, EthIPv6, IPv6(B1, B2, 44, 64, 0, 0x12345, append(fragHdr, udp...))))
+	fragHdr := []byte{header.IPProtoUDP, 0, 0, 1, 0, 0, 0, 42}
+	out = append(out, headertest.Eth(Nobody, MAC1, header.EtherTypeIPv6, headertest.IPv6(B1, B2, 44, 64, 0, 0x12345, append(fragHdr, udp...))))
 	hbh := []byte{60, 0, 1, 4, 0, 0, 0, 0}
-	dst := []byte{ProtoUDP, 0, 1, 4, 0, 0, 0, 0}
-	out = append(out, Eth(Nobody, MAC1, EthIPv6, IPv6(B1, B2, 0, 64, 0xb8, 0, append(append(hbh, dst...), udp...))))
-	out = append(out, Eth(Nobody, MAC1, EthIPv6, IPv6(B1, B2, ProtoUDP, 64, 0, 0, udp))[:14+30])
+	dst := []byte{header.IPProtoUDP, 0, 1, 4, 0, 0, 0, 0}
+	out = append(out, headertest.Eth(Nobody, MAC1, header.EtherTypeIPv6, headertest.IPv6(B1, B2, 0, 64, 0xb8, 0, append(append(hbh, dst...), udp...))))
+	out = append(out, headertest.Eth(Nobody, MAC1, header.EtherTypeIPv6, headertest.IPv6(B1, B2, header.IPProtoUDP, 64, 0, 0, udp))[:14+30])
 	// ARP cut short, 802.3 with LLC, a VLAN tag cut short.
-	out = append(out, Eth(Bcast, MAC1, EthARP, ARP(1, MAC1, A1, [6]byte{}, A2))[:14+20])
-	out = append(out, Eth(Nobody, MAC1, 40, []byte{0x42, 0x42, 0x03, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38}))
+	out = append(out, headertest.Eth(Bcast, MAC1, header.EtherTypeARP, headertest.ARP(1, MAC1, A1, [6]byte{}, A2))[:14+20])
+	out = append(out, headertest.Eth(Nobody, MAC1, 40, []byte{0x42, 0x42, 0x03, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38}))
 	out = append(out, append(append([]byte{}, Nobody[:]...), append(MAC1[:], 0x81, 0x00, 0x00)...))
 	// ICMP error quoting a packet, and an ICMP too short for its header.
-	out = append(out, ipWith(IPv4Hdr{Src: A1, Dst: A2, Proto: ProtoICMP, TTL: 64}, ICMP(3, 3, 0, IPv4(base, udp)[:28])))
-	out = append(out, ipWith(IPv4Hdr{Src: A1, Dst: A2, Proto: ProtoICMP, TTL: 64}, []byte{8}))
+	out = append(out, ipWith(headertest.IPv4Hdr{Src: A1, Dst: A2, Proto: header.IPProtoICMP, TTL: 64}, headertest.ICMP(3, 3, 0, headertest.IPv4(base, udp)[:28])))
+	out = append(out, ipWith(headertest.IPv4Hdr{Src: A1, Dst: A2, Proto: header.IPProtoICMP, TTL: 64}, []byte{8}))
 	return out
 }
 

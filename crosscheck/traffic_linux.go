@@ -9,6 +9,9 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/ovsdp/ovsdp/internal/header"
+	"github.com/ovsdp/ovsdp/internal/header/headertest"
 )
 
 // Env is what a scenario's traffic sees of the running topology.
@@ -72,7 +75,7 @@ func (e *Env) Inject(host string, frames ...[]byte) error {
 			if len(f) < 14 {
 				return fmt.Errorf("inject from %s: frame %d is %d bytes, shorter than an Ethernet header", host, i, len(f))
 			}
-			sa.Protocol = htons(binary.BigEndian.Uint16(f[12:14]))
+			sa.Protocol = header.Htons(header.Ethernet(f).Type())
 			copy(sa.Addr[:], f[0:6])
 			for {
 				err := unix.Sendto(fd, f, 0, sa)
@@ -160,9 +163,9 @@ func (e *Env) Ping(host, dst string, timeout time.Duration) error {
 		return err
 	}
 	defer unix.Close(fd)
-	msg := ICMP(typ, 0, 0x4242<<16|1, pingPayload)
+	msg := headertest.ICMP(typ, 0, 0x4242<<16|1, pingPayload)
 	if fam == unix.AF_INET {
-		binary.BigEndian.PutUint16(msg[2:], Checksum(msg, 0))
+		binary.BigEndian.PutUint16(msg[2:], header.Checksum(msg, 0))
 	}
 	deadline := time.Now().Add(timeout)
 	if err := sendto(fd, msg, sa, deadline); err != nil {

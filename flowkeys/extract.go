@@ -2,6 +2,8 @@ package flowkeys
 
 import (
 	"encoding/binary"
+
+	"github.com/ovsdp/ovsdp/internal/header"
 )
 
 // ExtractError is the error Extract returns for a packet that the kernel
@@ -39,22 +41,6 @@ var (
 	ErrNSHMDType = &ExtractError{"NSH", "MD type is neither 1 nor 2", "parse_nsh returns -EINVAL, packet dropped"}
 )
 
-// IP protocol numbers and IPv6 next-header values used by Extract.
-const (
-	protoHop      = 0
-	protoICMP     = 1
-	protoTCP      = 6
-	protoUDP      = 17
-	protoRouting  = 43
-	protoFragment = 44
-	protoESP      = 50
-	protoAuth     = 51
-	protoICMPv6   = 58
-	protoNone     = 59
-	protoDest     = 60
-	protoSCTP     = 132
-)
-
 func be16(b []byte) uint16 { return binary.BigEndian.Uint16(b) }
 func be32(b []byte) uint32 { return binary.BigEndian.Uint32(b) }
 
@@ -69,8 +55,6 @@ func zeroKey(k *Key) {
 	*(*[8]uint64)(w[24:32]) = [8]uint64{}
 	*(*[8]uint64)(w[32:40]) = [8]uint64{}
 }
-
-func isVLANType(t uint16) bool { return t == EthTypeVLAN || t == EthTypeQinQ }
 
 // Extract fills key with the flow key of packet as the Linux 6.1
 // openvswitch module's key_extract computes it, with the metadata md
@@ -102,7 +86,7 @@ func Extract(packet []byte, md *Metadata, key *Key) error {
 		md.fill(key)
 		if md.L3 {
 			key.MacProto = MacProtoNone
-			if isVLANType(md.EthType) {
+			if header.IsVLAN(md.EthType) {
 				return ErrL3VLAN
 			}
 			key.EthType = md.EthType
@@ -148,12 +132,12 @@ func extractEthernet(packet []byte, key *Key) (l3 int, err error) {
 	// the Ethernet type.
 	off := 12
 	proto := be16(p[12:14])
-	if isVLANType(proto) && len(p) >= 18 {
+	if header.IsVLAN(proto) && len(p) >= 18 {
 		key.VLANTPID = proto
 		key.VLANTCI = be16(p[14:16]) | VLANTagPresent
 		off = 16
 		proto = be16(p[16:18])
-		if isVLANType(proto) && len(p) >= 22 {
+		if header.IsVLAN(proto) && len(p) >= 22 {
 			key.CVLANTPID = proto
 			key.CVLANTCI = be16(p[18:20]) | VLANTagPresent
 			off = 20
@@ -191,15 +175,14 @@ func extractL3L4(p []byte, nh int, key *Key) error {
 	case EthTypeIPv4:
 		extractIPv4(p, nh, key)
 	case EthTypeARP, EthTypeRARP:
-		if len(p)-nh >= 28 && be16(p[nh:]) == 1 && be16(p[nh+2:]) == EthTypeIPv4 &&
-			p[nh+4] == 6 && p[nh+5] == 4 {
-			if op := be16(p[nh+6:]); op <= 0xff {
+		if a := header.ARP(p[nh:]); len(a) >= header.ARPSize && a.IsIPv4OverEthernet() {
+			if op := a.Op(); op <= 0xff {
 				key.IPProto = uint8(op)
 			}
-			copy(key.ARPSHA[:], p[nh+8:nh+14])
-			copy(key.IPv4Src[:], p[nh+14:nh+18])
-			copy(key.ARPTHA[:], p[nh+18:nh+24])
-			copy(key.IPv4Dst[:], p[nh+24:nh+28])
+			key.ARPSHA = a.SenderHardwareAddress()
+			key.IPv4Src = a.SenderProtocolAddress()
+			key.ARPTHA = a.TargetHardwareAddress()
+			key.IPv4Dst = a.TargetProtocolAddress()
 		}
 	case EthTypeMPLS, EthTypeMPLSMC:
 		n := 1
@@ -231,43 +214,43 @@ func extractL3L4(p []byte, nh int, key *Key) error {
 }
 
 func extractIPv4(p []byte, nh int, key *Key) {
-	if len(p)-nh < 20 {
+	if len(p)-nh < header.IPv4MinimumSize {
 		return // check_iphdr -EINVAL: IP fields stay zero
 	}
-	// ip is the header's first 20 bytes: fixed indexes into a slice of
-	// known length need no bounds checks.
-	ip := p[nh:]
-	ihl := int(ip[0]&0x0f) * 4
-	if ihl < 20 || len(ip) < ihl {
+	ip := header.IPv4(p[nh:])
+	ihl := ip.HeaderLength()
+	if ihl < header.IPv4MinimumSize || len(ip) < ihl {
 		return
 	}
-	ip = ip[:20]
-	key.IPv4Src = [4]byte(ip[12:16])
-	key.IPv4Dst = [4]byte(ip[16:20])
-	key.IPProto = ip[9]
-	key.IPTOS = ip[1]
-	key.IPTTL = ip[8]
-	frag := be16(ip[6:8])
-	if frag&0x1fff != 0 {
+	// ip is cut to the header's first 20 bytes: the accessors' fixed
+	// indexes into a slice of known length need no bounds checks.
+	ip = ip[:header.IPv4MinimumSize]
+	key.IPv4Src = ip.SourceAddress()
+	key.IPv4Dst = ip.DestinationAddress()
+	key.IPProto = ip.Protocol()
+	key.IPTOS = ip.TOS()
+	key.IPTTL = ip.TTL()
+	frag := ip.FlagsFragmentOffset()
+	if frag&header.IPv4FragmentOffsetMask != 0 {
 		key.IPFrag = FragLater
 		return
 	}
-	if frag&0x2000 != 0 {
+	if frag&header.IPv4FlagMoreFragments != 0 {
 		key.IPFrag = FragFirst
 	}
 	th := nh + ihl
 	switch key.IPProto {
-	case protoTCP:
+	case header.IPProtoTCP:
 		extractTCP(p, th, key)
-	case protoUDP:
-		extractPorts(p, th, 8, key)
-	case protoSCTP:
-		extractPorts(p, th, 12, key)
-	case protoICMP:
-		if len(p)-th >= 8 {
-			t := p[th:]
-			key.TpSrc = uint16(t[0])
-			key.TpDst = uint16(t[1])
+	case header.IPProtoUDP:
+		extractPorts(p, th, header.UDPMinimumSize, key)
+	case header.IPProtoSCTP:
+		extractPorts(p, th, header.SCTPMinimumSize, key)
+	case header.IPProtoICMP:
+		if len(p)-th >= header.ICMPMinimumSize {
+			t := header.ICMP(p[th:])
+			key.TpSrc = uint16(t.Type())
+			key.TpDst = uint16(t.Code())
 		}
 	}
 }
@@ -275,18 +258,18 @@ func extractIPv4(p []byte, nh int, key *Key) {
 // extractTCP is tcphdr_ok plus the copy: the data offset must be at least
 // 5 words and the whole TCP header (options included) must be present.
 func extractTCP(p []byte, th int, key *Key) {
-	if len(p)-th < 20 {
+	if len(p)-th < header.TCPMinimumSize {
 		return
 	}
-	t := p[th:]
-	doff := int(t[12]>>4) * 4
-	if doff < 20 || len(t) < doff {
+	t := header.TCP(p[th:])
+	doff := t.DataOffset()
+	if doff < header.TCPMinimumSize || len(t) < doff {
 		return
 	}
-	t = t[:20]
-	key.TpSrc = be16(t[0:2])
-	key.TpDst = be16(t[2:4])
-	key.TCPFlags = be16(t[12:14]) & 0x0fff
+	t = t[:header.TCPMinimumSize]
+	key.TpSrc = header.Ports(t).Source()
+	key.TpDst = header.Ports(t).Destination()
+	key.TCPFlags = t.Flags()
 }
 
 // extractPorts copies the two ports of a UDP or SCTP header of hlen bytes
@@ -295,22 +278,14 @@ func extractPorts(p []byte, th, hlen int, key *Key) {
 	if len(p)-th < hlen {
 		return
 	}
-	t := p[th:]
+	t := header.Ports(p[th:])
 	t = t[:4]
-	key.TpSrc = be16(t[0:2])
-	key.TpDst = be16(t[2:4])
-}
-
-func isIPv6ExtHdr(n uint8) bool {
-	switch n {
-	case protoHop, protoRouting, protoFragment, protoAuth, protoNone, protoDest:
-		return true
-	}
-	return false
+	key.TpSrc = t.Source()
+	key.TpDst = t.Destination()
 }
 
 func extractIPv6(p []byte, nh int, key *Key) {
-	if len(p)-nh < 40 {
+	if len(p)-nh < header.IPv6MinimumSize {
 		// -EINVAL: the kernel clears ip and ipv6.addr but not the
 		// label or the extension-header flags; those are zero too
 		// because ovs_vport_receive's key starts zeroed (Debian's 6.1
@@ -319,88 +294,42 @@ func extractIPv6(p []byte, nh int, key *Key) {
 		return
 	}
 	key.IPv6ExtHdrs = ipv6ExtHdrs(p, nh)
-	key.IPProto = protoNone
-	key.IPTOS = uint8(be16(p[nh:]) >> 4)
-	key.IPTTL = p[nh+7]
-	key.IPv6Label = be32(p[nh:]) & 0x000fffff
-	copy(key.IPv6Src[:], p[nh+8:nh+24])
-	copy(key.IPv6Dst[:], p[nh+24:nh+40])
+	key.IPProto = header.IPProtoNoNext
+	ip := header.IPv6(p[nh : nh+header.IPv6MinimumSize])
+	key.IPTOS = ip.TrafficClass()
+	key.IPTTL = ip.HopLimit()
+	key.IPv6Label = ip.FlowLabel()
+	key.IPv6Src = ip.SourceAddress()
+	key.IPv6Dst = ip.DestinationAddress()
 
-	next, th, fragOff, isFrag, ok := ipv6FindHdr(p, nh)
-	if isFrag {
-		if fragOff != 0 {
+	w := header.IPv6ExtWalk(p, nh)
+	if w.Fragment {
+		// A later fragment followed by another extension header is a
+		// failed walk (-ENOENT) that the kernel records as a first
+		// fragment with no protocol.
+		if w.OK && w.FragmentOffset != 0 {
 			key.IPFrag = FragLater
-			key.IPProto = protoFragment
+			key.IPProto = header.IPProtoFragment
 			return
 		}
 		key.IPFrag = FragFirst
 	}
-	if !ok {
+	if !w.OK {
 		return // -EPROTO: protocol stays "no next header"
 	}
+	next, th := w.Next, w.Offset
 	key.IPProto = next
 	switch next {
-	case protoTCP:
+	case header.IPProtoTCP:
 		extractTCP(p, th, key)
-	case protoUDP:
-		extractPorts(p, th, 8, key)
-	case protoSCTP:
-		extractPorts(p, th, 12, key)
-	case protoICMPv6:
-		if len(p)-th >= 8 {
+	case header.IPProtoUDP:
+		extractPorts(p, th, header.UDPMinimumSize, key)
+	case header.IPProtoSCTP:
+		extractPorts(p, th, header.SCTPMinimumSize, key)
+	case header.IPProtoICMPv6:
+		if len(p)-th >= header.ICMPMinimumSize {
 			extractICMPv6(p, th, key)
 		}
-	}
-}
-
-// ipv6FindHdr walks the extension-header chain as the kernel's
-// ipv6_find_hdr(skb, &offset, -1, &frag_off, &flags) does. It returns the
-// upper-layer protocol and its offset, the fragment offset of a later
-// fragment (non-zero only then), whether a fragment header was seen, and
-// false where the kernel returns an error: a header whose first bytes
-// are missing (2, or 4 for routing and fragment headers), a header whose
-// declared length runs past the end of the packet (-EBADMSG; a later
-// fragment's header is not length-checked, the kernel returns before),
-// or a later fragment followed by another extension header (-ENOENT).
-func ipv6FindHdr(p []byte, nh int) (next uint8, off int, fragOff uint16, isFrag, ok bool) {
-	start := nh + 40
-	next = p[nh+6]
-	for {
-		if !isIPv6ExtHdr(next) || next == protoNone {
-			return next, start, 0, isFrag, true
-		}
-		if len(p)-start < 2 {
-			return 0, 0, 0, isFrag, false
-		}
-		var hdrlen int
-		switch next {
-		case protoRouting:
-			if len(p)-start < 4 {
-				return 0, 0, 0, isFrag, false
-			}
-			hdrlen = (int(p[start+1]) + 1) << 3
-		case protoFragment:
-			isFrag = true
-			if len(p)-start < 4 {
-				return 0, 0, 0, isFrag, false
-			}
-			if fo := be16(p[start+2:]) &^ 7; fo != 0 {
-				if n := p[start]; !isIPv6ExtHdr(n) || n == protoNone {
-					return n, 0, fo, isFrag, true
-				}
-				return 0, 0, 0, isFrag, false
-			}
-			hdrlen = 8
-		case protoAuth:
-			hdrlen = (int(p[start+1]) + 2) << 2
-		default:
-			hdrlen = (int(p[start+1]) + 1) << 3
-		}
-		if len(p)-start < hdrlen {
-			return 0, 0, 0, isFrag, false
-		}
-		next = p[start]
-		start += hdrlen
 	}
 }
 
@@ -417,15 +346,15 @@ func ipv6FindHdr(p []byte, nh int) (next uint8, off int, fragOff uint16, isFrag,
 // disassembled key_extract_l3l4 — so an AH after a fragment header is in
 // sequence and a repeated AH is also out of sequence.)
 func ipv6ExtHdrs(p []byte, nh int) uint16 {
-	next := p[nh+6]
-	start := nh + 40
+	next := header.IPv6(p[nh:]).NextHeader()
+	start := nh + header.IPv6MinimumSize
 	dest := 0
 	var e uint16
-	for isIPv6ExtHdr(next) {
+	for header.IsIPv6ExtHdr(next) {
 		switch next {
-		case protoNone:
+		case header.IPProtoNoNext:
 			return e | ExtHdrNoNext
-		case protoAuth:
+		case header.IPProtoAuth:
 			if e&ExtHdrAuth != 0 {
 				e |= ExtHdrUnrep
 			}
@@ -433,7 +362,7 @@ func ipv6ExtHdrs(p []byte, nh int) uint16 {
 				e |= ExtHdrUnseq
 			}
 			e |= ExtHdrAuth
-		case protoDest:
+		case header.IPProtoDestOpts:
 			switch dest {
 			case 0:
 				if e&^(ExtHdrHop|ExtHdrUnrep) != 0 {
@@ -448,7 +377,7 @@ func ipv6ExtHdrs(p []byte, nh int) uint16 {
 				e |= ExtHdrUnrep
 			}
 			dest++
-		case protoFragment:
+		case header.IPProtoFragment:
 			if e&ExtHdrFrag != 0 {
 				e |= ExtHdrUnrep
 			}
@@ -456,7 +385,7 @@ func ipv6ExtHdrs(p []byte, nh int) uint16 {
 				e |= ExtHdrUnseq
 			}
 			e |= ExtHdrFrag
-		case protoRouting:
+		case header.IPProtoRouting:
 			if e&ExtHdrRouter != 0 {
 				e |= ExtHdrUnrep
 			}
@@ -464,7 +393,7 @@ func ipv6ExtHdrs(p []byte, nh int) uint16 {
 				e |= ExtHdrUnseq
 			}
 			e |= ExtHdrRouter
-		case protoHop:
+		case header.IPProtoHopByHop:
 			if e&ExtHdrHop != 0 {
 				e |= ExtHdrUnrep
 			}
@@ -485,40 +414,35 @@ func ipv6ExtHdrs(p []byte, nh int) uint16 {
 
 // extractICMPv6 is parse_icmpv6; th+8 <= len(p) holds.
 func extractICMPv6(p []byte, th int, key *Key) {
-	typ, code := p[th], p[th+1]
-	key.TpSrc = uint16(typ)
-	key.TpDst = uint16(code)
-	if code != 0 || (typ != 135 && typ != 136) {
+	ic := header.ICMP(p[th:])
+	key.TpSrc = uint16(ic.Type())
+	key.TpDst = uint16(ic.Code())
+	if !ic.IsND() || len(ic) < header.NDMinimumSize {
 		return
 	}
-	n := len(p) - th
-	if n < 24 {
-		return
-	}
-	copy(key.NDTarget[:], p[th+8:th+24])
-	n -= 24
-	o := th + 24
-	for n >= 8 {
-		optLen := int(p[o+1]) * 8
-		if optLen == 0 || optLen > n {
+	nd := header.ND(ic)
+	key.NDTarget = nd.TargetAddress()
+	for opts := nd.Options(); len(opts) >= 8; {
+		o := header.NDOption(opts)
+		optLen := o.Length()
+		if optLen == 0 || optLen > len(opts) {
 			return // the kernel stops here and keeps what it found
 		}
 		if optLen == 8 {
-			switch p[o] {
-			case 1: // source link-layer address
+			switch o.Type() {
+			case header.NDOptionSourceLinkAddress:
 				if key.NDSLL != [6]byte{} {
 					goto invalid
 				}
-				copy(key.NDSLL[:], p[o+2:o+8])
-			case 2: // target link-layer address
+				key.NDSLL = o.LinkAddress()
+			case header.NDOptionTargetLinkAddress:
 				if key.NDTLL != [6]byte{} {
 					goto invalid
 				}
-				copy(key.NDTLL[:], p[o+2:o+8])
+				key.NDTLL = o.LinkAddress()
 			}
 		}
-		n -= optLen
-		o += optLen
+		opts = opts[optLen:]
 	}
 	return
 invalid:

@@ -39,6 +39,8 @@ package flowkeys
 
 import (
 	"unsafe"
+
+	"github.com/ovsdp/ovsdp/internal/header"
 )
 
 // KeyWords is the size of Key in 64-bit words.
@@ -47,11 +49,12 @@ const KeyWords = 40
 // KeyBytes is the size of Key in bytes.
 const KeyBytes = KeyWords * 8
 
-// Fragment types of Key.IPFrag (the uapi's OVS_FRAG_TYPE_*).
+// Fragment types of Key.IPFrag (the uapi's OVS_FRAG_TYPE_*): the values
+// of package header, named here beside the field they fill.
 const (
-	FragNone  = 0 // not a fragment
-	FragFirst = 1 // first fragment (offset zero, more fragments)
-	FragLater = 2 // a fragment with a non-zero offset: no L4 fields
+	FragNone  = header.FragNone  // not a fragment
+	FragFirst = header.FragFirst // first fragment (offset zero, more fragments)
+	FragLater = header.FragLater // a fragment with a non-zero offset: no L4 fields
 )
 
 // MAC protocol of Key.MacProto (the kernel's enum sw_flow_mac_proto).
@@ -69,7 +72,7 @@ const (
 
 // VLANTagPresent is the bit the kernel sets in a VLAN TCI to say that the
 // tag is present (VLAN_CFI_MASK, 0x1000).
-const VLANTagPresent = 0x1000
+const VLANTagPresent = header.VLANCFI
 
 // Bits of Key.IPv6ExtHdrs (the kernel's OFPIEH12_* flags).
 const (
@@ -84,20 +87,21 @@ const (
 	ExtHdrUnseq  = 1 << 8 // unexpected sequencing encountered
 )
 
-// Ethernet types that Extract understands.
+// Ethernet types that Extract understands: package header's EtherTypes,
+// named here beside Key.EthType for the packages that build keys.
 const (
-	EthTypeIPv4   = 0x0800
-	EthTypeARP    = 0x0806
-	EthTypeRARP   = 0x8035
-	EthTypeVLAN   = 0x8100 // 802.1Q
-	EthTypeQinQ   = 0x88a8 // 802.1ad
-	EthTypeIPv6   = 0x86dd
-	EthTypeMPLS   = 0x8847
-	EthTypeMPLSMC = 0x8848
-	EthTypeNSH    = 0x894f
+	EthTypeIPv4   = header.EtherTypeIPv4
+	EthTypeARP    = header.EtherTypeARP
+	EthTypeRARP   = header.EtherTypeRARP
+	EthTypeVLAN   = header.EtherTypeVLAN // 802.1Q
+	EthTypeQinQ   = header.EtherTypeQinQ // 802.1ad
+	EthTypeIPv6   = header.EtherTypeIPv6
+	EthTypeMPLS   = header.EtherTypeMPLS
+	EthTypeMPLSMC = header.EtherTypeMPLSMC
+	EthTypeNSH    = header.EtherTypeNSH
 	// EthType8022 is what the kernel reports for an 802.3 frame without
 	// a SNAP header carrying a real Ethernet type (ETH_P_802_2).
-	EthType8022 = 0x0004
+	EthType8022 = header.EtherType8022
 )
 
 // Key is a flow key: every field the kernel's struct sw_flow_key has that

@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"strings"
+
+	"github.com/ovsdp/ovsdp/internal/header"
 )
 
 // Fixed-size actions: VLAN, MPLS and Ethernet push/pop, recirc, hash,
@@ -45,10 +47,11 @@ func (PopNSH) ActionType() ActionType                 { return ActionPopNSH }
 func (PopNSH) appendPayload(b []byte) ([]byte, error) { return b, nil }
 func (PopNSH) format(f *textBuf)                      { f.WriteString("pop_nsh()") }
 
-// EthTypeVLAN and EthTypeQinQ are the 802.1Q and 802.1ad TPIDs.
+// EthTypeVLAN and EthTypeQinQ are the 802.1Q and 802.1ad TPIDs (package
+// header's EtherTypes, typed for push_vlan's TPID).
 const (
-	EthTypeVLAN uint16 = 0x8100
-	EthTypeQinQ uint16 = 0x88a8
+	EthTypeVLAN uint16 = header.EtherTypeVLAN
+	EthTypeQinQ uint16 = header.EtherTypeQinQ
 )
 
 // VLAN TCI bits.

@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"strings"
+
+	"github.com/ovsdp/ovsdp/internal/header"
 )
 
 // Tunnel vport types (OVS_VPORT_TYPE_*) that tnl_push headers use.
@@ -130,42 +132,44 @@ func formatTnlHeader(f *textBuf, typ uint32, h []byte) bool {
 	writeMAC(f, [6]byte(h[0:6]))
 	f.WriteString(",src=")
 	writeMAC(f, [6]byte(h[6:12]))
-	ethType := be.Uint16(h[12:])
+	ethType := header.Ethernet(h).Type()
 	fmt.Fprintf(f, ",dl_type=0x%04x),", ethType)
-	l3 := h[14:]
+	l3 := h[header.EthernetMinimumSize:]
 	var l4 []byte
-	if ethType == 0x0800 {
-		if len(l3) < 20 {
+	if ethType == header.EtherTypeIPv4 {
+		if len(l3) < header.IPv4MinimumSize {
 			return false
 		}
+		ip := header.IPv4(l3)
 		f.WriteString("ipv4(src=")
-		writeIPv4(f, [4]byte(l3[12:16]))
+		writeIPv4(f, ip.SourceAddress())
 		f.WriteString(",dst=")
-		writeIPv4(f, [4]byte(l3[16:20]))
+		writeIPv4(f, ip.DestinationAddress())
 		tos := "0"
-		if l3[1] != 0 {
-			tos = fmt.Sprintf("%#x", l3[1])
+		if ip.TOS() != 0 {
+			tos = fmt.Sprintf("%#x", ip.TOS())
 		}
-		fmt.Fprintf(f, ",proto=%d,tos=%s,ttl=%d,frag=0x%x),", l3[9], tos, l3[8], be.Uint16(l3[6:]))
-		l4 = l3[20:]
+		fmt.Fprintf(f, ",proto=%d,tos=%s,ttl=%d,frag=0x%x),", ip.Protocol(), tos, ip.TTL(), ip.FlagsFragmentOffset())
+		l4 = l3[header.IPv4MinimumSize:]
 	} else {
-		if len(l3) < 40 {
+		if len(l3) < header.IPv6MinimumSize {
 			return false
 		}
-		flow := be.Uint32(l3)
+		ip := header.IPv6(l3)
 		f.WriteString("ipv6(src=")
-		writeIPv6(f, [16]byte(l3[8:24]))
+		writeIPv6(f, ip.SourceAddress())
 		f.WriteString(",dst=")
-		writeIPv6(f, [16]byte(l3[24:40]))
-		fmt.Fprintf(f, ",label=%d,proto=%d,tclass=0x%x,hlimit=%d),", flow&0xfffff, l3[6], (flow>>20)&0xff, l3[7])
-		l4 = l3[40:]
+		writeIPv6(f, ip.DestinationAddress())
+		fmt.Fprintf(f, ",label=%d,proto=%d,tclass=0x%x,hlimit=%d),", ip.FlowLabel(), ip.NextHeader(), ip.TrafficClass(), ip.HopLimit())
+		l4 = l3[header.IPv6MinimumSize:]
 	}
 	udp := func() bool {
-		if len(l4) < 8 {
+		if len(l4) < header.UDPMinimumSize {
 			return false
 		}
-		fmt.Fprintf(f, "udp(src=%d,dst=%d,csum=0x%x),", be.Uint16(l4), be.Uint16(l4[2:]), be.Uint16(l4[6:]))
-		l4 = l4[8:]
+		u := header.UDP(l4)
+		fmt.Fprintf(f, "udp(src=%d,dst=%d,csum=0x%x),", header.Ports(u).Source(), header.Ports(u).Destination(), u.Checksum())
+		l4 = l4[header.UDPMinimumSize:]
 		return true
 	}
 	switch typ {
@@ -328,19 +332,6 @@ func actScanIntBytes(sc *scanner, n int, what string) ([]byte, error) {
 	return out, nil
 }
 
-// ipv4Checksum is the IPv4 header checksum of h (whose checksum field is
-// zero).
-func ipv4Checksum(h []byte) uint16 {
-	var sum uint32
-	for i := 0; i+1 < len(h); i += 2 {
-		sum += uint32(h[i])<<8 | uint32(h[i+1])
-	}
-	for sum > 0xffff {
-		sum = sum&0xffff + sum>>16
-	}
-	return ^uint16(sum)
-}
-
 // parseTnlHeader parses "header(...)" and builds the header bytes as Open
 // vSwitch's parser does. It checks size= and type= against what it built.
 func parseTnlHeader(sc *scanner) ([]byte, uint32, error) {
@@ -402,7 +393,7 @@ func parseTnlHeader(sc *scanner) ([]byte, uint32, error) {
 	if err := sc.actExpect("),", "tnl_push eth"); err != nil {
 		return nil, 0, err
 	}
-	isV4 := et == 0x0800
+	isV4 := et == header.EtherTypeIPv4
 	l3 := len(h)
 	if isV4 {
 		ip := make([]byte, 20)
@@ -445,7 +436,7 @@ func parseTnlHeader(sc *scanner) ([]byte, uint32, error) {
 		}
 		ip[9], ip[1], ip[8] = byte(vals[0]), byte(vals[1]), byte(vals[2])
 		be.PutUint16(ip[6:], uint16(vals[3]))
-		be.PutUint16(ip[10:], ipv4Checksum(ip))
+		header.IPv4(ip).SetChecksum(header.IPv4(ip).CalculateChecksum())
 		h = append(h, ip...)
 	} else {
 		ip := make([]byte, 40)

@@ -1,5 +1,7 @@
 package odp
 
+import "github.com/ovsdp/ovsdp/internal/header"
+
 // AddRequiredKeys returns key and mask completed with every attribute
 // the kernel's match_validate requires and the key lacks, each fully
 // wildcarded (zero in the key, zero in the mask), so that a flow written
@@ -29,19 +31,19 @@ func addRequiredLevel(key, mask FlowKey) (FlowKey, FlowKey) {
 		return key, mask
 	}
 	switch et {
-	case 0x0806, 0x8035:
+	case header.EtherTypeARP, header.EtherTypeRARP:
 		if key.Find(KeyARP) == nil {
 			add(KeyEthertype, ARP{})
 		}
-	case 0x8847, 0x8848:
+	case header.EtherTypeMPLS, header.EtherTypeMPLSMC:
 		if key.Find(KeyMPLS) == nil {
 			add(KeyEthertype, MPLS{0})
 		}
-	case 0x0800, 0x86dd:
-		l3, icmp := KeyIPv4, uint8(1)
+	case header.EtherTypeIPv4, header.EtherTypeIPv6:
+		l3, icmp := KeyIPv4, uint8(header.IPProtoICMP)
 		var l3zero KeyAttr = IPv4{}
-		if et == 0x86dd {
-			l3, icmp, l3zero = KeyIPv6, 58, IPv6{}
+		if et == header.EtherTypeIPv6 {
+			l3, icmp, l3zero = KeyIPv6, header.IPProtoICMPv6, IPv6{}
 		}
 		if key.Find(l3) == nil {
 			add(KeyEthertype, l3zero)
@@ -58,23 +60,23 @@ func addRequiredLevel(key, mask FlowKey) (FlowKey, FlowKey) {
 		}
 		var l4 KeyAttr
 		switch proto {
-		case 6:
+		case header.IPProtoTCP:
 			l4 = TCP{}
-		case 17:
+		case header.IPProtoUDP:
 			l4 = UDP{}
-		case 132:
+		case header.IPProtoSCTP:
 			l4 = SCTP{}
 		case icmp:
 			l4 = ICMP{}
-			if et == 0x86dd {
+			if et == header.EtherTypeIPv6 {
 				l4 = ICMPv6{}
 			}
 		}
 		if l4 != nil && key.Find(l4.KeyType()) == nil {
 			add(l3, l4)
 		}
-		if et == 0x86dd && proto == 58 {
-			if ic, ok := key.Find(KeyICMPv6).(ICMPv6); ok && (ic.Type == 135 || ic.Type == 136) && key.Find(KeyND) == nil {
+		if et == header.EtherTypeIPv6 && proto == header.IPProtoICMPv6 {
+			if ic, ok := key.Find(KeyICMPv6).(ICMPv6); ok && (ic.Type == header.ICMPv6NeighborSolicit || ic.Type == header.ICMPv6NeighborAdvert) && key.Find(KeyND) == nil {
 				add(KeyICMPv6, ND{})
 			}
 		}

@@ -5,6 +5,7 @@ import (
 	"unsafe"
 
 	"github.com/ovsdp/ovsdp/flowkeys"
+	"github.com/ovsdp/ovsdp/internal/header"
 )
 
 // Decision is what the policy decided for a flow key.
@@ -403,7 +404,7 @@ func (w *walker) run(as []Action) {
 			}
 			p := w.read8(offIPProto, 0xff)
 			frag := w.read8(offIPFrag, 0xff)
-			if p != protoTCP && p != protoUDP || frag == flowkeys.FragLater {
+			if p != header.IPProtoTCP && p != header.IPProtoUDP || frag == flowkeys.FragLater {
 				continue
 			}
 			off := offTpSrc

@@ -9,17 +9,14 @@ import (
 	"strings"
 
 	"github.com/ovsdp/ovsdp/flowkeys"
+	"github.com/ovsdp/ovsdp/internal/header"
 )
 
-// Ethernet types and IP protocols that the rule syntax names.
+// Ethernet types that the rule syntax names.
 const (
-	ethIPv4    = flowkeys.EthTypeIPv4
-	ethIPv6    = flowkeys.EthTypeIPv6
-	ethARP     = flowkeys.EthTypeARP
-	protoICMP  = 1
-	protoTCP   = 6
-	protoUDP   = 17
-	protoICMP6 = 58
+	ethIPv4 = flowkeys.EthTypeIPv4
+	ethIPv6 = flowkeys.EthTypeIPv6
+	ethARP  = flowkeys.EthTypeARP
 )
 
 // Match is a parsed match: the packets k with k&Mask == Value. Value has
@@ -114,8 +111,19 @@ type parsedMatch struct {
 	actionsPos  int // offset of the text after "actions=", or -1
 }
 
+// shorthandFor returns the shorthand that sets exactly Ethernet type t
+// and IP protocol proto (-1: none), or "" when there is none.
+func shorthandFor(t uint16, proto int) string {
+	for name, s := range shorthands {
+		if s.ethType == t && s.proto == proto {
+			return name
+		}
+	}
+	return ""
+}
+
 // shorthands maps a shorthand to the Ethernet type and IP protocol it
-// sets (protocol -1: none).
+// sets (protocol -1: none). No two set the same pair.
 var shorthands = map[string]struct {
 	ethType uint16
 	proto   int
@@ -123,12 +131,12 @@ var shorthands = map[string]struct {
 	"ip":    {ethIPv4, -1},
 	"ipv6":  {ethIPv6, -1},
 	"arp":   {ethARP, -1},
-	"tcp":   {ethIPv4, protoTCP},
-	"udp":   {ethIPv4, protoUDP},
-	"icmp":  {ethIPv4, protoICMP},
-	"tcp6":  {ethIPv6, protoTCP},
-	"udp6":  {ethIPv6, protoUDP},
-	"icmp6": {ethIPv6, protoICMP6},
+	"tcp":   {ethIPv4, header.IPProtoTCP},
+	"udp":   {ethIPv4, header.IPProtoUDP},
+	"icmp":  {ethIPv4, header.IPProtoICMP},
+	"tcp6":  {ethIPv6, header.IPProtoTCP},
+	"udp6":  {ethIPv6, header.IPProtoUDP},
+	"icmp6": {ethIPv6, header.IPProtoICMPv6},
 }
 
 // matchFields maps a field name to the key field and value syntax.
@@ -338,11 +346,11 @@ func prereqError(m *Match, mn mention) string {
 			return mn.name + " requires ip or ipv6 (add \"ip,\" or \"ipv6,\")"
 		}
 	case "tp_src", "tp_dst":
-		if !isIP || !hasProto || p != protoTCP && p != protoUDP {
+		if !isIP || !hasProto || p != header.IPProtoTCP && p != header.IPProtoUDP {
 			return mn.name + " requires tcp or udp (add \"tcp,\", \"udp,\", \"tcp6,\" or \"udp6,\")"
 		}
 	case "icmp_type", "icmp_code":
-		if !hasType || !hasProto || !(t == ethIPv4 && p == protoICMP || t == ethIPv6 && p == protoICMP6) {
+		if !hasType || !hasProto || !(t == ethIPv4 && p == header.IPProtoICMP || t == ethIPv6 && p == header.IPProtoICMPv6) {
 			return mn.name + " requires icmp or icmp6 (add \"icmp,\" or \"icmp6,\")"
 		}
 	}
@@ -528,40 +536,17 @@ func (m *Match) String() string {
 	p, hasProto := m.Value.IPProto, m.Mask.IPProto != 0
 	protoDone := false
 	if hasType {
-		name := ""
-		switch t {
-		case ethIPv4:
-			name = "ip"
-			if hasProto {
-				switch p {
-				case protoTCP:
-					name = "tcp"
-				case protoUDP:
-					name = "udp"
-				case protoICMP:
-					name = "icmp"
-				}
+		name := shorthandFor(t, -1)
+		if hasProto {
+			if n := shorthandFor(t, int(p)); n != "" {
+				name = n
 			}
-		case ethIPv6:
-			name = "ipv6"
-			if hasProto {
-				switch p {
-				case protoTCP:
-					name = "tcp6"
-				case protoUDP:
-					name = "udp6"
-				case protoICMP6:
-					name = "icmp6"
-				}
-			}
-		case ethARP:
-			name = "arp"
 		}
 		if name == "" {
 			add(fmt.Sprintf("dl_type=0x%04x", t))
 		} else {
 			add(name)
-			protoDone = name != "ip" && name != "ipv6" && name != "arp"
+			protoDone = shorthands[name].proto >= 0
 		}
 	}
 	if hasProto && !protoDone {
@@ -614,7 +599,7 @@ func (m *Match) String() string {
 	if m.Mask.IPTTL != 0 {
 		add(fmt.Sprintf("nw_ttl=%d", m.Value.IPTTL))
 	}
-	icmp := hasProto && (p == protoICMP || p == protoICMP6)
+	icmp := hasProto && (p == header.IPProtoICMP || p == header.IPProtoICMPv6)
 	tpField := func(name, icmpName string, v, mk uint16) {
 		switch {
 		case mk == 0:

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/ovsdp/ovsdp/flowkeys"
+	"github.com/ovsdp/ovsdp/internal/header"
 )
 
 // Small value pools, so that random rules and packets meet.
@@ -315,7 +316,7 @@ func TestMegaflowsSmall(t *testing.T) {
 		t.Fatal(err)
 	}
 	var k flowkeys.Key
-	k.InPort, k.EthType, k.IPProto, k.TpSrc, k.TpDst, k.IPTTL = 2, ethIPv4, protoTCP, 1234, 80, 64
+	k.InPort, k.EthType, k.IPProto, k.TpSrc, k.TpDst, k.IPTTL = 2, ethIPv4, header.IPProtoTCP, 1234, 80, 64
 	k.EthSrc, k.EthDst = poolMACs[0], poolMACs[1]
 	k.IPv4Src = [4]byte{1, 2, 3, 4}
 

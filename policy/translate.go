@@ -2,6 +2,7 @@ package policy
 
 import (
 	"github.com/ovsdp/ovsdp/flowkeys"
+	"github.com/ovsdp/ovsdp/internal/header"
 	"github.com/ovsdp/ovsdp/odp"
 )
 
@@ -97,9 +98,9 @@ func (t *translator) commit(w *walker) {
 	if p.TpSrc != 0 || p.TpDst != 0 {
 		vs, vd := c.TpSrc&p.TpSrc, c.TpDst&p.TpDst
 		switch w.read8(offIPProto, 0xff) {
-		case protoTCP:
+		case header.IPProtoTCP:
 			t.out = append(t.out, odp.SetMasked{Key: odp.TCP{Src: vs, Dst: vd}, Mask: odp.TCP{Src: p.TpSrc, Dst: p.TpDst}})
-		case protoUDP:
+		case header.IPProtoUDP:
 			t.out = append(t.out, odp.SetMasked{Key: odp.UDP{Src: vs, Dst: vd}, Mask: odp.UDP{Src: p.TpSrc, Dst: p.TpDst}})
 		}
 	}

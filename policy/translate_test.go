@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/ovsdp/ovsdp/flowkeys"
+	"github.com/ovsdp/ovsdp/internal/header"
 	"github.com/ovsdp/ovsdp/odp"
 )
 
@@ -14,7 +15,7 @@ func tcpKey() flowkeys.Key {
 	k.InPort = 1
 	k.EthSrc = [6]byte{0, 0, 0, 0, 0, 0xa}
 	k.EthDst = [6]byte{0, 0, 0, 0, 0, 0xb}
-	k.EthType, k.IPProto, k.IPTTL, k.IPTOS = ethIPv4, protoTCP, 64, 0x01
+	k.EthType, k.IPProto, k.IPTTL, k.IPTOS = ethIPv4, header.IPProtoTCP, 64, 0x01
 	k.IPv4Src, k.IPv4Dst = [4]byte{10, 0, 0, 1}, [4]byte{10, 0, 0, 2}
 	k.TpSrc, k.TpDst = 1000, 80
 	return k
@@ -41,7 +42,7 @@ func TestTranslate(t *testing.T) {
 		{"actions=mod_nw_src:1.2.3.4,2", func(k *flowkeys.Key) { k.EthType = ethIPv6 }, "2"},
 		{"actions=mod_nw_tos:4,mod_nw_ttl:7,2", func(k *flowkeys.Key) { k.EthType = ethIPv6 }, "set(ipv6(tclass=0x4/0xfc,hlimit=7)),2"},
 		{"actions=mod_tp_dst:8080,mod_tp_src:1,2", nil, "set(tcp(src=1,dst=8080)),2"},
-		{"actions=mod_tp_dst:53,2", func(k *flowkeys.Key) { k.IPProto = protoUDP }, "set(udp(dst=53)),2"},
+		{"actions=mod_tp_dst:53,2", func(k *flowkeys.Key) { k.IPProto = header.IPProtoUDP }, "set(udp(dst=53)),2"},
 		{"actions=mod_tp_dst:53,2", func(k *flowkeys.Key) { k.IPFrag = flowkeys.FragLater }, "2"},
 		{"actions=mod_dl_src:00:00:00:00:00:01,mod_dl_dst:00:00:00:00:00:02,2", nil, "set(eth(src=00:00:00:00:00:01,dst=00:00:00:00:00:02)),2"},
 		{"actions=mod_dl_src:00:00:00:00:00:01,2,mod_nw_dst:9.9.9.9,3,mod_nw_dst:8.8.8.8", nil,
@@ -161,7 +162,7 @@ func TestRuleOrder(t *testing.T) {
 		ethType uint16
 		proto   uint8
 		want    string
-	}{{ethIPv4, protoTCP, "4"}, {ethIPv4, protoUDP, "2"}, {ethARP, 0, "1"}} {
+	}{{ethIPv4, header.IPProtoTCP, "4"}, {ethIPv4, header.IPProtoUDP, "2"}, {ethARP, 0, "1"}} {
 		k.EthType, k.IPProto = tc.ethType, tc.proto
 		d := rs.Decide(&k)
 		if got := Translate(&d, &k, nil).String(); got != tc.want {

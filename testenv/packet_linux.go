@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
-)
 
-func htons(v uint16) uint16 { return v<<8 | v>>8 }
+	"github.com/ovsdp/ovsdp/internal/header"
+)
 
 // SendFrame sends one raw Ethernet frame (destination MAC first, no FCS)
 // out of interface ifname in the namespace, through an AF_PACKET socket.
@@ -46,8 +46,9 @@ func (n *Netns) SendFrames(ifname string, frames ...[]byte) error {
 		if len(f) < 14 {
 			return fmt.Errorf("frame %d is %d bytes, shorter than an Ethernet header", i, len(f))
 		}
-		sa.Protocol = htons(binary.BigEndian.Uint16(f[12:14]))
-		copy(sa.Addr[:], f[0:6])
+		sa.Protocol = header.Htons(header.Ethernet(f).Type())
+		dst := header.Ethernet(f).DestinationAddress()
+		copy(sa.Addr[:], dst[:])
 		if err := unix.Sendto(fd, f, 0, sa); err != nil {
 			return fmt.Errorf("sending frame %d (%d bytes) on %s in namespace %s: %w", i, len(f), ifname, n, err)
 		}
@@ -105,7 +106,7 @@ func (n *Netns) OpenCapture(ifname string) (*Capture, error) {
 	if err != nil {
 		return nil, fmt.Errorf("AF_PACKET socket in namespace %s: %w", n, err)
 	}
-	sa := &unix.SockaddrLinklayer{Protocol: htons(unix.ETH_P_ALL), Ifindex: ifi.Attrs().Index}
+	sa := &unix.SockaddrLinklayer{Protocol: header.Htons(unix.ETH_P_ALL), Ifindex: ifi.Attrs().Index}
 	if err := unix.Bind(fd, sa); err != nil {
 		unix.Close(fd)
 		return nil, fmt.Errorf("binding capture to %s in namespace %s: %w", ifname, n, err)
@@ -259,52 +260,34 @@ func (n *Netns) Ping(dst string, timeout time.Duration) error {
 }
 
 func echoRequest(v4 bool, id, seq uint16, payload []byte) []byte {
-	m := make([]byte, 8+len(payload))
-	if v4 {
-		m[0] = 8 // echo request
-	} else {
-		m[0] = 128
+	m := header.ICMP(make([]byte, header.ICMPMinimumSize+len(payload)))
+	copy(m[header.ICMPMinimumSize:], payload)
+	m.SetIdent(id)
+	m.SetSequence(seq)
+	if !v4 {
+		m.SetType(header.ICMPv6EchoRequest)
+		return m // the kernel fills in the ICMPv6 checksum
 	}
-	binary.BigEndian.PutUint16(m[4:], id)
-	binary.BigEndian.PutUint16(m[6:], seq)
-	copy(m[8:], payload)
-	if v4 {
-		binary.BigEndian.PutUint16(m[2:], inetChecksum(m))
-	} // the kernel fills in the ICMPv6 checksum
+	m.SetType(header.ICMPv4EchoRequest)
+	m.SetChecksum(m.CalculateChecksum(0))
 	return m
 }
 
 func isEchoReply(v4 bool, b []byte, id uint16, payload []byte) bool {
+	reply := uint8(header.ICMPv6EchoReply)
 	if v4 {
-		if len(b) < 20 {
+		if len(b) < header.IPv4MinimumSize {
 			return false
 		}
-		ihl := int(b[0]&0x0f) * 4
-		if ihl < 20 || len(b) < ihl {
+		ihl := header.IPv4(b).HeaderLength()
+		if ihl < header.IPv4MinimumSize || len(b) < ihl {
 			return false
 		}
 		b = b[ihl:]
-		if len(b) < 8 || b[0] != 0 {
-			return false
-		}
-	} else if len(b) < 8 || b[0] != 129 {
+		reply = header.ICMPv4EchoReply
+	}
+	if len(b) < header.ICMPMinimumSize || header.ICMP(b).Type() != reply {
 		return false
 	}
-	return binary.BigEndian.Uint16(b[4:]) == id && bytes.Equal(b[8:], payload)
-}
-
-// inetChecksum is the RFC 1071 Internet checksum of b.
-func inetChecksum(b []byte) uint16 {
-	var sum uint32
-	for len(b) >= 2 {
-		sum += uint32(b[0])<<8 | uint32(b[1])
-		b = b[2:]
-	}
-	if len(b) == 1 {
-		sum += uint32(b[0]) << 8
-	}
-	for sum>>16 != 0 {
-		sum = sum&0xffff + sum>>16
-	}
-	return ^uint16(sum)
+	return header.ICMP(b).Ident() == id && bytes.Equal(b[header.ICMPMinimumSize:], payload)
 }

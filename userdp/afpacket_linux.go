@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/ovsdp/ovsdp/internal/header"
 	"github.com/ovsdp/ovsdp/odp"
 )
 
@@ -302,7 +303,7 @@ func OpenNetdev(name string, opts NetdevOptions) (*NetdevPort, error) {
 // an outer VLAN tag sent out of band.
 func (p *NetdevPort) txLen(frame []byte) int {
 	if p.vlanTx != nil {
-		return SkbLen(frame)
+		return skbLen(frame)
 	}
 	return len(frame)
 }
@@ -652,7 +653,7 @@ func (p *NetdevPort) auxdata(i int) (vlanValid bool, tpid, tci uint16) {
 		}
 	}
 	if status&unix.TP_STATUS_VLAN_TPID_VALID == 0 {
-		tpid = EthTypeVLAN
+		tpid = header.EtherTypeVLAN
 	}
 	return status&unix.TP_STATUS_VLAN_VALID != 0, tpid, tci
 }
@@ -856,7 +857,7 @@ func (p *NetdevPort) readRing() bool {
 		// tpacket_rcv writes the virtio_net_hdr just before the frame.
 		vh := decodeVnetHdr(p.ring[hdr+mac-vnetHdrLen:])
 		if status&unix.TP_STATUS_VLAN_TPID_VALID == 0 {
-			tpid = EthTypeVLAN
+			tpid = header.EtherTypeVLAN
 		}
 		vlanValid := status&unix.TP_STATUS_VLAN_VALID != 0
 		p.receive(p.ring[hdr+mac:hdr+mac+snap], vh, vlanValid, tpid, tci)

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ovsdp/ovsdp/internal/header"
 	"github.com/ovsdp/ovsdp/testenv"
 )
 
@@ -70,7 +71,7 @@ func (r *responder) run() {
 
 func (r *responder) answer(f []byte) []byte {
 	l2 := 14
-	if binary.BigEndian.Uint16(f[12:]) == EthTypeVLAN {
+	if binary.BigEndian.Uint16(f[12:]) == header.EtherTypeVLAN {
 		l2 = 18
 	}
 	if len(f) < l2+28 {
@@ -81,14 +82,14 @@ func (r *responder) answer(f []byte) []byte {
 	copy(out[0:6], f[6:12])
 	copy(out[6:12], responderMAC)
 	switch {
-	case et == EthTypeARP && binary.BigEndian.Uint16(f[l2+6:]) == 1 && r.ours(f[l2+24:l2+28]):
+	case et == header.EtherTypeARP && binary.BigEndian.Uint16(f[l2+6:]) == 1 && r.ours(f[l2+24:l2+28]):
 		a := out[l2:]
 		binary.BigEndian.PutUint16(a[6:], 2)
 		copy(a[18:28], f[l2+8:l2+18]) // tha, tpa = requester's sha, spa
 		copy(a[8:14], responderMAC)
 		copy(a[14:18], f[l2+24:l2+28])
 		return out
-	case et == EthTypeIPv4 && f[l2+9] == ProtoICMP && r.ours(f[l2+16:l2+20]) && f[l2+20] == 8:
+	case et == header.EtherTypeIPv4 && f[l2+9] == header.IPProtoICMP && r.ours(f[l2+16:l2+20]) && f[l2+20] == 8:
 		ip := out[l2:]
 		copy(ip[12:16], f[l2+16:l2+20])
 		copy(ip[16:20], f[l2+12:l2+16])
@@ -137,7 +138,7 @@ func TestNetdevNamespace(t *testing.T) {
 				t.Fatalf("ping through the port: %v", err)
 			}
 			if r.seen(func(f []byte) bool {
-				return bytes.Equal(f[6:12], peerMAC) && binary.BigEndian.Uint16(f[12:]) == EthTypeARP
+				return bytes.Equal(f[6:12], peerMAC) && binary.BigEndian.Uint16(f[12:]) == header.EtherTypeARP
 			}) == nil {
 				t.Errorf("no ARP request from %s read", peerMAC)
 			}
@@ -162,7 +163,7 @@ func TestNetdevNamespace(t *testing.T) {
 			var udp []byte
 			for deadline := time.Now().Add(3 * time.Second); udp == nil && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 				udp = r.seen(func(f []byte) bool {
-					return len(f) > 42 && binary.BigEndian.Uint16(f[12:]) == EthTypeIPv4 && f[23] == ProtoUDP && binary.BigEndian.Uint16(f[36:]) == 9999
+					return len(f) > 42 && binary.BigEndian.Uint16(f[12:]) == header.EtherTypeIPv4 && f[23] == header.IPProtoUDP && binary.BigEndian.Uint16(f[36:]) == 9999
 				})
 			}
 			if udp == nil {
@@ -305,8 +306,8 @@ func TestNetdevVLANTag(t *testing.T) {
 				return append(out, f[12:]...)
 			}
 			frames := [][]byte{
-				tag(base, EthTypeVLAN, 0x2064),
-				tag(tag(base, EthTypeVLAN, 5), EthTypeQinQ, 0x0ffe),
+				tag(base, header.EtherTypeVLAN, 0x2064),
+				tag(tag(base, header.EtherTypeVLAN, 5), header.EtherTypeQinQ, 0x0ffe),
 				base,
 			}
 			if n, err := tx.WriteBatch(frames); err != nil || n != len(frames) {
@@ -403,7 +404,7 @@ func TestNetdevVLANTxOffload(t *testing.T) {
 			// The interface counts skb->len: the out-of-band tag is not in it.
 			want := uint64(0)
 			for _, f := range frames {
-				want += uint64(SkbLen(f))
+				want += uint64(skbLen(f))
 			}
 			if st := out.Stats(); st.TxPackets != uint64(len(frames)) || st.TxBytes != want {
 				t.Errorf("tx stats %+v, want %d packets and %d bytes", st, len(frames), want)

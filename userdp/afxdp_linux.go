@@ -12,6 +12,8 @@ import (
 
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
+
+	"github.com/ovsdp/ovsdp/internal/header"
 )
 
 // The NetdevXDP mode: an AF_XDP socket (XSK) on queue 0 of the
@@ -634,7 +636,7 @@ func (p *NetdevPort) kickTx(fd uintptr) bool {
 func (p *NetdevPort) xdpMaxTxLen(f []byte) int {
 	n := p.mtu + 14
 	if len(f) >= 14 {
-		if t := uint16(f[12])<<8 | uint16(f[13]); t == EthTypeVLAN || t == EthTypeQinQ {
+		if t := uint16(f[12])<<8 | uint16(f[13]); t == header.EtherTypeVLAN || t == header.EtherTypeQinQ {
 			n += 4
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
+	"github.com/ovsdp/ovsdp/internal/header"
 	"github.com/ovsdp/ovsdp/testenv"
 )
 
@@ -79,10 +80,10 @@ func TestNetdevXDPReceive(t *testing.T) {
 		frames = append(frames, sizedFrame(n, byte(i)))
 	}
 	frames = append(frames,
-		vlanTagged(sizedFrame(60, 1), EthTypeVLAN, 0xe00a),
-		vlanTagged(vlanTagged(sizedFrame(100, 2), EthTypeVLAN, 7), EthTypeQinQ, 0x1ffe),
-		vlanTagged(sizedFrame(1514, 3), EthTypeVLAN, 0x0123),
-		vlanTagged(sizedFrame(14, 4), EthTypeVLAN, 0x0124), // 18 bytes
+		vlanTagged(sizedFrame(60, 1), header.EtherTypeVLAN, 0xe00a),
+		vlanTagged(vlanTagged(sizedFrame(100, 2), header.EtherTypeVLAN, 7), header.EtherTypeQinQ, 0x1ffe),
+		vlanTagged(sizedFrame(1514, 3), header.EtherTypeVLAN, 0x0123),
+		vlanTagged(sizedFrame(14, 4), header.EtherTypeVLAN, 0x0124), // 18 bytes
 	)
 	if n, err := peer.WriteBatch(frames); err != nil || n != len(frames) {
 		t.Fatalf("peer WriteBatch: %d of %d, %v", n, len(frames), err)
@@ -112,7 +113,7 @@ func TestNetdevXDPReceive(t *testing.T) {
 // completion ring as they go).
 func TestNetdevXDPSend(t *testing.T) {
 	x, peer, _ := xdpPair(t, NetdevMmsg)
-	good := [][]byte{sizedFrame(60, 0), sizedFrame(1514, 1), vlanTagged(sizedFrame(1514, 2), EthTypeVLAN, 9), sizedFrame(14, 3)}
+	good := [][]byte{sizedFrame(60, 0), sizedFrame(1514, 1), vlanTagged(sizedFrame(1514, 2), header.EtherTypeVLAN, 9), sizedFrame(14, 3)}
 	batch := [][]byte{good[0], make([]byte, 13), good[1], sizedFrame(1515, 9), good[2], good[3]}
 	n, err := x.WriteBatch(batch)
 	if n != len(good) || err == nil || !errors.Is(err, errEMSGSIZE) {

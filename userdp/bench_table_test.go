@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/ovsdp/ovsdp/flowkeys"
+	"github.com/ovsdp/ovsdp/internal/header"
 )
 
 // naiveTable is the baseline: a plain tuple-space search as the kernel's
@@ -180,7 +181,7 @@ func BenchmarkTableCRCAttack(b *testing.B) {
 	r := m.Range()
 	rng := rand.New(rand.NewPCG(9, 10))
 	var base flowkeys.Key
-	base.InPort, base.EthType, base.IPProto = 1, EthTypeIPv4, ProtoTCP
+	base.InPort, base.EthType, base.IPProto = 1, header.EtherTypeIPv4, header.IPProtoTCP
 	base.IPv4Src, base.IPv4Dst = [4]byte{10, 0, 0, 1}, [4]byte{10, 0, 0, 2}
 	free := flowkeys.Key{TpSrc: 0xffff, TpDst: 0xffff, IPv4Src: ones4, IPv4Dst: ones4}
 	const n = 1000

@@ -196,7 +196,7 @@ func (dp *Datapath) Execute(ctx context.Context, p *odp.Packet) error {
 	copy(buf[DefaultHeadroom:], p.Data)
 	w.now = dp.nowMs()
 	c := &w.ctx
-	*c = pktCtx{f: Frame{Buf: buf, Off: DefaultHeadroom, Len: len(p.Data)}, key: key, keyValid: true, steal: true, proto: keyProtocol(&key),
+	*c = pktCtx{f: frameBuf{Buf: buf, Off: DefaultHeadroom, Len: len(p.Data)}, key: key, keyValid: true, steal: true, proto: keyProtocol(&key),
 		acts: &flowActions{odp: p.Actions, prog: prog}}
 	w.run(c, prog)
 	w.flush()

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ovsdp/ovsdp/internal/header"
 	"github.com/ovsdp/ovsdp/odp"
 	"github.com/ovsdp/ovsdp/testenv"
 )
@@ -113,8 +114,8 @@ func TestNamespacesThroughDatapath(t *testing.T) {
 		}
 		f, err := capB.WaitFor(5*time.Second, func(f testenv.Frame) bool {
 			d := f.Data
-			return !f.Outgoing && len(d) >= 34+8 && binary.BigEndian.Uint16(d[12:]) == EthTypeIPv4 &&
-				d[14+9] == ProtoICMP && d[34] == 8
+			return !f.Outgoing && len(d) >= 34+8 && binary.BigEndian.Uint16(d[12:]) == header.EtherTypeIPv4 &&
+				d[14+9] == header.IPProtoICMP && d[34] == 8
 		})
 		if err != nil {
 			t.Fatalf("no echo request captured in B: %v", err)

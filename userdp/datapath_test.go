@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ovsdp/ovsdp/internal/header"
 	"github.com/ovsdp/ovsdp/internal/monoclock"
 	"github.com/ovsdp/ovsdp/odp"
 )
@@ -144,12 +145,12 @@ func udpFrame(src, dst byte, sport uint16) []byte {
 	f := make([]byte, 14+20+8+18)
 	copy(f[0:6], []byte{0, 0, 0, 0, 0, dst})
 	copy(f[6:12], []byte{0, 0, 0, 0, 0, src})
-	binary.BigEndian.PutUint16(f[12:], EthTypeIPv4)
+	binary.BigEndian.PutUint16(f[12:], header.EtherTypeIPv4)
 	ip := f[14:]
 	ip[0] = 0x45
 	binary.BigEndian.PutUint16(ip[2:], 20+8+18)
 	ip[8] = 64
-	ip[9] = ProtoUDP
+	ip[9] = header.IPProtoUDP
 	copy(ip[12:], []byte{10, 0, 0, src})
 	copy(ip[16:], []byte{10, 0, 0, dst})
 	u := ip[20:]

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"testing"
 
+	"github.com/ovsdp/ovsdp/internal/header"
 	"github.com/ovsdp/ovsdp/odp"
 )
 
@@ -13,7 +14,7 @@ import (
 // 00:..:dst.
 func tcpFrame(t *testing.T, src, dst byte, flags uint16, fragOff uint16) []byte {
 	t.Helper()
-	f := testIPv4(newRand(t), ProtoTCP, 6, fragOff)
+	f := testIPv4(newRand(t), header.IPProtoTCP, 6, fragOff)
 	copy(f[0:6], []byte{0, 0, 0, 0, 0, dst})
 	copy(f[6:12], []byte{0, 0, 0, 0, 0, src})
 	ip := f[14:]
@@ -112,8 +113,8 @@ func TestFlowStatsVLANBytes(t *testing.T) {
 	h.put("in_port(1),"+anyEth+"eth_type(0x88a8),vlan(vid=40),encap(eth_type(0x8100),vlan(vid=41),encap(eth_type(0x0800),ipv4(frag=no)))", "2")
 	h.put("in_port(1),"+anyEth+"eth_type(0x0800),ipv4(frag=no)", "2")
 	plain := udpFrame(1, 2, 1000)
-	one := vlanFrame(plain, [2]uint16{EthTypeVLAN, 20})
-	two := vlanFrame(plain, [2]uint16{EthTypeQinQ, 40}, [2]uint16{EthTypeVLAN, 41})
+	one := vlanFrame(plain, [2]uint16{header.EtherTypeVLAN, 20})
+	two := vlanFrame(plain, [2]uint16{header.EtherTypeQinQ, 40}, [2]uint16{header.EtherTypeVLAN, 41})
 	h.send(1, one, one, two, plain)
 	for i := 0; i < 4; i++ {
 		h.expect(2)

@@ -7,6 +7,7 @@ import (
 	"math/bits"
 
 	"github.com/ovsdp/ovsdp/flowkeys"
+	"github.com/ovsdp/ovsdp/internal/header"
 	"github.com/ovsdp/ovsdp/odp"
 )
 
@@ -113,7 +114,7 @@ func compileActions(as odp.Actions, k *flowkeys.Key) ([]op, error) {
 		return nil, einval("actions: %d bytes exceed the kernel's limit of %d", len(b), maxActionsBytes)
 	}
 	c := compiler{key: *k}
-	if isMPLSType(k.EthType) {
+	if header.IsMPLS(k.EthType) {
 		c.mplsLabels = bits.OnesCount32(k.MPLSLabelsMask)
 	}
 	return c.list(as, 0, "actions")
@@ -191,7 +192,7 @@ func (c *compiler) action(a odp.Action, depth int, path string, last bool) (op, 
 		c.key.VLANTCI = 0
 		return op{kind: opPopVLAN}, nil
 	case odp.PushMPLS:
-		if a.EthType != EthTypeMPLS && a.EthType != EthTypeMPLSMC {
+		if a.EthType != header.EtherTypeMPLS && a.EthType != header.EtherTypeMPLSMC {
 			return op{}, einval("%s: EtherType %#04x is not MPLS", path, a.EthType)
 		}
 		if c.key.MacProto != flowkeys.MacProtoEthernet {
@@ -203,7 +204,7 @@ func (c *compiler) action(a odp.Action, depth int, path string, last bool) (op, 
 			return op{}, einval("%s: the packet has a VLAN tag", path)
 		}
 		switch et := c.key.EthType; et {
-		case EthTypeIPv4, EthTypeIPv6, EthTypeARP, EthTypeRARP, EthTypeMPLS, EthTypeMPLSMC:
+		case header.EtherTypeIPv4, header.EtherTypeIPv6, header.EtherTypeARP, header.EtherTypeRARP, header.EtherTypeMPLS, header.EtherTypeMPLSMC:
 		default:
 			return op{}, einval("%s: the flow's EtherType %#04x is not IPv4, IPv6, ARP, RARP or MPLS", path, et)
 		}
@@ -214,17 +215,17 @@ func (c *compiler) action(a odp.Action, depth int, path string, last bool) (op, 
 		if c.key.VLANTCI&flowkeys.VLANTagPresent != 0 {
 			return op{}, einval("%s: the packet has a VLAN tag", path)
 		}
-		if c.key.EthType != EthTypeMPLS && c.key.EthType != EthTypeMPLSMC {
+		if c.key.EthType != header.EtherTypeMPLS && c.key.EthType != header.EtherTypeMPLSMC {
 			return op{}, einval("%s: the flow's EtherType %#04x is not MPLS", path, c.key.EthType)
 		}
-		if a.EthType == ethTypeTEB && c.key.MacProto != flowkeys.MacProtoNone {
+		if a.EthType == header.EtherTypeTEB && c.key.MacProto != flowkeys.MacProtoNone {
 			return op{}, einval("%s: EtherType 0x6558 (Ethernet) on a packet that has an Ethernet header", path)
 		}
 		// As the kernel: after the last label, or to a non-MPLS
 		// EtherType, the packet's EtherType is unknown (0), so later
 		// sets of L3 and L4 fields and pops are rejected.
 		c.mplsLabels--
-		if isMPLSType(a.EthType) && c.mplsLabels > 0 {
+		if header.IsMPLS(a.EthType) && c.mplsLabels > 0 {
 			c.key.EthType = a.EthType
 		} else {
 			c.key.EthType = 0
@@ -326,7 +327,7 @@ func (c *compiler) set(key, mask odp.KeyAttr, path string) (op, error) {
 		}
 		return op{kind: opSetEth, set: s}, nil
 	case odp.IPv4:
-		if et != EthTypeIPv4 {
+		if et != header.EtherTypeIPv4 {
 			return op{}, einval("%s: the flow's EtherType %#04x is not IPv4", path, et)
 		}
 		s.ip4[0] = IPv4Key{Src: v.Src, Dst: v.Dst, TOS: v.TOS, TTL: v.TTL}
@@ -344,7 +345,7 @@ func (c *compiler) set(key, mask odp.KeyAttr, path string) (op, error) {
 		}
 		return op{kind: opSetIPv4, set: s}, nil
 	case odp.IPv6:
-		if et != EthTypeIPv6 {
+		if et != header.EtherTypeIPv6 {
 			return op{}, einval("%s: the flow's EtherType %#04x is not IPv6", path, et)
 		}
 		s.ip6[0] = IPv6Key{Src: v.Src, Dst: v.Dst, Label: v.Label, TClass: v.TClass, HLimit: v.HLimit}
@@ -368,13 +369,13 @@ func (c *compiler) set(key, mask odp.KeyAttr, path string) (op, error) {
 		}
 		return op{kind: opSetIPv6, set: s}, nil
 	case odp.TCP:
-		return c.setPorts(opSetTCP, ProtoTCP, v.Src, v.Dst, mask, path, s, func(m odp.KeyAttr) (uint16, uint16) { t := m.(odp.TCP); return t.Src, t.Dst })
+		return c.setPorts(opSetTCP, header.IPProtoTCP, v.Src, v.Dst, mask, path, s, func(m odp.KeyAttr) (uint16, uint16) { t := m.(odp.TCP); return t.Src, t.Dst })
 	case odp.UDP:
-		return c.setPorts(opSetUDP, ProtoUDP, v.Src, v.Dst, mask, path, s, func(m odp.KeyAttr) (uint16, uint16) { t := m.(odp.UDP); return t.Src, t.Dst })
+		return c.setPorts(opSetUDP, header.IPProtoUDP, v.Src, v.Dst, mask, path, s, func(m odp.KeyAttr) (uint16, uint16) { t := m.(odp.UDP); return t.Src, t.Dst })
 	case odp.SCTP:
-		return c.setPorts(opSetSCTP, ProtoSCTP, v.Src, v.Dst, mask, path, s, func(m odp.KeyAttr) (uint16, uint16) { t := m.(odp.SCTP); return t.Src, t.Dst })
+		return c.setPorts(opSetSCTP, header.IPProtoSCTP, v.Src, v.Dst, mask, path, s, func(m odp.KeyAttr) (uint16, uint16) { t := m.(odp.SCTP); return t.Src, t.Dst })
 	case odp.ICMP:
-		if et != EthTypeIPv4 || k.IPProto != ProtoICMP {
+		if et != header.EtherTypeIPv4 || k.IPProto != header.IPProtoICMP {
 			return op{}, einval("%s: the flow is not ICMP over IPv4", path)
 		}
 		s.icmp[0] = [2]uint8{v.Type, v.Code}
@@ -385,7 +386,7 @@ func (c *compiler) set(key, mask odp.KeyAttr, path string) (op, error) {
 		}
 		return op{kind: opSetICMP, set: s}, nil
 	case odp.ICMPv6:
-		if et != EthTypeIPv6 || k.IPProto != ProtoICMPv6 {
+		if et != header.EtherTypeIPv6 || k.IPProto != header.IPProtoICMPv6 {
 			return op{}, einval("%s: the flow is not ICMPv6", path)
 		}
 		s.icmp[0] = [2]uint8{v.Type, v.Code}
@@ -396,7 +397,7 @@ func (c *compiler) set(key, mask odp.KeyAttr, path string) (op, error) {
 		}
 		return op{kind: opSetICMPv6, set: s}, nil
 	case odp.ARP:
-		if et != EthTypeARP && et != EthTypeRARP {
+		if et != header.EtherTypeARP && et != header.EtherTypeRARP {
 			return op{}, einval("%s: the flow's EtherType %#04x is not ARP", path, et)
 		}
 		s.arp[0] = v
@@ -406,7 +407,7 @@ func (c *compiler) set(key, mask odp.KeyAttr, path string) (op, error) {
 		}
 		return op{kind: opSetARP, set: s}, nil
 	case odp.ND:
-		if et != EthTypeIPv6 || k.IPProto != ProtoICMPv6 || (k.TpSrc != 135 && k.TpSrc != 136) {
+		if et != header.EtherTypeIPv6 || k.IPProto != header.IPProtoICMPv6 || (k.TpSrc != 135 && k.TpSrc != 136) {
 			return op{}, einval("%s: the flow is not an ICMPv6 neighbour solicitation or advertisement", path)
 		}
 		s.nd[0] = v
@@ -416,7 +417,7 @@ func (c *compiler) set(key, mask odp.KeyAttr, path string) (op, error) {
 		}
 		return op{kind: opSetND, set: s}, nil
 	case odp.MPLS:
-		if et != EthTypeMPLS && et != EthTypeMPLSMC {
+		if et != header.EtherTypeMPLS && et != header.EtherTypeMPLSMC {
 			return op{}, einval("%s: the flow's EtherType %#04x is not MPLS", path, et)
 		}
 		if len(v) != 1 {
@@ -443,7 +444,7 @@ func (c *compiler) set(key, mask odp.KeyAttr, path string) (op, error) {
 // be of that protocol over IPv4 or IPv6 with a port in its key.
 func (c *compiler) setPorts(kind opKind, proto uint8, src, dst uint16, mask odp.KeyAttr, path string, s *setArgs, mk func(odp.KeyAttr) (uint16, uint16)) (op, error) {
 	k := &c.key
-	if k.IPProto != proto || (k.EthType != EthTypeIPv4 && k.EthType != EthTypeIPv6) {
+	if k.IPProto != proto || (k.EthType != header.EtherTypeIPv4 && k.EthType != header.EtherTypeIPv6) {
 		return op{}, einval("%s: the flow is not IP protocol %d", path, proto)
 	}
 	if k.TpSrc == 0 && k.TpDst == 0 {

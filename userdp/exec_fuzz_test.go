@@ -56,7 +56,7 @@ func FuzzExecute(f *testing.F) {
 		buf := make([]byte, DefaultHeadroom+len(pkt)+64)
 		copy(buf[DefaultHeadroom:], pkt)
 		c := &w.ctx
-		*c = pktCtx{f: Frame{Buf: buf, Off: DefaultHeadroom, Len: len(pkt)}, key: key, keyValid: true,
+		*c = pktCtx{f: frameBuf{Buf: buf, Off: DefaultHeadroom, Len: len(pkt)}, key: key, keyValid: true,
 			acts: &flowActions{odp: as, prog: prog}}
 		w.run(c, prog)
 		w.flush()

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 
 	"github.com/ovsdp/ovsdp/flowkeys"
+	"github.com/ovsdp/ovsdp/internal/header"
 	"github.com/ovsdp/ovsdp/odp"
 )
 
@@ -31,13 +32,13 @@ const maxRecirc = 6
 
 // pktCtx is a packet being executed.
 type pktCtx struct {
-	f        Frame
+	f        frameBuf
 	key      flowkeys.Key
 	keyValid bool
-	h        Headers
+	h        pktHeaders
 	hValid   bool
 	// l3off is the network header's offset as key extraction found it
-	// (Headers.L3), 0 when not known (an Ethernet frame's is at least
+	// (pktHeaders.L3), 0 when not known (an Ethernet frame's is at least
 	// 14): actions that move headers clear it with the key.
 	l3off int
 	// cutlen is the kernel's OVS_CB(skb)->cutlen: the bytes a trunc
@@ -51,7 +52,7 @@ type pktCtx struct {
 	// proto is the kernel's skb->protocol for the packet: set from the
 	// key whenever the key is extracted (keyProtocol) and changed by
 	// the actions that change it in the kernel (push/pop of VLAN tags
-	// and MPLS labels). The parsed Headers carry it.
+	// and MPLS labels). The parsed pktHeaders carry it.
 	proto uint16
 }
 
@@ -65,14 +66,14 @@ func keyProtocol(k *flowkeys.Key) uint16 {
 }
 
 // cutFrame returns the length the frame is output with after a trunc,
-// as the kernel's do_output: skb->len (SkbLen, without the out-of-band
+// as the kernel's do_output: skb->len (skbLen, without the out-of-band
 // tag, which is sent too) less cutlen, but no less than the Ethernet
 // header (nothing for a packet without one); a packet that shrank below
 // cutlen bytes since the trunc is not cut at all (the kernel's unsigned
 // subtraction wraps).
 func (c *pktCtx) cutFrame() int {
 	b := c.f.Bytes()
-	sl := uint32(SkbLen(b))
+	sl := uint32(skbLen(b))
 	if c.cutlen > sl {
 		return len(b)
 	}
@@ -91,7 +92,7 @@ func (c *pktCtx) cutFrame() int {
 // kernel would hold out of band (the skb's accelerated tag): every tag
 // it parses on receive or execute, and every tag push_vlan adds, is.
 func outerTag(frame []byte) bool {
-	return len(frame) >= 18 && isVLANType(binary.BigEndian.Uint16(frame[12:]))
+	return len(frame) >= header.EthernetMinimumSize+header.VLANTagSize && header.IsVLAN(header.Ethernet(frame).Type())
 }
 
 // encapProto is what the kernel's vlan_set_encap_proto makes
@@ -101,20 +102,20 @@ func outerTag(frame []byte) bool {
 // length are 0xffff (Novell raw 802.3) and EthType8022 otherwise. It
 // does not look for SNAP, unlike key extraction.
 func encapProto(frame []byte) uint16 {
-	et := binary.BigEndian.Uint16(frame[16:])
-	if et >= ethTypeMin8023 {
+	et := header.VLAN(frame[header.EthernetTypeOffset:]).Type()
+	if et >= header.EtherTypeMin {
 		return et
 	}
 	if len(frame) >= 20 && frame[18] == 0xff && frame[19] == 0xff {
 		return 0x0001
 	}
-	return EthType8022
+	return header.EtherType8022
 }
 
 // headers returns the packet's parsed headers.
-func (c *pktCtx) headers() (*Headers, error) {
+func (c *pktCtx) headers() (*pktHeaders, error) {
 	if !c.hValid {
-		if err := ParseHeaders(c.f.Bytes(), &c.h); err != nil {
+		if err := parseHeaders(c.f.Bytes(), &c.h); err != nil {
 			return nil, err
 		}
 		c.h.Protocol = c.proto
@@ -123,7 +124,7 @@ func (c *pktCtx) headers() (*Headers, error) {
 	return &c.h, nil
 }
 
-// l3 returns the offset of the packet's network header (Headers.L3)
+// l3 returns the offset of the packet's network header (pktHeaders.L3)
 // without parsing what follows it, or -1 for a frame shorter than an
 // Ethernet header.
 func (c *pktCtx) l3() int {
@@ -142,7 +143,7 @@ func (c *pktCtx) l3Parse() int {
 	if len(b) < 14 {
 		return -1
 	}
-	off, _, _ := l2Type(b)
+	off, _, _ := header.L2(b)
 	return off
 }
 
@@ -204,15 +205,15 @@ func (w *worker) run(c *pktCtx, ops []op) {
 			// The kernel records how many bytes to cut (cutlen), not
 			// the length to keep, and only when the packet is longer
 			// than max_len; a shorter one keeps the cutlen it had.
-			if sl := uint32(SkbLen(c.f.Bytes())); sl > o.a {
+			if sl := uint32(skbLen(c.f.Bytes())); sl > o.a {
 				c.cutlen = sl - o.a
 			}
 		case opPushVLAN:
 			// The kernel's skb_vlan_push moves an out-of-band tag into
 			// the packet and makes skb->protocol its TPID.
 			outer := outerTag(c.f.Bytes())
-			tpid := binary.BigEndian.Uint16(c.f.Bytes()[12:])
-			if err := PushVLAN(&c.f, o.c, o.d); err != nil {
+			tpid := header.Ethernet(c.f.Bytes()).Type()
+			if err := pushVLAN(&c.f, o.c, o.d); err != nil {
 				w.actionError()
 				return
 			}
@@ -227,17 +228,17 @@ func (w *worker) run(c *pktCtx, ops []op) {
 			// holds it out of band with skb->protocol as its TPID,
 			// setting skb->protocol from what follows it.
 			outer := outerTag(c.f.Bytes())
-			if err := PopVLAN(&c.f); err != nil {
+			if err := popVLAN(&c.f); err != nil {
 				w.actionError()
 				return
 			}
-			if outer && isVLANType(c.proto) {
+			if outer && header.IsVLAN(c.proto) {
 				b := c.f.Bytes()
 				if len(b) < 18 {
 					w.actionError()
 					return
 				}
-				binary.BigEndian.PutUint16(b[12:], c.proto)
+				header.Ethernet(b).SetType(c.proto)
 				c.proto = encapProto(b)
 			}
 			c.invalidate()
@@ -245,16 +246,16 @@ func (w *worker) run(c *pktCtx, ops []op) {
 			h, err := c.headers()
 			if err == nil {
 				if o.kind == opPushMPLS {
-					err = PushMPLS(&c.f, h, o.a, o.c)
+					err = pushMPLS(&c.f, h, o.a, o.c)
 				} else {
-					err = PopMPLS(&c.f, h, o.c)
+					err = popMPLS(&c.f, h, o.c)
 				}
 			}
 			if err != nil {
 				w.actionError()
 				return
 			}
-			if o.kind == opPushMPLS || isMPLSType(c.proto) {
+			if o.kind == opPushMPLS || header.IsMPLS(c.proto) {
 				c.proto = o.c
 			}
 			c.invalidate()
@@ -270,13 +271,13 @@ func (w *worker) run(c *pktCtx, ops []op) {
 			}
 		case opDecTTL:
 			l3 := c.l3()
-			if l3 < 0 { // as ParseHeaders: no Ethernet header
+			if l3 < 0 { // as parseHeaders: no Ethernet header
 				w.actionError()
 				return
 			}
 			var expired bool
 			var err error
-			if b := c.f.Bytes(); c.proto == EthTypeIPv4 && len(b)-l3 >= 20 {
+			if b := c.f.Bytes(); c.proto == header.EtherTypeIPv4 && len(b)-l3 >= 20 {
 				expired = decIPv4TTL(b[l3:]) // the common case, inlined
 			} else {
 				expired, err = decTTL(b, c.proto, l3)
@@ -304,9 +305,9 @@ func (w *worker) run(c *pktCtx, ops []op) {
 			// A packet a drop band drops goes no further (the kernel
 			// consumes it, counting it only in the band's statistics);
 			// a meter that does not exist passes it. The cost is the
-			// kernel's skb->len (SkbLen: without an outer VLAN tag,
+			// kernel's skb->len (skbLen: without an outer VLAN tag,
 			// which the kernel holds out of band).
-			if m := w.dp.meters.lookup(o.a); m != nil && m.charge(SkbLen(c.f.Bytes()), w.now) {
+			if m := w.dp.meters.lookup(o.a); m != nil && m.charge(skbLen(c.f.Bytes()), w.now) {
 				return
 			}
 		case opSample:
@@ -324,7 +325,7 @@ func (w *worker) run(c *pktCtx, ops []op) {
 			}
 		case opCheckPktLen:
 			sub := o.sub2
-			if SkbLen(c.f.Bytes()) > int(o.c) {
+			if skbLen(c.f.Bytes()) > int(o.c) {
 				sub = o.sub
 			}
 			w.nested(c, sub, o.last)
@@ -398,7 +399,7 @@ func (w *worker) copyCtx(c *pktCtx) *pktCtx {
 		s.buf = make([]byte, max(need, 2048))
 	}
 	s.ctx = *c
-	s.ctx.f = Frame{Buf: s.buf[:cap(s.buf)], Off: DefaultHeadroom, Len: c.f.Len}
+	s.ctx.f = frameBuf{Buf: s.buf[:cap(s.buf)], Off: DefaultHeadroom, Len: c.f.Len}
 	copy(s.ctx.f.Buf[DefaultHeadroom:], c.f.Bytes())
 	s.ctx.steal = false
 	w.copies++
@@ -412,7 +413,7 @@ func (w *worker) releaseCopy() { w.copies-- }
 func (c *pktCtx) set(o *op) error {
 	s := o.set
 	if o.kind == opSetEth {
-		if err := SetEthernetMasked(c.f.Bytes(), &s.eth[0], &s.eth[1]); err != nil {
+		if err := setEthernetMasked(c.f.Bytes(), &s.eth[0], &s.eth[1]); err != nil {
 			return err
 		}
 		if c.keyValid {
@@ -431,66 +432,60 @@ func (c *pktCtx) set(o *op) error {
 	k := &c.key
 	switch o.kind {
 	case opSetIPv4:
-		if err := SetIPv4Masked(b, h, &s.ip4[0], &s.ip4[1]); err != nil {
+		if err := setIPv4Masked(b, h, &s.ip4[0], &s.ip4[1]); err != nil {
 			return err
 		}
 		if c.keyValid {
-			ip := b[h.L3:]
-			copy(k.IPv4Src[:], ip[12:16])
-			copy(k.IPv4Dst[:], ip[16:20])
-			k.IPTOS, k.IPTTL = ip[1], ip[8]
+			ip := header.IPv4(b[h.L3:])
+			k.IPv4Src, k.IPv4Dst = ip.SourceAddress(), ip.DestinationAddress()
+			k.IPTOS, k.IPTTL = ip.TOS(), ip.TTL()
 		}
 	case opSetIPv6:
-		if err := SetIPv6Masked(b, h, &s.ip6[0], &s.ip6[1]); err != nil {
+		if err := setIPv6Masked(b, h, &s.ip6[0], &s.ip6[1]); err != nil {
 			return err
 		}
 		if c.keyValid {
-			ip := b[h.L3:]
-			copy(k.IPv6Src[:], ip[8:24])
-			copy(k.IPv6Dst[:], ip[24:40])
-			w := binary.BigEndian.Uint32(ip)
-			k.IPTOS = uint8(w >> 20)
-			k.IPv6Label = w & 0xfffff
-			k.IPTTL = ip[7]
+			ip := header.IPv6(b[h.L3:])
+			k.IPv6Src, k.IPv6Dst = ip.SourceAddress(), ip.DestinationAddress()
+			k.IPTOS, k.IPv6Label, k.IPTTL = ip.TrafficClass(), ip.FlowLabel(), ip.HopLimit()
 		}
 	case opSetTCP, opSetUDP, opSetSCTP:
 		switch o.kind {
 		case opSetTCP:
-			err = SetTCPMasked(b, h, &s.ports[0], &s.ports[1])
+			err = setTCPMasked(b, h, &s.ports[0], &s.ports[1])
 		case opSetUDP:
-			err = SetUDPMasked(b, h, &s.ports[0], &s.ports[1])
+			err = setUDPMasked(b, h, &s.ports[0], &s.ports[1])
 		default:
-			err = SetSCTPMasked(b, h, &s.ports[0], &s.ports[1])
+			err = setSCTPMasked(b, h, &s.ports[0], &s.ports[1])
 		}
 		if err != nil {
 			return err
 		}
 		if c.keyValid {
-			k.TpSrc = binary.BigEndian.Uint16(b[h.L4:])
-			k.TpDst = binary.BigEndian.Uint16(b[h.L4+2:])
+			p := header.Ports(b[h.L4:])
+			k.TpSrc, k.TpDst = p.Source(), p.Destination()
 		}
 	case opSetICMP, opSetICMPv6:
-		proto, et := uint8(ProtoICMP), uint16(EthTypeIPv4)
+		proto, et := uint8(header.IPProtoICMP), uint16(header.EtherTypeIPv4)
 		if o.kind == opSetICMPv6 {
-			proto, et = ProtoICMPv6, EthTypeIPv6
+			proto, et = header.IPProtoICMPv6, header.EtherTypeIPv6
 		}
 		if err := setICMPMasked(b, h, et, proto, &s.icmp[0], &s.icmp[1]); err != nil {
 			return err
 		}
 		if c.keyValid {
-			k.TpSrc, k.TpDst = uint16(b[h.L4]), uint16(b[h.L4+1])
+			ic := header.ICMP(b[h.L4:])
+			k.TpSrc, k.TpDst = uint16(ic.Type()), uint16(ic.Code())
 		}
 	case opSetARP:
 		if err := setARPMasked(b, h, &s.arp[0], &s.arp[1]); err != nil {
 			return err
 		}
 		if c.keyValid {
-			a := b[h.L3:]
-			k.IPProto = a[7]
-			copy(k.ARPSHA[:], a[8:14])
-			copy(k.IPv4Src[:], a[14:18])
-			copy(k.ARPTHA[:], a[18:24])
-			copy(k.IPv4Dst[:], a[24:28])
+			a := header.ARP(b[h.L3:])
+			k.IPProto = uint8(a.Op())
+			k.ARPSHA, k.IPv4Src = a.SenderHardwareAddress(), a.SenderProtocolAddress()
+			k.ARPTHA, k.IPv4Dst = a.TargetHardwareAddress(), a.TargetProtocolAddress()
 		}
 	case opSetND:
 		if err := setNDMasked(b, h, &s.nd[0], &s.nd[1]); err != nil {
@@ -498,7 +493,7 @@ func (c *pktCtx) set(o *op) error {
 		}
 		c.keyValid = false // the options may have moved bits the key shows
 	case opSetMPLS:
-		if err := SetMPLSMasked(b, h, s.mpls[0], s.mpls[1]); err != nil {
+		if err := setMPLSMasked(b, h, s.mpls[0], s.mpls[1]); err != nil {
 			return err
 		}
 		if c.keyValid {

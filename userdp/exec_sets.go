@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 
+	"github.com/ovsdp/ovsdp/internal/header"
 	"github.com/ovsdp/ovsdp/odp"
 )
 
@@ -12,61 +13,52 @@ import (
 // userspace datapath executes. Checksums are updated incrementally
 // (RFC 1624) over the 16-bit words that change.
 
-// csumReplaceBytes updates the Internet checksum csum for the bytes old
-// changing to new (same even length, at an even offset from the start of
-// the checksummed data).
-func csumReplaceBytes(csum uint16, old, new []byte) uint16 {
-	s := uint32(^csum)
-	for i := 0; i+1 < len(old) && i+1 < len(new); i += 2 {
-		s += uint32(^binary.BigEndian.Uint16(old[i:])) + uint32(binary.BigEndian.Uint16(new[i:]))
-		s = s&0xffff + s>>16
-	}
-	return ^fold16(s)
-}
-
 // setICMPMasked sets the masked bits of the ICMP (proto 1 over IPv4) or
 // ICMPv6 (proto 58 over IPv6) type and code, updating the checksum.
-func setICMPMasked(frame []byte, h *Headers, ethType uint16, proto uint8, key, mask *[2]uint8) error {
+func setICMPMasked(frame []byte, h *pktHeaders, ethType uint16, proto uint8, key, mask *[2]uint8) error {
 	name := "icmp"
-	if proto == ProtoICMPv6 {
+	if proto == header.IPProtoICMPv6 {
 		name = "icmpv6"
 	}
-	if h.EthType != ethType || h.L4 < 0 || h.Proto != proto || h.Frag == FragLater {
-		return fmt.Errorf("set(%s): %w: EtherType %#04x, IP protocol %d", name, ErrWrongProtocol, h.EthType, h.Proto)
+	if h.EthType != ethType || h.L4 < 0 || h.Proto != proto || h.Frag == header.FragLater {
+		return fmt.Errorf("set(%s): %w: EtherType %#04x, IP protocol %d", name, errWrongProtocol, h.EthType, h.Proto)
 	}
 	if len(frame) < h.L4+4 {
-		return fmt.Errorf("set(%s): %w: %d bytes, the header ends at %d", name, ErrTooShort, len(frame), h.L4+4)
+		return fmt.Errorf("set(%s): %w: %d bytes, the header ends at %d", name, errTooShort, len(frame), h.L4+4)
 	}
-	ic := frame[h.L4:]
-	old := binary.BigEndian.Uint16(ic)
-	ic[0] = ic[0]&^mask[0] | key[0]&mask[0]
-	ic[1] = ic[1]&^mask[1] | key[1]&mask[1]
-	n := binary.BigEndian.Uint16(ic)
-	if n != old {
-		binary.BigEndian.PutUint16(ic[2:], CsumReplace2(binary.BigEndian.Uint16(ic[2:]), old, n))
+	ic := header.ICMP(frame[h.L4:])
+	old := binary.BigEndian.Uint16(ic) // type and code, one checksum word
+	ic.SetType(ic.Type()&^mask[0] | key[0]&mask[0])
+	ic.SetCode(ic.Code()&^mask[1] | key[1]&mask[1])
+	if n := binary.BigEndian.Uint16(ic); n != old {
+		ic.SetChecksum(header.ChecksumUpdate2(ic.Checksum(), old, n))
 	}
 	return nil
 }
 
 // setARPMasked sets the masked bits of an Ethernet/IPv4 ARP packet's
 // opcode and addresses (no checksum).
-func setARPMasked(frame []byte, h *Headers, key, mask *odp.ARP) error {
-	if (h.EthType != EthTypeARP && h.EthType != EthTypeRARP) || h.L3 < 0 {
-		return fmt.Errorf("set(arp): %w: EtherType %#04x", ErrWrongProtocol, h.EthType)
+func setARPMasked(frame []byte, h *pktHeaders, key, mask *odp.ARP) error {
+	if (h.EthType != header.EtherTypeARP && h.EthType != header.EtherTypeRARP) || h.L3 < 0 {
+		return fmt.Errorf("set(arp): %w: EtherType %#04x", errWrongProtocol, h.EthType)
 	}
-	if len(frame) < h.L3+28 {
-		return fmt.Errorf("set(arp): %w: %d bytes, an Ethernet/IPv4 ARP packet ends at %d", ErrTooShort, len(frame), h.L3+28)
+	if len(frame) < h.L3+header.ARPSize {
+		return fmt.Errorf("set(arp): %w: %d bytes, an Ethernet/IPv4 ARP packet ends at %d", errTooShort, len(frame), h.L3+header.ARPSize)
 	}
-	a := frame[h.L3:]
-	if binary.BigEndian.Uint16(a) != 1 || binary.BigEndian.Uint16(a[2:]) != EthTypeIPv4 || a[4] != 6 || a[5] != 4 {
-		return fmt.Errorf("set(arp): %w: not an Ethernet/IPv4 ARP packet", ErrWrongProtocol)
+	a := header.ARP(frame[h.L3 : h.L3+header.ARPSize])
+	if !a.IsIPv4OverEthernet() {
+		return fmt.Errorf("set(arp): %w: not an Ethernet/IPv4 ARP packet", errWrongProtocol)
 	}
-	op := binary.BigEndian.Uint16(a[6:])
-	binary.BigEndian.PutUint16(a[6:], op&^mask.Op|key.Op&mask.Op)
-	maskBytes(a[8:14], key.SHA[:], mask.SHA[:])
-	maskBytes(a[14:18], key.SIP[:], mask.SIP[:])
-	maskBytes(a[18:24], key.THA[:], mask.THA[:])
-	maskBytes(a[24:28], key.TIP[:], mask.TIP[:])
+	a.SetOp(a.Op()&^mask.Op | key.Op&mask.Op)
+	sha, sip, tha, tip := a.SenderHardwareAddress(), a.SenderProtocolAddress(), a.TargetHardwareAddress(), a.TargetProtocolAddress()
+	maskBytes(sha[:], key.SHA[:], mask.SHA[:])
+	maskBytes(sip[:], key.SIP[:], mask.SIP[:])
+	maskBytes(tha[:], key.THA[:], mask.THA[:])
+	maskBytes(tip[:], key.TIP[:], mask.TIP[:])
+	a.SetSenderHardwareAddress(sha)
+	a.SetSenderProtocolAddress(sip)
+	a.SetTargetHardwareAddress(tha)
+	a.SetTargetProtocolAddress(tip)
 	return nil
 }
 
@@ -83,41 +75,46 @@ func maskBytes(dst, key, mask []byte) {
 // or advertisement's target address and of its source (type 1) or
 // target (type 2) link-layer address option, updating the ICMPv6
 // checksum. An option that the packet does not have is not added.
-func setNDMasked(frame []byte, h *Headers, key, mask *odp.ND) error {
-	if h.EthType != EthTypeIPv6 || h.L4 < 0 || h.Proto != ProtoICMPv6 {
-		return fmt.Errorf("set(nd): %w: not ICMPv6", ErrWrongProtocol)
+func setNDMasked(frame []byte, h *pktHeaders, key, mask *odp.ND) error {
+	if h.EthType != header.EtherTypeIPv6 || h.L4 < 0 || h.Proto != header.IPProtoICMPv6 {
+		return fmt.Errorf("set(nd): %w: not ICMPv6", errWrongProtocol)
 	}
-	if len(frame) < h.L4+24 {
-		return fmt.Errorf("set(nd): %w: %d bytes, the ND message ends at %d", ErrTooShort, len(frame), h.L4+24)
+	if len(frame) < h.L4+header.NDMinimumSize {
+		return fmt.Errorf("set(nd): %w: %d bytes, the ND message ends at %d", errTooShort, len(frame), h.L4+header.NDMinimumSize)
 	}
-	ic := frame[h.L4:]
-	if ic[0] != 135 && ic[0] != 136 {
-		return fmt.Errorf("set(nd): %w: ICMPv6 type %d is not a neighbour solicitation or advertisement", ErrWrongProtocol, ic[0])
+	ic := header.ICMP(frame[h.L4:])
+	if t := ic.Type(); t != header.ICMPv6NeighborSolicit && t != header.ICMPv6NeighborAdvert {
+		return fmt.Errorf("set(nd): %w: ICMPv6 type %d is not a neighbour solicitation or advertisement", errWrongProtocol, t)
 	}
-	csum := binary.BigEndian.Uint16(ic[2:])
-	var old [16]byte
-	copy(old[:], ic[8:24])
-	maskBytes(ic[8:24], key.Target[:], mask.Target[:])
-	csum = csumReplaceBytes(csum, old[:], ic[8:24])
-	for off := 24; off+8 <= len(ic); {
-		typ, l := ic[off], int(ic[off+1])*8
-		if l == 0 || off+l > len(ic) {
+	csum := ic.Checksum()
+	nd := header.ND(ic)
+	old := nd.TargetAddress()
+	target := old
+	maskBytes(target[:], key.Target[:], mask.Target[:])
+	nd.SetTargetAddress(target)
+	csum = header.ChecksumUpdateBytes(csum, old[:], target[:])
+	for opts := nd.Options(); len(opts) >= 8; {
+		o := header.NDOption(opts)
+		l := o.Length()
+		if l == 0 || l > len(opts) {
 			break
 		}
 		var k, m []byte
-		switch typ {
-		case 1:
+		switch o.Type() {
+		case header.NDOptionSourceLinkAddress:
 			k, m = key.SLL[:], mask.SLL[:]
-		case 2:
+		case header.NDOptionTargetLinkAddress:
 			k, m = key.TLL[:], mask.TLL[:]
 		}
-		if k != nil && l >= 8 {
-			copy(old[:6], ic[off+2:off+8])
-			maskBytes(ic[off+2:off+8], k, m)
-			csum = csumReplaceBytes(csum, old[:6], ic[off+2:off+8])
+		if k != nil {
+			oldLL := o.LinkAddress()
+			ll := oldLL
+			maskBytes(ll[:], k, m)
+			o.SetLinkAddress(ll)
+			csum = header.ChecksumUpdateBytes(csum, oldLL[:], ll[:])
 		}
-		off += l
+		opts = opts[l:]
 	}
-	binary.BigEndian.PutUint16(ic[2:], csum)
+	ic.SetChecksum(csum)
 	return nil
 }

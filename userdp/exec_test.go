@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ovsdp/ovsdp/internal/header"
 	"github.com/ovsdp/ovsdp/odp"
 )
 
@@ -96,7 +97,7 @@ func TestActionSetIPv4(t *testing.T) {
 
 	// A TCP segment.
 	rng := newRand(t)
-	tf := testIPv4(rng, ProtoTCP, 30, 0)
+	tf := testIPv4(rng, header.IPProtoTCP, 30, 0)
 	want = clone(tf)
 	copy(want[14+16:], []byte{1, 2, 3, 4})
 	fixIPv4(want, 14)
@@ -107,17 +108,15 @@ func TestActionSetIPv4(t *testing.T) {
 func TestActionSetL4(t *testing.T) {
 	h := newHarness(t, 2)
 	rng := newRand(t)
-	for _, c := range []struct {
-		proto uint8
-		act   string
-	}{
-		{ProtoTCP, "set(tcp(src=1234,dst=80))"},
-		{ProtoUDP, "set(udp(src=1234,dst=80))"},
-		{ProtoSCTP, "set(sctp(src=1234,dst=80))"},
-	} {
+	protos := map[string]uint8{"tcp": header.IPProtoTCP, "udp": header.IPProtoUDP, "sctp": header.IPProtoSCTP}
+	for _, l4 := range []string{"tcp", "udp", "sctp"} {
+		c := struct {
+			proto uint8
+			act   string
+		}{protos[l4], "set(" + l4 + "(src=1234,dst=80))"}
 		f := testIPv4(rng, c.proto, 16, 0)
 		binary.BigEndian.PutUint16(f[34:], 4321) // ports in the key: set(l4) needs them
-		if c.proto == ProtoTCP {
+		if c.proto == header.IPProtoTCP {
 			f[34+12] = 5 << 4 // a valid data offset, or the key has no ports
 		}
 		fixIPv4(f, 14)
@@ -135,26 +134,26 @@ func TestActionSetL4(t *testing.T) {
 		checkIPv4(t, h.expectFrame(2, want), 14)
 	}
 	// UDP over IPv6.
-	f := testIPv6(rng, ProtoUDP, 10)
+	f := testIPv6(rng, header.IPProtoUDP, 10)
 	binary.BigEndian.PutUint16(f[56:], 4321)
 	fixIPv6(f, 14, 54)
 	want := clone(f)
 	binary.BigEndian.PutUint16(want[54:], 53)
 	fixIPv6(want, 14, 54)
 	h.mustExecute(f, "set(udp(src=53)),2")
-	checkIPv6(t, h.expectFrame(2, want), 14, 54, ProtoUDP)
+	checkIPv6(t, h.expectFrame(2, want), 14, 54, header.IPProtoUDP)
 }
 
 func TestActionSetIPv6(t *testing.T) {
 	h := newHarness(t, 2)
 	rng := newRand(t)
-	f := testIPv6(rng, ProtoTCP, 10)
+	f := testIPv6(rng, header.IPProtoTCP, 10)
 	want := clone(f)
 	copy(want[14+8:], []byte{0x20, 0x01, 0xd, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1})
 	want[14+7] = 3
 	fixIPv6(want, 14, 54)
 	h.mustExecute(f, "set(ipv6(src=2001:db8::1,hlimit=3)),2")
-	checkIPv6(t, h.expectFrame(2, want), 14, 54, ProtoTCP)
+	checkIPv6(t, h.expectFrame(2, want), 14, 54, header.IPProtoTCP)
 
 	// Traffic class and flow label.
 	want = clone(f)
@@ -184,7 +183,7 @@ func TestActionSetICMPARPND(t *testing.T) {
 	h := newHarness(t, 2)
 	rng := newRand(t)
 	// ICMP echo request → echo reply.
-	f := testIPv4(rng, ProtoICMP, 8, 0)
+	f := testIPv4(rng, header.IPProtoICMP, 8, 0)
 	f[34], f[35] = 8, 0
 	fixICMP := func(b []byte) {
 		seg := b[34:]
@@ -200,17 +199,17 @@ func TestActionSetICMPARPND(t *testing.T) {
 	h.expectFrame(2, want)
 
 	// ICMPv6 type and code.
-	f6 := testIPv6(rng, ProtoICMPv6, 16)
+	f6 := testIPv6(rng, header.IPProtoICMPv6, 16)
 	f6[54], f6[55] = 128, 0
 	fixIPv6(f6, 14, 54)
 	want = clone(f6)
 	want[54], want[55] = 129, 1
 	fixIPv6(want, 14, 54)
 	h.mustExecute(f6, "set(icmpv6(type=129,code=1)),2")
-	checkIPv6(t, h.expectFrame(2, want), 14, 54, ProtoICMPv6)
+	checkIPv6(t, h.expectFrame(2, want), 14, 54, header.IPProtoICMPv6)
 
 	// ND: neighbour solicitation with a source link-layer option.
-	ns := testIPv6(rng, ProtoICMPv6, 24)
+	ns := testIPv6(rng, header.IPProtoICMPv6, 24)
 	ic := ns[54:]
 	ic[0], ic[1] = 135, 0
 	ic[24], ic[25] = 1, 1 // SLL option, 8 bytes
@@ -221,7 +220,7 @@ func TestActionSetICMPARPND(t *testing.T) {
 	copy(wic[26:32], []byte{2, 0, 0, 0, 0, 7})
 	fixIPv6(want, 14, 54)
 	h.mustExecute(ns, "set(nd(target=fe80::7,sll=02:00:00:00:00:07)),2")
-	checkIPv6(t, h.expectFrame(2, want), 14, 54, ProtoICMPv6)
+	checkIPv6(t, h.expectFrame(2, want), 14, 54, header.IPProtoICMPv6)
 
 	// ARP.
 	arp := make([]byte, 42)
@@ -330,7 +329,7 @@ func TestActionDecTTL(t *testing.T) {
 
 	// IPv6 hop limit.
 	rng := newRand(t)
-	f6 := testIPv6(rng, ProtoUDP, 4)
+	f6 := testIPv6(rng, header.IPProtoUDP, 4)
 	f6[14+7] = 10
 	want = clone(f6)
 	want[14+7] = 9
@@ -447,7 +446,7 @@ func TestPopVLANProtocol(t *testing.T) {
 	h := newHarness(t, 2)
 	h.put("in_port(1),"+anyEth+"eth_type(0x88a8),vlan(vid=40),encap(eth_type(0x8100),vlan(vid=41),encap(eth_type(0x0800),ipv4(frag=no)))", "pop_vlan,dec_ttl(le_1(drop)),2")
 	plain := udpFrame(1, 2, 1000)
-	tags := [][2]uint16{{EthTypeQinQ, 40}, {EthTypeVLAN, 41}}
+	tags := [][2]uint16{{header.EtherTypeQinQ, 40}, {header.EtherTypeVLAN, 41}}
 
 	in := vlanFrame(plain, tags...)
 	h.send(1, in)
@@ -479,7 +478,7 @@ func TestTruncCutlen(t *testing.T) {
 		t.Errorf("trunc(30),push_mpls: %d bytes, want 34 (cutlen 30 of 64)", len(got))
 	}
 	// A pop after the trunc: cut to no less than the Ethernet header.
-	tagged := vlanFrame(f, [2]uint16{EthTypeVLAN, 5}, [2]uint16{EthTypeVLAN, 6})
+	tagged := vlanFrame(f, [2]uint16{header.EtherTypeVLAN, 5}, [2]uint16{header.EtherTypeVLAN, 6})
 	h.mustExecute(tagged, "trunc(14),pop_vlan,pop_vlan,2")
 	if got := h.expect(2); len(got) != 14 {
 		t.Errorf("trunc(14) then two pops: %d bytes, want 14 (cutlen 50 of 60)", len(got))

@@ -3,6 +3,8 @@ package userdp
 import (
 	"encoding/binary"
 	"fmt"
+
+	"github.com/ovsdp/ovsdp/internal/header"
 )
 
 // Receive offloads: a frame read from an AF_PACKET socket with
@@ -163,16 +165,16 @@ func (s *segmenter) init(src []byte, h vnetHdr, tagged bool, tpid, tci uint16, m
 	if int(h.hdrLen) > len(src) {
 		return VnetBadHdrLen, false
 	}
-	var ph Headers
-	if ParseHeaders(src, &ph) != nil || ph.L4 < 0 || ph.Frag != FragNone {
+	var ph pktHeaders
+	if parseHeaders(src, &ph) != nil || ph.L4 < 0 || ph.Frag != header.FragNone {
 		return VnetBadHeaders, false
 	}
 	switch {
-	case gt == vnetGSOTCPv4 && ph.EthType == EthTypeIPv4 && ph.Proto == ProtoTCP:
-	case gt == vnetGSOTCPv6 && ph.EthType == EthTypeIPv6 && ph.Proto == ProtoTCP:
+	case gt == vnetGSOTCPv4 && ph.EthType == header.EtherTypeIPv4 && ph.Proto == header.IPProtoTCP:
+	case gt == vnetGSOTCPv6 && ph.EthType == header.EtherTypeIPv6 && ph.Proto == header.IPProtoTCP:
 		s.v6 = true
-	case gt == vnetGSOUDPL4 && ph.Proto == ProtoUDP && (ph.EthType == EthTypeIPv4 || ph.EthType == EthTypeIPv6):
-		s.v6 = ph.EthType == EthTypeIPv6
+	case gt == vnetGSOUDPL4 && ph.Proto == header.IPProtoUDP && (ph.EthType == header.EtherTypeIPv4 || ph.EthType == header.EtherTypeIPv6):
+		s.v6 = ph.EthType == header.EtherTypeIPv6
 	default:
 		return VnetBadHeaders, false
 	}
@@ -266,18 +268,18 @@ func (s *segmenter) build(seg []byte, payOff, chunk int, first, last bool, d int
 	copy(seg[12+d:], src[12:s.hlen])
 	copy(seg[s.hlen+d:], src[payOff:payOff+chunk])
 	l3, l4 := s.l3+d, s.l4+d
-	ip := seg[l3:]
 	var sum uint64
 	if s.v6 {
-		binary.BigEndian.PutUint16(ip[4:], uint16(len(seg)-l3-40))
-		sum = CsumPartial(ip[8:40], 0)
+		ip := header.IPv6(seg[l3:])
+		ip.SetPayloadLength(uint16(len(seg) - l3 - header.IPv6MinimumSize))
+		sum = ip.PseudoHeaderSum(0, 0)
 	} else {
-		binary.BigEndian.PutUint16(ip[2:], uint16(len(seg)-l3))
-		binary.BigEndian.PutUint16(ip[4:], s.id+uint16(s.segs))
-		ip[10], ip[11] = 0, 0
-		ihl := int(ip[0]&0x0f) * 4
-		binary.BigEndian.PutUint16(ip[10:], IPv4HeaderChecksum(ip[:ihl]))
-		sum = CsumPartial(ip[12:20], 0)
+		ip := header.IPv4(seg[l3:])
+		ip.SetTotalLength(uint16(len(seg) - l3))
+		ip.SetID(s.id + uint16(s.segs))
+		ip = ip[:ip.HeaderLength()]
+		ip.SetChecksum(ip.CalculateChecksum())
+		sum = ip.PseudoHeaderSum(0, 0)
 	}
 	l4b := seg[l4:]
 	var co int
@@ -290,17 +292,17 @@ func (s *segmenter) build(seg []byte, payOff, chunk int, first, last bool, d int
 		if !last {
 			f &^= tcpFIN | tcpPSH
 		}
-		l4b[13] = f
-		co = 16
-		sum += ProtoTCP
+		l4b[header.TCPFlagsOffset] = f
+		co = header.TCPChecksumOffset
+		sum += header.IPProtoTCP
 	} else {
-		binary.BigEndian.PutUint16(l4b[4:], uint16(len(l4b)))
-		co = 6
-		sum += ProtoUDP
+		header.UDP(l4b).SetLength(uint16(len(l4b)))
+		co = header.UDPChecksumOffset
+		sum += header.IPProtoUDP
 	}
 	sum += uint64(len(l4b))
 	l4b[co], l4b[co+1] = 0, 0
-	c := Csum(CsumPartial(l4b, sum))
+	c := header.Checksum(l4b, sum)
 	if !s.tcp && c == 0 {
 		c = 0xffff
 	}
@@ -321,13 +323,14 @@ func completeCsum(frame []byte, start, off int) bool {
 		return false
 	}
 	if off == 8 {
-		var h Headers
-		if ParseHeaders(frame, &h) == nil && h.L4 == start && h.Proto == ProtoSCTP {
-			binary.LittleEndian.PutUint32(frame[start+8:], SCTPChecksum(frame[start:]))
+		var h pktHeaders
+		if parseHeaders(frame, &h) == nil && h.L4 == start && h.Proto == header.IPProtoSCTP {
+			sh := header.SCTP(frame[start:])
+			sh.SetChecksum(sh.CalculateChecksum())
 			return true
 		}
 	}
-	c := Csum(CsumPartial(frame[start:], 0))
+	c := header.Checksum(frame[start:], 0)
 	if c == 0 {
 		c = 0xffff
 	}

@@ -3,6 +3,8 @@ package userdp
 import (
 	"encoding/binary"
 	"testing"
+
+	"github.com/ovsdp/ovsdp/internal/header"
 )
 
 // FuzzSegment feeds the segmenter (and the non-GSO checksum completion)
@@ -39,17 +41,17 @@ func fuzzSegment(t *testing.T, hb, frame []byte, tagged bool, mtu16 uint16) {
 	// Not GSO: checksum completion.
 	buf := make([]byte, len(frame)+4+8)
 	copy(buf[8:], frame)
-	finishFrame(buf, 8, len(frame), tagged, EthTypeVLAN, 7, vh)
+	finishFrame(buf, 8, len(frame), tagged, header.EtherTypeVLAN, 7, vh)
 
 	var s segmenter
-	if _, ok := s.init(frame, vh, tagged, EthTypeQinQ, 9, mtu); !ok {
+	if _, ok := s.init(frame, vh, tagged, header.EtherTypeQinQ, 9, mtu); !ok {
 		if s.active {
 			t.Fatal("refused but active")
 		}
 		return
 	}
-	var ph Headers
-	ParseHeaders(frame, &ph)
+	var ph pktHeaders
+	parseHeaders(frame, &ph)
 	d := 0
 	if tagged {
 		d = 4
@@ -64,8 +66,8 @@ func fuzzSegment(t *testing.T, hb, frame []byte, tagged bool, mtu16 uint16) {
 			t.Fatalf("segment %d does not fit BufferSize(%d)", k, mtu)
 		}
 		seg := out[:n]
-		var h Headers
-		if err := ParseHeaders(seg, &h); err != nil || h.L3 != ph.L3+d || h.L4 != ph.L4+d || h.Proto != ph.Proto {
+		var h pktHeaders
+		if err := parseHeaders(seg, &h); err != nil || h.L3 != ph.L3+d || h.L4 != ph.L4+d || h.Proto != ph.Proto {
 			t.Fatalf("segment %d parses as %+v (%v), super-frame as %+v", k, h, err, ph)
 		}
 		if l := n - h.L3; l > mtu {
@@ -73,7 +75,7 @@ func fuzzSegment(t *testing.T, hb, frame []byte, tagged bool, mtu16 uint16) {
 		}
 		ip := seg[h.L3:]
 		var src, dst []byte
-		if h.EthType == EthTypeIPv4 {
+		if h.EthType == header.EtherTypeIPv4 {
 			if int(binary.BigEndian.Uint16(ip[2:])) != len(ip) || refIPv4Check(ip) != binary.BigEndian.Uint16(ip[10:]) {
 				t.Fatalf("segment %d: bad IPv4 length or checksum", k)
 			}
@@ -85,11 +87,11 @@ func fuzzSegment(t *testing.T, hb, frame []byte, tagged bool, mtu16 uint16) {
 			src, dst = ip[8:24], ip[24:40]
 		}
 		co := 6
-		if h.Proto == ProtoTCP {
+		if h.Proto == header.IPProtoTCP {
 			co = 16
 		}
 		l4 := seg[h.L4:]
-		if got, want := binary.BigEndian.Uint16(l4[co:]), refL4Check(src, dst, h.Proto, l4, co); got != want && !(h.Proto == ProtoTCP && got == 0xffff && want == 0) {
+		if got, want := binary.BigEndian.Uint16(l4[co:]), refL4Check(src, dst, h.Proto, l4, co); got != want && !(h.Proto == header.IPProtoTCP && got == 0xffff && want == 0) {
 			t.Fatalf("segment %d: checksum %#x, want %#x", k, got, want)
 		}
 	}

@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/ovsdp/ovsdp/internal/header"
 	"github.com/ovsdp/ovsdp/odp"
 	"github.com/ovsdp/ovsdp/testenv"
 )
@@ -394,9 +395,9 @@ func TestCompleteCsum(t *testing.T) {
 		v6    bool
 		tag   bool
 	}{
-		{"tcp4", ProtoTCP, false, false}, {"udp4", ProtoUDP, false, false},
-		{"tcp6", ProtoTCP, true, false}, {"udp6", ProtoUDP, true, true},
-		{"tcp4 tagged", ProtoTCP, false, true}, {"sctp4", ProtoSCTP, false, false},
+		{"tcp4", header.IPProtoTCP, false, false}, {"udp4", header.IPProtoUDP, false, false},
+		{"tcp6", header.IPProtoTCP, true, false}, {"udp6", header.IPProtoUDP, true, true},
+		{"tcp4 tagged", header.IPProtoTCP, false, true}, {"sctp4", header.IPProtoSCTP, false, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var f []byte
@@ -416,12 +417,12 @@ func TestCompleteCsum(t *testing.T) {
 				src, dst = ip[12:16], ip[16:20]
 			}
 			co := csumOffset(c.proto)
-			if c.proto == ProtoSCTP {
+			if c.proto == header.IPProtoSCTP {
 				co = 8 // the kernel's csum_offset for SCTP's CRC32c
 			}
 			seg := f[l4:]
 			want := append([]byte(nil), f...)
-			if c.proto == ProtoSCTP {
+			if c.proto == header.IPProtoSCTP {
 				binary.LittleEndian.PutUint32(want[l4+8:], refSCTPCheck(want[l4:]))
 				binary.BigEndian.PutUint32(seg[8:], 0)
 			} else {
@@ -434,7 +435,7 @@ func TestCompleteCsum(t *testing.T) {
 			vh := vnetHdr{flags: vnetFlagNeedsCsum, csumStart: uint16(l4), csumOffset: uint16(co)}
 			buf := make([]byte, 8+len(f)+4)
 			copy(buf[8:], f)
-			n, r := finishFrame(buf, 8, len(f), c.tag, EthTypeVLAN, 0x0123, vh)
+			n, r := finishFrame(buf, 8, len(f), c.tag, header.EtherTypeVLAN, 0x0123, vh)
 			if n < 0 {
 				t.Fatalf("finishFrame refused: %v", r)
 			}

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/binary"
 	"testing"
+
+	"github.com/ovsdp/ovsdp/internal/header"
 )
 
 // superSpec describes a hand-built GSO super-frame.
@@ -34,9 +36,9 @@ func buildSuper(sp superSpec) ([]byte, vnetHdr) {
 		f = append(f, 0x81, 0x00, 0x00, 0x2a)
 	}
 	l4len := 20 + len(sp.tcpOpts)
-	proto := byte(ProtoTCP)
+	proto := byte(header.IPProtoTCP)
 	if sp.udp {
-		l4len, proto = 8, ProtoUDP
+		l4len, proto = 8, header.IPProtoUDP
 	}
 	var l3 int
 	if sp.v6 {
@@ -141,12 +143,12 @@ func wantSegments(sp superSpec, super []byte, tag []byte) [][]byte {
 			binary.BigEndian.PutUint16(ip[10:], refIPv4Check(ip))
 			src, dst = ip[12:16], ip[16:20]
 		}
-		proto := uint8(ProtoUDP)
+		proto := uint8(header.IPProtoUDP)
 		co := 6
 		if sp.udp {
 			binary.BigEndian.PutUint16(th[4:], uint16(len(th)))
 		} else {
-			proto, co = ProtoTCP, 16
+			proto, co = header.IPProtoTCP, 16
 			binary.BigEndian.PutUint32(th[4:], uint32(testSeq+k*sp.mss))
 			fl := sp.flags
 			if k > 0 {
@@ -239,8 +241,8 @@ func TestSegmenter(t *testing.T) {
 			// The payloads put together are the super-frame's.
 			var pay []byte
 			for _, s := range got {
-				var h Headers
-				if err := ParseHeaders(s, &h); err != nil || h.L4 < 0 {
+				var h pktHeaders
+				if err := parseHeaders(s, &h); err != nil || h.L4 < 0 {
 					t.Fatalf("segment does not parse: %v", err)
 				}
 				hl := 8
@@ -341,7 +343,7 @@ func TestSegmenterNoAllocs(t *testing.T) {
 	buf := make([]byte, BufferSize(1500))
 	var s segmenter
 	allocs := testing.AllocsPerRun(20, func() {
-		s.init(super, vh, true, EthTypeVLAN, 5, 1500)
+		s.init(super, vh, true, header.EtherTypeVLAN, 5, 1500)
 		for s.active {
 			s.next(buf)
 		}

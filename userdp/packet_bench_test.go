@@ -4,27 +4,29 @@ import (
 	"encoding/binary"
 	"testing"
 	"time"
+
+	"github.com/ovsdp/ovsdp/internal/header"
 )
 
 // setIPv4Full is the baseline of BenchmarkSetIPv4: write all four
 // settable fields and recompute the IPv4 header checksum from scratch
 // (and, as the fields include the addresses, the L4 checksum
 // incrementally as any correct implementation must).
-func setIPv4Full(frame []byte, h *Headers, key *IPv4Key) {
+func setIPv4Full(frame []byte, h *pktHeaders, key *IPv4Key) {
 	ip := frame[h.L3 : h.L3+20]
 	copy(ip[12:16], key.Src[:])
 	copy(ip[16:20], key.Dst[:])
 	ip[1] = key.TOS
 	ip[8] = key.TTL
-	binary.BigEndian.PutUint16(ip[10:], IPv4HeaderChecksum(ip))
+	binary.BigEndian.PutUint16(ip[10:], header.IPv4(ip).CalculateChecksum())
 }
 
 func TestPacketOpsNoAllocs(t *testing.T) {
 	rng := newRand(t)
-	f4 := testIPv4(rng, ProtoTCP, 32, 0)
-	f6 := testIPv6(rng, ProtoUDP, 32)
-	fs := testIPv4(rng, ProtoSCTP, 32, 0)
-	ft := testIPv4(rng, ProtoUDP, 8, 0)
+	f4 := testIPv4(rng, header.IPProtoTCP, 32, 0)
+	f6 := testIPv6(rng, header.IPProtoUDP, 32)
+	fs := testIPv4(rng, header.IPProtoSCTP, 32, 0)
+	ft := testIPv4(rng, header.IPProtoUDP, 8, 0)
 	ft[22] = 255
 	fixIPv4(ft, 14)
 	ht := mustParse(t, ft)
@@ -35,29 +37,29 @@ func TestPacketOpsNoAllocs(t *testing.T) {
 	m6 := IPv6Key{Dst: [16]byte{0xff, 0xff}, HLimit: 0xff}
 	pk, pm := PortsKey{1, 2}, PortsKey{0xffff, 0xffff}
 	buf := make([]byte, DefaultHeadroom+len(f4)+8)
-	var hh Headers
+	var hh pktHeaders
 	ops := map[string]func(){
-		"ParseHeaders":     func() { ParseHeaders(f6, &hh) },
-		"SetIPv4Masked":    func() { k4.Src[3]++; SetIPv4Masked(f4, h4, &k4, &m4) },
-		"SetIPv6Masked":    func() { k6.Dst[1]++; SetIPv6Masked(f6, h6, &k6, &m6) },
-		"SetTCPMasked":     func() { pk.Src++; SetTCPMasked(f4, h4, &pk, &pm) },
-		"SetUDPMasked":     func() { pk.Src++; SetUDPMasked(f6, h6, &pk, &pm) },
-		"SetSCTPMasked":    func() { pk.Src++; SetSCTPMasked(fs, hs, &pk, &pm) },
-		"SetEthernet":      func() { SetEthernetMasked(f4, &EthernetKey{}, &EthernetKey{Src: [6]byte{1}}) },
-		"DecTTL":           func() { DecTTL(ft, ht) },
-		"CompleteChecksum": func() { CompleteChecksum(f4) },
+		"parseHeaders":     func() { parseHeaders(f6, &hh) },
+		"setIPv4Masked":    func() { k4.Src[3]++; setIPv4Masked(f4, h4, &k4, &m4) },
+		"setIPv6Masked":    func() { k6.Dst[1]++; setIPv6Masked(f6, h6, &k6, &m6) },
+		"setTCPMasked":     func() { pk.Src++; setTCPMasked(f4, h4, &pk, &pm) },
+		"setUDPMasked":     func() { pk.Src++; setUDPMasked(f6, h6, &pk, &pm) },
+		"setSCTPMasked":    func() { pk.Src++; setSCTPMasked(fs, hs, &pk, &pm) },
+		"SetEthernet":      func() { setEthernetMasked(f4, &EthernetKey{}, &EthernetKey{Src: [6]byte{1}}) },
+		"decTTLHeaders":    func() { decTTLHeaders(ft, ht) },
+		"completeChecksum": func() { completeChecksum(f4) },
 		"PushPopVLAN": func() {
 			copy(buf[DefaultHeadroom:], f4)
-			fr := Frame{Buf: buf, Off: DefaultHeadroom, Len: len(f4)}
-			PushVLAN(&fr, EthTypeVLAN, 5)
-			PopVLAN(&fr)
+			fr := frameBuf{Buf: buf, Off: DefaultHeadroom, Len: len(f4)}
+			pushVLAN(&fr, header.EtherTypeVLAN, 5)
+			popVLAN(&fr)
 		},
 		"PushPopMPLS": func() {
 			copy(buf[DefaultHeadroom:], f4)
-			fr := Frame{Buf: buf, Off: DefaultHeadroom, Len: len(f4)}
-			PushMPLS(&fr, h4, 0x100, EthTypeMPLS)
-			ParseHeaders(fr.Bytes(), &hh)
-			PopMPLS(&fr, &hh, EthTypeIPv4)
+			fr := frameBuf{Buf: buf, Off: DefaultHeadroom, Len: len(f4)}
+			pushMPLS(&fr, h4, 0x100, header.EtherTypeMPLS)
+			parseHeaders(fr.Bytes(), &hh)
+			popMPLS(&fr, &hh, header.EtherTypeIPv4)
 		},
 	}
 	for name, op := range ops {
@@ -66,7 +68,7 @@ func TestPacketOpsNoAllocs(t *testing.T) {
 		}
 	}
 	checkIPv4(t, f4, 14)
-	checkIPv6(t, f6, 14, h6.L4, ProtoUDP)
+	checkIPv6(t, f6, 14, h6.L4, header.IPProtoUDP)
 	checkIPv4(t, fs, 14)
 	checkIPv4(t, ft, 14)
 	if ft[22] >= 255 {
@@ -80,7 +82,7 @@ func TestPacketOpsNoAllocs(t *testing.T) {
 // against a baseline run inside the same benchmark.
 func BenchmarkSetIPv4(b *testing.B) {
 	rng := newRand(b)
-	f := testIPv4(rng, ProtoUDP, 18, 0)
+	f := testIPv4(rng, header.IPProtoUDP, 18, 0)
 	h := mustParse(b, f)
 	key := IPv4Key{TTL: 63}
 	copy(key.Src[:], f[26:30])
@@ -91,7 +93,7 @@ func BenchmarkSetIPv4(b *testing.B) {
 	masked := func() {
 		for j := 0; j < inner; j++ {
 			key.TTL ^= 1
-			SetIPv4Masked(f, h, &key, &mask)
+			setIPv4Masked(f, h, &key, &mask)
 		}
 	}
 	full := func() {
@@ -119,7 +121,7 @@ func BenchmarkSetIPv4(b *testing.B) {
 	b.Run("MaskedTTL", func(b *testing.B) {
 		for i := 0; i < b.N; i++ {
 			key.TTL ^= 1
-			SetIPv4Masked(f, h, &key, &mask)
+			setIPv4Masked(f, h, &key, &mask)
 		}
 	})
 	b.Run("FullRecompute", func(b *testing.B) {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/ovsdp/ovsdp/flowkeys"
+	"github.com/ovsdp/ovsdp/internal/header"
 )
 
 // FuzzPacketOps runs every packet operation on arbitrary frames: none may
@@ -13,37 +14,37 @@ import (
 // IPv4 set and dec_ttl keep it valid.
 func FuzzPacketOps(f *testing.F) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	f.Add(testIPv4(rng, ProtoTCP, 10, 0), uint64(1))
-	f.Add(testIPv4(rng, ProtoUDP, 3, 0x2000), uint64(2))
-	f.Add(testIPv4(rng, ProtoSCTP, 8, 0), uint64(3))
-	f.Add(testIPv6(rng, ProtoUDP, 4, []byte{nhHop, 0, 0, 1, 4, 0, 0, 0, 0}), uint64(4))
-	f.Add(testIPv6(rng, ProtoTCP, 0, []byte{nhRouting, 0, 0, 0, 2, 0, 0, 0, 0}), uint64(5))
+	f.Add(testIPv4(rng, header.IPProtoTCP, 10, 0), uint64(1))
+	f.Add(testIPv4(rng, header.IPProtoUDP, 3, 0x2000), uint64(2))
+	f.Add(testIPv4(rng, header.IPProtoSCTP, 8, 0), uint64(3))
+	f.Add(testIPv6(rng, header.IPProtoUDP, 4, []byte{header.IPProtoHopByHop, 0, 0, 1, 4, 0, 0, 0, 0}), uint64(4))
+	f.Add(testIPv6(rng, header.IPProtoTCP, 0, []byte{header.IPProtoRouting, 0, 0, 0, 2, 0, 0, 0, 0}), uint64(5))
 	f.Add([]byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 0x81, 0, 0, 1, 0x88, 0x47, 0, 0, 1, 0x40}, uint64(6))
 	f.Fuzz(func(t *testing.T, data []byte, seed uint64) {
 		r := rand.New(rand.NewPCG(seed, seed>>7))
 		frame := append([]byte(nil), data...)
-		var h Headers
-		if err := ParseHeaders(frame, &h); err != nil {
+		var h pktHeaders
+		if err := parseHeaders(frame, &h); err != nil {
 			return
 		}
 		if h.L3 > len(frame) || h.L4 > len(frame) || h.MACLen > len(frame) {
 			t.Fatalf("offsets beyond the frame: %+v, len %d", h, len(frame))
 		}
 		// The datapath takes the network header offset from key
-		// extraction (pktCtx.l3off); it must be the one ParseHeaders
+		// extraction (pktCtx.l3off); it must be the one parseHeaders
 		// finds.
 		var key flowkeys.Key
 		if l3, err := flowkeys.ExtractPortL3(frame, 1, &key); err == nil && l3 != h.L3 {
-			t.Fatalf("ExtractPortL3 finds the network header at %d, ParseHeaders at %d", l3, h.L3)
+			t.Fatalf("ExtractPortL3 finds the network header at %d, parseHeaders at %d", l3, h.L3)
 		}
-		validIP := h.EthType == EthTypeIPv4 && len(frame) >= h.L3+20 && frame[h.L3]&0xf == 5 &&
+		validIP := h.EthType == header.EtherTypeIPv4 && len(frame) >= h.L3+20 && frame[h.L3]&0xf == 5 &&
 			refCsum(frame[h.L3:h.L3+20]) == 0
 		var k4, m4 IPv4Key
 		binary.BigEndian.PutUint32(m4.Src[:], r.Uint32())
 		binary.BigEndian.PutUint32(m4.Dst[:], r.Uint32())
 		binary.BigEndian.PutUint32(k4.Src[:], r.Uint32())
 		m4.TTL, m4.TOS, k4.TTL, k4.TOS = byte(r.Uint32()), byte(r.Uint32()), byte(r.Uint32()), byte(r.Uint32())
-		err := SetIPv4Masked(frame, &h, &k4, &m4)
+		err := setIPv4Masked(frame, &h, &k4, &m4)
 		if validIP && err == nil && refCsum(frame[h.L3:h.L3+20]) != 0 {
 			t.Fatalf("IPv4 header checksum invalid after set")
 		}
@@ -51,27 +52,27 @@ func FuzzPacketOps(f *testing.F) {
 		m6.Src[r.IntN(16)] = 0xff
 		m6.Dst[r.IntN(16)] = 0xff
 		k6.Src[3], m6.Label, m6.HLimit = 9, 0xfffff, 0xff
-		SetIPv6Masked(frame, &h, &k6, &m6)
+		setIPv6Masked(frame, &h, &k6, &m6)
 		pk, pm := PortsKey{uint16(r.Uint32()), uint16(r.Uint32())}, PortsKey{0xffff, uint16(r.Uint32())}
-		SetTCPMasked(frame, &h, &pk, &pm)
-		SetUDPMasked(frame, &h, &pk, &pm)
-		SetSCTPMasked(frame, &h, &pk, &pm)
-		SetEthernetMasked(frame, &EthernetKey{}, &EthernetKey{Dst: [6]byte{1}})
-		SetMPLSMasked(frame, &h, 1, 0xffffffff)
-		_, err = DecTTL(frame, &h)
-		if validIP && err == nil && SkbProtocol(frame) == EthTypeIPv4 && refCsum(frame[h.L3:h.L3+20]) != 0 {
+		setTCPMasked(frame, &h, &pk, &pm)
+		setUDPMasked(frame, &h, &pk, &pm)
+		setSCTPMasked(frame, &h, &pk, &pm)
+		setEthernetMasked(frame, &EthernetKey{}, &EthernetKey{Dst: [6]byte{1}})
+		setMPLSMasked(frame, &h, 1, 0xffffffff)
+		_, err = decTTLHeaders(frame, &h)
+		if validIP && err == nil && skbProtocol(frame) == header.EtherTypeIPv4 && refCsum(frame[h.L3:h.L3+20]) != 0 {
 			t.Fatalf("IPv4 header checksum invalid after dec_ttl")
 		}
-		CompleteChecksum(frame)
-		TruncLen(frame, r.Uint32N(100))
+		completeChecksum(frame)
+		truncLen(frame, r.Uint32N(100))
 		buf := make([]byte, 8+len(frame))
 		copy(buf[8:], frame)
-		fr := Frame{Buf: buf, Off: 8, Len: len(frame)}
-		PushVLAN(&fr, EthTypeVLAN, 3)
-		PushMPLS(&fr, &h, 5, EthTypeMPLS)
-		ParseHeaders(fr.Bytes(), &h)
-		PopMPLS(&fr, &h, EthTypeIPv4)
-		PopVLAN(&fr)
+		fr := frameBuf{Buf: buf, Off: 8, Len: len(frame)}
+		pushVLAN(&fr, header.EtherTypeVLAN, 3)
+		pushMPLS(&fr, &h, 5, header.EtherTypeMPLS)
+		parseHeaders(fr.Bytes(), &h)
+		popMPLS(&fr, &h, header.EtherTypeIPv4)
+		popVLAN(&fr)
 		if fr.Off < 0 || fr.Off+fr.Len > len(fr.Buf) {
 			t.Fatalf("frame bounds %d+%d in %d", fr.Off, fr.Len, len(fr.Buf))
 		}

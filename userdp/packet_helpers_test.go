@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/ovsdp/ovsdp/internal/header"
 )
 
 // This file holds the tests' independent reference computations: plain
@@ -48,7 +50,7 @@ func refL4Check(src, dst []byte, proto uint8, seg []byte, csumOff int) uint16 {
 	s := append([]byte(nil), seg...)
 	s[csumOff], s[csumOff+1] = 0, 0
 	c := ^uint16(refSum(refSum(0, ph), s))
-	if proto == ProtoUDP && c == 0 {
+	if proto == header.IPProtoUDP && c == 0 {
 		c = 0xffff
 	}
 	return c
@@ -78,11 +80,11 @@ func refSCTPCheck(seg []byte) uint32 {
 
 func csumOffset(proto uint8) int {
 	switch proto {
-	case ProtoTCP:
+	case header.IPProtoTCP:
 		return 16
-	case ProtoUDP:
+	case header.IPProtoUDP:
 		return 6
-	case ProtoICMPv6, ProtoICMP:
+	case header.IPProtoICMPv6, header.IPProtoICMP:
 		return 2
 	}
 	return -1
@@ -90,11 +92,11 @@ func csumOffset(proto uint8) int {
 
 func l4Len(proto uint8) int {
 	switch proto {
-	case ProtoTCP:
+	case header.IPProtoTCP:
 		return 20
-	case ProtoUDP, ProtoICMPv6, ProtoICMP:
+	case header.IPProtoUDP, header.IPProtoICMPv6, header.IPProtoICMP:
 		return 8
-	case ProtoSCTP:
+	case header.IPProtoSCTP:
 		return 12
 	}
 	return 0
@@ -109,13 +111,13 @@ func testIPv4(rng *rand.Rand, proto uint8, payload int, fragOff uint16) []byte {
 	for i := range f {
 		f[i] = byte(rng.Uint32())
 	}
-	binary.BigEndian.PutUint16(f[12:], EthTypeIPv4)
+	binary.BigEndian.PutUint16(f[12:], header.EtherTypeIPv4)
 	ip := f[14:]
 	ip[0] = 0x45
 	binary.BigEndian.PutUint16(ip[2:], uint16(20+hl+payload))
 	binary.BigEndian.PutUint16(ip[6:], fragOff)
 	ip[9] = proto
-	if proto == ProtoUDP {
+	if proto == header.IPProtoUDP {
 		binary.BigEndian.PutUint16(ip[20+4:], uint16(hl+payload))
 	}
 	fixIPv4(f, 14)
@@ -132,9 +134,9 @@ func fixIPv4(f []byte, l3 int) {
 		return
 	}
 	switch proto {
-	case ProtoTCP, ProtoUDP:
+	case header.IPProtoTCP, header.IPProtoUDP:
 		binary.BigEndian.PutUint16(seg[csumOffset(proto):], refL4Check(ip[12:16], ip[16:20], proto, seg, csumOffset(proto)))
-	case ProtoSCTP:
+	case header.IPProtoSCTP:
 		binary.LittleEndian.PutUint32(seg[8:], refSCTPCheck(seg))
 	}
 }
@@ -151,7 +153,7 @@ func testIPv6(rng *rand.Rand, proto uint8, payload int, ext ...[]byte) []byte {
 	for i := range f {
 		f[i] = byte(rng.Uint32())
 	}
-	binary.BigEndian.PutUint16(f[12:], EthTypeIPv6)
+	binary.BigEndian.PutUint16(f[12:], header.EtherTypeIPv6)
 	ip := f[14:]
 	ip[0] = 0x60 | ip[0]&0x0f
 	binary.BigEndian.PutUint16(ip[4:], uint16(el+hl+payload))
@@ -173,8 +175,8 @@ func testIPv6(rng *rand.Rand, proto uint8, payload int, ext ...[]byte) []byte {
 
 func fixIPv6(f []byte, l3, l4 int) {
 	ip := f[l3:]
-	var h Headers
-	if err := ParseHeaders(f, &h); err != nil {
+	var h pktHeaders
+	if err := parseHeaders(f, &h); err != nil {
 		panic(err)
 	}
 	if h.L4 != l4 {
@@ -182,9 +184,9 @@ func fixIPv6(f []byte, l3, l4 int) {
 	}
 	seg := f[l4:]
 	switch h.Proto {
-	case ProtoTCP, ProtoUDP, ProtoICMPv6:
+	case header.IPProtoTCP, header.IPProtoUDP, header.IPProtoICMPv6:
 		binary.BigEndian.PutUint16(seg[csumOffset(h.Proto):], refL4Check(ip[8:24], ip[24:40], h.Proto, seg, csumOffset(h.Proto)))
-	case ProtoSCTP:
+	case header.IPProtoSCTP:
 		binary.LittleEndian.PutUint32(seg[8:], refSCTPCheck(seg))
 	}
 }
@@ -203,15 +205,15 @@ func checkIPv4(t *testing.T, f []byte, l3 int) {
 	proto := ip[9]
 	seg := ip[int(ip[0]&0xf)*4:]
 	switch proto {
-	case ProtoTCP, ProtoUDP:
+	case header.IPProtoTCP, header.IPProtoUDP:
 		got := binary.BigEndian.Uint16(seg[csumOffset(proto):])
-		if proto == ProtoUDP && got == 0 {
+		if proto == header.IPProtoUDP && got == 0 {
 			return
 		}
 		if want := refL4Check(ip[12:16], ip[16:20], proto, seg, csumOffset(proto)); got != want {
 			t.Errorf("L4 (proto %d) checksum %#04x, recomputed %#04x", proto, got, want)
 		}
-	case ProtoSCTP:
+	case header.IPProtoSCTP:
 		if got, want := binary.LittleEndian.Uint32(seg[8:]), refSCTPCheck(seg); got != want {
 			t.Errorf("SCTP checksum %#08x, recomputed %#08x", got, want)
 		}
@@ -223,26 +225,26 @@ func checkIPv6(t *testing.T, f []byte, l3, l4 int, proto uint8) {
 	ip := f[l3:]
 	seg := f[l4:]
 	switch proto {
-	case ProtoTCP, ProtoUDP, ProtoICMPv6:
+	case header.IPProtoTCP, header.IPProtoUDP, header.IPProtoICMPv6:
 		got := binary.BigEndian.Uint16(seg[csumOffset(proto):])
-		if proto == ProtoUDP && got == 0 {
+		if proto == header.IPProtoUDP && got == 0 {
 			return
 		}
 		if want := refL4Check(ip[8:24], ip[24:40], proto, seg, csumOffset(proto)); got != want {
 			t.Errorf("L4 (proto %d) checksum %#04x, recomputed %#04x", proto, got, want)
 		}
-	case ProtoSCTP:
+	case header.IPProtoSCTP:
 		if got, want := binary.LittleEndian.Uint32(seg[8:]), refSCTPCheck(seg); got != want {
 			t.Errorf("SCTP checksum %#08x, recomputed %#08x", got, want)
 		}
 	}
 }
 
-func mustParse(t testing.TB, f []byte) *Headers {
+func mustParse(t testing.TB, f []byte) *pktHeaders {
 	t.Helper()
-	h := new(Headers)
-	if err := ParseHeaders(f, h); err != nil {
-		t.Fatalf("ParseHeaders: %v", err)
+	h := new(pktHeaders)
+	if err := parseHeaders(f, h); err != nil {
+		t.Fatalf("parseHeaders: %v", err)
 	}
 	return h
 }
@@ -269,7 +271,7 @@ func udpFrame64(seq int) []byte {
 	f := make([]byte, 60)
 	copy(f, []byte{0x02, 0, 0, 0, 0, 0x02, 0x02, 0, 0, 0, 0, 0x01, 0x08, 0x00})
 	ip := f[14:]
-	ip[0], ip[8], ip[9] = 0x45, 64, ProtoUDP
+	ip[0], ip[8], ip[9] = 0x45, 64, header.IPProtoUDP
 	binary.BigEndian.PutUint16(ip[2:], 46)
 	copy(ip[12:], []byte{10, 0, 0, 1, 10, 0, 0, 2})
 	binary.BigEndian.PutUint16(ip[10:], refIPv4Check(ip))
@@ -277,4 +279,9 @@ func udpFrame64(seq int) []byte {
 	binary.BigEndian.PutUint16(ip[22:], 9)
 	binary.BigEndian.PutUint16(ip[24:], 26)
 	return f
+}
+
+// decTTLHeaders is decTTL for the frame whose headers h describes.
+func decTTLHeaders(frame []byte, h *pktHeaders) (expired bool, err error) {
+	return decTTL(frame, h.Protocol, h.L3)
 }

@@ -3,91 +3,91 @@ package userdp
 import (
 	"encoding/binary"
 	"fmt"
+
+	"github.com/ovsdp/ovsdp/internal/header"
 )
 
-// Length-changing operations (push/pop VLAN and MPLS) work on a Frame and
+// Length-changing operations (push/pop VLAN and MPLS) work on a frameBuf and
 // keep the bytes after the inserted or removed header where they are:
 // only the Ethernet header (and in-line VLAN tags) move, into or out of
-// the headroom. After one of them, re-parse the frame's Headers (the
+// the headroom. After one of them, re-parse the frame's pktHeaders (the
 // kernel likewise invalidates the flow key).
 //
 // Frames carry every VLAN tag in-line. The kernel keeps the outermost tag
 // out of the packet data (the skb's accelerated tag): its skb->protocol is
-// the EtherType after that tag, and its skb->len excludes it. SkbProtocol
-// and SkbLen give those values, for the operations that depend on them.
+// the EtherType after that tag, and its skb->len excludes it. skbProtocol
+// and skbLen give those values, for the operations that depend on them.
 
-// isVLANType reports whether et is a VLAN tag protocol identifier.
-func isVLANType(et uint16) bool { return et == EthTypeVLAN || et == EthTypeQinQ }
-
-// SkbProtocol returns the EtherType the kernel's datapath sees as
-// skb->protocol for frame right after key extraction (Headers.Protocol):
+// skbProtocol returns the EtherType the kernel's datapath sees as
+// skb->protocol for frame right after key extraction (pktHeaders.Protocol):
 // the flow key's EtherType (after VLAN tags and LLC/SNAP, as
 // flowkeys.Extract finds it), or with two VLAN tags the inner tag's TPID.
 // It returns 0 for a frame too short to have one. Actions can change
 // skb->protocol in ways the bytes do not show (popping the outer of two
 // tags from an 802.3 frame gives the kernel's 802.2 or 802.3 value);
 // the datapath tracks those.
-func SkbProtocol(frame []byte) uint16 {
+func skbProtocol(frame []byte) uint16 {
 	if len(frame) < 14 {
 		return 0
 	}
-	_, et, tags := l2Type(frame)
+	_, et, tags := header.L2(frame)
 	if tags == 2 {
-		return binary.BigEndian.Uint16(frame[16:])
+		return header.VLAN(frame[header.EthernetTypeOffset+header.VLANTagSize:]).TPID()
 	}
 	return et
 }
 
-// SkbLen returns the length the kernel would count for frame (skb->len):
+// skbLen returns the length the kernel would count for frame (skb->len):
 // without the outermost VLAN tag, which the kernel holds out of band.
 // Flow statistics, trunc and check_pkt_len use this length.
-func SkbLen(frame []byte) int {
-	if len(frame) >= 18 && isVLANType(binary.BigEndian.Uint16(frame[12:])) {
-		return len(frame) - 4
+func skbLen(frame []byte) int {
+	if outerTag(frame) {
+		return len(frame) - header.VLANTagSize
 	}
 	return len(frame)
 }
 
-// PushVLAN inserts a VLAN tag (TPID tpid, 0x8100 or 0x88a8, and TCI tci)
+// pushVLAN inserts a VLAN tag (TPID tpid, 0x8100 or 0x88a8, and TCI tci)
 // as the outermost tag, after the Ethernet addresses, as the kernel's
 // push_vlan: the CFI/DEI bit (0x1000) of tci is cleared (OVS uses it in
 // the action to mean "tag present"). It needs 4 bytes of headroom
-// (ErrNoHeadroom) and a frame of at least 14 bytes (ErrTooShort).
-func PushVLAN(f *Frame, tpid, tci uint16) error {
+// (errNoHeadroom) and a frame of at least 14 bytes (errTooShort).
+func pushVLAN(f *frameBuf, tpid, tci uint16) error {
 	if err := f.check(); err != nil {
 		return fmt.Errorf("push_vlan: %w", err)
 	}
 	if f.Len < 14 {
-		return fmt.Errorf("push_vlan: %w: %d bytes, the Ethernet header needs 14", ErrTooShort, f.Len)
+		return fmt.Errorf("push_vlan: %w: %d bytes, the Ethernet header needs 14", errTooShort, f.Len)
 	}
 	if f.Off < 4 {
-		return fmt.Errorf("push_vlan: %w: %d bytes in front of the frame, 4 needed", ErrNoHeadroom, f.Off)
+		return fmt.Errorf("push_vlan: %w: %d bytes in front of the frame, 4 needed", errNoHeadroom, f.Off)
 	}
-	b := f.Buf[f.Off-4:]
-	copy(b[:12], b[4:16])
-	binary.BigEndian.PutUint16(b[12:], tpid)
-	binary.BigEndian.PutUint16(b[14:], tci&^0x1000)
-	f.Off -= 4
-	f.Len += 4
+	b := f.Buf[f.Off-header.VLANTagSize:]
+	copy(b[:header.EthernetTypeOffset], b[header.VLANTagSize:header.EthernetTypeOffset+header.VLANTagSize])
+	tag := header.VLAN(b[header.EthernetTypeOffset:])
+	tag.SetTPID(tpid)
+	tag.SetTCI(tci &^ header.VLANCFI)
+	f.Off -= header.VLANTagSize
+	f.Len += header.VLANTagSize
 	return nil
 }
 
-// PopVLAN removes the outermost VLAN tag, as the kernel's pop_vlan. A
+// popVLAN removes the outermost VLAN tag, as the kernel's pop_vlan. A
 // frame without a tag is left unchanged (the kernel does nothing). A
-// tagged frame shorter than 18 bytes gives ErrTooShort.
-func PopVLAN(f *Frame) error {
+// tagged frame shorter than 18 bytes gives errTooShort.
+func popVLAN(f *frameBuf) error {
 	if err := f.check(); err != nil {
 		return fmt.Errorf("pop_vlan: %w", err)
 	}
 	b := f.Bytes()
 	if len(b) < 14 {
-		return fmt.Errorf("pop_vlan: %w: %d bytes, the Ethernet header needs 14", ErrTooShort, len(b))
+		return fmt.Errorf("pop_vlan: %w: %d bytes, the Ethernet header needs 14", errTooShort, len(b))
 	}
-	if !isVLANType(binary.BigEndian.Uint16(b[12:])) {
+	if !header.IsVLAN(header.Ethernet(b).Type()) {
 		return nil
 	}
 	if len(b) < 18 {
-		return fmt.Errorf("pop_vlan: %w: %d bytes, a tagged Ethernet header needs 18", ErrTooShort, len(b))
+		return fmt.Errorf("pop_vlan: %w: %d bytes, a tagged Ethernet header needs 18", errTooShort, len(b))
 	}
 	copy(b[4:16], b[:12])
 	f.Off += 4
@@ -95,10 +95,7 @@ func PopVLAN(f *Frame) error {
 	return nil
 }
 
-// isMPLSType reports whether et is an MPLS EtherType.
-func isMPLSType(et uint16) bool { return et == EthTypeMPLS || et == EthTypeMPLSMC }
-
-// PushMPLS inserts the MPLS label stack entry lse at h.MACLen (after the
+// pushMPLS inserts the MPLS label stack entry lse at h.MACLen (after the
 // Ethernet header, its in-line VLAN tags and an LLC/SNAP header: on top
 // of the label stack if the frame is MPLS already) and sets the
 // Ethernet header's EtherType field to ethertype (0x8847 or 0x8848,
@@ -107,23 +104,23 @@ func isMPLSType(et uint16) bool { return et == EthTypeMPLS || et == EthTypeMPLSM
 // the addresses and the out-of-band outer VLAN tag, that is at offset
 // 12, or 16 when the frame has an outer tag; with LLC/SNAP that is the
 // 802.3 length field. It needs 4 bytes of headroom.
-func PushMPLS(f *Frame, h *Headers, lse uint32, ethertype uint16) error {
+func pushMPLS(f *frameBuf, h *pktHeaders, lse uint32, ethertype uint16) error {
 	if err := f.check(); err != nil {
 		return fmt.Errorf("push_mpls: %w", err)
 	}
-	if !isMPLSType(ethertype) {
-		return fmt.Errorf("push_mpls: EtherType %#04x is not MPLS (0x8847 or 0x8848): %w", ethertype, ErrNotSettable)
+	if !header.IsMPLS(ethertype) {
+		return fmt.Errorf("push_mpls: EtherType %#04x is not MPLS (0x8847 or 0x8848): %w", ethertype, errNotSettable)
 	}
 	ml := h.MACLen
 	if ml < 14 || ml > f.Len {
-		return fmt.Errorf("push_mpls: %w: MAC header length %d, frame %d bytes", ErrTooShort, ml, f.Len)
+		return fmt.Errorf("push_mpls: %w: MAC header length %d, frame %d bytes", errTooShort, ml, f.Len)
 	}
 	if f.Off < 4 {
-		return fmt.Errorf("push_mpls: %w: %d bytes in front of the frame, 4 needed", ErrNoHeadroom, f.Off)
+		return fmt.Errorf("push_mpls: %w: %d bytes in front of the frame, 4 needed", errNoHeadroom, f.Off)
 	}
-	typeOff := 12
-	if outerTag(f.Bytes()) && ml >= 18 {
-		typeOff = 16
+	typeOff := header.EthernetTypeOffset
+	if outerTag(f.Bytes()) && ml >= header.EthernetMinimumSize+header.VLANTagSize {
+		typeOff += header.VLANTagSize
 	}
 	b := f.Buf[f.Off-4:]
 	copy(b[:ml], b[4:4+ml])
@@ -134,22 +131,22 @@ func PushMPLS(f *Frame, h *Headers, lse uint32, ethertype uint16) error {
 	return nil
 }
 
-// PopMPLS removes the outermost MPLS label stack entry (at h.MACLen) and
+// popMPLS removes the outermost MPLS label stack entry (at h.MACLen) and
 // sets the EtherType in front of it to ethertype, as the kernel's
 // pop_mpls. A frame that is not MPLS by h.Protocol (the kernel checks
-// skb->protocol) is left unchanged. ErrTooShort if the label is
+// skb->protocol) is left unchanged. errTooShort if the label is
 // not all in the frame.
-func PopMPLS(f *Frame, h *Headers, ethertype uint16) error {
+func popMPLS(f *frameBuf, h *pktHeaders, ethertype uint16) error {
 	if err := f.check(); err != nil {
 		return fmt.Errorf("pop_mpls: %w", err)
 	}
 	b := f.Bytes()
-	if !isMPLSType(h.Protocol) {
+	if !header.IsMPLS(h.Protocol) {
 		return nil
 	}
 	ml := h.MACLen
 	if ml < 14 || len(b) < ml+4 {
-		return fmt.Errorf("pop_mpls: %w: %d bytes, the label ends at %d", ErrTooShort, len(b), ml+4)
+		return fmt.Errorf("pop_mpls: %w: %d bytes, the label ends at %d", errTooShort, len(b), ml+4)
 	}
 	copy(b[4:4+ml], b[:ml])
 	binary.BigEndian.PutUint16(b[4+ml-2:], ethertype)
@@ -158,12 +155,12 @@ func PopMPLS(f *Frame, h *Headers, ethertype uint16) error {
 	return nil
 }
 
-// TruncLen returns the length frame has when output after a
+// truncLen returns the length frame has when output after a
 // trunc(maxLen) action, as the kernel's do_output: the kernel trims
-// skb->len (SkbLen, without the out-of-band outermost VLAN tag) to
+// skb->len (skbLen, without the out-of-band outermost VLAN tag) to
 // max(maxLen, 14) when maxLen is smaller; the tag, if any, is sent too.
-func TruncLen(frame []byte, maxLen uint32) int {
-	sl := SkbLen(frame)
+func truncLen(frame []byte, maxLen uint32) int {
+	sl := skbLen(frame)
 	if uint64(maxLen) >= uint64(sl) {
 		return len(frame)
 	}
@@ -171,53 +168,46 @@ func TruncLen(frame []byte, maxLen uint32) int {
 	return cut + (len(frame) - sl)
 }
 
-// DecTTL decrements the IPv4 TTL (updating the header checksum
-// incrementally) or the IPv6 hop limit, as the kernel's execute_dec_ttl.
-// The kernel decides by skb->protocol (h.Protocol): a frame that is
-// neither IPv4 nor IPv6 by it (e.g. two VLAN tags, MPLS) is left
-// unchanged. The IP header is the network header key extraction found
-// (h.L3), after VLAN tags and LLC/SNAP. When the TTL is 1 or 0 the frame is not changed and expired
-// is true: the datapath then runs the action's le_1 nested actions (none:
-// the packet is dropped). ErrTooShort when the IP header (at h.L3) is not
-// all in the frame.
-func DecTTL(frame []byte, h *Headers) (expired bool, err error) {
-	return decTTL(frame, h.Protocol, h.L3)
-}
-
 // decIPv4TTL decrements the TTL of the IPv4 header ip (at least 20
 // bytes) and updates its checksum incrementally, unless the TTL is 1 or
 // 0: then it changes nothing and reports true (expired). It is small
 // enough to be inlined in the datapath's action loop.
 func decIPv4TTL(ip []byte) (expired bool) {
-	ip = ip[:20]
-	if ip[8] <= 1 {
+	v := header.IPv4(ip[:header.IPv4MinimumSize])
+	ttl := v.TTL()
+	if ttl <= 1 {
 		return true
 	}
-	ip[8]--
-	// CsumReplace2(csum, ttl<<8, (ttl-1)<<8), as the kernel's
-	// csum_replace2: ^old + new is 0xffff - 0x100 whatever the TTL.
-	csum := binary.BigEndian.Uint16(ip[10:12])
-	binary.BigEndian.PutUint16(ip[10:12], ^fold16(uint32(^csum)+0xfeff))
+	v.SetTTL(ttl - 1)
+	v.SetChecksum(header.DecTTLChecksum(v.Checksum()))
 	return false
 }
 
-// decTTL is DecTTL for skb->protocol proto and the network header at l3.
+// decTTL decrements the IPv4 TTL (updating the header checksum
+// incrementally) or the IPv6 hop limit, as the kernel's execute_dec_ttl.
+// The kernel decides by skb->protocol (proto, pktHeaders.Protocol): a
+// frame that is neither IPv4 nor IPv6 by it (e.g. two VLAN tags, MPLS) is
+// left unchanged. The IP header is at l3, the network header key
+// extraction found (after VLAN tags and LLC/SNAP). When the TTL is 1 or 0
+// the frame is not changed and expired is true: the datapath then runs
+// the action's le_1 nested actions (none: the packet is dropped).
+// errTooShort when the IP header is not all in the frame.
 func decTTL(frame []byte, proto uint16, l3 int) (expired bool, err error) {
 	switch proto {
-	case EthTypeIPv4:
-		if l3 < 0 || len(frame) < l3+20 {
-			return false, fmt.Errorf("dec_ttl: %w: %d bytes, the IPv4 header ends at %d", ErrTooShort, len(frame), l3+20)
+	case header.EtherTypeIPv4:
+		if l3 < 0 || len(frame) < l3+header.IPv4MinimumSize {
+			return false, fmt.Errorf("dec_ttl: %w: %d bytes, the IPv4 header ends at %d", errTooShort, len(frame), l3+header.IPv4MinimumSize)
 		}
 		return decIPv4TTL(frame[l3:]), nil
-	case EthTypeIPv6:
-		if l3 < 0 || len(frame) < l3+40 {
-			return false, fmt.Errorf("dec_ttl: %w: %d bytes, the IPv6 header ends at %d", ErrTooShort, len(frame), l3+40)
+	case header.EtherTypeIPv6:
+		if l3 < 0 || len(frame) < l3+header.IPv6MinimumSize {
+			return false, fmt.Errorf("dec_ttl: %w: %d bytes, the IPv6 header ends at %d", errTooShort, len(frame), l3+header.IPv6MinimumSize)
 		}
-		ip := frame[l3 : l3+40]
-		if ip[7] <= 1 {
+		ip := header.IPv6(frame[l3 : l3+header.IPv6MinimumSize])
+		if ip.HopLimit() <= 1 {
 			return true, nil
 		}
-		ip[7]--
+		ip.SetHopLimit(ip.HopLimit() - 1)
 	}
 	return false, nil
 }

@@ -3,14 +3,16 @@ package userdp
 import (
 	"encoding/binary"
 	"fmt"
+
+	"github.com/ovsdp/ovsdp/internal/header"
 )
 
 // Masked set operations, as the kernel's execute_masked_set_action in
 // net/openvswitch/actions.c. Each writes only the bits selected by the
 // mask: field = old&^mask | key&mask (the kernel's OVS_MASKED; the kernel
 // requires key bits outside the mask to be zero, so this is the same),
-// and updates the checksums incrementally (RFC 1624). The Headers must
-// describe frame (ParseHeaders). A plain (unmasked) set is a masked set
+// and updates the checksums incrementally (RFC 1624). The pktHeaders must
+// describe frame (parseHeaders). A plain (unmasked) set is a masked set
 // with an all-ones mask, as the kernel converts it.
 //
 // The kernel's datapath does not execute set actions on ICMP, ICMPv6,
@@ -24,12 +26,12 @@ type EthernetKey struct {
 	Src, Dst [6]byte
 }
 
-// SetEthernetMasked sets the masked bits of the frame's Ethernet source
+// setEthernetMasked sets the masked bits of the frame's Ethernet source
 // and destination addresses. The kernel fails it with -ENOMEM for a
-// frame shorter than 14 bytes; this returns ErrTooShort.
-func SetEthernetMasked(frame []byte, key, mask *EthernetKey) error {
+// frame shorter than 14 bytes; this returns errTooShort.
+func setEthernetMasked(frame []byte, key, mask *EthernetKey) error {
 	if len(frame) < 14 {
-		return fmt.Errorf("set(eth): %w: %d bytes, the Ethernet header needs 14", ErrTooShort, len(frame))
+		return fmt.Errorf("set(eth): %w: %d bytes, the Ethernet header needs 14", errTooShort, len(frame))
 	}
 	for i := 0; i < 6; i++ {
 		frame[i] = frame[i]&^mask.Dst[i] | key.Dst[i]&mask.Dst[i]
@@ -48,7 +50,7 @@ type IPv4Key struct {
 	Frag     uint8
 }
 
-// SetIPv4Masked sets the masked bits of the IPv4 source, destination, TOS
+// setIPv4Masked sets the masked bits of the IPv4 source, destination, TOS
 // and TTL, as the kernel's set_ipv4: an address is rewritten only when its
 // value changes, and then the header checksum and, unless the packet is a
 // later fragment, the TCP or UDP checksum (the pseudo-header covers the
@@ -56,75 +58,91 @@ type IPv4Key struct {
 // and an updated one that becomes zero is stored as 0xffff. TOS and TTL
 // changes update the header checksum. The L4 checksum is updated only if
 // the whole TCP (20 bytes) or UDP (8 bytes) header is in the frame, as
-// the kernel does. Errors: ErrWrongProtocol if the frame is not IPv4,
-// ErrNotSettable if mask.Proto or mask.Frag is not zero, ErrTooShort if
+// the kernel does. Errors: errWrongProtocol if the frame is not IPv4,
+// errNotSettable if mask.Proto or mask.Frag is not zero, errTooShort if
 // the frame ends inside the 20-byte IPv4 header (the kernel drops it).
-func SetIPv4Masked(frame []byte, h *Headers, key, mask *IPv4Key) error {
-	if h.EthType != EthTypeIPv4 || h.L3 < 0 {
-		return fmt.Errorf("set(ipv4): %w: EtherType %#04x", ErrWrongProtocol, h.EthType)
+func setIPv4Masked(frame []byte, h *pktHeaders, key, mask *IPv4Key) error {
+	if h.EthType != header.EtherTypeIPv4 || h.L3 < 0 {
+		return fmt.Errorf("set(ipv4): %w: EtherType %#04x", errWrongProtocol, h.EthType)
 	}
 	if mask.Proto != 0 || mask.Frag != 0 {
-		return fmt.Errorf("set(ipv4): %w: proto mask %#x, frag mask %#x", ErrNotSettable, mask.Proto, mask.Frag)
+		return fmt.Errorf("set(ipv4): %w: proto mask %#x, frag mask %#x", errNotSettable, mask.Proto, mask.Frag)
 	}
-	if len(frame) < h.L3+20 {
-		return fmt.Errorf("set(ipv4): %w: %d bytes, the IPv4 header ends at %d", ErrTooShort, len(frame), h.L3+20)
+	if len(frame) < h.L3+header.IPv4MinimumSize {
+		return fmt.Errorf("set(ipv4): %w: %d bytes, the IPv4 header ends at %d", errTooShort, len(frame), h.L3+header.IPv4MinimumSize)
 	}
-	ip := frame[h.L3 : h.L3+20]
-	check := binary.BigEndian.Uint16(ip[10:])
+	ip := header.IPv4(frame[h.L3 : h.L3+header.IPv4MinimumSize])
+	check := ip.Checksum()
 	if m := binary.BigEndian.Uint32(mask.Src[:]); m != 0 {
-		old := binary.BigEndian.Uint32(ip[12:])
+		old := ip.SourceAddressUint32()
 		n := old&^m | binary.BigEndian.Uint32(key.Src[:])&m
 		if n != old {
 			updateIPv4L4(frame, h, ip, old, n)
-			check = CsumReplace4(check, old, n)
-			binary.BigEndian.PutUint32(ip[12:], n)
+			check = header.ChecksumUpdate4(check, old, n)
+			ip.SetSourceAddressUint32(n)
 		}
 	}
 	if m := binary.BigEndian.Uint32(mask.Dst[:]); m != 0 {
-		old := binary.BigEndian.Uint32(ip[16:])
+		old := ip.DestinationAddressUint32()
 		n := old&^m | binary.BigEndian.Uint32(key.Dst[:])&m
 		if n != old {
 			updateIPv4L4(frame, h, ip, old, n)
-			check = CsumReplace4(check, old, n)
-			binary.BigEndian.PutUint32(ip[16:], n)
+			check = header.ChecksumUpdate4(check, old, n)
+			ip.SetDestinationAddressUint32(n)
 		}
 	}
 	if m := mask.TOS; m != 0 {
-		old := ip[1]
+		old := ip.TOS()
 		n := old&^m | key.TOS&m
-		check = CsumReplace2(check, uint16(old), uint16(n))
-		ip[1] = n
+		check = header.ChecksumUpdate2(check, uint16(old), uint16(n))
+		ip.SetTOS(n)
 	}
 	if m := mask.TTL; m != 0 {
-		old := ip[8]
+		old := ip.TTL()
 		n := old&^m | key.TTL&m
-		check = CsumReplace2(check, uint16(old)<<8, uint16(n)<<8)
-		ip[8] = n
+		check = header.ChecksumUpdate2(check, uint16(old)<<8, uint16(n)<<8)
+		ip.SetTTL(n)
 	}
-	binary.BigEndian.PutUint16(ip[10:], check)
+	ip.SetChecksum(check)
 	return nil
 }
 
 // updateIPv4L4 updates the TCP/UDP checksum for an IPv4 address change,
 // as the kernel's update_ip_l4_checksum.
-func updateIPv4L4(frame []byte, h *Headers, ip []byte, old, n uint32) {
-	if binary.BigEndian.Uint16(ip[6:])&0x1fff != 0 || h.L4 < 0 {
+func updateIPv4L4(frame []byte, h *pktHeaders, ip header.IPv4, old, n uint32) {
+	if ip.FragmentOffset() != 0 {
 		return
 	}
-	tl := len(frame) - h.L4
-	switch ip[9] {
-	case ProtoTCP:
-		if tl >= 20 {
-			c := frame[h.L4+16:]
-			binary.BigEndian.PutUint16(c, CsumReplace4(binary.BigEndian.Uint16(c), old, n))
+	if c, udp := addrChecksumField(frame, h, ip.Protocol()); c != nil {
+		oc := binary.BigEndian.Uint16(c)
+		nc := header.ChecksumUpdate4(oc, old, n)
+		if udp {
+			nc = header.UDPChecksumUpdate(oc, nc)
 		}
-	case ProtoUDP:
-		if tl >= 8 {
-			c := frame[h.L4+6:]
-			oc := binary.BigEndian.Uint16(c)
-			binary.BigEndian.PutUint16(c, CsumReplaceUDP(oc, CsumReplace4(oc, old, n)))
-		}
+		binary.BigEndian.PutUint16(c, nc)
 	}
+}
+
+// addrChecksumField returns the transport checksum field that an IP
+// address change updates (the pseudo-header covers the addresses): the
+// TCP (proto 6) or UDP (17) checksum, or the ICMPv6 (58) checksum of an
+// IPv6 packet, when the whole TCP header or 8 bytes of the UDP or ICMPv6
+// header are in the frame, as the kernel requires; nil otherwise. udp
+// reports a UDP checksum, whose value 0 means none.
+func addrChecksumField(frame []byte, h *pktHeaders, proto uint8) (c []byte, udp bool) {
+	if h.L4 < 0 {
+		return nil, false
+	}
+	l4 := frame[h.L4:]
+	switch {
+	case proto == header.IPProtoTCP && len(l4) >= header.TCPMinimumSize:
+		return l4[header.TCPChecksumOffset:], false
+	case proto == header.IPProtoUDP && len(l4) >= header.UDPMinimumSize:
+		return l4[header.UDPChecksumOffset:], true
+	case proto == header.IPProtoICMPv6 && h.EthType == header.EtherTypeIPv6 && len(l4) >= header.ICMPMinimumSize:
+		return l4[header.ICMPChecksumOffset:], false
+	}
+	return nil, false
 }
 
 // IPv6Key is the value or mask of a set(ipv6(...)) action, as struct
@@ -139,7 +157,7 @@ type IPv6Key struct {
 	Frag     uint8
 }
 
-// SetIPv6Masked sets the masked bits of the IPv6 source, destination,
+// setIPv6Masked sets the masked bits of the IPv6 source, destination,
 // traffic class, flow label and hop limit, as the kernel's set_ipv6. An
 // address is rewritten only when its value changes; then the TCP, UDP or
 // ICMPv6 checksum (h.Proto, at h.L4; the whole header must be in the
@@ -147,37 +165,37 @@ type IPv6Key struct {
 // the packet has a routing header with segments left
 // (h.IPv6RoutingActive: the pseudo-header carries the final
 // destination). UDP checksum 0 stays 0; an updated one that becomes 0 is
-// stored as 0xffff. Errors: ErrWrongProtocol if the frame is not IPv6,
-// ErrNotSettable if mask.Proto or mask.Frag is not zero or the label
+// stored as 0xffff. Errors: errWrongProtocol if the frame is not IPv6,
+// errNotSettable if mask.Proto or mask.Frag is not zero or the label
 // mask has bits above the 20-bit label (the kernel rejects these when the
-// flow is put), ErrTooShort if the frame ends inside the 40-byte header.
-func SetIPv6Masked(frame []byte, h *Headers, key, mask *IPv6Key) error {
-	if h.EthType != EthTypeIPv6 || h.L3 < 0 {
-		return fmt.Errorf("set(ipv6): %w: EtherType %#04x", ErrWrongProtocol, h.EthType)
+// flow is put), errTooShort if the frame ends inside the 40-byte header.
+func setIPv6Masked(frame []byte, h *pktHeaders, key, mask *IPv6Key) error {
+	if h.EthType != header.EtherTypeIPv6 || h.L3 < 0 {
+		return fmt.Errorf("set(ipv6): %w: EtherType %#04x", errWrongProtocol, h.EthType)
 	}
 	if mask.Proto != 0 || mask.Frag != 0 || mask.Label&^0xfffff != 0 {
-		return fmt.Errorf("set(ipv6): %w: proto mask %#x, frag mask %#x, label mask %#x", ErrNotSettable, mask.Proto, mask.Frag, mask.Label)
+		return fmt.Errorf("set(ipv6): %w: proto mask %#x, frag mask %#x, label mask %#x", errNotSettable, mask.Proto, mask.Frag, mask.Label)
 	}
-	if len(frame) < h.L3+40 {
-		return fmt.Errorf("set(ipv6): %w: %d bytes, the IPv6 header ends at %d", ErrTooShort, len(frame), h.L3+40)
+	if len(frame) < h.L3+header.IPv6MinimumSize {
+		return fmt.Errorf("set(ipv6): %w: %d bytes, the IPv6 header ends at %d", errTooShort, len(frame), h.L3+header.IPv6MinimumSize)
 	}
-	ip := frame[h.L3 : h.L3+40]
+	ip := header.IPv6(frame[h.L3 : h.L3+header.IPv6MinimumSize])
 	if !isZero16(&mask.Src) {
-		setIPv6Addr(frame, h, (*[16]byte)(ip[8:24]), &key.Src, &mask.Src, true)
+		setIPv6Addr(frame, h, ip.SourceAddressPtr(), &key.Src, &mask.Src, true)
 	}
 	if !isZero16(&mask.Dst) {
-		setIPv6Addr(frame, h, (*[16]byte)(ip[24:40]), &key.Dst, &mask.Dst, !h.IPv6RoutingActive)
+		setIPv6Addr(frame, h, ip.DestinationAddressPtr(), &key.Dst, &mask.Dst, !h.IPv6RoutingActive)
 	}
-	w := binary.BigEndian.Uint32(ip)
+	w := ip.VersionClassLabel()
 	if m := uint32(mask.TClass) << 20; m != 0 {
 		w = w&^m | uint32(key.TClass)<<20&m
 	}
 	if m := mask.Label; m != 0 {
 		w = w&^m | key.Label&m
 	}
-	binary.BigEndian.PutUint32(ip, w)
+	ip.SetVersionClassLabel(w)
 	if m := mask.HLimit; m != 0 {
-		ip[7] = ip[7]&^m | key.HLimit&m
+		ip.SetHopLimit(ip.HopLimit()&^m | key.HLimit&m)
 	}
 	return nil
 }
@@ -189,7 +207,7 @@ func isZero16(a *[16]byte) bool {
 // setIPv6Addr sets the masked bits of the address addr (inside frame)
 // and, if csum is true, updates the L4 checksum, as the kernel's
 // set_ipv6_addr and update_ipv6_checksum.
-func setIPv6Addr(frame []byte, h *Headers, addr, key, mask *[16]byte, csum bool) {
+func setIPv6Addr(frame []byte, h *pktHeaders, addr, key, mask *[16]byte, csum bool) {
 	var n [16]byte
 	for i := range n {
 		n[i] = addr[i]&^mask[i] | key[i]&mask[i]
@@ -197,26 +215,13 @@ func setIPv6Addr(frame []byte, h *Headers, addr, key, mask *[16]byte, csum bool)
 	if n == *addr {
 		return
 	}
-	if csum && h.L4 >= 0 {
-		tl := len(frame) - h.L4
-		switch h.Proto {
-		case ProtoTCP:
-			if tl >= 20 {
-				c := frame[h.L4+16:]
-				binary.BigEndian.PutUint16(c, CsumReplace16(binary.BigEndian.Uint16(c), addr, &n))
-			}
-		case ProtoUDP:
-			if tl >= 8 {
-				c := frame[h.L4+6:]
-				oc := binary.BigEndian.Uint16(c)
-				binary.BigEndian.PutUint16(c, CsumReplaceUDP(oc, CsumReplace16(oc, addr, &n)))
-			}
-		case ProtoICMPv6:
-			if tl >= 8 {
-				c := frame[h.L4+2:]
-				binary.BigEndian.PutUint16(c, CsumReplace16(binary.BigEndian.Uint16(c), addr, &n))
-			}
+	if c, udp := addrChecksumField(frame, h, h.Proto); csum && c != nil {
+		oc := binary.BigEndian.Uint16(c)
+		nc := header.ChecksumUpdate16(oc, addr, &n)
+		if udp {
+			nc = header.UDPChecksumUpdate(oc, nc)
 		}
+		binary.BigEndian.PutUint16(c, nc)
 	}
 	*addr = n
 }
@@ -229,97 +234,96 @@ type PortsKey struct {
 
 // l4Header checks that the frame has an L4 header of protocol proto and
 // at least size bytes, and returns it.
-func l4Header(frame []byte, h *Headers, proto uint8, size int, what string) ([]byte, error) {
+func l4Header(frame []byte, h *pktHeaders, proto uint8, size int, what string) ([]byte, error) {
 	if h.L4 < 0 || h.Proto != proto {
-		return nil, fmt.Errorf("set(%s): %w: IP protocol %d, transport offset %d", what, ErrWrongProtocol, h.Proto, h.L4)
+		return nil, fmt.Errorf("set(%s): %w: IP protocol %d, transport offset %d", what, errWrongProtocol, h.Proto, h.L4)
 	}
 	if len(frame) < h.L4+size {
-		return nil, fmt.Errorf("set(%s): %w: %d bytes, the %s header ends at %d", what, ErrTooShort, len(frame), what, h.L4+size)
+		return nil, fmt.Errorf("set(%s): %w: %d bytes, the %s header ends at %d", what, errTooShort, len(frame), what, h.L4+size)
 	}
 	return frame[h.L4:], nil
 }
 
-// SetTCPMasked sets the masked bits of the TCP ports, as the kernel's
+// setTCPMasked sets the masked bits of the TCP ports, as the kernel's
 // set_tcp: a port is rewritten only when it changes, and the checksum is
-// updated incrementally. ErrTooShort if the 20-byte TCP header is not
+// updated incrementally. errTooShort if the 20-byte TCP header is not
 // all in the frame.
-func SetTCPMasked(frame []byte, h *Headers, key, mask *PortsKey) error {
-	th, err := l4Header(frame, h, ProtoTCP, 20, "tcp")
+func setTCPMasked(frame []byte, h *pktHeaders, key, mask *PortsKey) error {
+	th, err := l4Header(frame, h, header.IPProtoTCP, header.TCPMinimumSize, "tcp")
 	if err != nil {
 		return err
 	}
-	check := binary.BigEndian.Uint16(th[16:])
-	for i, kv := range [2][2]uint16{{key.Src, mask.Src}, {key.Dst, mask.Dst}} {
-		old := binary.BigEndian.Uint16(th[2*i:])
-		n := old&^kv[1] | kv[0]&kv[1]
-		if n != old {
-			check = CsumReplace2(check, old, n)
-			binary.BigEndian.PutUint16(th[2*i:], n)
-		}
-	}
-	binary.BigEndian.PutUint16(th[16:], check)
+	t := header.TCP(th)
+	t.SetChecksum(setPortsMasked(th, key, mask, t.Checksum(), true))
 	return nil
 }
 
-// SetUDPMasked sets the masked bits of the UDP ports, as the kernel's
+// setUDPMasked sets the masked bits of the UDP ports, as the kernel's
 // set_udp: with a non-zero checksum the changed ports update it
 // incrementally (a result of 0 is stored as 0xffff); a zero checksum
-// (none) stays zero. ErrTooShort if the 8-byte UDP header is not all in
+// (none) stays zero. errTooShort if the 8-byte UDP header is not all in
 // the frame.
-func SetUDPMasked(frame []byte, h *Headers, key, mask *PortsKey) error {
-	uh, err := l4Header(frame, h, ProtoUDP, 8, "udp")
+func setUDPMasked(frame []byte, h *pktHeaders, key, mask *PortsKey) error {
+	uh, err := l4Header(frame, h, header.IPProtoUDP, header.UDPMinimumSize, "udp")
 	if err != nil {
 		return err
 	}
-	check := binary.BigEndian.Uint16(uh[6:])
-	oldCheck := check
-	for i, kv := range [2][2]uint16{{key.Src, mask.Src}, {key.Dst, mask.Dst}} {
-		old := binary.BigEndian.Uint16(uh[2*i:])
-		n := old&^kv[1] | kv[0]&kv[1]
-		if n != old {
-			if oldCheck != 0 {
-				check = CsumReplace2(check, old, n)
-			}
-			binary.BigEndian.PutUint16(uh[2*i:], n)
-		}
-	}
-	if oldCheck != 0 && check == 0 {
-		check = 0xffff
-	}
-	binary.BigEndian.PutUint16(uh[6:], check)
+	u := header.UDP(uh)
+	old := u.Checksum()
+	u.SetChecksum(header.UDPChecksumUpdate(old, setPortsMasked(uh, key, mask, old, old != 0)))
 	return nil
 }
 
-// SetSCTPMasked sets the masked bits of the SCTP ports, as the kernel's
+// setSCTPMasked sets the masked bits of the SCTP ports, as the kernel's
 // set_sctp: it computes the CRC32c of the packet (from h.L4 to the end
 // of the frame) before and after the change and stores
 // old checksum XOR old correct CRC XOR new CRC, so that a packet whose
-// checksum was wrong stays wrong. ErrTooShort if the 12-byte common
+// checksum was wrong stays wrong. errTooShort if the 12-byte common
 // header is not all in the frame.
-func SetSCTPMasked(frame []byte, h *Headers, key, mask *PortsKey) error {
-	sh, err := l4Header(frame, h, ProtoSCTP, 12, "sctp")
+func setSCTPMasked(frame []byte, h *pktHeaders, key, mask *PortsKey) error {
+	sh, err := l4Header(frame, h, header.IPProtoSCTP, header.SCTPMinimumSize, "sctp")
 	if err != nil {
 		return err
 	}
-	oldSum := binary.LittleEndian.Uint32(sh[8:])
-	oldCorrect := SCTPChecksum(sh)
-	for i, kv := range [2][2]uint16{{key.Src, mask.Src}, {key.Dst, mask.Dst}} {
-		old := binary.BigEndian.Uint16(sh[2*i:])
-		binary.BigEndian.PutUint16(sh[2*i:], old&^kv[1]|kv[0]&kv[1])
-	}
-	binary.LittleEndian.PutUint32(sh[8:], oldSum^oldCorrect^SCTPChecksum(sh))
+	s := header.SCTP(sh)
+	oldSum, oldCorrect := s.Checksum(), s.CalculateChecksum()
+	setPortsMasked(sh, key, mask, 0, false)
+	s.SetChecksum(oldSum ^ oldCorrect ^ s.CalculateChecksum())
 	return nil
 }
 
-// SetMPLSMasked sets the masked bits of the outermost MPLS label stack
-// entry (at h.L3), as the kernel's set_mpls. ErrWrongProtocol if the
-// frame is not MPLS; ErrTooShort if the label is not in the frame.
-func SetMPLSMasked(frame []byte, h *Headers, lse, mask uint32) error {
-	if h.EthType != EthTypeMPLS && h.EthType != EthTypeMPLSMC {
-		return fmt.Errorf("set(mpls): %w: EtherType %#04x", ErrWrongProtocol, h.EthType)
+// setPortsMasked sets the masked bits of the source and destination
+// ports at the start of the TCP, UDP or SCTP header l4, each only when
+// it changes, and returns the checksum check updated for the changes
+// when csum is true (check unchanged otherwise).
+func setPortsMasked(l4 []byte, key, mask *PortsKey, check uint16, csum bool) uint16 {
+	p := header.Ports(l4)
+	if old := p.Source(); old&^mask.Src|key.Src&mask.Src != old {
+		n := old&^mask.Src | key.Src&mask.Src
+		if csum {
+			check = header.ChecksumUpdate2(check, old, n)
+		}
+		p.SetSource(n)
+	}
+	if old := p.Destination(); old&^mask.Dst|key.Dst&mask.Dst != old {
+		n := old&^mask.Dst | key.Dst&mask.Dst
+		if csum {
+			check = header.ChecksumUpdate2(check, old, n)
+		}
+		p.SetDestination(n)
+	}
+	return check
+}
+
+// setMPLSMasked sets the masked bits of the outermost MPLS label stack
+// entry (at h.L3), as the kernel's set_mpls. errWrongProtocol if the
+// frame is not MPLS; errTooShort if the label is not in the frame.
+func setMPLSMasked(frame []byte, h *pktHeaders, lse, mask uint32) error {
+	if h.EthType != header.EtherTypeMPLS && h.EthType != header.EtherTypeMPLSMC {
+		return fmt.Errorf("set(mpls): %w: EtherType %#04x", errWrongProtocol, h.EthType)
 	}
 	if len(frame) < h.L3+4 {
-		return fmt.Errorf("set(mpls): %w: %d bytes, the label ends at %d", ErrTooShort, len(frame), h.L3+4)
+		return fmt.Errorf("set(mpls): %w: %d bytes, the label ends at %d", errTooShort, len(frame), h.L3+4)
 	}
 	old := binary.BigEndian.Uint32(frame[h.L3:])
 	binary.BigEndian.PutUint32(frame[h.L3:], old&^mask|lse&mask)

@@ -8,148 +8,86 @@ import (
 	"testing"
 
 	"github.com/ovsdp/ovsdp/flowkeys"
+	"github.com/ovsdp/ovsdp/flowkeys/flowkeystest"
+	"github.com/ovsdp/ovsdp/internal/header"
 )
-
-func TestCsumReplaceMatchesRecomputation(t *testing.T) {
-	rng := newRand(t)
-	for i := 0; i < 2000; i++ {
-		n := 2 * (2 + rng.IntN(40))
-		b := make([]byte, n)
-		for j := range b {
-			b[j] = byte(rng.Uint32())
-		}
-		c := refCsum(b)
-		off := 2 * rng.IntN(n/2-1)
-		switch i % 3 {
-		case 0:
-			old := binary.BigEndian.Uint16(b[off:])
-			nw := uint16(rng.Uint32())
-			binary.BigEndian.PutUint16(b[off:], nw)
-			if got, want := CsumReplace2(c, old, nw), refCsum(b); got != want {
-				t.Fatalf("CsumReplace2 %#x -> %#x: got %#04x, recomputed %#04x", old, nw, got, want)
-			}
-		case 1:
-			old := binary.BigEndian.Uint32(b[off:])
-			nw := rng.Uint32()
-			binary.BigEndian.PutUint32(b[off:], nw)
-			if got, want := CsumReplace4(c, old, nw), refCsum(b); got != want {
-				t.Fatalf("CsumReplace4 %#x -> %#x: got %#04x, recomputed %#04x", old, nw, got, want)
-			}
-		case 2:
-			if n < 18 {
-				continue
-			}
-			off = 2 * rng.IntN((n-16)/2+1)
-			var old, nw [16]byte
-			copy(old[:], b[off:])
-			for j := range nw {
-				nw[j] = byte(rng.Uint32())
-			}
-			copy(b[off:], nw[:])
-			if got, want := CsumReplace16(c, &old, &nw), refCsum(b); got != want {
-				t.Fatalf("CsumReplace16: got %#04x, recomputed %#04x", got, want)
-			}
-		}
-		// The full computation agrees with the reference too.
-		if got, want := Csum(CsumPartial(b, 0)), refCsum(b); got != want {
-			t.Fatalf("Csum(CsumPartial) = %#04x, reference %#04x (len %d)", got, want, n)
-		}
-	}
-	// Odd length.
-	b := []byte{1, 2, 3, 4, 5}
-	if got, want := Csum(CsumPartial(b, 0)), refCsum(b); got != want {
-		t.Fatalf("odd length: %#04x, reference %#04x", got, want)
-	}
-}
-
-func TestCsumReplaceUDP(t *testing.T) {
-	if got := CsumReplaceUDP(0, 0x1234); got != 0 {
-		t.Errorf("zero (no) checksum became %#x", got)
-	}
-	if got := CsumReplaceUDP(0x1111, 0); got != 0xffff {
-		t.Errorf("computed 0 stored as %#x, want 0xffff", got)
-	}
-	if got := CsumReplaceUDP(0x1111, 0x2222); got != 0x2222 {
-		t.Errorf("got %#x, want 0x2222", got)
-	}
-}
 
 func TestParseHeaders(t *testing.T) {
 	rng := newRand(t)
-	f := testIPv4(rng, ProtoTCP, 10, 0)
+	f := testIPv4(rng, header.IPProtoTCP, 10, 0)
 	h := mustParse(t, f)
-	if h.EthType != EthTypeIPv4 || h.L3 != 14 || h.L4 != 34 || h.Proto != ProtoTCP || h.Frag != FragNone || h.MACLen != 14 {
+	if h.EthType != header.EtherTypeIPv4 || h.L3 != 14 || h.L4 != 34 || h.Proto != header.IPProtoTCP || h.Frag != header.FragNone || h.MACLen != 14 {
 		t.Errorf("IPv4/TCP: %+v", *h)
 	}
 	// Two VLAN tags.
 	tagged := append(append(append([]byte(nil), f[:12]...), 0x88, 0xa8, 0, 5, 0x81, 0, 0, 7), f[12:]...)
 	h = mustParse(t, tagged)
-	if h.EthType != EthTypeIPv4 || h.L3 != 22 || h.L4 != 42 || h.MACLen != 22 {
+	if h.EthType != header.EtherTypeIPv4 || h.L3 != 22 || h.L4 != 42 || h.MACLen != 22 {
 		t.Errorf("QinQ IPv4: %+v", *h)
 	}
 	// Later fragment: L4 right after the IP header, as the kernel.
-	h = mustParse(t, testIPv4(rng, ProtoUDP, 8, 0x0010))
-	if h.Frag != FragLater || h.L4 != 34 {
+	h = mustParse(t, testIPv4(rng, header.IPProtoUDP, 8, 0x0010))
+	if h.Frag != header.FragLater || h.L4 != 34 {
 		t.Errorf("later fragment: %+v", *h)
 	}
-	h = mustParse(t, testIPv4(rng, ProtoUDP, 8, 0x2000))
-	if h.Frag != FragFirst || h.L4 != 34 {
+	h = mustParse(t, testIPv4(rng, header.IPProtoUDP, 8, 0x2000))
+	if h.Frag != header.FragFirst || h.L4 != 34 {
 		t.Errorf("first fragment: %+v", *h)
 	}
 	// Bad IHL: no L4.
-	bad := testIPv4(rng, ProtoUDP, 8, 0)
+	bad := testIPv4(rng, header.IPProtoUDP, 8, 0)
 	bad[14] = 0x44
 	if h = mustParse(t, bad); h.L4 != -1 {
 		t.Errorf("IHL 4: L4 %d, want -1", h.L4)
 	}
 	// Truncated IPv4.
-	if h = mustParse(t, f[:30]); h.L4 != -1 || h.EthType != EthTypeIPv4 {
+	if h = mustParse(t, f[:30]); h.L4 != -1 || h.EthType != header.EtherTypeIPv4 {
 		t.Errorf("truncated: %+v", *h)
 	}
 	// IPv6 with hop-by-hop, routing (segments left 2), then UDP.
-	hop := []byte{nhHop, 0, 0, 1, 4, 0, 0, 0, 0}
-	rt := []byte{nhRouting, 0, 0, 0, 2, 0, 0, 0, 0}
-	f6 := testIPv6(rng, ProtoUDP, 4, hop, rt)
+	hop := []byte{header.IPProtoHopByHop, 0, 0, 1, 4, 0, 0, 0, 0}
+	rt := []byte{header.IPProtoRouting, 0, 0, 0, 2, 0, 0, 0, 0}
+	f6 := testIPv6(rng, header.IPProtoUDP, 4, hop, rt)
 	h = mustParse(t, f6)
-	if h.EthType != EthTypeIPv6 || h.L4 != 14+40+16 || h.Proto != ProtoUDP || !h.IPv6RoutingActive {
+	if h.EthType != header.EtherTypeIPv6 || h.L4 != 14+40+16 || h.Proto != header.IPProtoUDP || !h.IPv6RoutingActive {
 		t.Errorf("IPv6 ext: %+v", *h)
 	}
 	// IPv6 later fragment.
-	frag := []byte{nhFragment, 0, 0, 0, 0x10, 0, 0, 0, 1}
-	h = mustParse(t, testIPv6(rng, ProtoTCP, 0, frag))
-	if h.Frag != FragLater || h.L4 != -1 || h.Proto != nhFragment {
+	frag := []byte{header.IPProtoFragment, 0, 0, 0, 0x10, 0, 0, 0, 1}
+	h = mustParse(t, testIPv6(rng, header.IPProtoTCP, 0, frag))
+	if h.Frag != header.FragLater || h.L4 != -1 || h.Proto != header.IPProtoFragment {
 		t.Errorf("IPv6 later fragment: %+v", *h)
 	}
 	// IPv6 first fragment.
-	frag = []byte{nhFragment, 0, 0, 0, 0x01, 0, 0, 0, 1}
-	h = mustParse(t, testIPv6(rng, ProtoTCP, 0, frag))
-	if h.Frag != FragFirst || h.L4 != 14+48 || h.Proto != ProtoTCP {
+	frag = []byte{header.IPProtoFragment, 0, 0, 0, 0x01, 0, 0, 0, 1}
+	h = mustParse(t, testIPv6(rng, header.IPProtoTCP, 0, frag))
+	if h.Frag != header.FragFirst || h.L4 != 14+48 || h.Proto != header.IPProtoTCP {
 		t.Errorf("IPv6 first fragment: %+v", *h)
 	}
 	// An extension header claiming more bytes than the frame has: no L4.
-	long := testIPv6(rng, ProtoTCP, 0, []byte{nhDest, 0, 50, 0, 0, 0, 0, 0, 0})
+	long := testIPv6(rng, header.IPProtoTCP, 0, []byte{header.IPProtoDestOpts, 0, 50, 0, 0, 0, 0, 0, 0})
 	if h = mustParse(t, long); h.L4 != -1 {
 		t.Errorf("extension header beyond the frame: L4 %d (frame %d bytes)", h.L4, len(long))
 	}
 	// LLC/SNAP carrying IPv4.
 	snap := append(append(append([]byte(nil), f[:12]...), 0, 60, 0xaa, 0xaa, 3, 0, 0, 0, 0x08, 0x00), f[14:]...)
-	if h = mustParse(t, snap); h.EthType != EthTypeIPv4 || h.L3 != 22 || h.L4 != 42 {
+	if h = mustParse(t, snap); h.EthType != header.EtherTypeIPv4 || h.L3 != 22 || h.L4 != 42 {
 		t.Errorf("SNAP: %+v", *h)
 	}
 	// Plain 802.3 LLC.
 	llc := append(append([]byte(nil), f[:12]...), 0, 10, 0x42, 0x42, 3, 1, 2, 3, 4, 5, 6, 7)
-	if h = mustParse(t, llc); h.EthType != EthType8022 {
+	if h = mustParse(t, llc); h.EthType != header.EtherType8022 {
 		t.Errorf("LLC: %+v", *h)
 	}
-	var hh Headers
-	if err := ParseHeaders(make([]byte, 13), &hh); !errors.Is(err, ErrTooShort) {
-		t.Errorf("13-byte frame: %v, want ErrTooShort", err)
+	var hh pktHeaders
+	if err := parseHeaders(make([]byte, 13), &hh); !errors.Is(err, errTooShort) {
+		t.Errorf("13-byte frame: %v, want errTooShort", err)
 	}
 }
 
 func TestSetIPv4Masked(t *testing.T) {
 	rng := newRand(t)
-	for _, proto := range []uint8{ProtoTCP, ProtoUDP, ProtoSCTP, ProtoICMP} {
+	for _, proto := range []uint8{header.IPProtoTCP, header.IPProtoUDP, header.IPProtoSCTP, header.IPProtoICMP} {
 		for i := 0; i < 50; i++ {
 			f := testIPv4(rng, proto, rng.IntN(40), 0)
 			orig := append([]byte(nil), f...)
@@ -161,7 +99,7 @@ func TestSetIPv4Masked(t *testing.T) {
 			binary.BigEndian.PutUint32(key.Src[:], rng.Uint32()&binary.BigEndian.Uint32(mask.Src[:]))
 			binary.BigEndian.PutUint32(key.Dst[:], rng.Uint32()&binary.BigEndian.Uint32(mask.Dst[:]))
 			key.TOS, key.TTL = byte(rng.Uint32())&mask.TOS, byte(rng.Uint32())&mask.TTL
-			if err := SetIPv4Masked(f, h, &key, &mask); err != nil {
+			if err := setIPv4Masked(f, h, &key, &mask); err != nil {
 				t.Fatal(err)
 			}
 			// Only masked bits changed.
@@ -178,7 +116,7 @@ func TestSetIPv4Masked(t *testing.T) {
 					m = mask.TTL
 				case j == 24 || j == 25: // IP checksum
 					m = 0xff
-				case proto == ProtoTCP && (j == 34+16 || j == 34+17), proto == ProtoUDP && (j == 34+6 || j == 34+7):
+				case proto == header.IPProtoTCP && (j == 34+16 || j == 34+17), proto == header.IPProtoUDP && (j == 34+6 || j == 34+7):
 					m = 0xff
 				}
 				if (f[j]^orig[j])&^m != 0 {
@@ -198,7 +136,7 @@ func TestSetIPv4Masked(t *testing.T) {
 				t.Fatalf("tos %#x, want %#x", got, want)
 			}
 			checkIPv4(t, f, 14)
-			if proto == ProtoSCTP && !bytes.Equal(f[34:], orig[34:]) {
+			if proto == header.IPProtoSCTP && !bytes.Equal(f[34:], orig[34:]) {
 				t.Fatalf("SCTP packet changed by an IPv4 address change")
 			}
 		}
@@ -210,9 +148,9 @@ func TestSetIPv4UDPChecksumRules(t *testing.T) {
 	key := IPv4Key{Src: [4]byte{10, 1, 2, 3}}
 	mask := IPv4Key{Src: [4]byte{0xff, 0xff, 0xff, 0xff}}
 	// Checksum 0 (none) stays 0.
-	f := testIPv4(rng, ProtoUDP, 12, 0)
+	f := testIPv4(rng, header.IPProtoUDP, 12, 0)
 	f[34+6], f[34+7] = 0, 0
-	if err := SetIPv4Masked(f, mustParse(t, f), &key, &mask); err != nil {
+	if err := setIPv4Masked(f, mustParse(t, f), &key, &mask); err != nil {
 		t.Fatal(err)
 	}
 	if c := binary.BigEndian.Uint16(f[34+6:]); c != 0 {
@@ -222,19 +160,19 @@ func TestSetIPv4UDPChecksumRules(t *testing.T) {
 	// A checksum that computes to 0 after the change is stored as 0xffff:
 	// build the packet as it will be after the change, tune a payload word
 	// so that its checksum is 0, then put the old address back.
-	f = testIPv4(rng, ProtoUDP, 12, 0)
+	f = testIPv4(rng, header.IPProtoUDP, 12, 0)
 	old := append([]byte(nil), f[26:30]...)
 	copy(f[26:30], key.Src[:])
 	f[34+6], f[34+7] = 0, 0
 	f[34+8], f[34+9] = 0, 0
 	ip := f[14:]
 	seg := ip[20:]
-	ph := append(append(append([]byte(nil), ip[12:20]...), 0, ProtoUDP), byte(len(seg)>>8), byte(len(seg)))
+	ph := append(append(append([]byte(nil), ip[12:20]...), 0, header.IPProtoUDP), byte(len(seg)>>8), byte(len(seg)))
 	s := refSum(refSum(0, ph), seg)
 	binary.BigEndian.PutUint16(f[34+8:], 0xffff-uint16(s)) // sum becomes 0xffff: checksum 0
 	copy(f[26:30], old)
 	fixIPv4(f, 14)
-	if err := SetIPv4Masked(f, mustParse(t, f), &key, &mask); err != nil {
+	if err := setIPv4Masked(f, mustParse(t, f), &key, &mask); err != nil {
 		t.Fatal(err)
 	}
 	if c := binary.BigEndian.Uint16(f[34+6:]); c != 0xffff {
@@ -248,15 +186,15 @@ func TestSetIPv4Fragments(t *testing.T) {
 	key := IPv4Key{Dst: [4]byte{192, 0, 2, 1}}
 	mask := IPv4Key{Dst: [4]byte{0xff, 0xff, 0xff, 0xff}}
 	// First fragment: L4 checksum updated (the header is there).
-	f := testIPv4(rng, ProtoTCP, 20, 0x2000)
-	if err := SetIPv4Masked(f, mustParse(t, f), &key, &mask); err != nil {
+	f := testIPv4(rng, header.IPProtoTCP, 20, 0x2000)
+	if err := setIPv4Masked(f, mustParse(t, f), &key, &mask); err != nil {
 		t.Fatal(err)
 	}
 	checkIPv4(t, f, 14)
 	// Later fragment: the "L4 checksum" bytes are payload and stay.
-	f = testIPv4(rng, ProtoTCP, 20, 0x0008)
+	f = testIPv4(rng, header.IPProtoTCP, 20, 0x0008)
 	before := append([]byte(nil), f[34:]...)
-	if err := SetIPv4Masked(f, mustParse(t, f), &key, &mask); err != nil {
+	if err := setIPv4Masked(f, mustParse(t, f), &key, &mask); err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(before, f[34:]) {
@@ -264,9 +202,9 @@ func TestSetIPv4Fragments(t *testing.T) {
 	}
 	checkIPv4(t, f, 14)
 	// Truncated TCP header: IP checksum updated, L4 left alone.
-	f = testIPv4(rng, ProtoTCP, 0, 0)[:34+12]
+	f = testIPv4(rng, header.IPProtoTCP, 0, 0)[:34+12]
 	before = append([]byte(nil), f[34:]...)
-	if err := SetIPv4Masked(f, mustParse(t, f), &key, &mask); err != nil {
+	if err := setIPv4Masked(f, mustParse(t, f), &key, &mask); err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(before, f[34:]) {
@@ -279,33 +217,33 @@ func TestSetIPv4Fragments(t *testing.T) {
 
 func TestSetIPv4Errors(t *testing.T) {
 	rng := newRand(t)
-	f := testIPv4(rng, ProtoUDP, 0, 0)
+	f := testIPv4(rng, header.IPProtoUDP, 0, 0)
 	h := mustParse(t, f)
 	var key IPv4Key
-	if err := SetIPv4Masked(f, h, &key, &IPv4Key{Proto: 0xff}); !errors.Is(err, ErrNotSettable) {
-		t.Errorf("proto mask: %v, want ErrNotSettable", err)
+	if err := setIPv4Masked(f, h, &key, &IPv4Key{Proto: 0xff}); !errors.Is(err, errNotSettable) {
+		t.Errorf("proto mask: %v, want errNotSettable", err)
 	}
-	if err := SetIPv4Masked(f, h, &key, &IPv4Key{Frag: 0xff}); !errors.Is(err, ErrNotSettable) {
-		t.Errorf("frag mask: %v, want ErrNotSettable", err)
+	if err := setIPv4Masked(f, h, &key, &IPv4Key{Frag: 0xff}); !errors.Is(err, errNotSettable) {
+		t.Errorf("frag mask: %v, want errNotSettable", err)
 	}
 	short := f[:14+19]
 	hs := mustParse(t, short)
-	if err := SetIPv4Masked(short, hs, &key, &IPv4Key{TTL: 0xff}); !errors.Is(err, ErrTooShort) {
-		t.Errorf("19-byte IPv4 header: %v, want ErrTooShort", err)
+	if err := setIPv4Masked(short, hs, &key, &IPv4Key{TTL: 0xff}); !errors.Is(err, errTooShort) {
+		t.Errorf("19-byte IPv4 header: %v, want errTooShort", err)
 	}
 	arp := append([]byte(nil), f...)
-	binary.BigEndian.PutUint16(arp[12:], EthTypeARP)
-	if err := SetIPv4Masked(arp, mustParse(t, arp), &key, &IPv4Key{TTL: 0xff}); !errors.Is(err, ErrWrongProtocol) {
-		t.Errorf("ARP frame: %v, want ErrWrongProtocol", err)
+	binary.BigEndian.PutUint16(arp[12:], header.EtherTypeARP)
+	if err := setIPv4Masked(arp, mustParse(t, arp), &key, &IPv4Key{TTL: 0xff}); !errors.Is(err, errWrongProtocol) {
+		t.Errorf("ARP frame: %v, want errWrongProtocol", err)
 	}
 }
 
 func TestSetIPv6Masked(t *testing.T) {
 	rng := newRand(t)
-	hop := []byte{nhHop, 0, 0, 1, 4, 0, 0, 0, 0}
-	rtActive := []byte{nhRouting, 0, 0, 0, 3, 0, 0, 0, 0}
-	rtDone := []byte{nhRouting, 0, 0, 0, 0, 0, 0, 0, 0}
-	for _, proto := range []uint8{ProtoTCP, ProtoUDP, ProtoICMPv6, ProtoSCTP} {
+	hop := []byte{header.IPProtoHopByHop, 0, 0, 1, 4, 0, 0, 0, 0}
+	rtActive := []byte{header.IPProtoRouting, 0, 0, 0, 3, 0, 0, 0, 0}
+	rtDone := []byte{header.IPProtoRouting, 0, 0, 0, 0, 0, 0, 0, 0}
+	for _, proto := range []uint8{header.IPProtoTCP, header.IPProtoUDP, header.IPProtoICMPv6, header.IPProtoSCTP} {
 		for _, ext := range [][][]byte{nil, {hop}, {hop, rtDone}, {rtActive}} {
 			for i := 0; i < 20; i++ {
 				f := testIPv6(rng, proto, rng.IntN(30), ext...)
@@ -320,7 +258,7 @@ func TestSetIPv6Masked(t *testing.T) {
 				key.Label = rng.Uint32() & mask.Label
 				mask.TClass, mask.HLimit = byte(rng.Uint32()), byte(rng.Uint32())
 				key.TClass, key.HLimit = byte(rng.Uint32())&mask.TClass, byte(rng.Uint32())&mask.HLimit
-				if err := SetIPv6Masked(f, h, &key, &mask); err != nil {
+				if err := setIPv6Masked(f, h, &key, &mask); err != nil {
 					t.Fatal(err)
 				}
 				ip, oip := f[14:], orig[14:]
@@ -348,26 +286,26 @@ func TestSetIPv6Masked(t *testing.T) {
 				} else {
 					checkIPv6(t, f, 14, h.L4, proto)
 				}
-				if proto == ProtoSCTP && !bytes.Equal(f[h.L4:], orig[h.L4:]) {
+				if proto == header.IPProtoSCTP && !bytes.Equal(f[h.L4:], orig[h.L4:]) {
 					t.Fatalf("SCTP changed by an address change")
 				}
 			}
 		}
 	}
-	f := testIPv6(rng, ProtoUDP, 0)
+	f := testIPv6(rng, header.IPProtoUDP, 0)
 	h := mustParse(t, f)
-	if err := SetIPv6Masked(f, h, &IPv6Key{}, &IPv6Key{Label: 0x100000}); !errors.Is(err, ErrNotSettable) {
+	if err := setIPv6Masked(f, h, &IPv6Key{}, &IPv6Key{Label: 0x100000}); !errors.Is(err, errNotSettable) {
 		t.Errorf("label mask beyond 20 bits: %v", err)
 	}
-	if err := SetIPv6Masked(f[:14+39], h, &IPv6Key{}, &IPv6Key{HLimit: 1}); !errors.Is(err, ErrTooShort) {
+	if err := setIPv6Masked(f[:14+39], h, &IPv6Key{}, &IPv6Key{HLimit: 1}); !errors.Is(err, errTooShort) {
 		t.Errorf("short: %v", err)
 	}
 }
 
 func TestSetPorts(t *testing.T) {
 	rng := newRand(t)
-	set := map[uint8]func([]byte, *Headers, *PortsKey, *PortsKey) error{
-		ProtoTCP: SetTCPMasked, ProtoUDP: SetUDPMasked, ProtoSCTP: SetSCTPMasked,
+	set := map[uint8]func([]byte, *pktHeaders, *PortsKey, *PortsKey) error{
+		header.IPProtoTCP: setTCPMasked, header.IPProtoUDP: setUDPMasked, header.IPProtoSCTP: setSCTPMasked,
 	}
 	for proto, fn := range set {
 		for i := 0; i < 100; i++ {
@@ -398,30 +336,30 @@ func TestSetPorts(t *testing.T) {
 		}
 	}
 	// SCTP: a wrong checksum stays wrong by the same error.
-	f := testIPv4(rng, ProtoSCTP, 16, 0)
+	f := testIPv4(rng, header.IPProtoSCTP, 16, 0)
 	f[34+8] ^= 0x5a
-	if err := SetSCTPMasked(f, mustParse(t, f), &PortsKey{Src: 99}, &PortsKey{Src: 0xffff}); err != nil {
+	if err := setSCTPMasked(f, mustParse(t, f), &PortsKey{Src: 99}, &PortsKey{Src: 0xffff}); err != nil {
 		t.Fatal(err)
 	}
 	if got, want := binary.LittleEndian.Uint32(f[34+8:]), refSCTPCheck(f[34:])^0x5a; got != want {
 		t.Errorf("SCTP bad checksum carried as %#x, want %#x", got, want)
 	}
 	// UDP without checksum stays without.
-	f = testIPv4(rng, ProtoUDP, 4, 0)
+	f = testIPv4(rng, header.IPProtoUDP, 4, 0)
 	f[34+6], f[34+7] = 0, 0
-	if err := SetUDPMasked(f, mustParse(t, f), &PortsKey{Src: 1, Dst: 2}, &PortsKey{0xffff, 0xffff}); err != nil {
+	if err := setUDPMasked(f, mustParse(t, f), &PortsKey{Src: 1, Dst: 2}, &PortsKey{0xffff, 0xffff}); err != nil {
 		t.Fatal(err)
 	}
 	if f[34+6]|f[34+7] != 0 || binary.BigEndian.Uint16(f[34:]) != 1 || binary.BigEndian.Uint16(f[36:]) != 2 {
 		t.Errorf("UDP without checksum: % x", f[34:42])
 	}
 	// Wrong protocol and short headers.
-	f = testIPv4(rng, ProtoUDP, 0, 0)
-	if err := SetTCPMasked(f, mustParse(t, f), &PortsKey{}, &PortsKey{Src: 1}); !errors.Is(err, ErrWrongProtocol) {
+	f = testIPv4(rng, header.IPProtoUDP, 0, 0)
+	if err := setTCPMasked(f, mustParse(t, f), &PortsKey{}, &PortsKey{Src: 1}); !errors.Is(err, errWrongProtocol) {
 		t.Errorf("set(tcp) on UDP: %v", err)
 	}
-	f = testIPv4(rng, ProtoTCP, 0, 0)[:34+19]
-	if err := SetTCPMasked(f, mustParse(t, f), &PortsKey{}, &PortsKey{Src: 1}); !errors.Is(err, ErrTooShort) {
+	f = testIPv4(rng, header.IPProtoTCP, 0, 0)[:34+19]
+	if err := setTCPMasked(f, mustParse(t, f), &PortsKey{}, &PortsKey{Src: 1}); !errors.Is(err, errTooShort) {
 		t.Errorf("19-byte TCP header: %v", err)
 	}
 }
@@ -430,18 +368,18 @@ func TestSetEthernetAndMPLS(t *testing.T) {
 	f := []byte{1, 2, 3, 4, 5, 6, 11, 12, 13, 14, 15, 16, 0x88, 0x47, 0x12, 0x34, 0x51, 0x40}
 	key := EthernetKey{Dst: [6]byte{0xa0, 0, 0, 0, 0, 0xb0}, Src: [6]byte{0, 0, 0, 0, 0, 0x0f}}
 	mask := EthernetKey{Dst: [6]byte{0xf0, 0, 0, 0, 0, 0xff}, Src: [6]byte{0, 0, 0, 0, 0, 0x0f}}
-	if err := SetEthernetMasked(f, &key, &mask); err != nil {
+	if err := setEthernetMasked(f, &key, &mask); err != nil {
 		t.Fatal(err)
 	}
 	want := []byte{0xa1, 2, 3, 4, 5, 0xb0, 11, 12, 13, 14, 15, 0x1f}
 	if !bytes.Equal(f[:12], want) {
 		t.Errorf("eth: % x, want % x", f[:12], want)
 	}
-	if err := SetEthernetMasked(f[:13], &key, &mask); !errors.Is(err, ErrTooShort) {
+	if err := setEthernetMasked(f[:13], &key, &mask); !errors.Is(err, errTooShort) {
 		t.Errorf("13 bytes: %v", err)
 	}
 	h := mustParse(t, f)
-	if err := SetMPLSMasked(f, h, 0xabcde000, 0xfffff000); err != nil {
+	if err := setMPLSMasked(f, h, 0xabcde000, 0xfffff000); err != nil {
 		t.Fatal(err)
 	}
 	if got := binary.BigEndian.Uint32(f[14:]); got != 0xabcde140 {
@@ -451,110 +389,110 @@ func TestSetEthernetAndMPLS(t *testing.T) {
 
 func TestVLANPushPop(t *testing.T) {
 	rng := newRand(t)
-	pkt := testIPv4(rng, ProtoUDP, 10, 0)
+	pkt := testIPv4(rng, header.IPProtoUDP, 10, 0)
 	buf := make([]byte, DefaultHeadroom+len(pkt)+8)
 	copy(buf[DefaultHeadroom:], pkt)
-	f := Frame{Buf: buf, Off: DefaultHeadroom, Len: len(pkt)}
-	if err := PushVLAN(&f, EthTypeVLAN, 0x1064); err != nil {
+	f := frameBuf{Buf: buf, Off: DefaultHeadroom, Len: len(pkt)}
+	if err := pushVLAN(&f, header.EtherTypeVLAN, 0x1064); err != nil {
 		t.Fatal(err)
 	}
-	if err := PushVLAN(&f, EthTypeQinQ, 0x2005); err != nil {
+	if err := pushVLAN(&f, header.EtherTypeQinQ, 0x2005); err != nil {
 		t.Fatal(err)
 	}
 	want := append(append(append([]byte(nil), pkt[:12]...), 0x88, 0xa8, 0x20, 0x05, 0x81, 0x00, 0x00, 0x64), pkt[12:]...)
 	if !bytes.Equal(f.Bytes(), want) {
 		t.Fatalf("after two pushes:\n% x\nwant\n% x", f.Bytes(), want)
 	}
-	if SkbProtocol(f.Bytes()) != EthTypeVLAN || SkbLen(f.Bytes()) != len(pkt)+4 {
-		t.Errorf("SkbProtocol %#x SkbLen %d", SkbProtocol(f.Bytes()), SkbLen(f.Bytes()))
+	if skbProtocol(f.Bytes()) != header.EtherTypeVLAN || skbLen(f.Bytes()) != len(pkt)+4 {
+		t.Errorf("skbProtocol %#x skbLen %d", skbProtocol(f.Bytes()), skbLen(f.Bytes()))
 	}
 	for i := 0; i < 2; i++ {
-		if err := PopVLAN(&f); err != nil {
+		if err := popVLAN(&f); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if !bytes.Equal(f.Bytes(), pkt) || f.Off != DefaultHeadroom {
 		t.Fatalf("after pops: off %d\n% x", f.Off, f.Bytes())
 	}
-	if err := PopVLAN(&f); err != nil || !bytes.Equal(f.Bytes(), pkt) {
+	if err := popVLAN(&f); err != nil || !bytes.Equal(f.Bytes(), pkt) {
 		t.Fatalf("pop on untagged: %v", err)
 	}
-	g := Frame{Buf: buf, Off: 2, Len: 20}
-	if err := PushVLAN(&g, EthTypeVLAN, 1); !errors.Is(err, ErrNoHeadroom) {
+	g := frameBuf{Buf: buf, Off: 2, Len: 20}
+	if err := pushVLAN(&g, header.EtherTypeVLAN, 1); !errors.Is(err, errNoHeadroom) {
 		t.Errorf("2 bytes headroom: %v", err)
 	}
-	g = Frame{Buf: []byte{0, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 0x81, 0, 0}, Off: 4, Len: 15}
-	if err := PopVLAN(&g); !errors.Is(err, ErrTooShort) {
+	g = frameBuf{Buf: []byte{0, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 0x81, 0, 0}, Off: 4, Len: 15}
+	if err := popVLAN(&g); !errors.Is(err, errTooShort) {
 		t.Errorf("short tagged: %v", err)
 	}
-	g = Frame{Buf: buf, Off: 10, Len: len(buf)}
-	if err := PopVLAN(&g); !errors.Is(err, ErrBadFrame) {
+	g = frameBuf{Buf: buf, Off: 10, Len: len(buf)}
+	if err := popVLAN(&g); !errors.Is(err, errBadFrame) {
 		t.Errorf("bad bounds: %v", err)
 	}
 }
 
 func TestMPLSPushPop(t *testing.T) {
 	rng := newRand(t)
-	pkt := testIPv4(rng, ProtoTCP, 6, 0)
+	pkt := testIPv4(rng, header.IPProtoTCP, 6, 0)
 	buf := make([]byte, DefaultHeadroom+len(pkt)+8)
 	copy(buf[DefaultHeadroom:], pkt)
-	f := Frame{Buf: buf, Off: DefaultHeadroom, Len: len(pkt)}
-	if err := PushMPLS(&f, mustParse(t, f.Bytes()), 0x00011140, EthTypeMPLS); err != nil {
+	f := frameBuf{Buf: buf, Off: DefaultHeadroom, Len: len(pkt)}
+	if err := pushMPLS(&f, mustParse(t, f.Bytes()), 0x00011140, header.EtherTypeMPLS); err != nil {
 		t.Fatal(err)
 	}
-	if err := PushMPLS(&f, mustParse(t, f.Bytes()), 0x00022040, EthTypeMPLS); err != nil {
+	if err := pushMPLS(&f, mustParse(t, f.Bytes()), 0x00022040, header.EtherTypeMPLS); err != nil {
 		t.Fatal(err)
 	}
 	want := append(append(append([]byte(nil), pkt[:12]...), 0x88, 0x47, 0, 2, 0x20, 0x40, 0, 1, 0x11, 0x40), pkt[14:]...)
 	if !bytes.Equal(f.Bytes(), want) {
 		t.Fatalf("after pushes:\n% x\nwant\n% x", f.Bytes(), want)
 	}
-	if err := PopMPLS(&f, mustParse(t, f.Bytes()), EthTypeMPLS); err != nil {
+	if err := popMPLS(&f, mustParse(t, f.Bytes()), header.EtherTypeMPLS); err != nil {
 		t.Fatal(err)
 	}
-	if err := PopMPLS(&f, mustParse(t, f.Bytes()), EthTypeIPv4); err != nil {
+	if err := popMPLS(&f, mustParse(t, f.Bytes()), header.EtherTypeIPv4); err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(f.Bytes(), pkt) {
 		t.Fatalf("after pops:\n% x\nwant\n% x", f.Bytes(), pkt)
 	}
 	// Not MPLS: pop does nothing.
-	if err := PopMPLS(&f, mustParse(t, f.Bytes()), EthTypeIPv4); err != nil || !bytes.Equal(f.Bytes(), pkt) {
+	if err := popMPLS(&f, mustParse(t, f.Bytes()), header.EtherTypeIPv4); err != nil || !bytes.Equal(f.Bytes(), pkt) {
 		t.Fatalf("pop on IPv4: %v", err)
 	}
 	// With a VLAN tag, the label goes after it.
-	if err := PushVLAN(&f, EthTypeVLAN, 7); err != nil {
+	if err := pushVLAN(&f, header.EtherTypeVLAN, 7); err != nil {
 		t.Fatal(err)
 	}
-	if err := PushMPLS(&f, mustParse(t, f.Bytes()), 0x12345140, EthTypeMPLSMC); err != nil {
+	if err := pushMPLS(&f, mustParse(t, f.Bytes()), 0x12345140, header.EtherTypeMPLSMC); err != nil {
 		t.Fatal(err)
 	}
 	b := f.Bytes()
-	if binary.BigEndian.Uint16(b[12:]) != EthTypeVLAN || binary.BigEndian.Uint16(b[16:]) != EthTypeMPLSMC || binary.BigEndian.Uint32(b[18:]) != 0x12345140 || !bytes.Equal(b[22:], pkt[14:]) {
+	if binary.BigEndian.Uint16(b[12:]) != header.EtherTypeVLAN || binary.BigEndian.Uint16(b[16:]) != header.EtherTypeMPLSMC || binary.BigEndian.Uint32(b[18:]) != 0x12345140 || !bytes.Equal(b[22:], pkt[14:]) {
 		t.Fatalf("push_mpls on tagged: % x", b[:26])
 	}
-	if err := PushMPLS(&f, mustParse(t, f.Bytes()), 1, EthTypeIPv4); !errors.Is(err, ErrNotSettable) {
+	if err := pushMPLS(&f, mustParse(t, f.Bytes()), 1, header.EtherTypeIPv4); !errors.Is(err, errNotSettable) {
 		t.Errorf("non-MPLS ethertype: %v", err)
 	}
 }
 
 func TestTruncLen(t *testing.T) {
 	f := make([]byte, 100)
-	binary.BigEndian.PutUint16(f[12:], EthTypeIPv4)
+	binary.BigEndian.PutUint16(f[12:], header.EtherTypeIPv4)
 	for _, c := range []struct {
 		max  uint32
 		want int
 	}{{200, 100}, {100, 100}, {60, 60}, {5, 14}, {0, 14}} {
-		if got := TruncLen(f, c.max); got != c.want {
+		if got := truncLen(f, c.max); got != c.want {
 			t.Errorf("untagged trunc(%d) = %d, want %d", c.max, got, c.want)
 		}
 	}
-	binary.BigEndian.PutUint16(f[12:], EthTypeVLAN)
+	binary.BigEndian.PutUint16(f[12:], header.EtherTypeVLAN)
 	for _, c := range []struct {
 		max  uint32
 		want int
 	}{{96, 100}, {95, 99}, {60, 64}, {5, 18}} {
-		if got := TruncLen(f, c.max); got != c.want {
+		if got := truncLen(f, c.max); got != c.want {
 			t.Errorf("tagged trunc(%d) = %d, want %d", c.max, got, c.want)
 		}
 	}
@@ -562,10 +500,10 @@ func TestTruncLen(t *testing.T) {
 
 func TestDecTTL(t *testing.T) {
 	rng := newRand(t)
-	f := testIPv4(rng, ProtoUDP, 8, 0)
+	f := testIPv4(rng, header.IPProtoUDP, 8, 0)
 	f[22] = 64
 	fixIPv4(f, 14)
-	exp, err := DecTTL(f, mustParse(t, f))
+	exp, err := decTTLHeaders(f, mustParse(t, f))
 	if err != nil || exp || f[22] != 63 {
 		t.Fatalf("dec_ttl: expired %v err %v ttl %d", exp, err, f[22])
 	}
@@ -574,36 +512,36 @@ func TestDecTTL(t *testing.T) {
 		f[22] = ttl
 		fixIPv4(f, 14)
 		before := append([]byte(nil), f...)
-		exp, err = DecTTL(f, mustParse(t, f))
+		exp, err = decTTLHeaders(f, mustParse(t, f))
 		if err != nil || !exp || !bytes.Equal(f, before) {
 			t.Fatalf("ttl %d: expired %v err %v, changed %v", ttl, exp, err, !bytes.Equal(f, before))
 		}
 	}
-	f6 := testIPv6(rng, ProtoUDP, 0)
+	f6 := testIPv6(rng, header.IPProtoUDP, 0)
 	f6[14+7] = 2
-	exp, err = DecTTL(f6, mustParse(t, f6))
+	exp, err = decTTLHeaders(f6, mustParse(t, f6))
 	if err != nil || exp || f6[14+7] != 1 {
 		t.Fatalf("ipv6: %v %v %d", exp, err, f6[14+7])
 	}
-	if exp, _ = DecTTL(f6, mustParse(t, f6)); !exp {
+	if exp, _ = decTTLHeaders(f6, mustParse(t, f6)); !exp {
 		t.Fatal("hop limit 1 did not expire")
 	}
 	// One VLAN tag (the kernel's accelerated tag): decremented.
 	tagged := append(append(append([]byte(nil), f[:12]...), 0x81, 0, 0, 5), f[12:]...)
 	tagged[26] = 9
 	fixIPv4(tagged, 18)
-	if _, err = DecTTL(tagged, mustParse(t, tagged)); err != nil || tagged[26] != 8 {
+	if _, err = decTTLHeaders(tagged, mustParse(t, tagged)); err != nil || tagged[26] != 8 {
 		t.Fatalf("tagged: %v ttl %d", err, tagged[26])
 	}
 	checkIPv4(t, tagged, 18)
 	// Two tags: skb->protocol is 0x8100 in the kernel, nothing happens.
 	qinq := append(append(append([]byte(nil), tagged[:12]...), 0x88, 0xa8, 0, 1), tagged[12:]...)
 	before := append([]byte(nil), qinq...)
-	if exp, err = DecTTL(qinq, mustParse(t, qinq)); err != nil || exp || !bytes.Equal(qinq, before) {
+	if exp, err = decTTLHeaders(qinq, mustParse(t, qinq)); err != nil || exp || !bytes.Equal(qinq, before) {
 		t.Fatalf("QinQ: %v %v changed %v", exp, err, !bytes.Equal(qinq, before))
 	}
 	short := f[:30]
-	if _, err = DecTTL(short, mustParse(t, short)); !errors.Is(err, ErrTooShort) {
+	if _, err = decTTLHeaders(short, mustParse(t, short)); !errors.Is(err, errTooShort) {
 		t.Errorf("short: %v", err)
 	}
 }
@@ -628,7 +566,7 @@ func TestDecIPv4TTLIsCsumReplace2(t *testing.T) {
 				}
 				break
 			}
-			want := CsumReplace2(uint16(csum), uint16(ttl)<<8|17, uint16(ttl-1)<<8|17)
+			want := header.ChecksumUpdate2(uint16(csum), uint16(ttl)<<8|17, uint16(ttl-1)<<8|17)
 			if got := binary.BigEndian.Uint16(ip[10:]); ip[8] != byte(ttl-1) || got != want {
 				t.Fatalf("ttl %d csum %#04x: ttl %d csum %#04x, want %d %#04x", ttl, csum, ip[8], got, ttl-1, want)
 			}
@@ -640,14 +578,14 @@ func TestDecIPv4TTLIsCsumReplace2(t *testing.T) {
 // every length around their limits.
 func l2Corpus() [][]byte {
 	rng := rand.New(rand.NewPCG(7, 8))
-	base := testIPv4(rng, ProtoUDP, 4, 0)
+	base := testIPv4(rng, header.IPProtoUDP, 4, 0)
 	var out [][]byte
 	heads := [][]byte{
 		snapFrame(base, 3), snapFrame(base, 0x54),
-		vlanFrame(snapFrame(base, 3), [2]uint16{EthTypeVLAN, 5}),
-		vlanFrame(snapFrame(base, 3), [2]uint16{EthTypeQinQ, 5}, [2]uint16{EthTypeVLAN, 6}),
-		vlanFrame(base, [2]uint16{EthTypeVLAN, 5}),
-		vlanFrame(base, [2]uint16{EthTypeQinQ, 5}, [2]uint16{EthTypeVLAN, 6}, [2]uint16{EthTypeVLAN, 7}),
+		vlanFrame(snapFrame(base, 3), [2]uint16{header.EtherTypeVLAN, 5}),
+		vlanFrame(snapFrame(base, 3), [2]uint16{header.EtherTypeQinQ, 5}, [2]uint16{header.EtherTypeVLAN, 6}),
+		vlanFrame(base, [2]uint16{header.EtherTypeVLAN, 5}),
+		vlanFrame(base, [2]uint16{header.EtherTypeQinQ, 5}, [2]uint16{header.EtherTypeVLAN, 6}, [2]uint16{header.EtherTypeVLAN, 7}),
 	}
 	// SNAP with a non-zero OUI, other SAPs, a SNAP type below 0x600,
 	// Novell raw 802.3.
@@ -667,30 +605,40 @@ func l2Corpus() [][]byte {
 	return out
 }
 
-// checkParseMatchesExtract fails unless ParseHeaders puts the network
+// checkParseMatchesExtract fails unless parseHeaders puts the network
 // header and EtherType where flowkeys.Extract finds them, and
-// Headers.Protocol is the skb->protocol key extraction leaves.
+// pktHeaders.Protocol is the skb->protocol key extraction leaves.
 func checkParseMatchesExtract(t *testing.T, frame []byte) {
 	t.Helper()
 	var k flowkeys.Key
 	if err := flowkeys.Extract(frame, &flowkeys.Metadata{InPort: 1}, &k); err != nil {
 		return
 	}
-	var h Headers
-	if err := ParseHeaders(frame, &h); err != nil {
-		t.Fatalf("ParseHeaders fails where Extract succeeds: %v\n% x", err, frame)
+	var h pktHeaders
+	if err := parseHeaders(frame, &h); err != nil {
+		t.Fatalf("parseHeaders fails where Extract succeeds: %v\n% x", err, frame)
 	}
-	if h.EthType != k.EthType || h.Protocol != keyProtocol(&k) || SkbProtocol(frame) != h.Protocol {
-		t.Fatalf("EtherType %#04x protocol %#04x (SkbProtocol %#04x), Extract: eth_type %#04x protocol %#04x\n% x",
-			h.EthType, h.Protocol, SkbProtocol(frame), k.EthType, keyProtocol(&k), frame)
+	if h.EthType != k.EthType || h.Protocol != keyProtocol(&k) || skbProtocol(frame) != h.Protocol {
+		t.Fatalf("EtherType %#04x protocol %#04x (skbProtocol %#04x), Extract: eth_type %#04x protocol %#04x\n% x",
+			h.EthType, h.Protocol, skbProtocol(frame), k.EthType, keyProtocol(&k), frame)
+	}
+	// The fragment type and the transport protocol are the key's: a
+	// later fragment is one for both, and where parseHeaders found a
+	// transport header, Extract read the same protocol.
+	if (k.IPFrag == header.FragLater) != (h.Frag == header.FragLater) && k.EthType == h.EthType &&
+		(k.EthType == header.EtherTypeIPv4 || k.EthType == header.EtherTypeIPv6) && !(h.Frag == header.FragLater && k.IPProto == header.IPProtoNoNext) {
+		t.Fatalf("fragment type %d, Extract's %d\n% x", h.Frag, k.IPFrag, frame)
+	}
+	if h.L4 >= 0 && (h.Proto != k.IPProto || h.Frag != k.IPFrag) {
+		t.Fatalf("transport protocol %d fragment type %d, Extract's %d and %d\n% x", h.Proto, h.Frag, k.IPProto, k.IPFrag, frame)
 	}
 	switch {
-	case k.EthType == EthTypeIPv4 && k.IPProto != 0:
+	case k.EthType == header.EtherTypeIPv4 && k.IPProto != 0:
 		// Extract read the IPv4 header: it is at h.L3.
 		if h.L4 < 0 || !bytes.Equal(frame[h.L3+12:h.L3+16], k.IPv4Src[:]) || frame[h.L3+9] != k.IPProto || frame[h.L3+8] != k.IPTTL {
 			t.Fatalf("IPv4 header at %d (L4 %d) is not the one Extract read (src %v proto %d)\n% x", h.L3, h.L4, k.IPv4Src, k.IPProto, frame)
 		}
-	case k.EthType == EthTypeIPv6 && len(frame) >= h.L3+40:
+	case k.EthType == header.EtherTypeIPv6 && len(frame) >= h.L3+40:
 		if !bytes.Equal(frame[h.L3+8:h.L3+24], k.IPv6Src[:]) || frame[h.L3+7] != k.IPTTL {
 			t.Fatalf("IPv6 header at %d is not the one Extract read\n% x", h.L3, frame)
 		}
@@ -702,7 +650,7 @@ func TestParseHeadersMatchesExtract(t *testing.T) {
 	for _, f := range c {
 		checkParseMatchesExtract(t, f)
 	}
-	t.Logf("%d frames: ParseHeaders and flowkeys.Extract agree", len(c))
+	t.Logf("%d frames: parseHeaders and flowkeys.Extract agree", len(c))
 }
 
 // FuzzParseHeadersMatchesExtract checks on arbitrary frames that the
@@ -717,4 +665,19 @@ func FuzzParseHeadersMatchesExtract(f *testing.F) {
 	f.Fuzz(func(t *testing.T, frame []byte) {
 		checkParseMatchesExtract(t, frame)
 	})
+}
+
+// TestParseHeadersMatchesExtractCorpus runs the same check over the
+// flowkeys corpus (IPv6 extension-header chains, fragments, ND, ...)
+// cut at every length: the two parsers share one IPv6 extension-header
+// walk, so a truncated fragment header is a fragment for both.
+func TestParseHeadersMatchesExtractCorpus(t *testing.T) {
+	n := 0
+	for _, p := range flowkeystest.Corpus() {
+		for l := 14; l <= len(p.Data); l++ {
+			checkParseMatchesExtract(t, p.Data[:l])
+			n++
+		}
+	}
+	t.Logf("%d frames: parseHeaders and flowkeys.Extract agree", n)
 }

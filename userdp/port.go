@@ -14,7 +14,7 @@ import (
 // buf[offset:offset+size], where offset (normally DefaultHeadroom) leaves
 // room in front of the frame so that pushing VLAN tags or MPLS labels moves
 // only the header bytes into the headroom instead of copying the frame (see
-// Frame). Ports never keep a reference to a buffer after ReadBatch or
+// frameBuf). Ports never keep a reference to a buffer after ReadBatch or
 // WriteBatch returns.
 
 // DefaultHeadroom is the number of bytes the datapath reserves in front of

@@ -9,6 +9,8 @@ import (
 
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
+
+	"github.com/ovsdp/ovsdp/internal/header"
 )
 
 // Transmitting the outer VLAN tag out of band.
@@ -101,9 +103,9 @@ const (
 func vlanTxProgram() []bpfInsn {
 	// skb->protocol holds the big-endian EtherType as stored in memory.
 	var be [2]byte
-	binary.BigEndian.PutUint16(be[:], EthTypeVLAN)
+	binary.BigEndian.PutUint16(be[:], header.EtherTypeVLAN)
 	q := int32(binary.NativeEndian.Uint16(be[:]))
-	binary.BigEndian.PutUint16(be[:], EthTypeQinQ)
+	binary.BigEndian.PutUint16(be[:], header.EtherTypeQinQ)
 	ad := int32(binary.NativeEndian.Uint16(be[:]))
 	const r0, r1, r2, r3, r4, r6, r7, r8, r9, r10 = 0, 1, 2, 3, 4, 6, 7, 8, 9, 10
 	p := []bpfInsn{

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
@@ -10,6 +9,7 @@ import (
 	"github.com/google/gopacket/layers"
 
 	"github.com/ovsdp/ovsdp/flowkeys"
+	"github.com/ovsdp/ovsdp/internal/header"
 )
 
 // composePacket builds the packet that an exact flow key describes (the
@@ -41,7 +41,7 @@ func composePacket(k *flowkeys.Key) ([]byte, error) {
 		}
 		tpid := tag[0]
 		if tpid == 0 {
-			tpid = 0x8100
+			tpid = header.EtherTypeVLAN
 		}
 		next(tpid)
 		ls = append(ls, &layers.Dot1Q{Priority: uint8(tag[1] >> 13), VLANIdentifier: tag[1] & 0x0fff})
@@ -49,12 +49,12 @@ func composePacket(k *flowkeys.Key) ([]byte, error) {
 	next(k.EthType)
 	l4 := k.IPFrag != flowkeys.FragLater
 	switch k.EthType {
-	case 0x0806, 0x8035:
+	case header.EtherTypeARP, header.EtherTypeRARP:
 		ls = append(ls, &layers.ARP{AddrType: layers.LinkTypeEthernet, Protocol: layers.EthernetTypeIPv4,
 			HwAddressSize: 6, ProtAddressSize: 4, Operation: uint16(k.IPProto),
 			SourceHwAddress: k.ARPSHA[:], SourceProtAddress: k.IPv4Src[:], DstHwAddress: k.ARPTHA[:], DstProtAddress: k.IPv4Dst[:]})
 		return serialize(ls)
-	case 0x8847, 0x8848:
+	case header.EtherTypeMPLS, header.EtherTypeMPLSMC:
 		for i := 0; i < 3; i++ {
 			if k.MPLSLabelsMask&(1<<i) == 0 {
 				break
@@ -63,7 +63,7 @@ func composePacket(k *flowkeys.Key) ([]byte, error) {
 			ls = append(ls, &layers.MPLS{Label: lse >> 12, TrafficClass: uint8(lse>>9) & 7, StackBottom: lse&0x100 != 0, TTL: uint8(lse)})
 		}
 		return serialize(ls)
-	case 0x0800:
+	case header.EtherTypeIPv4:
 		ip := &layers.IPv4{Version: 4, IHL: 5, TOS: k.IPTOS, TTL: k.IPTTL, Protocol: layers.IPProtocol(k.IPProto),
 			SrcIP: net.IP(k.IPv4Src[:]), DstIP: net.IP(k.IPv4Dst[:])}
 		switch k.IPFrag {
@@ -77,7 +77,7 @@ func composePacket(k *flowkeys.Key) ([]byte, error) {
 			return addL4(ls, k, ip)
 		}
 		return serialize(ls)
-	case 0x86dd:
+	case header.EtherTypeIPv6:
 		if k.IPFrag != flowkeys.FragNone {
 			return nil, errors.New("an IPv6 fragment can't be built from a flow: give its bytes in hex")
 		}
@@ -94,7 +94,7 @@ func composePacket(k *flowkeys.Key) ([]byte, error) {
 // addL4 appends the key's transport header to ls and serializes.
 func addL4(ls []gopacket.SerializableLayer, k *flowkeys.Key, ip gopacket.NetworkLayer) ([]byte, error) {
 	switch k.IPProto {
-	case 6:
+	case header.IPProtoTCP:
 		f := k.TCPFlags
 		tcp := &layers.TCP{SrcPort: layers.TCPPort(k.TpSrc), DstPort: layers.TCPPort(k.TpDst), DataOffset: 5, Window: 0,
 			FIN: f&0x001 != 0, SYN: f&0x002 != 0, RST: f&0x004 != 0, PSH: f&0x008 != 0, ACK: f&0x010 != 0,
@@ -103,23 +103,23 @@ func addL4(ls []gopacket.SerializableLayer, k *flowkeys.Key, ip gopacket.Network
 			return nil, err
 		}
 		ls = append(ls, tcp)
-	case 17:
+	case header.IPProtoUDP:
 		udp := &layers.UDP{SrcPort: layers.UDPPort(k.TpSrc), DstPort: layers.UDPPort(k.TpDst)}
 		if err := udp.SetNetworkLayerForChecksum(ip); err != nil {
 			return nil, err
 		}
 		ls = append(ls, udp)
-	case 132:
+	case header.IPProtoSCTP:
 		// gopacket does not serialize SCTP: the common header, no chunks.
-		h := make([]byte, 12)
-		binary.BigEndian.PutUint16(h, k.TpSrc)
-		binary.BigEndian.PutUint16(h[2:], k.TpDst)
+		h := header.Ports(make([]byte, header.SCTPMinimumSize))
+		h.SetSource(k.TpSrc)
+		h.SetDestination(k.TpDst)
 		ls = append(ls, gopacket.Payload(h))
-	case 1:
+	case header.IPProtoICMP:
 		if _, v4 := ip.(*layers.IPv4); v4 {
 			ls = append(ls, &layers.ICMPv4{TypeCode: layers.CreateICMPv4TypeCode(uint8(k.TpSrc), uint8(k.TpDst))})
 		}
-	case 58:
+	case header.IPProtoICMPv6:
 		if _, v6 := ip.(*layers.IPv6); !v6 {
 			break
 		}
@@ -130,13 +130,13 @@ func addL4(ls []gopacket.SerializableLayer, k *flowkeys.Key, ip gopacket.Network
 		ls = append(ls, icmp)
 		var zero [6]byte
 		switch k.TpSrc {
-		case 135:
+		case header.ICMPv6NeighborSolicit:
 			ns := &layers.ICMPv6NeighborSolicitation{TargetAddress: net.IP(k.NDTarget[:])}
 			if k.NDSLL != zero {
 				ns.Options = append(ns.Options, layers.ICMPv6Option{Type: layers.ICMPv6OptSourceAddress, Data: k.NDSLL[:]})
 			}
 			ls = append(ls, ns)
-		case 136:
+		case header.ICMPv6NeighborAdvert:
 			na := &layers.ICMPv6NeighborAdvertisement{TargetAddress: net.IP(k.NDTarget[:])}
 			if k.NDTLL != zero {
 				na.Options = append(na.Options, layers.ICMPv6Option{Type: layers.ICMPv6OptTargetAddress, Data: k.NDTLL[:]})

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 
 	"github.com/ovsdp/ovsdp/flowkeys"
+	"github.com/ovsdp/ovsdp/internal/header/headertest"
 )
 
 // Addresses used throughout the corpus.
@@ -28,62 +29,38 @@ func u16(v uint16) []byte { return binary.BigEndian.AppendUint16(nil, v) }
 func u32(v uint32) []byte { return binary.BigEndian.AppendUint32(nil, v) }
 
 // Eth returns an Ethernet header (MACDst, MACSrc) with type t.
-func Eth(t uint16) []byte { return cat(MACDst[:], MACSrc[:], u16(t)) }
+func Eth(t uint16) []byte { return headertest.Eth(MACDst, MACSrc, t, nil) }
 
 // VLAN returns a VLAN tag: TPID tpid, TCI tci (the type that follows is
 // not included).
 func VLAN(tpid, tci uint16) []byte { return cat(u16(tpid), u16(tci)) }
 
-// IPv4Opts describes an IPv4 header for IPv4.
-type IPv4Opts struct {
-	Proto    uint8
-	TOS      uint8
-	TTL      uint8
-	IHL      int    // header length in 32-bit words; 0 means 5 + len(Options)/4
-	Options  []byte // appended after the fixed header
-	FragOff  uint16 // fragment offset in 8-byte units
-	MF       bool   // more fragments
-	TotalLen int    // 0: computed from the payload
-}
+// IPv4Opts describes an IPv4 header for IPv4: headertest's, whose
+// zero addresses and ID IPv4 replaces with the corpus's.
+type IPv4Opts = headertest.IPv4Hdr
 
-// IPv4 returns an IPv4 header with payload appended.
+// IPv4 returns an IPv4 header from IPv4Src to IPv4Dst (unless o names
+// other addresses), ID 0x1234 (unless o has one), with payload appended
+// and every checksum zero: the key does not depend on them.
 func IPv4(o IPv4Opts, payload []byte) []byte {
-	ihl := o.IHL
-	if ihl == 0 {
-		ihl = 5 + len(o.Options)/4
+	if o.Src == ([4]byte{}) {
+		o.Src = IPv4Src
 	}
-	h := make([]byte, 20)
-	h[0] = 0x40 | byte(ihl&0x0f)
-	h[1] = o.TOS
-	tl := o.TotalLen
-	if tl == 0 {
-		tl = 20 + len(o.Options) + len(payload)
+	if o.Dst == ([4]byte{}) {
+		o.Dst = IPv4Dst
 	}
-	binary.BigEndian.PutUint16(h[2:], uint16(tl))
-	binary.BigEndian.PutUint16(h[4:], 0x1234)
-	f := o.FragOff & 0x1fff
-	if o.MF {
-		f |= 0x2000
+	if o.ID == 0 {
+		o.ID = 0x1234
 	}
-	binary.BigEndian.PutUint16(h[6:], f)
-	h[8] = o.TTL
-	h[9] = o.Proto
-	copy(h[12:], IPv4Src[:])
-	copy(h[16:], IPv4Dst[:])
-	return cat(h, o.Options, payload)
+	o.NoChecksums = true
+	return headertest.IPv4(o, payload)
 }
 
 // IPv6 returns an IPv6 header (traffic class tc, flow label, hop limit
-// 64) with next header next and payload appended.
+// 64) from IPv6Src to IPv6Dst with next header next and payload
+// appended; checksums are left zero.
 func IPv6(next, tc uint8, label uint32, payload []byte) []byte {
-	h := make([]byte, 40)
-	binary.BigEndian.PutUint32(h[0:], 6<<28|uint32(tc)<<20|label&0xfffff)
-	binary.BigEndian.PutUint16(h[4:], uint16(len(payload)))
-	h[6] = next
-	h[7] = 64
-	copy(h[8:], IPv6Src[:])
-	copy(h[24:], IPv6Dst[:])
-	return cat(h, payload)
+	return cat(headertest.IPv6Header(IPv6Src, IPv6Dst, next, 64, tc, label, len(payload)), payload)
 }
 
 // ExtHdr returns a generic IPv6 extension header (hop-by-hop, routing,
@@ -115,35 +92,22 @@ func AuthHdr(next uint8, len4 uint8) []byte {
 // TCP returns a TCP header with data offset doff (in words; 0 means 5)
 // and the given flags; options up to doff are zero.
 func TCP(src, dst uint16, flags uint16, doff int) []byte {
-	if doff == 0 {
-		doff = 5
-	}
-	n := doff * 4
-	if n < 20 {
-		n = 20
-	}
-	h := make([]byte, n)
-	binary.BigEndian.PutUint16(h[0:], src)
-	binary.BigEndian.PutUint16(h[2:], dst)
-	binary.BigEndian.PutUint16(h[12:], uint16(doff&0xf)<<12|flags&0x0fff)
-	return h
+	return headertest.TCPHeader(src, dst, 0, 0, flags, doff, 0)
 }
 
 // UDP returns a UDP header followed by payload.
-func UDP(src, dst uint16, payload []byte) []byte {
-	return cat(u16(src), u16(dst), u16(uint16(8+len(payload))), u16(0), payload)
-}
+func UDP(src, dst uint16, payload []byte) []byte { return headertest.UDP(src, dst, payload) }
 
 // SCTP returns an SCTP common header (12 bytes).
 func SCTP(src, dst uint16) []byte { return cat(u16(src), u16(dst), u32(1), u32(0)) }
 
 // ICMP returns an ICMP or ICMPv6 header (8 bytes) with body appended.
-func ICMP(typ, code uint8, body []byte) []byte { return cat([]byte{typ, code, 0, 0, 0, 0, 0, 0}, body) }
+func ICMP(typ, code uint8, body []byte) []byte { return headertest.ICMP(typ, code, 0, body) }
 
 // ND returns an ICMPv6 neighbour solicitation (typ 135) or advertisement
 // (136) for target with the given options appended.
 func ND(typ, code uint8, target [16]byte, opts ...[]byte) []byte {
-	return cat([]byte{typ, code, 0, 0, 0, 0, 0, 0}, target[:], cat(opts...))
+	return headertest.ICMP(typ, code, 0, cat(target[:], cat(opts...)))
 }
 
 // NDOpt returns an ND option of type t with a length of len8 units of 8
