@@ -449,9 +449,9 @@ func (c *pktCtx) set(o *op) error {
 		case opSetTCP:
 			err = SetTCPMasked(b, h, &s.ports[0], &s.ports[1])
 		case opSetUDP:
-			err = SetUDPMasked(b, h, &s.ports[0], &s.ports[1])
+			err = SetUDPMasked(b, h, (*odp.UDP)(&s.ports[0]), (*odp.UDP)(&s.ports[1]))
 		default:
-			err = SetSCTPMasked(b, h, &s.ports[0], &s.ports[1])
+			err = SetSCTPMasked(b, h, (*odp.SCTP)(&s.ports[0]), (*odp.SCTP)(&s.ports[1]))
 		}
 		if err != nil {
 			return err

@@ -3,6 +3,8 @@ package userdp
 import (
 	"encoding/binary"
 	"fmt"
+
+	"github.com/ovsdp/ovsdp/odp"
 )
 
 // Masked set operations, as the kernel's execute_masked_set_action in
@@ -18,16 +20,10 @@ import (
 // datapath executes them, as Open vSwitch's userspace datapath does: their
 // operations are in exec_sets.go, not here.
 
-// EthernetKey is the value or mask of a set(eth(...)) action, as
-// struct ovs_key_ethernet.
-type EthernetKey struct {
-	Src, Dst [6]byte
-}
-
 // SetEthernetMasked sets the masked bits of the frame's Ethernet source
 // and destination addresses. The kernel fails it with -ENOMEM for a
 // frame shorter than 14 bytes; this returns ErrTooShort.
-func SetEthernetMasked(frame []byte, key, mask *EthernetKey) error {
+func SetEthernetMasked(frame []byte, key, mask *odp.Ethernet) error {
 	if len(frame) < 14 {
 		return fmt.Errorf("set(eth): %w: %d bytes, the Ethernet header needs 14", ErrTooShort, len(frame))
 	}
@@ -36,16 +32,6 @@ func SetEthernetMasked(frame []byte, key, mask *EthernetKey) error {
 		frame[6+i] = frame[6+i]&^mask.Src[i] | key.Src[i]&mask.Src[i]
 	}
 	return nil
-}
-
-// IPv4Key is the value or mask of a set(ipv4(...)) action, as struct
-// ovs_key_ipv4. Proto and Frag cannot be set: their mask must be zero.
-type IPv4Key struct {
-	Src, Dst [4]byte
-	Proto    uint8
-	TOS      uint8
-	TTL      uint8
-	Frag     uint8
 }
 
 // SetIPv4Masked sets the masked bits of the IPv4 source, destination, TOS
@@ -59,7 +45,7 @@ type IPv4Key struct {
 // the kernel does. Errors: ErrWrongProtocol if the frame is not IPv4,
 // ErrNotSettable if mask.Proto or mask.Frag is not zero, ErrTooShort if
 // the frame ends inside the 20-byte IPv4 header (the kernel drops it).
-func SetIPv4Masked(frame []byte, h *Headers, key, mask *IPv4Key) error {
+func SetIPv4Masked(frame []byte, h *Headers, key, mask *odp.IPv4) error {
 	if h.EthType != EthTypeIPv4 || h.L3 < 0 {
 		return fmt.Errorf("set(ipv4): %w: EtherType %#04x", ErrWrongProtocol, h.EthType)
 	}
@@ -127,18 +113,6 @@ func updateIPv4L4(frame []byte, h *Headers, ip []byte, old, n uint32) {
 	}
 }
 
-// IPv6Key is the value or mask of a set(ipv6(...)) action, as struct
-// ovs_key_ipv6. Label holds the 20-bit flow label; Proto and Frag cannot
-// be set.
-type IPv6Key struct {
-	Src, Dst [16]byte
-	Label    uint32
-	Proto    uint8
-	TClass   uint8
-	HLimit   uint8
-	Frag     uint8
-}
-
 // SetIPv6Masked sets the masked bits of the IPv6 source, destination,
 // traffic class, flow label and hop limit, as the kernel's set_ipv6. An
 // address is rewritten only when its value changes; then the TCP, UDP or
@@ -151,7 +125,7 @@ type IPv6Key struct {
 // ErrNotSettable if mask.Proto or mask.Frag is not zero or the label
 // mask has bits above the 20-bit label (the kernel rejects these when the
 // flow is put), ErrTooShort if the frame ends inside the 40-byte header.
-func SetIPv6Masked(frame []byte, h *Headers, key, mask *IPv6Key) error {
+func SetIPv6Masked(frame []byte, h *Headers, key, mask *odp.IPv6) error {
 	if h.EthType != EthTypeIPv6 || h.L3 < 0 {
 		return fmt.Errorf("set(ipv6): %w: EtherType %#04x", ErrWrongProtocol, h.EthType)
 	}
@@ -221,12 +195,6 @@ func setIPv6Addr(frame []byte, h *Headers, addr, key, mask *[16]byte, csum bool)
 	*addr = n
 }
 
-// PortsKey is the value or mask of a set(tcp(...)), set(udp(...)) or
-// set(sctp(...)) action: source and destination ports, host order.
-type PortsKey struct {
-	Src, Dst uint16
-}
-
 // l4Header checks that the frame has an L4 header of protocol proto and
 // at least size bytes, and returns it.
 func l4Header(frame []byte, h *Headers, proto uint8, size int, what string) ([]byte, error) {
@@ -243,7 +211,7 @@ func l4Header(frame []byte, h *Headers, proto uint8, size int, what string) ([]b
 // set_tcp: a port is rewritten only when it changes, and the checksum is
 // updated incrementally. ErrTooShort if the 20-byte TCP header is not
 // all in the frame.
-func SetTCPMasked(frame []byte, h *Headers, key, mask *PortsKey) error {
+func SetTCPMasked(frame []byte, h *Headers, key, mask *odp.TCP) error {
 	th, err := l4Header(frame, h, ProtoTCP, 20, "tcp")
 	if err != nil {
 		return err
@@ -266,7 +234,7 @@ func SetTCPMasked(frame []byte, h *Headers, key, mask *PortsKey) error {
 // incrementally (a result of 0 is stored as 0xffff); a zero checksum
 // (none) stays zero. ErrTooShort if the 8-byte UDP header is not all in
 // the frame.
-func SetUDPMasked(frame []byte, h *Headers, key, mask *PortsKey) error {
+func SetUDPMasked(frame []byte, h *Headers, key, mask *odp.UDP) error {
 	uh, err := l4Header(frame, h, ProtoUDP, 8, "udp")
 	if err != nil {
 		return err
@@ -296,7 +264,7 @@ func SetUDPMasked(frame []byte, h *Headers, key, mask *PortsKey) error {
 // old checksum XOR old correct CRC XOR new CRC, so that a packet whose
 // checksum was wrong stays wrong. ErrTooShort if the 12-byte common
 // header is not all in the frame.
-func SetSCTPMasked(frame []byte, h *Headers, key, mask *PortsKey) error {
+func SetSCTPMasked(frame []byte, h *Headers, key, mask *odp.SCTP) error {
 	sh, err := l4Header(frame, h, ProtoSCTP, 12, "sctp")
 	if err != nil {
 		return err
