@@ -192,7 +192,7 @@ func TestNetdevNamespace(t *testing.T) {
 
 // netdevPair opens a port of the given mode on a veth end in the test's
 // namespace and a sender port (mmsg) on the other end, in a namespace.
-func netdevPair(t testing.TB, mode NetdevMode) (rx, tx *NetdevPort) {
+func netdevPair(t testing.TB, mode NetdevMode) (rx, tx NetdevPort) {
 	testenv.RequireRoot(t)
 	ns := testenv.NewNetns(t)
 	v := testenv.NewVeth(t, nil, ns)
@@ -231,7 +231,7 @@ func TestNetdevNoAllocs(t *testing.T) {
 // requireNoAllocs writes batches of 8 frames through tx and reads them
 // from rx, runs times, and fails unless that allocates nothing. It
 // returns the frames.
-func requireNoAllocs(t *testing.T, rx, tx *NetdevPort, runs int) [][]byte {
+func requireNoAllocs(t *testing.T, rx, tx NetdevPort, runs int) [][]byte {
 	t.Helper()
 	pkts := make([][]byte, 8)
 	for i := range pkts {

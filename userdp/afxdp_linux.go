@@ -18,8 +18,30 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// The NetdevXDP mode: an AF_XDP socket (XSK) on queue 0 of the
-// interface, in copy mode.
+// XDPPort is the NetdevXDP backend: an AF_XDP socket (XSK) on queue 0
+// of the interface, in copy mode, with an XDP program that redirects
+// every frame of the interface to it. Frames are taken from the
+// interface before the kernel's stack sees them. Unlike the AF_PACKET
+// backends it gets no checksum status from the kernel: a TCP/UDP
+// checksum that a local sender left to offload (CHECKSUM_PARTIAL, as a
+// socket behind veth does unless tx offload is off) arrives incomplete
+// and is passed on so. An outer VLAN tag the driver took out of the
+// frame (veth hands it out of band) is put back in line by the XDP
+// program, with the kfunc bpf_xdp_metadata_rx_vlan_tag (Linux 6.8 and
+// later, for drivers with XDP metadata kfuncs such as veth, in driver
+// mode); where the kernel, the driver or generic mode lacks it, such a
+// tag is lost, and XDPVLANRestore says why. Frames are sent as written,
+// outer VLAN tag in line, past the tc egress hook (VLANTxOffload says
+// so). It needs an interface with one rx queue, CAP_NET_ADMIN and
+// CAP_BPF (or CAP_SYS_ADMIN).
+type XDPPort struct {
+	netdevBase
+	xdp *xdpSock
+}
+
+var _ NetdevPort = (*XDPPort)(nil)
+
+// How XDPPort works.
 //
 // Setting up, in order: a UMEM (one anonymous mapping cut into equal
 // frames, the first half lent to the kernel for received frames through
@@ -54,13 +76,12 @@ const (
 	xdpBpfMapName = "ovsdp_xsks"
 )
 
-// XDPVLANRestore returns nil when a NetdevXDP port's XDP program puts
-// back in line the outer VLAN tag the driver took out of a received
-// frame, or why it does not (no kfunc bpf_xdp_metadata_rx_vlan_tag in the
-// kernel or driver, generic mode). For the other modes it returns nil:
-// AF_PACKET reports the tag and the port puts it back.
-func (p *NetdevPort) XDPVLANRestore() error {
-	if p.xdp == nil || p.xdp.vlanRestore {
+// XDPVLANRestore returns nil when the port's XDP program puts back in
+// line the outer VLAN tag the driver took out of a received frame, or
+// why it does not (no kfunc bpf_xdp_metadata_rx_vlan_tag in the kernel
+// or driver, generic mode).
+func (p *XDPPort) XDPVLANRestore() error {
+	if p.xdp.vlanRestore {
 		return nil
 	}
 	if p.xdp.vlanErr == nil {
@@ -93,7 +114,7 @@ func (r *xdpRing) desc(i uint32) *unix.XDPDesc {
 	return (*unix.XDPDesc)(unsafe.Add(r.descs, uintptr(i&r.mask)*uintptr(xdpDescSize)))
 }
 
-// xdpSock is the AF_XDP state of a NetdevPort in NetdevXDP mode.
+// xdpSock is the AF_XDP state of an XDPPort.
 type xdpSock struct {
 	fd        int
 	umem      []byte
@@ -122,10 +143,56 @@ type xdpSock struct {
 	txDrops int // frames the kernel completed without sending
 }
 
-// XDPNative reports whether a NetdevXDP port's program runs in the
-// driver (native XDP) rather than in generic (skb) mode; false for the
-// other modes.
-func (p *NetdevPort) XDPNative() bool { return p.xdp != nil && p.xdp.native }
+// XDPNative reports whether the port's program runs in the driver
+// (native XDP) rather than in generic (skb) mode.
+func (p *XDPPort) XDPNative() bool { return p.xdp.native }
+
+// Mode returns NetdevXDP.
+func (p *XDPPort) Mode() NetdevMode { return NetdevXDP }
+
+// VLANTxOffload returns why the port sends VLAN tags in line: AF_XDP
+// transmits frames as written, past the tc egress hook.
+func (p *XDPPort) VLANTxOffload() error { return errXDPVLANTx }
+
+// openXDP opens an XDPPort (OpenNetdev with NetdevXDP).
+func openXDP(name string, opts NetdevOptions) (*XDPPort, error) {
+	p := &XDPPort{}
+	if err := p.init(name, opts); err != nil {
+		return nil, err
+	}
+	if err := p.setup(); err != nil {
+		return nil, fmt.Errorf("userdp: netdev %s: %w", name, err)
+	}
+	fd := p.xdp.fd
+	p.xdp.fd = -1 // p.file owns it
+	if err := p.adopt(fd, "afxdp"); err != nil {
+		p.xdp.release()
+		return nil, fmt.Errorf("userdp: netdev %s: %w", name, err)
+	}
+	p.readFn = func(uintptr) bool { return p.readXDP() }
+	p.writeFn = p.doWriteXDP
+	p.pollFn = p.pollXDPDrops
+	return p, nil
+}
+
+// Close detaches the XDP program, closes the socket (unblocking a
+// pending ReadBatch) and the XSKMAP, and frees the UMEM.
+func (p *XDPPort) Close() error {
+	if !p.markClosed() {
+		return nil
+	}
+	p.xdp.detach() // before the socket goes: no frame reaches the stack half-done
+	err := p.file.Close()
+	// The socket is closed: no reader or writer is in the rings.
+	p.rdMu.Lock()
+	p.wrMu.Lock()
+	if e := p.xdp.release(); e != nil && err == nil {
+		err = e
+	}
+	p.wrMu.Unlock()
+	p.rdMu.Unlock()
+	return p.closeErr(err)
+}
 
 // xskProgram returns the XDP program:
 //
@@ -329,9 +396,9 @@ func rxQueues(name string) (int, error) {
 	return link.Attrs().NumRxQueues, nil
 }
 
-// openXDP sets up the AF_XDP socket, its UMEM and rings, and the XDP
-// program, and makes p.file the socket.
-func (p *NetdevPort) openXDP() (err error) {
+// setup sets up the AF_XDP socket (in p.xdp.fd), its UMEM and rings, and
+// the XDP program.
+func (p *XDPPort) setup() (err error) {
 	q, err := rxQueues(p.name)
 	if err != nil {
 		return fmt.Errorf("AF_XDP: %w", err)
@@ -481,7 +548,7 @@ func (x *xdpSock) release() error {
 
 // readXDP copies frames from the rx ring into p.rdBufs and gives their
 // UMEM frames back to the kernel through the fill ring.
-func (p *NetdevPort) readXDP() bool {
+func (p *XDPPort) readXDP() bool {
 	x := p.xdp
 	cons := *x.rx.consumer // only this side writes it
 	avail := atomic.LoadUint32(x.rx.producer) - cons
@@ -527,7 +594,7 @@ func (x *xdpSock) reclaimTx() {
 
 // kickTx has the kernel transmit what the tx ring holds. It returns
 // false when the kernel asks to be called again later.
-func (p *NetdevPort) kickTx(fd uintptr) bool {
+func (p *XDPPort) kickTx(fd uintptr) bool {
 	for i := 0; i < xdpMaxKicks; i++ {
 		_, _, e := unix.Syscall6(unix.SYS_SENDTO, fd, 0, 0, unix.MSG_DONTWAIT, 0, 0)
 		switch e {
@@ -554,7 +621,7 @@ func (p *NetdevPort) kickTx(fd uintptr) bool {
 // xdpMaxTxLen is the longest frame the port sends: the MTU plus the
 // Ethernet header, plus 4 bytes for a frame that starts with a VLAN tag
 // (as AF_PACKET allows), and no longer than a UMEM frame.
-func (p *NetdevPort) xdpMaxTxLen(f []byte) int {
+func (p *XDPPort) xdpMaxTxLen(f []byte) int {
 	n := p.mtu + 14
 	if len(f) >= 14 {
 		if t := uint16(f[12])<<8 | uint16(f[13]); t == EthTypeVLAN || t == EthTypeQinQ {
@@ -567,7 +634,7 @@ func (p *NetdevPort) xdpMaxTxLen(f []byte) int {
 // doWriteXDP queues x.txPkts[x.txDone:] on the tx ring while there are
 // free UMEM frames, and kicks the kernel. It returns false to wait until
 // the socket is writable (transmitted frames completing).
-func (p *NetdevPort) doWriteXDP(fd uintptr) bool {
+func (p *XDPPort) doWriteXDP(fd uintptr) bool {
 	x := p.xdp
 	for {
 		x.reclaimTx()
@@ -605,11 +672,11 @@ func (p *NetdevPort) doWriteXDP(fd uintptr) bool {
 	}
 }
 
-// writeXDP is WriteBatch for NetdevXDP. A frame shorter than an Ethernet
-// header or longer than the MTU allows is counted as a tx error and
-// skipped (with an error returned, as AF_PACKET's EMSGSIZE); when every
-// tx frame of the UMEM is in flight it waits for completions.
-func (p *NetdevPort) writeXDP(pkts [][]byte) (int, error) {
+// WriteBatch implements Port. A frame shorter than an Ethernet header or
+// longer than the MTU allows is counted as a tx error and skipped (with
+// an error returned, as AF_PACKET's EMSGSIZE); when every tx frame of the
+// UMEM is in flight it waits for completions.
+func (p *XDPPort) WriteBatch(pkts [][]byte) (int, error) {
 	p.wrMu.Lock()
 	defer p.wrMu.Unlock()
 	x := p.xdp
@@ -631,11 +698,8 @@ func (p *NetdevPort) writeXDP(pkts [][]byte) (int, error) {
 		sent += done
 		bytes += b
 		if err != nil {
-			if p.isClosed() {
-				err = ErrPortClosed
-			}
 			p.stats.tx(sent, bytes)
-			return sent, fmt.Errorf("userdp: %s: write: %w", p.name, err)
+			return sent, p.writeErr(err)
 		}
 		if txErr != nil {
 			p.stats.tx(sent, bytes)
@@ -657,7 +721,7 @@ func (p *NetdevPort) writeXDP(pkts [][]byte) (int, error) {
 // pollXDPDrops adds what XDP_STATISTICS counted since the last call:
 // frames dropped for want of a fill-ring frame or rx-ring room to
 // RxDropped, invalid descriptors to RxErrors and TxErrors.
-func (p *NetdevPort) pollXDPDrops(fd uintptr) {
+func (p *XDPPort) pollXDPDrops(fd uintptr) {
 	var st unix.XDPStatistics
 	if getsockoptPtr(int(fd), unix.SOL_XDP, unix.XDP_STATISTICS, unsafe.Pointer(&st), unsafe.Sizeof(st)) != nil {
 		return
@@ -669,7 +733,7 @@ func (p *NetdevPort) pollXDPDrops(fd uintptr) {
 	*last = st
 }
 
-// errXDPVLANTx is NetdevPort.VLANTxOffload in NetdevXDP mode.
+// errXDPVLANTx is XDPPort.VLANTxOffload.
 var errXDPVLANTx = errors.New("AF_XDP transmits frames as written, bypassing the tc egress hook: VLAN tags go in line")
 
 // vmlinuxBTF is where the kernel publishes its own BTF type information.
