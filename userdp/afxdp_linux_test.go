@@ -19,24 +19,8 @@ import (
 // and a port of peerMode on the other end, in a namespace.
 func xdpPair(t testing.TB, peerMode NetdevMode) (x *XDPPort, peer NetdevPort, v *testenv.Veth) {
 	t.Helper()
-	testenv.RequireRoot(t)
-	ns := testenv.NewNetns(t)
-	v = testenv.NewVeth(t, nil, ns)
-	p, err := OpenNetdev(v.Name, NetdevOptions{Mode: NetdevXDP})
-	if err != nil {
-		t.Fatal(err)
-	}
-	x = p.(*XDPPort)
-	t.Cleanup(func() { x.Close() })
-	if err := ns.Do(func() error {
-		var err error
-		peer, err = OpenNetdev(v.PeerName, NetdevOptions{Mode: peerMode})
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { peer.Close() })
-	return x, peer, v
+	p, peer, v := portPair(t, NetdevXDP, peerMode)
+	return p.(*XDPPort), peer, v
 }
 
 // sizedFrame is a frame of n bytes from testSrcMAC with a counting

@@ -30,7 +30,7 @@ import (
 // the frame leaves exactly as the kernel's datapath sends it. This needs
 // the clsact qdisc and cls_bpf (built in, or the modules sch_ingress and
 // cls_bpf loaded) and CAP_BPF or CAP_SYS_ADMIN; without them the port
-// still works, sending tags in line, and NetdevPort.VLANTxOffload says
+// still works, sending tags in line, and RingPort.VLANTxOffload says
 // why.
 
 // struct __sk_buff field offsets, and our filter's priority.
