@@ -18,51 +18,8 @@ import (
 // egress program that sends the outer VLAN tag out of band
 // (vlantx_linux.go).
 //
-// The socket is bound to the interface, ignores the frames it sends
-// itself (PACKET_IGNORE_OUTGOING), puts the interface in promiscuous
-// mode for as long as it is open, and recovers VLAN tags that the kernel
-// took out of the frame (VLAN offload, as veth does): the tag is put
-// back in-line after the Ethernet addresses, so frames carry all their
-// tags.
-//
-// Offloads. The interface's offloads are left as they are (a veth's
-// TSO, GSO and tx checksumming stay on). Every frame is read with a
-// virtio_net_hdr (PACKET_VNET_HDR), as OVS's netdev-linux does with
-// userspace TSO off:
-//   - A GSO super-frame (up to 64 KiB: a TCP or UDP sender in a
-//     namespace behind veth hands these over whole) of gso_type TCPV4 or
-//     TCPV6 (with or without ECN) or UDP_L4 is cut in software into
-//     gso_size segments, each a complete frame of at most the MTU, as
-//     the kernel's software GSO would (gso.go): IPv4 total length, ID
-//     (+1 per segment) and header checksum, IPv6 payload length, TCP
-//     sequence numbers, CWR only on the first segment, FIN and PSH only
-//     on the last, UDP length, and a TCP/UDP checksum computed over the
-//     segment. An outer VLAN tag the kernel took out goes into every
-//     segment. The super-frame is read into the ring (RingPort: its
-//     block is held until the last segment is out) or into a per-message
-//     slab of 64 KiB (MmsgPort: batch slabs of virtual memory, touched
-//     only by long frames); segments that do not fit in the caller's
-//     buffers are kept and returned by the next ReadBatch, in order.
-//   - A frame whose checksum the sender left to offload
-//     (VIRTIO_NET_HDR_F_NEEDS_CSUM, which AF_PACKET sets exactly when it
-//     reports TP_STATUS_CSUMNOTREADY) gets it completed from csum_start
-//     and csum_offset, as the kernel's skb_checksum_help would (an SCTP
-//     packet gets its CRC32c), because the kernel would not complete it
-//     when the frame is sent out again through AF_PACKET.
-//   - A frame with a header the port cannot honour (gso_size 0 or
-//     segments beyond the MTU, hdr_len or csum_start/csum_offset beyond
-//     the frame, an unknown gso_type, headers that are not what gso_type
-//     says) is dropped and counted in RxErrors and, by reason, in
-//     OffloadStats, which also describes the last one.
-//
-// Stats count what the datapath sees: each segment is one received
-// packet (the interface counts the super-frame once). The cost: a
-// super-frame's payload is copied once, into the segments, and each
-// segment's checksum is summed once, much as the kernel's software GSO
-// would do it; frames that are not GSO only pay the 10-byte header (an
-// extra iovec; RingPort reads it from the ring). Writes send a zeroed
-// virtio_net_hdr before each frame by a second iovec (no copy, no
-// offload asked).
+// The contract they share (offloads, VLAN tags, statistics) is stated
+// on RingPort.
 
 // afPacket is the state the AF_PACKET backends share.
 type afPacket struct {

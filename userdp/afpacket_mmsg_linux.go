@@ -7,9 +7,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// MmsgPort is the NetdevMmsg backend: an AF_PACKET socket (see
-// afpacket_linux.go for what the AF_PACKET backends share: offloads,
-// VLAN tags, statistics) read with recvmmsg and written with sendmmsg.
+// MmsgPort is the NetdevMmsg backend: an AF_PACKET socket read with
+// recvmmsg and written with sendmmsg. Its socket, offloads, VLAN tags
+// and statistics are as RingPort's.
 type MmsgPort struct {
 	afPacket
 
