@@ -4,6 +4,7 @@ go 1.26.8
 
 require (
 	github.com/charmbracelet/bubbletea v1.3.10
+	github.com/cilium/ebpf v0.22.0
 	github.com/google/go-cmp v0.7.0
 	github.com/google/gopacket v1.1.19
 	github.com/mdlayher/genetlink v1.4.0

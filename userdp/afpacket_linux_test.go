@@ -193,24 +193,33 @@ func TestNetdevNamespace(t *testing.T) {
 
 // netdevPair opens a port of the given mode on a veth end in the test's
 // namespace and a sender port (mmsg) on the other end, in a namespace.
-func netdevPair(t testing.TB, mode NetdevMode) (rx, tx *NetdevPort) {
+func netdevPair(t testing.TB, mode NetdevMode) (rx, tx NetdevPort) {
+	rx, tx, _ = portPair(t, mode, NetdevMmsg)
+	return rx, tx
+}
+
+// portPair opens a port of mode on a veth end in the test's namespace
+// and one of peerMode on the other end, in a namespace; both are closed
+// when the test ends.
+func portPair(t testing.TB, mode, peerMode NetdevMode) (p, peer NetdevPort, v *testenv.Veth) {
+	t.Helper()
 	testenv.RequireRoot(t)
 	ns := testenv.NewNetns(t)
-	v := testenv.NewVeth(t, nil, ns)
-	rx, err := OpenNetdev(v.Name, NetdevOptions{Mode: mode})
+	v = testenv.NewVeth(t, nil, ns)
+	p, err := OpenNetdev(v.Name, NetdevOptions{Mode: mode})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { rx.Close() })
+	t.Cleanup(func() { p.Close() })
 	if err := ns.Do(func() error {
 		var err error
-		tx, err = OpenNetdev(v.PeerName, NetdevOptions{Mode: NetdevMmsg})
+		peer, err = OpenNetdev(v.PeerName, NetdevOptions{Mode: peerMode})
 		return err
 	}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { tx.Close() })
-	return rx, tx
+	t.Cleanup(func() { peer.Close() })
+	return p, peer, v
 }
 
 // TestNetdevNoAllocs: a read and a write of a batch allocate nothing.
@@ -232,7 +241,7 @@ func TestNetdevNoAllocs(t *testing.T) {
 // requireNoAllocs writes batches of 8 frames through tx and reads them
 // from rx, runs times, and fails unless that allocates nothing. It
 // returns the frames.
-func requireNoAllocs(t *testing.T, rx, tx *NetdevPort, runs int) [][]byte {
+func requireNoAllocs(t *testing.T, rx, tx NetdevPort, runs int) [][]byte {
 	t.Helper()
 	pkts := make([][]byte, 8)
 	for i := range pkts {

@@ -1,7 +1,7 @@
 package userdp
 
 import (
-	"encoding/binary"
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -10,14 +10,40 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+	"github.com/cilium/ebpf/btf"
+	"github.com/cilium/ebpf/link"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
 	"github.com/ovsdp/ovsdp/internal/header"
 )
 
-// The NetdevXDP mode: an AF_XDP socket (XSK) on queue 0 of the
-// interface, in copy mode.
+// XDPPort is the NetdevXDP backend: an AF_XDP socket (XSK) on queue 0
+// of the interface, in copy mode, with an XDP program that redirects
+// every frame of the interface to it. Frames are taken from the
+// interface before the kernel's stack sees them. Unlike the AF_PACKET
+// backends it gets no checksum status from the kernel: a TCP/UDP
+// checksum that a local sender left to offload (CHECKSUM_PARTIAL, as a
+// socket behind veth does unless tx offload is off) arrives incomplete
+// and is passed on so. An outer VLAN tag the driver took out of the
+// frame (veth hands it out of band) is put back in line by the XDP
+// program, with the kfunc bpf_xdp_metadata_rx_vlan_tag (Linux 6.8 and
+// later, for drivers with XDP metadata kfuncs such as veth, in driver
+// mode); where the kernel, the driver or generic mode lacks it, such a
+// tag is lost, and XDPVLANRestore says why. Frames are sent as written,
+// outer VLAN tag in line, past the tc egress hook (VLANTxOffload says
+// so). It needs an interface with one rx queue, CAP_NET_ADMIN and
+// CAP_BPF (or CAP_SYS_ADMIN).
+type XDPPort struct {
+	netdevBase
+	xdp *xdpSock
+}
+
+var _ NetdevPort = (*XDPPort)(nil)
+
+// How XDPPort works.
 //
 // Setting up, in order: a UMEM (one anonymous mapping cut into equal
 // frames, the first half lent to the kernel for received frames through
@@ -52,13 +78,12 @@ const (
 	xdpBpfMapName = "ovsdp_xsks"
 )
 
-// XDPVLANRestore returns nil when a NetdevXDP port's XDP program puts
-// back in line the outer VLAN tag the driver took out of a received
-// frame, or why it does not (no kfunc bpf_xdp_metadata_rx_vlan_tag in the
-// kernel or driver, generic mode). For the other modes it returns nil:
-// AF_PACKET reports the tag and the port puts it back.
-func (p *NetdevPort) XDPVLANRestore() error {
-	if p.xdp == nil || p.xdp.vlanRestore {
+// XDPVLANRestore returns nil when the port's XDP program puts back in
+// line the outer VLAN tag the driver took out of a received frame, or
+// why it does not (no kfunc bpf_xdp_metadata_rx_vlan_tag in the kernel
+// or driver, generic mode).
+func (p *XDPPort) XDPVLANRestore() error {
+	if p.xdp.vlanRestore {
 		return nil
 	}
 	if p.xdp.vlanErr == nil {
@@ -67,19 +92,11 @@ func (p *NetdevPort) XDPVLANRestore() error {
 	return fmt.Errorf("AF_XDP: outer VLAN tags taken out by the driver are lost: %w", p.xdp.vlanErr)
 }
 
-// bpf(2) commands, types and helpers used here (include/uapi/linux/bpf.h).
+// XDP constants (include/uapi/linux/bpf.h).
 const (
-	bpfMapCreate       = 0  // BPF_MAP_CREATE
-	bpfMapUpdateElem   = 2  // BPF_MAP_UPDATE_ELEM
-	bpfLinkCreate      = 28 // BPF_LINK_CREATE
-	bpfMapTypeXSKMap   = 17 // BPF_MAP_TYPE_XSKMAP
-	bpfProgTypeXDP     = 6  // BPF_PROG_TYPE_XDP
-	bpfAttachXDP       = 37 // BPF_XDP
-	bpfLdImm64         = 0x18
-	bpfPseudoMapFD     = 1
-	bpfFuncRedirectMap = 51 // bpf_redirect_map
-	xdpPass            = 2  // XDP_PASS
-	xdpMdRxQueueOff    = 16 // struct xdp_md.rx_queue_index
+	xdpPass             = 2  // XDP_PASS
+	xdpMdRxQueueOff     = 16 // struct xdp_md.rx_queue_index
+	bpfFXDPDevBoundOnly = 0x40
 )
 
 // xdpRing is one of the four rings an XSK shares with the kernel.
@@ -99,7 +116,7 @@ func (r *xdpRing) desc(i uint32) *unix.XDPDesc {
 	return (*unix.XDPDesc)(unsafe.Add(r.descs, uintptr(i&r.mask)*uintptr(xdpDescSize)))
 }
 
-// xdpSock is the AF_XDP state of a NetdevPort in NetdevXDP mode.
+// xdpSock is the AF_XDP state of an XDPPort.
 type xdpSock struct {
 	fd        int
 	umem      []byte
@@ -108,11 +125,11 @@ type xdpSock struct {
 	comp      xdpRing
 	rx        xdpRing
 	tx        xdpRing
-	freeTx    []uint64 // UMEM addresses of tx frames the kernel does not hold
-	linkFD    int      // the BPF link: closing it detaches the program
-	progFD    int
-	mapFD     int
-	native    bool // attached in driver mode (else generic)
+	freeTx    []uint64  // UMEM addresses of tx frames the kernel does not hold
+	link      link.Link // closing it detaches the program
+	prog      *ebpf.Program
+	xsks      *ebpf.Map // the XSKMAP holding the socket
+	native    bool      // attached in driver mode (else generic)
 	// vlanRestore: the program puts back in line the outer VLAN tag the
 	// driver took out of the frame; else vlanErr says why not.
 	vlanRestore bool
@@ -128,58 +145,56 @@ type xdpSock struct {
 	txDrops int // frames the kernel completed without sending
 }
 
-// XDPNative reports whether a NetdevXDP port's program runs in the
-// driver (native XDP) rather than in generic (skb) mode; false for the
-// other modes.
-func (p *NetdevPort) XDPNative() bool { return p.xdp != nil && p.xdp.native }
+// XDPNative reports whether the port's program runs in the driver
+// (native XDP) rather than in generic (skb) mode.
+func (p *XDPPort) XDPNative() bool { return p.xdp.native }
 
-// The bpf(2) calls below pass pointers to Go memory as integers inside
-// their attribute structs, so each calls unix.Syscall directly after
-// filling the struct, with no function call in between that could grow
-// (and so move) the stack.
+// Mode returns NetdevXDP.
+func (p *XDPPort) Mode() NetdevMode { return NetdevXDP }
 
-// createXSKMap creates an XSKMAP with n entries.
-func createXSKMap(n int) (int, error) {
-	var attr struct {
-		mapType, keySize, valueSize, maxEntries, mapFlags, innerMapFD, numaNode uint32
-		name                                                                    [16]byte
+// VLANTxOffload returns why the port sends VLAN tags in line: AF_XDP
+// transmits frames as written, past the tc egress hook.
+func (p *XDPPort) VLANTxOffload() error { return errXDPVLANTx }
+
+// openXDP opens an XDPPort (OpenNetdev with NetdevXDP).
+func openXDP(name string, opts NetdevOptions) (*XDPPort, error) {
+	p := &XDPPort{}
+	if err := p.init(name, opts); err != nil {
+		return nil, err
 	}
-	attr.mapType, attr.keySize, attr.valueSize, attr.maxEntries = bpfMapTypeXSKMap, 4, 4, uint32(n)
-	copy(attr.name[:], xdpBpfMapName)
-	fd, _, e := unix.Syscall(unix.SYS_BPF, bpfMapCreate, uintptr(unsafe.Pointer(&attr)), unsafe.Sizeof(attr))
-	if e != 0 {
-		return -1, fmt.Errorf("creating the XSKMAP (bpf BPF_MAP_CREATE): %w", e)
+	if err := p.setup(); err != nil {
+		return nil, fmt.Errorf("userdp: netdev %s: %w", name, err)
 	}
-	return int(fd), nil
+	fd := p.xdp.fd
+	p.xdp.fd = -1 // p.file owns it
+	if err := p.adopt(fd, "afxdp"); err != nil {
+		p.xdp.release()
+		return nil, fmt.Errorf("userdp: netdev %s: %w", name, err)
+	}
+	p.readFn = func(uintptr) bool { return p.readXDP() }
+	p.writeFn = p.doWriteXDP
+	p.pollFn = p.pollXDPDrops
+	return p, nil
 }
 
-// updateMap sets key to value (both 4 bytes) in map fd.
-func updateMap(fd int, key, value uint32) error {
-	attr := struct {
-		mapFD, _   uint32
-		key, value uint64
-		flags      uint64
-	}{mapFD: uint32(fd), key: uint64(uintptr(unsafe.Pointer(&key))), value: uint64(uintptr(unsafe.Pointer(&value)))}
-	_, _, e := unix.Syscall(unix.SYS_BPF, bpfMapUpdateElem, uintptr(unsafe.Pointer(&attr)), unsafe.Sizeof(attr))
-	runtime.KeepAlive(&key)
-	runtime.KeepAlive(&value)
-	if e != 0 {
-		return e
+// Close detaches the XDP program, closes the socket (unblocking a
+// pending ReadBatch) and the XSKMAP, and frees the UMEM.
+func (p *XDPPort) Close() error {
+	if !p.markClosed() {
+		return nil
 	}
-	return nil
+	p.xdp.detach() // before the socket goes: no frame reaches the stack half-done
+	err := p.file.Close()
+	// The socket is closed: no reader or writer is in the rings.
+	p.rdMu.Lock()
+	p.wrMu.Lock()
+	if e := p.xdp.release(); e != nil && err == nil {
+		err = e
+	}
+	p.wrMu.Unlock()
+	p.rdMu.Unlock()
+	return p.closeErr(err)
 }
-
-// More BPF instruction encodings (include/uapi/linux/bpf.h).
-const (
-	bpfStDW             = 0x7a // BPF_ST | BPF_MEM | BPF_DW
-	bpfStxW             = 0x63 // BPF_STX | BPF_MEM | BPF_W
-	bpfStxH             = 0x6b // BPF_STX | BPF_MEM | BPF_H
-	bpfJgtReg           = 0x2d // BPF_JMP | BPF_JGT | BPF_X
-	bpfPseudoKfuncCall  = 2
-	bpfFuncXDPAdjustHdr = 44 // bpf_xdp_adjust_head
-	bpfFXDPDevBoundOnly = 0x40
-	toRedirect          = -0x8000 // jump target placeholder in xskProgram
-)
 
 // xskProgram returns the XDP program:
 //
@@ -187,117 +202,81 @@ const (
 //	   bpf_xdp_adjust_head(ctx, -4) == 0 && the frame has 18 bytes:
 //		move the Ethernet addresses 4 bytes to the front, and write
 //		tpid, tci in the 4 bytes after them
-//	return bpf_redirect_map(map, ctx->rx_queue_index, XDP_PASS)
+//	return bpf_redirect_map(xsks, ctx->rx_queue_index, XDP_PASS)
 //
 // vlanKfunc is the BTF id of the kfunc bpf_xdp_metadata_rx_vlan_tag,
 // which returns the outer VLAN tag a driver took out of the frame (veth
 // does, for a tag its peer sent out of band); putting it back in line
 // gives the socket the whole frame, as the AF_PACKET modes do.
-func xskProgram(mapFD int, vlanKfunc uint32) []bpfInsn {
-	const r0, r1, r2, r3, r4, r5, r6, r10 = 0, 1, 2, 3, 4, 5, 6, 10
-	var p []bpfInsn
-	if vlanKfunc != 0 {
-		p = []bpfInsn{
-			insn(bpfMov64Reg, r6, r1, 0, 0), // r6 = ctx
-			insn(bpfStDW, r10, 0, -8, 0),    // tpid at fp-8, tci at fp-6
-			insn(bpfMov64Reg, r2, r10, 0, 0),
-			insn(bpfAdd64Imm, r2, 0, 0, -8),
-			insn(bpfMov64Reg, r3, r10, 0, 0),
-			insn(bpfAdd64Imm, r3, 0, 0, -6),
-			insn(bpfCall, 0, bpfPseudoKfuncCall, 0, int32(vlanKfunc)),
-			insn(bpfJneImm, r0, 0, toRedirect, 0),
-			insn(bpfMov64Reg, r1, r6, 0, 0),
-			insn(bpfMov64Imm, r2, 0, 0, -4),
-			insn(bpfCall, 0, 0, 0, bpfFuncXDPAdjustHdr),
-			insn(bpfJneImm, r0, 0, toRedirect, 0),
-			insn(bpfLdxW, r2, r6, 0, 0), // data
-			insn(bpfLdxW, r3, r6, 4, 0), // data_end
-			insn(bpfMov64Reg, r4, r2, 0, 0),
-			insn(bpfAdd64Imm, r4, 0, 0, 18),
-			insn(bpfJgtReg, r4, r3, toRedirect, 0),
-			insn(bpfLdxW, r5, r2, 4, 0),
-			insn(bpfStxW, r2, r5, 0, 0),
-			insn(bpfLdxW, r5, r2, 8, 0),
-			insn(bpfStxW, r2, r5, 4, 0),
-			insn(bpfLdxW, r5, r2, 12, 0),
-			insn(bpfStxW, r2, r5, 8, 0),
-			insn(bpfLdxH, r5, r10, -8, 0), // tpid, in network order
-			insn(bpfStxH, r2, r5, 12, 0),
-			insn(bpfLdxH, r5, r10, -6, 0), // tci, in host order
-			insn(bpfToBE, r5, 0, 0, 16),
-			insn(bpfStxH, r2, r5, 14, 0),
-			insn(bpfMov64Reg, r1, r6, 0, 0), // redirect: r1 = ctx
-		}
-	}
-	redirect := len(p) - 1
-	p = append(p,
-		insn(bpfLdxW, r2, r1, xdpMdRxQueueOff, 0),
-		insn(bpfLdImm64, r1, bpfPseudoMapFD, 0, int32(mapFD)),
-		insn(0, 0, 0, 0, 0), // upper half of the 64-bit immediate
-		insn(bpfMov64Imm, r3, 0, 0, xdpPass),
-		insn(bpfCall, 0, 0, 0, bpfFuncRedirectMap),
-		insn(bpfExit, 0, 0, 0, 0),
+func xskProgram(xsks *ebpf.Map, vlanKfunc btf.TypeID) asm.Instructions {
+	const (
+		r0, r1, r2, r3, r4, r5, r6 = asm.R0, asm.R1, asm.R2, asm.R3, asm.R4, asm.R5, asm.R6
+		fp                         = asm.R10
 	)
-	for i := range p {
-		if p[i].off == toRedirect && p[i].code&0x07 == 0x05 { // BPF_JMP
-			p[i].off = int16(redirect - i - 1)
+	var p asm.Instructions
+	if vlanKfunc != 0 {
+		p = asm.Instructions{
+			asm.Mov.Reg(r6, r1),               // r6 = ctx
+			asm.StoreImm(fp, -8, 0, asm.Word), // tpid at fp-8, tci at fp-6
+			asm.Mov.Reg(r2, fp),
+			asm.Add.Imm(r2, -8),
+			asm.Mov.Reg(r3, fp),
+			asm.Add.Imm(r3, -6),
+			{OpCode: asm.OpCode(asm.JumpClass).SetJumpOp(asm.Call), Src: asm.PseudoKfuncCall, Constant: int64(vlanKfunc)},
+			asm.JNE.Imm(r0, 0, "redirect"),
+			asm.Mov.Reg(r1, r6),
+			asm.Mov.Imm(r2, -4),
+			asm.FnXdpAdjustHead.Call(),
+			asm.JNE.Imm(r0, 0, "redirect"),
+			asm.LoadMem(r2, r6, 0, asm.Word), // data
+			asm.LoadMem(r3, r6, 4, asm.Word), // data_end
+			asm.Mov.Reg(r4, r2),
+			asm.Add.Imm(r4, 18),
+			asm.JGT.Reg(r4, r3, "redirect"),
+			asm.LoadMem(r5, r2, 4, asm.Word),
+			asm.StoreMem(r2, 0, r5, asm.Word),
+			asm.LoadMem(r5, r2, 8, asm.Word),
+			asm.StoreMem(r2, 4, r5, asm.Word),
+			asm.LoadMem(r5, r2, 12, asm.Word),
+			asm.StoreMem(r2, 8, r5, asm.Word),
+			asm.LoadMem(r5, fp, -8, asm.Half), // tpid, in network order
+			asm.StoreMem(r2, 12, r5, asm.Half),
+			asm.LoadMem(r5, fp, -6, asm.Half), // tci, in host order
+			asm.HostTo(asm.BE, r5, asm.Half),
+			asm.StoreMem(r2, 14, r5, asm.Half),
+			asm.Mov.Reg(r1, r6).WithSymbol("redirect"), // r1 = ctx
 		}
 	}
-	return p
+	return append(p,
+		asm.LoadMem(r2, r1, xdpMdRxQueueOff, asm.Word),
+		asm.LoadMapPtr(r1, xsks.FD()),
+		asm.Mov.Imm(r3, xdpPass),
+		asm.FnRedirectMap.Call(),
+		asm.Return(),
+	)
 }
 
-// loadXSKProgram loads xskProgram and returns its file descriptor. With
-// vlanKfunc, the program is bound to interface ifindex (a kfunc of the
-// driver's XDP metadata needs that) and can only be attached in driver
-// mode.
-func loadXSKProgram(mapFD int, vlanKfunc uint32, ifindex int) (int, error) {
-	prog := xskProgram(mapFD, vlanKfunc)
-	license := []byte(bpfLicense + "\x00") // GPL-compatible: it calls a kfunc
-	logBuf := make([]byte, 16384)
-	var attr struct {
-		bpfProgLoadAttr
-		progIfindex, expectedAttachType uint32
-	}
-	attr.bpfProgLoadAttr = bpfProgLoadAttr{
-		progType: bpfProgTypeXDP,
-		insnCnt:  uint32(len(prog)),
-		insns:    uint64(uintptr(unsafe.Pointer(&prog[0]))),
-		license:  uint64(uintptr(unsafe.Pointer(&license[0]))),
-		logLevel: 1,
-		logSize:  uint32(len(logBuf)),
-		logBuf:   uint64(uintptr(unsafe.Pointer(&logBuf[0]))),
-		progName: [16]byte{'o', 'v', 's', 'd', 'p', '_', 'x', 's', 'k'},
+// loadXSKProgram loads xskProgram. With vlanKfunc, the program is bound
+// to interface ifindex (a kfunc of the driver's XDP metadata needs that)
+// and can only be attached in driver mode.
+func loadXSKProgram(xsks *ebpf.Map, vlanKfunc btf.TypeID, ifindex int) (*ebpf.Program, error) {
+	spec := &ebpf.ProgramSpec{
+		Name:         "ovsdp_xsk",
+		Type:         ebpf.XDP,
+		Instructions: xskProgram(xsks, vlanKfunc),
 	}
 	if vlanKfunc != 0 {
-		attr.progFlags = bpfFXDPDevBoundOnly
-		attr.progIfindex = uint32(ifindex)
+		spec.Flags = bpfFXDPDevBoundOnly
+		spec.Ifindex = uint32(ifindex)
 	}
-	fd, _, e := unix.Syscall(unix.SYS_BPF, bpfProgLoad, uintptr(unsafe.Pointer(&attr)), unsafe.Sizeof(attr))
-	runtime.KeepAlive(prog)
-	runtime.KeepAlive(license)
-	runtime.KeepAlive(logBuf)
-	if e != 0 {
-		if msg := unix.ByteSliceToString(logBuf); msg != "" {
-			return -1, fmt.Errorf("loading the XDP program (bpf BPF_PROG_LOAD): %w (verifier: %s)", e, msg)
-		}
-		return -1, fmt.Errorf("loading the XDP program (bpf BPF_PROG_LOAD): %w", e)
-	}
-	return int(fd), nil
+	return loadProgram(spec, "the XDP program")
 }
 
-// xdpAttach attaches program progFD to interface ifindex (in the calling
-// thread's network namespace) through a BPF link, in driver mode or in
-// generic (skb) mode.
-func xdpAttach(progFD, ifindex int, flags uint32) (int, error) {
-	attr := struct {
-		progFD, targetIfindex, attachType, flags uint32
-		_                                        [4]uint64
-	}{progFD: uint32(progFD), targetIfindex: uint32(ifindex), attachType: bpfAttachXDP, flags: flags}
-	fd, _, e := unix.Syscall(unix.SYS_BPF, bpfLinkCreate, uintptr(unsafe.Pointer(&attr)), unsafe.Sizeof(attr))
-	if e != 0 {
-		return -1, e
-	}
-	return int(fd), nil
+// xdpAttach attaches prog to interface ifindex (in the calling thread's
+// network namespace) through a BPF link (BPF_LINK_CREATE), in driver
+// mode or in generic (skb) mode.
+func xdpAttach(prog *ebpf.Program, ifindex int, mode link.XDPAttachFlags) (link.Link, error) {
+	return link.AttachXDP(link.XDPOptions{Program: prog, Interface: ifindex, Flags: mode})
 }
 
 // attach loads the XDP program and attaches it to interface ifindex: in
@@ -307,33 +286,33 @@ func xdpAttach(progFD, ifindex int, flags uint32) (int, error) {
 func (x *xdpSock) attach(ifindex int) error {
 	kfunc, err := btfFuncID("bpf_xdp_metadata_rx_vlan_tag")
 	if err == nil {
-		x.progFD, err = loadXSKProgram(x.mapFD, kfunc, ifindex)
+		x.prog, err = loadXSKProgram(x.xsks, kfunc, ifindex)
 		if err != nil {
 			err = fmt.Errorf("device-bound program calling bpf_xdp_metadata_rx_vlan_tag (the driver may have no XDP metadata kfuncs): %w", err)
 		} else {
-			x.linkFD, err = xdpAttach(x.progFD, ifindex, unix.XDP_FLAGS_DRV_MODE)
+			x.link, err = xdpAttach(x.prog, ifindex, link.XDPDriverMode)
 			if err == nil {
 				x.native, x.vlanRestore = true, true
 				return nil
 			}
 			err = fmt.Errorf("attaching the device-bound XDP program (bpf BPF_LINK_CREATE, driver mode): %w", err)
-			unix.Close(x.progFD)
-			x.progFD = -1
+			x.prog.Close()
+			x.prog = nil
 		}
 	}
 	x.vlanErr = err
-	if x.progFD, err = loadXSKProgram(x.mapFD, 0, 0); err != nil {
+	if x.prog, err = loadXSKProgram(x.xsks, 0, 0); err != nil {
 		return err
 	}
 	var errDrv error
-	if x.linkFD, errDrv = xdpAttach(x.progFD, ifindex, unix.XDP_FLAGS_DRV_MODE); errDrv == nil {
+	if x.link, errDrv = xdpAttach(x.prog, ifindex, link.XDPDriverMode); errDrv == nil {
 		x.native = true
 		return nil
 	}
 	if errors.Is(errDrv, unix.EBUSY) || errors.Is(errDrv, unix.EEXIST) {
 		return fmt.Errorf("attaching the XDP program (bpf BPF_LINK_CREATE): the interface already has an XDP program: %w", errDrv)
 	}
-	x.linkFD, err = xdpAttach(x.progFD, ifindex, unix.XDP_FLAGS_SKB_MODE)
+	x.link, err = xdpAttach(x.prog, ifindex, link.XDPGenericMode)
 	if err != nil {
 		return fmt.Errorf("attaching the XDP program (bpf BPF_LINK_CREATE): driver mode: %v; generic mode: %w", errDrv, err)
 	}
@@ -419,9 +398,9 @@ func rxQueues(name string) (int, error) {
 	return link.Attrs().NumRxQueues, nil
 }
 
-// openXDP sets up the AF_XDP socket, its UMEM and rings, and the XDP
-// program, and makes p.file the socket.
-func (p *NetdevPort) openXDP() (err error) {
+// setup sets up the AF_XDP socket (in p.xdp.fd), its UMEM and rings, and
+// the XDP program.
+func (p *XDPPort) setup() (err error) {
 	q, err := rxQueues(p.name)
 	if err != nil {
 		return fmt.Errorf("AF_XDP: %w", err)
@@ -433,7 +412,7 @@ func (p *NetdevPort) openXDP() (err error) {
 	if err != nil {
 		return err
 	}
-	x := &xdpSock{fd: -1, linkFD: -1, progFD: -1, mapFD: -1, frameSize: frameSize}
+	x := &xdpSock{fd: -1, frameSize: frameSize}
 	defer func() {
 		if err != nil {
 			x.release()
@@ -507,10 +486,11 @@ func (p *NetdevPort) openXDP() (err error) {
 			return fmt.Errorf("AF_XDP: bind to ifindex %d queue %d: %w (another AF_XDP socket is bound to the queue)", p.ifindex, xdpQueue, err)
 		}
 	}
-	if x.mapFD, err = createXSKMap(1); err != nil {
-		return fmt.Errorf("AF_XDP: %w", err)
+	x.xsks, err = ebpf.NewMap(&ebpf.MapSpec{Name: xdpBpfMapName, Type: ebpf.XSKMap, KeySize: 4, ValueSize: 4, MaxEntries: 1})
+	if err != nil {
+		return fmt.Errorf("AF_XDP: creating the XSKMAP (bpf BPF_MAP_CREATE): %w", err)
 	}
-	if err := updateMap(x.mapFD, xdpQueue, uint32(x.fd)); err != nil {
+	if err := x.xsks.Put(uint32(xdpQueue), uint32(x.fd)); err != nil {
 		return fmt.Errorf("AF_XDP: putting the socket in the XSKMAP (bpf BPF_MAP_UPDATE_ELEM): %w", err)
 	}
 	if err := x.attach(p.ifindex); err != nil {
@@ -523,9 +503,9 @@ func (p *NetdevPort) openXDP() (err error) {
 // detach closes the BPF link, which takes the XDP program off the
 // interface.
 func (x *xdpSock) detach() {
-	if x != nil && x.linkFD >= 0 {
-		unix.Close(x.linkFD)
-		x.linkFD = -1
+	if x != nil && x.link != nil {
+		x.link.Close()
+		x.link = nil
 	}
 }
 
@@ -539,11 +519,21 @@ func (x *xdpSock) release() error {
 		}
 	}
 	// Closing the link detaches the program from the interface.
-	for _, fd := range []*int{&x.linkFD, &x.progFD, &x.mapFD, &x.fd} {
-		if *fd >= 0 {
-			keep(unix.Close(*fd))
-			*fd = -1
-		}
+	if x.link != nil {
+		keep(x.link.Close())
+		x.link = nil
+	}
+	if x.prog != nil {
+		keep(x.prog.Close())
+		x.prog = nil
+	}
+	if x.xsks != nil {
+		keep(x.xsks.Close())
+		x.xsks = nil
+	}
+	if x.fd >= 0 {
+		keep(unix.Close(x.fd))
+		x.fd = -1
 	}
 	for _, r := range []*xdpRing{&x.fill, &x.comp, &x.rx, &x.tx} {
 		if r.mem != nil {
@@ -560,7 +550,7 @@ func (x *xdpSock) release() error {
 
 // readXDP copies frames from the rx ring into p.rdBufs and gives their
 // UMEM frames back to the kernel through the fill ring.
-func (p *NetdevPort) readXDP() bool {
+func (p *XDPPort) readXDP() bool {
 	x := p.xdp
 	cons := *x.rx.consumer // only this side writes it
 	avail := atomic.LoadUint32(x.rx.producer) - cons
@@ -606,7 +596,7 @@ func (x *xdpSock) reclaimTx() {
 
 // kickTx has the kernel transmit what the tx ring holds. It returns
 // false when the kernel asks to be called again later.
-func (p *NetdevPort) kickTx(fd uintptr) bool {
+func (p *XDPPort) kickTx(fd uintptr) bool {
 	for i := 0; i < xdpMaxKicks; i++ {
 		_, _, e := unix.Syscall6(unix.SYS_SENDTO, fd, 0, 0, unix.MSG_DONTWAIT, 0, 0)
 		switch e {
@@ -633,7 +623,7 @@ func (p *NetdevPort) kickTx(fd uintptr) bool {
 // xdpMaxTxLen is the longest frame the port sends: the MTU plus the
 // Ethernet header, plus 4 bytes for a frame that starts with a VLAN tag
 // (as AF_PACKET allows), and no longer than a UMEM frame.
-func (p *NetdevPort) xdpMaxTxLen(f []byte) int {
+func (p *XDPPort) xdpMaxTxLen(f []byte) int {
 	n := p.mtu + 14
 	if len(f) >= 14 {
 		if t := uint16(f[12])<<8 | uint16(f[13]); t == header.EtherTypeVLAN || t == header.EtherTypeQinQ {
@@ -646,7 +636,7 @@ func (p *NetdevPort) xdpMaxTxLen(f []byte) int {
 // doWriteXDP queues x.txPkts[x.txDone:] on the tx ring while there are
 // free UMEM frames, and kicks the kernel. It returns false to wait until
 // the socket is writable (transmitted frames completing).
-func (p *NetdevPort) doWriteXDP(fd uintptr) bool {
+func (p *XDPPort) doWriteXDP(fd uintptr) bool {
 	x := p.xdp
 	for {
 		x.reclaimTx()
@@ -684,11 +674,11 @@ func (p *NetdevPort) doWriteXDP(fd uintptr) bool {
 	}
 }
 
-// writeXDP is WriteBatch for NetdevXDP. A frame shorter than an Ethernet
-// header or longer than the MTU allows is counted as a tx error and
-// skipped (with an error returned, as AF_PACKET's EMSGSIZE); when every
-// tx frame of the UMEM is in flight it waits for completions.
-func (p *NetdevPort) writeXDP(pkts [][]byte) (int, error) {
+// WriteBatch implements Port. A frame shorter than an Ethernet header or
+// longer than the MTU allows is counted as a tx error and skipped (with
+// an error returned, as AF_PACKET's EMSGSIZE); when every tx frame of the
+// UMEM is in flight it waits for completions.
+func (p *XDPPort) WriteBatch(pkts [][]byte) (int, error) {
 	p.wrMu.Lock()
 	defer p.wrMu.Unlock()
 	x := p.xdp
@@ -710,11 +700,8 @@ func (p *NetdevPort) writeXDP(pkts [][]byte) (int, error) {
 		sent += done
 		bytes += b
 		if err != nil {
-			if p.isClosed() {
-				err = ErrPortClosed
-			}
 			p.stats.tx(sent, bytes)
-			return sent, fmt.Errorf("userdp: %s: write: %w", p.name, err)
+			return sent, p.writeErr(err)
 		}
 		if txErr != nil {
 			p.stats.tx(sent, bytes)
@@ -736,7 +723,7 @@ func (p *NetdevPort) writeXDP(pkts [][]byte) (int, error) {
 // pollXDPDrops adds what XDP_STATISTICS counted since the last call:
 // frames dropped for want of a fill-ring frame or rx-ring room to
 // RxDropped, invalid descriptors to RxErrors and TxErrors.
-func (p *NetdevPort) pollXDPDrops(fd uintptr) {
+func (p *XDPPort) pollXDPDrops(fd uintptr) {
 	var st unix.XDPStatistics
 	if getsockoptPtr(int(fd), unix.SOL_XDP, unix.XDP_STATISTICS, unsafe.Pointer(&st), unsafe.Sizeof(st)) != nil {
 		return
@@ -748,7 +735,7 @@ func (p *NetdevPort) pollXDPDrops(fd uintptr) {
 	*last = st
 }
 
-// errXDPVLANTx is NetdevPort.VLANTxOffload in NetdevXDP mode.
+// errXDPVLANTx is XDPPort.VLANTxOffload.
 var errXDPVLANTx = errors.New("AF_XDP transmits frames as written, bypassing the tc egress hook: VLAN tags go in line")
 
 // vmlinuxBTF is where the kernel publishes its own BTF type information.
@@ -757,7 +744,7 @@ const vmlinuxBTF = "/sys/kernel/btf/vmlinux"
 // btfFuncID returns the BTF type id of the kernel function name (a
 // BTF_KIND_FUNC in the kernel's BTF), which a BPF program calls as a
 // kfunc.
-func btfFuncID(name string) (uint32, error) {
+func btfFuncID(name string) (btf.TypeID, error) {
 	data, err := os.ReadFile(vmlinuxBTF)
 	if err != nil {
 		return 0, fmt.Errorf("reading the kernel's BTF: %w", err)
@@ -769,55 +756,20 @@ func btfFuncID(name string) (uint32, error) {
 	return id, nil
 }
 
-// BTF kinds (include/uapi/linux/btf.h) and the size of what follows a
-// btf_type of each kind: fixed, or per vlen entry.
-var btfKindExtra = [20]struct{ fixed, perVlen int }{
-	1:  {4, 0},  // INT
-	3:  {12, 0}, // ARRAY
-	4:  {0, 12}, // STRUCT
-	5:  {0, 12}, // UNION
-	6:  {0, 8},  // ENUM
-	13: {0, 8},  // FUNC_PROTO
-	14: {4, 0},  // VAR
-	15: {0, 12}, // DATASEC
-	17: {4, 0},  // DECL_TAG
-	19: {0, 12}, // ENUM64
-}
-
-const btfKindFunc = 12
-
 // findBTFFunc looks name up among the BTF_KIND_FUNC types of the raw BTF
 // blob data (native byte order, as the running kernel writes it).
-func findBTFFunc(data []byte, name string) (uint32, error) {
-	le := binary.NativeEndian
-	if len(data) < 24 || le.Uint16(data) != 0xeb9f {
-		return 0, errors.New("not BTF (bad magic or too short)")
+func findBTFFunc(data []byte, name string) (btf.TypeID, error) {
+	spec, err := btf.LoadSpecFromReader(bytes.NewReader(data))
+	if err != nil {
+		return 0, fmt.Errorf("parsing BTF: %w", err)
 	}
-	hdrLen := le.Uint32(data[4:])
-	typeOff, typeLen := le.Uint32(data[8:]), le.Uint32(data[12:])
-	strOff, strLen := le.Uint32(data[16:]), le.Uint32(data[20:])
-	in := func(off, n uint32) bool { return uint64(hdrLen)+uint64(off)+uint64(n) <= uint64(len(data)) }
-	if hdrLen < 24 || !in(typeOff, typeLen) || !in(strOff, strLen) {
-		return 0, fmt.Errorf("BTF sections (header %d, types %d+%d, strings %d+%d) outside its %d bytes", hdrLen, typeOff, typeLen, strOff, strLen, len(data))
+	var fn *btf.Func
+	if err := spec.TypeByName(name, &fn); err != nil {
+		return 0, fmt.Errorf("no function %s: %w", name, err)
 	}
-	types := data[hdrLen+typeOff : hdrLen+typeOff+typeLen]
-	strs := data[hdrLen+strOff : hdrLen+strOff+strLen]
-	for id, off := uint32(1), 0; off < len(types); id++ {
-		if off+12 > len(types) {
-			return 0, fmt.Errorf("BTF type %d truncated at offset %d", id, off)
-		}
-		nameOff, info := le.Uint32(types[off:]), le.Uint32(types[off+4:])
-		kind, vlen := int(info>>24&0x1f), int(info&0xffff)
-		if kind == 0 || kind >= len(btfKindExtra) {
-			return 0, fmt.Errorf("BTF type %d at offset %d: unknown kind %d", id, off, kind)
-		}
-		if kind == btfKindFunc && int(nameOff) < len(strs) {
-			s := strs[nameOff:]
-			if len(s) > len(name) && string(s[:len(name)]) == name && s[len(name)] == 0 {
-				return id, nil
-			}
-		}
-		off += 12 + btfKindExtra[kind].fixed + vlen*btfKindExtra[kind].perVlen
+	id, err := spec.TypeID(fn)
+	if err != nil {
+		return 0, fmt.Errorf("function %s: %w", name, err)
 	}
-	return 0, fmt.Errorf("no function %s", name)
+	return id, nil
 }

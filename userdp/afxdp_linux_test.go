@@ -18,25 +18,10 @@ import (
 
 // xdpPair opens a NetdevXDP port on a veth end in the test's namespace
 // and a port of peerMode on the other end, in a namespace.
-func xdpPair(t testing.TB, peerMode NetdevMode) (x, peer *NetdevPort, v *testenv.Veth) {
+func xdpPair(t testing.TB, peerMode NetdevMode) (x *XDPPort, peer NetdevPort, v *testenv.Veth) {
 	t.Helper()
-	testenv.RequireRoot(t)
-	ns := testenv.NewNetns(t)
-	v = testenv.NewVeth(t, nil, ns)
-	x, err := OpenNetdev(v.Name, NetdevOptions{Mode: NetdevXDP})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { x.Close() })
-	if err := ns.Do(func() error {
-		var err error
-		peer, err = OpenNetdev(v.PeerName, NetdevOptions{Mode: peerMode})
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { peer.Close() })
-	return x, peer, v
+	p, peer, v := portPair(t, NetdevXDP, peerMode)
+	return p.(*XDPPort), peer, v
 }
 
 // sizedFrame is a frame of n bytes from testSrcMAC with a counting
@@ -223,7 +208,7 @@ func TestNetdevXDPDetach(t *testing.T) {
 		l := ns.Link(t, v.Name)
 		return l.Attrs().Xdp != nil && l.Attrs().Xdp.Attached
 	}
-	var p *NetdevPort
+	var p NetdevPort
 	if err := ns.Do(func() error {
 		var err error
 		p, err = OpenNetdev(v.Name, NetdevOptions{Mode: NetdevXDP})
@@ -365,7 +350,7 @@ func TestNetdevXDPGeneric(t *testing.T) {
 	if err := ns.Handle().LinkAdd(&netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: name}}); err != nil {
 		t.Fatalf("creating a bridge: %v", err)
 	}
-	var p *NetdevPort
+	var p NetdevPort
 	if err := ns.Do(func() error {
 		var err error
 		p, err = OpenNetdev(name, NetdevOptions{Mode: NetdevXDP})
@@ -374,10 +359,10 @@ func TestNetdevXDPGeneric(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	if p.XDPNative() {
+	if p.(*XDPPort).XDPNative() {
 		t.Error("XDPNative on a bridge, which has no native XDP")
 	}
-	if err := p.XDPVLANRestore(); err == nil {
+	if err := p.(*XDPPort).XDPVLANRestore(); err == nil {
 		t.Error("XDPVLANRestore says tags are restored in generic mode")
 	} else {
 		t.Logf("XDPVLANRestore: %v", err)

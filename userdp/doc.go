@@ -6,16 +6,32 @@
 // to test flow programming code without root, or to compare with the
 // kernel.
 //
-// A Datapath (New) has ports: AF_PACKET (TPACKET_V3) on an existing
-// network device (odp.PortNetdev), a tap device (odp.PortInternal, and
-// the local port 0 unless WithoutLocalPort), an AF_XDP socket, or an
-// in-memory pipe (PortMemory, no privileges needed; MemoryPeer returns its
-// far end). Each port's goroutine reads batches of frames, extracts their
-// keys, looks them up (a per-thread exact-match cache, then a tuple-space
-// megaflow table with a keyed hash) and executes the flows' actions;
-// misses go to the upcall receivers that Upcalls opens. Flows are
-// installed with PutFlow, in the kernel's terms (key, mask, actions,
-// UFID).
+// A Datapath (New) has ports, each a Port (port.go) of one backend, in a
+// file of its own: on an existing network device (odp.PortNetdev,
+// OpenNetdev) a TPACKET_V3 ring (RingPort, the default), recvmmsg
+// (MmsgPort) or an AF_XDP socket (XDPPort); a tap device (TapPort:
+// odp.PortInternal, and the local port 0 unless WithoutLocalPort); or an
+// in-memory pipe (MemPort: PortMemory, no privileges needed; MemoryPeer
+// returns its far end). Each port's goroutine reads batches of frames,
+// extracts their keys, looks them up (a per-goroutine exact-match cache,
+// then a tuple-space megaflow table with a keyed hash) and executes the
+// flows' actions; misses go to the upcall receivers that Upcalls opens.
+// Flows are installed with PutFlow, in the kernel's terms (key, mask,
+// actions, UFID).
+//
+// # Concurrency
+//
+// A Datapath's methods may be called from any number of goroutines at
+// once, while it forwards: flow changes (PutFlow, DelFlow, FlushFlows)
+// never stop or slow the forwarding goroutines, whose lookups take no
+// lock (table.go says how); port changes publish a new port table the
+// same way; Execute runs one packet at a time. Counters and flow
+// statistics are updated atomically and read without stopping anything,
+// so a snapshot may be a packet behind. Each UpcallReceiver is read by one
+// handler goroutine; the forwarding goroutines never block on it (a full
+// queue loses the upcall, counted, as the kernel does). A Port has one
+// reader and one writer at a time, as the datapath uses it (port.go).
+// Close stops every goroutine the Datapath started before it returns.
 //
 // # Examples
 //

@@ -76,10 +76,10 @@ type op struct {
 
 // setArgs are a set action's value and mask.
 type setArgs struct {
-	eth   [2]EthernetKey
-	ip4   [2]IPv4Key
-	ip6   [2]IPv6Key
-	ports [2]PortsKey
+	eth   [2]odp.Ethernet
+	ip4   [2]odp.IPv4
+	ip6   [2]odp.IPv6
+	ports [2]odp.TCP  // set(tcp), set(udp) and set(sctp): the same two ports
 	icmp  [2][2]uint8 // type, code
 	arp   [2]odp.ARP
 	nd    [2]odp.ND
@@ -319,36 +319,35 @@ func (c *compiler) set(key, mask odp.KeyAttr, path string) (op, error) {
 		if k.MacProto != flowkeys.MacProtoEthernet {
 			return op{}, einval("%s: packet has no Ethernet header", path)
 		}
-		s.eth[0] = EthernetKey{Src: v.Src, Dst: v.Dst}
-		s.eth[1] = EthernetKey{Src: ones6, Dst: ones6}
+		s.eth[0] = v
+		s.eth[1] = odp.Ethernet{Src: ones6, Dst: ones6}
 		if masked {
-			m := mask.(odp.Ethernet)
-			s.eth[1] = EthernetKey{Src: m.Src, Dst: m.Dst}
+			s.eth[1] = mask.(odp.Ethernet)
 		}
 		return op{kind: opSetEth, set: s}, nil
 	case odp.IPv4:
 		if et != header.EtherTypeIPv4 {
 			return op{}, einval("%s: the flow's EtherType %#04x is not IPv4", path, et)
 		}
-		s.ip4[0] = IPv4Key{Src: v.Src, Dst: v.Dst, TOS: v.TOS, TTL: v.TTL}
+		s.ip4[0] = odp.IPv4{Src: v.Src, Dst: v.Dst, TOS: v.TOS, TTL: v.TTL}
 		if masked {
 			m := mask.(odp.IPv4)
 			if m.Proto != 0 || m.Frag != 0 {
 				return op{}, einval("%s: the IPv4 protocol and fragment type cannot be set", path)
 			}
-			s.ip4[1] = IPv4Key{Src: m.Src, Dst: m.Dst, TOS: m.TOS, TTL: m.TTL}
+			s.ip4[1] = m
 		} else {
 			if v.Proto != k.IPProto || v.Frag != k.IPFrag {
 				return op{}, einval("%s: proto %d and frag %d differ from the flow's (%d, %d)", path, v.Proto, v.Frag, k.IPProto, k.IPFrag)
 			}
-			s.ip4[1] = IPv4Key{Src: ones4, Dst: ones4, TOS: 0xff, TTL: 0xff}
+			s.ip4[1] = odp.IPv4{Src: ones4, Dst: ones4, TOS: 0xff, TTL: 0xff}
 		}
 		return op{kind: opSetIPv4, set: s}, nil
 	case odp.IPv6:
 		if et != header.EtherTypeIPv6 {
 			return op{}, einval("%s: the flow's EtherType %#04x is not IPv6", path, et)
 		}
-		s.ip6[0] = IPv6Key{Src: v.Src, Dst: v.Dst, Label: v.Label, TClass: v.TClass, HLimit: v.HLimit}
+		s.ip6[0] = odp.IPv6{Src: v.Src, Dst: v.Dst, Label: v.Label, TClass: v.TClass, HLimit: v.HLimit}
 		if masked {
 			m := mask.(odp.IPv6)
 			if m.Proto != 0 || m.Frag != 0 {
@@ -357,7 +356,7 @@ func (c *compiler) set(key, mask odp.KeyAttr, path string) (op, error) {
 			if m.Label&^0xfffff != 0 {
 				return op{}, einval("%s: label mask %#x has bits beyond the 20-bit label", path, m.Label)
 			}
-			s.ip6[1] = IPv6Key{Src: m.Src, Dst: m.Dst, Label: m.Label, TClass: m.TClass, HLimit: m.HLimit}
+			s.ip6[1] = m
 		} else {
 			if v.Proto != k.IPProto || v.Frag != k.IPFrag {
 				return op{}, einval("%s: proto %d and frag %d differ from the flow's (%d, %d)", path, v.Proto, v.Frag, k.IPProto, k.IPFrag)
@@ -365,7 +364,7 @@ func (c *compiler) set(key, mask odp.KeyAttr, path string) (op, error) {
 			if v.Label&^0xfffff != 0 {
 				return op{}, einval("%s: label %#x has bits beyond the 20-bit label", path, v.Label)
 			}
-			s.ip6[1] = IPv6Key{Src: ones16, Dst: ones16, Label: 0xfffff, TClass: 0xff, HLimit: 0xff}
+			s.ip6[1] = odp.IPv6{Src: ones16, Dst: ones16, Label: 0xfffff, TClass: 0xff, HLimit: 0xff}
 		}
 		return op{kind: opSetIPv6, set: s}, nil
 	case odp.TCP:
@@ -450,11 +449,11 @@ func (c *compiler) setPorts(kind opKind, proto uint8, src, dst uint16, mask odp.
 	if k.TpSrc == 0 && k.TpDst == 0 {
 		return op{}, einval("%s: the flow's key has no transport ports", path)
 	}
-	s.ports[0] = PortsKey{Src: src, Dst: dst}
-	s.ports[1] = PortsKey{Src: 0xffff, Dst: 0xffff}
+	s.ports[0] = odp.TCP{Src: src, Dst: dst}
+	s.ports[1] = odp.TCP{Src: 0xffff, Dst: 0xffff}
 	if mask != nil {
 		ms, md := mk(mask)
-		s.ports[1] = PortsKey{Src: ms, Dst: md}
+		s.ports[1] = odp.TCP{Src: ms, Dst: md}
 	}
 	return op{kind: kind, set: s}, nil
 }

@@ -454,9 +454,9 @@ func (c *pktCtx) set(o *op) error {
 		case opSetTCP:
 			err = setTCPMasked(b, h, &s.ports[0], &s.ports[1])
 		case opSetUDP:
-			err = setUDPMasked(b, h, &s.ports[0], &s.ports[1])
+			err = setUDPMasked(b, h, (*odp.UDP)(&s.ports[0]), (*odp.UDP)(&s.ports[1]))
 		default:
-			err = setSCTPMasked(b, h, &s.ports[0], &s.ports[1])
+			err = setSCTPMasked(b, h, (*odp.SCTP)(&s.ports[0]), (*odp.SCTP)(&s.ports[1]))
 		}
 		if err != nil {
 			return err

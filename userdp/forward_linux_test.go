@@ -31,7 +31,7 @@ type fwdTopo struct {
 	sv, rv  *testenv.Veth // sv: Name in S, PeerName in M; rv: Name in R, PeerName in M
 	rMAC    net.HardwareAddr
 	br      netlink.Link // the bridge in M (no ports while not in use)
-	tx      *NetdevPort  // the sender, on S's veth end (sendmmsg)
+	tx      NetdevPort   // the sender, on S's veth end (sendmmsg)
 	frames  [][]byte     // one batch of frames from S to R
 	dpName  string
 }
@@ -97,8 +97,9 @@ func newFwdTopo(t testing.TB) *fwdTopo {
 	// whose cost would add to every frame sent.
 	if err := f.s.Do(func() (err error) {
 		if f.tx, err = OpenNetdev(f.sv.Name, NetdevOptions{Mode: NetdevMmsg}); err == nil {
-			f.tx.vlanTx.detach()
-			f.tx.vlanTx = nil
+			a := afPacketOf(t, f.tx)
+			a.vlanTx.detach()
+			a.vlanTx = nil
 		}
 		return err
 	}); err != nil {

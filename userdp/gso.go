@@ -71,7 +71,7 @@ func (h vnetHdr) encode(b []byte) {
 }
 
 // VnetDropReason says why a netdev port dropped a received frame because
-// of its virtio_net_hdr (see NetdevPort.OffloadStats).
+// of its virtio_net_hdr (see RingPort.OffloadStats).
 type VnetDropReason int
 
 // The reasons. Each dropped frame is also counted in RxErrors.

@@ -125,9 +125,9 @@ func (g *gsoTopo) transfer(t *testing.T, size int) {
 
 // checkSegmented fails unless p segmented GSO frames and dropped none
 // for their virtio_net_hdr.
-func checkSegmented(t *testing.T, p *NetdevPort) {
+func checkSegmented(t *testing.T, p NetdevPort) {
 	t.Helper()
-	st := p.OffloadStats()
+	st := afPacketOf(t, p).OffloadStats()
 	t.Logf("%s: %+v", p.Name(), st)
 	if st.GSOFrames == 0 || st.GSOSegments <= st.GSOFrames {
 		t.Errorf("%s: %d GSO frames cut into %d segments: want super-frames segmented", p.Name(), st.GSOFrames, st.GSOSegments)
@@ -166,9 +166,9 @@ func TestNetdevGSOThroughDatapath(t *testing.T) {
 	}
 	g.transfer(t, 4<<20)
 	byNumber := dp.ports.Load().byNumber
-	np, ok := byNumber[pa.Number].port.(*NetdevPort)
+	np, ok := byNumber[pa.Number].port.(NetdevPort)
 	if !ok {
-		t.Fatalf("port %d is a %T, not a *NetdevPort", pa.Number, byNumber[pa.Number].port)
+		t.Fatalf("port %d is a %T, not a NetdevPort", pa.Number, byNumber[pa.Number].port)
 	}
 	checkSegmented(t, np)
 }
@@ -192,7 +192,7 @@ func TestNetdevGSOForward(t *testing.T) {
 			}
 			defer b.Close()
 			errs := make(chan error, 2)
-			fwd := func(from, to *NetdevPort) {
+			fwd := func(from, to NetdevPort) {
 				bufs := make([][]byte, 3)
 				sizes := make([]int, 3)
 				for i := range bufs {
@@ -294,8 +294,9 @@ func TestNetdevGSOSegments(t *testing.T) {
 			// segments and returns those from the test's sender.
 			readSegs := func(n uint64, keep bool) ([][]byte, error) {
 				var out [][]byte
-				target := rx.offl.gsoSegments.Load() + n
-				for rx.offl.gsoSegments.Load() < target {
+				offl := &afPacketOf(t, rx).offl
+				target := offl.gsoSegments.Load() + n
+				for offl.gsoSegments.Load() < target {
 					k, err := rx.ReadBatch(bufs, sizes, DefaultHeadroom)
 					if err != nil {
 						return nil, err
@@ -348,7 +349,7 @@ func TestNetdevGSOSegments(t *testing.T) {
 			for rx.Stats().RxErrors == errsBefore && time.Now().Before(deadline) {
 				readWithTimeout(rx, bufs, sizes)
 			}
-			st := rx.OffloadStats()
+			st := afPacketOf(t, rx).OffloadStats()
 			if st.Dropped[VnetBadGSOSize] != 1 || st.LastDrop == nil || rx.Stats().RxErrors != errsBefore+1 {
 				t.Errorf("gso_size beyond the MTU: offload stats %+v, rx errors %d (before %d), want one VnetBadGSOSize drop", st, rx.Stats().RxErrors, errsBefore)
 			} else {
@@ -378,10 +379,11 @@ func TestNetdevGSOSegments(t *testing.T) {
 }
 
 // readWithTimeout reads one batch or gives up after 100 ms.
-func readWithTimeout(p *NetdevPort, bufs [][]byte, sizes []int) {
-	p.file.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
+func readWithTimeout(p NetdevPort, bufs [][]byte, sizes []int) {
+	f := baseOf(p).file
+	f.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
 	p.ReadBatch(bufs, sizes, DefaultHeadroom)
-	p.file.SetReadDeadline(time.Time{})
+	f.SetReadDeadline(time.Time{})
 }
 
 // TestCompleteCsum: a checksum left to offload is completed from

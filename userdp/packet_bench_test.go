@@ -6,13 +6,14 @@ import (
 	"time"
 
 	"github.com/ovsdp/ovsdp/internal/header"
+	"github.com/ovsdp/ovsdp/odp"
 )
 
 // setIPv4Full is the baseline of BenchmarkSetIPv4: write all four
 // settable fields and recompute the IPv4 header checksum from scratch
 // (and, as the fields include the addresses, the L4 checksum
 // incrementally as any correct implementation must).
-func setIPv4Full(frame []byte, h *pktHeaders, key *IPv4Key) {
+func setIPv4Full(frame []byte, h *pktHeaders, key *odp.IPv4) {
 	ip := frame[h.L3 : h.L3+20]
 	copy(ip[12:16], key.Src[:])
 	copy(ip[16:20], key.Dst[:])
@@ -31,11 +32,11 @@ func TestPacketOpsNoAllocs(t *testing.T) {
 	fixIPv4(ft, 14)
 	ht := mustParse(t, ft)
 	h4, h6, hs := mustParse(t, f4), mustParse(t, f6), mustParse(t, fs)
-	k4 := IPv4Key{Src: [4]byte{1, 2, 3, 4}, TTL: 9}
-	m4 := IPv4Key{Src: [4]byte{255, 255, 255, 255}, TTL: 0xff}
-	k6 := IPv6Key{Dst: [16]byte{1}, HLimit: 3}
-	m6 := IPv6Key{Dst: [16]byte{0xff, 0xff}, HLimit: 0xff}
-	pk, pm := PortsKey{1, 2}, PortsKey{0xffff, 0xffff}
+	k4 := odp.IPv4{Src: [4]byte{1, 2, 3, 4}, TTL: 9}
+	m4 := odp.IPv4{Src: [4]byte{255, 255, 255, 255}, TTL: 0xff}
+	k6 := odp.IPv6{Dst: [16]byte{1}, HLimit: 3}
+	m6 := odp.IPv6{Dst: [16]byte{0xff, 0xff}, HLimit: 0xff}
+	pk, pm := odp.TCP{Src: 1, Dst: 2}, odp.TCP{Src: 0xffff, Dst: 0xffff}
 	buf := make([]byte, DefaultHeadroom+len(f4)+8)
 	var hh pktHeaders
 	ops := map[string]func(){
@@ -43,9 +44,9 @@ func TestPacketOpsNoAllocs(t *testing.T) {
 		"setIPv4Masked":    func() { k4.Src[3]++; setIPv4Masked(f4, h4, &k4, &m4) },
 		"setIPv6Masked":    func() { k6.Dst[1]++; setIPv6Masked(f6, h6, &k6, &m6) },
 		"setTCPMasked":     func() { pk.Src++; setTCPMasked(f4, h4, &pk, &pm) },
-		"setUDPMasked":     func() { pk.Src++; setUDPMasked(f6, h6, &pk, &pm) },
-		"setSCTPMasked":    func() { pk.Src++; setSCTPMasked(fs, hs, &pk, &pm) },
-		"SetEthernet":      func() { setEthernetMasked(f4, &EthernetKey{}, &EthernetKey{Src: [6]byte{1}}) },
+		"setUDPMasked":     func() { pk.Src++; setUDPMasked(f6, h6, (*odp.UDP)(&pk), (*odp.UDP)(&pm)) },
+		"setSCTPMasked":    func() { pk.Src++; setSCTPMasked(fs, hs, (*odp.SCTP)(&pk), (*odp.SCTP)(&pm)) },
+		"SetEthernet":      func() { setEthernetMasked(f4, &odp.Ethernet{}, &odp.Ethernet{Src: [6]byte{1}}) },
 		"decTTLHeaders":    func() { decTTLHeaders(ft, ht) },
 		"completeChecksum": func() { completeChecksum(f4) },
 		"PushPopVLAN": func() {
@@ -84,11 +85,11 @@ func BenchmarkSetIPv4(b *testing.B) {
 	rng := newRand(b)
 	f := testIPv4(rng, header.IPProtoUDP, 18, 0)
 	h := mustParse(b, f)
-	key := IPv4Key{TTL: 63}
+	key := odp.IPv4{TTL: 63}
 	copy(key.Src[:], f[26:30])
 	copy(key.Dst[:], f[30:34])
 	key.TOS = f[15]
-	mask := IPv4Key{TTL: 0xff}
+	mask := odp.IPv4{TTL: 0xff}
 	const inner = 1000
 	masked := func() {
 		for j := 0; j < inner; j++ {

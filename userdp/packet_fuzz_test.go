@@ -7,6 +7,7 @@ import (
 
 	"github.com/ovsdp/ovsdp/flowkeys"
 	"github.com/ovsdp/ovsdp/internal/header"
+	"github.com/ovsdp/ovsdp/odp"
 )
 
 // FuzzPacketOps runs every packet operation on arbitrary frames: none may
@@ -39,7 +40,7 @@ func FuzzPacketOps(f *testing.F) {
 		}
 		validIP := h.EthType == header.EtherTypeIPv4 && len(frame) >= h.L3+20 && frame[h.L3]&0xf == 5 &&
 			refCsum(frame[h.L3:h.L3+20]) == 0
-		var k4, m4 IPv4Key
+		var k4, m4 odp.IPv4
 		binary.BigEndian.PutUint32(m4.Src[:], r.Uint32())
 		binary.BigEndian.PutUint32(m4.Dst[:], r.Uint32())
 		binary.BigEndian.PutUint32(k4.Src[:], r.Uint32())
@@ -48,16 +49,16 @@ func FuzzPacketOps(f *testing.F) {
 		if validIP && err == nil && refCsum(frame[h.L3:h.L3+20]) != 0 {
 			t.Fatalf("IPv4 header checksum invalid after set")
 		}
-		var k6, m6 IPv6Key
+		var k6, m6 odp.IPv6
 		m6.Src[r.IntN(16)] = 0xff
 		m6.Dst[r.IntN(16)] = 0xff
 		k6.Src[3], m6.Label, m6.HLimit = 9, 0xfffff, 0xff
 		setIPv6Masked(frame, &h, &k6, &m6)
-		pk, pm := PortsKey{uint16(r.Uint32()), uint16(r.Uint32())}, PortsKey{0xffff, uint16(r.Uint32())}
+		pk, pm := odp.TCP{Src: uint16(r.Uint32()), Dst: uint16(r.Uint32())}, odp.TCP{Src: 0xffff, Dst: uint16(r.Uint32())}
 		setTCPMasked(frame, &h, &pk, &pm)
-		setUDPMasked(frame, &h, &pk, &pm)
-		setSCTPMasked(frame, &h, &pk, &pm)
-		setEthernetMasked(frame, &EthernetKey{}, &EthernetKey{Dst: [6]byte{1}})
+		setUDPMasked(frame, &h, (*odp.UDP)(&pk), (*odp.UDP)(&pm))
+		setSCTPMasked(frame, &h, (*odp.SCTP)(&pk), (*odp.SCTP)(&pm))
+		setEthernetMasked(frame, &odp.Ethernet{}, &odp.Ethernet{Dst: [6]byte{1}})
 		setMPLSMasked(frame, &h, 1, 0xffffffff)
 		_, err = decTTLHeaders(frame, &h)
 		if validIP && err == nil && skbProtocol(frame) == header.EtherTypeIPv4 && refCsum(frame[h.L3:h.L3+20]) != 0 {

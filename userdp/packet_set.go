@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/ovsdp/ovsdp/internal/header"
+	"github.com/ovsdp/ovsdp/odp"
 )
 
 // Masked set operations, as the kernel's execute_masked_set_action in
@@ -20,16 +21,10 @@ import (
 // datapath executes them, as Open vSwitch's userspace datapath does: their
 // operations are in exec_sets.go, not here.
 
-// EthernetKey is the value or mask of a set(eth(...)) action, as
-// struct ovs_key_ethernet.
-type EthernetKey struct {
-	Src, Dst [6]byte
-}
-
 // setEthernetMasked sets the masked bits of the frame's Ethernet source
 // and destination addresses. The kernel fails it with -ENOMEM for a
 // frame shorter than 14 bytes; this returns errTooShort.
-func setEthernetMasked(frame []byte, key, mask *EthernetKey) error {
+func setEthernetMasked(frame []byte, key, mask *odp.Ethernet) error {
 	if len(frame) < 14 {
 		return fmt.Errorf("set(eth): %w: %d bytes, the Ethernet header needs 14", errTooShort, len(frame))
 	}
@@ -38,16 +33,6 @@ func setEthernetMasked(frame []byte, key, mask *EthernetKey) error {
 		frame[6+i] = frame[6+i]&^mask.Src[i] | key.Src[i]&mask.Src[i]
 	}
 	return nil
-}
-
-// IPv4Key is the value or mask of a set(ipv4(...)) action, as struct
-// ovs_key_ipv4. Proto and Frag cannot be set: their mask must be zero.
-type IPv4Key struct {
-	Src, Dst [4]byte
-	Proto    uint8
-	TOS      uint8
-	TTL      uint8
-	Frag     uint8
 }
 
 // setIPv4Masked sets the masked bits of the IPv4 source, destination, TOS
@@ -61,7 +46,7 @@ type IPv4Key struct {
 // the kernel does. Errors: errWrongProtocol if the frame is not IPv4,
 // errNotSettable if mask.Proto or mask.Frag is not zero, errTooShort if
 // the frame ends inside the 20-byte IPv4 header (the kernel drops it).
-func setIPv4Masked(frame []byte, h *pktHeaders, key, mask *IPv4Key) error {
+func setIPv4Masked(frame []byte, h *pktHeaders, key, mask *odp.IPv4) error {
 	if h.EthType != header.EtherTypeIPv4 || h.L3 < 0 {
 		return fmt.Errorf("set(ipv4): %w: EtherType %#04x", errWrongProtocol, h.EthType)
 	}
@@ -145,18 +130,6 @@ func addrChecksumField(frame []byte, h *pktHeaders, proto uint8) (c []byte, udp 
 	return nil, false
 }
 
-// IPv6Key is the value or mask of a set(ipv6(...)) action, as struct
-// ovs_key_ipv6. Label holds the 20-bit flow label; Proto and Frag cannot
-// be set.
-type IPv6Key struct {
-	Src, Dst [16]byte
-	Label    uint32
-	Proto    uint8
-	TClass   uint8
-	HLimit   uint8
-	Frag     uint8
-}
-
 // setIPv6Masked sets the masked bits of the IPv6 source, destination,
 // traffic class, flow label and hop limit, as the kernel's set_ipv6. An
 // address is rewritten only when its value changes; then the TCP, UDP or
@@ -169,7 +142,7 @@ type IPv6Key struct {
 // errNotSettable if mask.Proto or mask.Frag is not zero or the label
 // mask has bits above the 20-bit label (the kernel rejects these when the
 // flow is put), errTooShort if the frame ends inside the 40-byte header.
-func setIPv6Masked(frame []byte, h *pktHeaders, key, mask *IPv6Key) error {
+func setIPv6Masked(frame []byte, h *pktHeaders, key, mask *odp.IPv6) error {
 	if h.EthType != header.EtherTypeIPv6 || h.L3 < 0 {
 		return fmt.Errorf("set(ipv6): %w: EtherType %#04x", errWrongProtocol, h.EthType)
 	}
@@ -226,12 +199,6 @@ func setIPv6Addr(frame []byte, h *pktHeaders, addr, key, mask *[16]byte, csum bo
 	*addr = n
 }
 
-// PortsKey is the value or mask of a set(tcp(...)), set(udp(...)) or
-// set(sctp(...)) action: source and destination ports, host order.
-type PortsKey struct {
-	Src, Dst uint16
-}
-
 // l4Header checks that the frame has an L4 header of protocol proto and
 // at least size bytes, and returns it.
 func l4Header(frame []byte, h *pktHeaders, proto uint8, size int, what string) ([]byte, error) {
@@ -248,7 +215,7 @@ func l4Header(frame []byte, h *pktHeaders, proto uint8, size int, what string) (
 // set_tcp: a port is rewritten only when it changes, and the checksum is
 // updated incrementally. errTooShort if the 20-byte TCP header is not
 // all in the frame.
-func setTCPMasked(frame []byte, h *pktHeaders, key, mask *PortsKey) error {
+func setTCPMasked(frame []byte, h *pktHeaders, key, mask *odp.TCP) error {
 	th, err := l4Header(frame, h, header.IPProtoTCP, header.TCPMinimumSize, "tcp")
 	if err != nil {
 		return err
@@ -263,14 +230,14 @@ func setTCPMasked(frame []byte, h *pktHeaders, key, mask *PortsKey) error {
 // incrementally (a result of 0 is stored as 0xffff); a zero checksum
 // (none) stays zero. errTooShort if the 8-byte UDP header is not all in
 // the frame.
-func setUDPMasked(frame []byte, h *pktHeaders, key, mask *PortsKey) error {
+func setUDPMasked(frame []byte, h *pktHeaders, key, mask *odp.UDP) error {
 	uh, err := l4Header(frame, h, header.IPProtoUDP, header.UDPMinimumSize, "udp")
 	if err != nil {
 		return err
 	}
 	u := header.UDP(uh)
 	old := u.Checksum()
-	u.SetChecksum(header.UDPChecksumUpdate(old, setPortsMasked(uh, key, mask, old, old != 0)))
+	u.SetChecksum(header.UDPChecksumUpdate(old, setPortsMasked(uh, (*odp.TCP)(key), (*odp.TCP)(mask), old, old != 0)))
 	return nil
 }
 
@@ -280,14 +247,14 @@ func setUDPMasked(frame []byte, h *pktHeaders, key, mask *PortsKey) error {
 // old checksum XOR old correct CRC XOR new CRC, so that a packet whose
 // checksum was wrong stays wrong. errTooShort if the 12-byte common
 // header is not all in the frame.
-func setSCTPMasked(frame []byte, h *pktHeaders, key, mask *PortsKey) error {
+func setSCTPMasked(frame []byte, h *pktHeaders, key, mask *odp.SCTP) error {
 	sh, err := l4Header(frame, h, header.IPProtoSCTP, header.SCTPMinimumSize, "sctp")
 	if err != nil {
 		return err
 	}
 	s := header.SCTP(sh)
 	oldSum, oldCorrect := s.Checksum(), s.CalculateChecksum()
-	setPortsMasked(sh, key, mask, 0, false)
+	setPortsMasked(sh, (*odp.TCP)(key), (*odp.TCP)(mask), 0, false)
 	s.SetChecksum(oldSum ^ oldCorrect ^ s.CalculateChecksum())
 	return nil
 }
@@ -295,8 +262,9 @@ func setSCTPMasked(frame []byte, h *pktHeaders, key, mask *PortsKey) error {
 // setPortsMasked sets the masked bits of the source and destination
 // ports at the start of the TCP, UDP or SCTP header l4, each only when
 // it changes, and returns the checksum check updated for the changes
-// when csum is true (check unchanged otherwise).
-func setPortsMasked(l4 []byte, key, mask *PortsKey, check uint16, csum bool) uint16 {
+// when csum is true (check unchanged otherwise). UDP's and SCTP's keys
+// convert to odp.TCP, which has the same fields.
+func setPortsMasked(l4 []byte, key, mask *odp.TCP, check uint16, csum bool) uint16 {
 	p := header.Ports(l4)
 	if old := p.Source(); old&^mask.Src|key.Src&mask.Src != old {
 		n := old&^mask.Src | key.Src&mask.Src

@@ -10,6 +10,7 @@ import (
 	"github.com/ovsdp/ovsdp/flowkeys"
 	"github.com/ovsdp/ovsdp/flowkeys/flowkeystest"
 	"github.com/ovsdp/ovsdp/internal/header"
+	"github.com/ovsdp/ovsdp/odp"
 )
 
 func TestParseHeaders(t *testing.T) {
@@ -92,7 +93,7 @@ func TestSetIPv4Masked(t *testing.T) {
 			f := testIPv4(rng, proto, rng.IntN(40), 0)
 			orig := append([]byte(nil), f...)
 			h := mustParse(t, f)
-			var key, mask IPv4Key
+			var key, mask odp.IPv4
 			binary.BigEndian.PutUint32(mask.Src[:], rng.Uint32())
 			binary.BigEndian.PutUint32(mask.Dst[:], rng.Uint32())
 			mask.TOS, mask.TTL = byte(rng.Uint32()), byte(rng.Uint32())
@@ -145,8 +146,8 @@ func TestSetIPv4Masked(t *testing.T) {
 
 func TestSetIPv4UDPChecksumRules(t *testing.T) {
 	rng := newRand(t)
-	key := IPv4Key{Src: [4]byte{10, 1, 2, 3}}
-	mask := IPv4Key{Src: [4]byte{0xff, 0xff, 0xff, 0xff}}
+	key := odp.IPv4{Src: [4]byte{10, 1, 2, 3}}
+	mask := odp.IPv4{Src: [4]byte{0xff, 0xff, 0xff, 0xff}}
 	// Checksum 0 (none) stays 0.
 	f := testIPv4(rng, header.IPProtoUDP, 12, 0)
 	f[34+6], f[34+7] = 0, 0
@@ -183,8 +184,8 @@ func TestSetIPv4UDPChecksumRules(t *testing.T) {
 
 func TestSetIPv4Fragments(t *testing.T) {
 	rng := newRand(t)
-	key := IPv4Key{Dst: [4]byte{192, 0, 2, 1}}
-	mask := IPv4Key{Dst: [4]byte{0xff, 0xff, 0xff, 0xff}}
+	key := odp.IPv4{Dst: [4]byte{192, 0, 2, 1}}
+	mask := odp.IPv4{Dst: [4]byte{0xff, 0xff, 0xff, 0xff}}
 	// First fragment: L4 checksum updated (the header is there).
 	f := testIPv4(rng, header.IPProtoTCP, 20, 0x2000)
 	if err := setIPv4Masked(f, mustParse(t, f), &key, &mask); err != nil {
@@ -219,21 +220,21 @@ func TestSetIPv4Errors(t *testing.T) {
 	rng := newRand(t)
 	f := testIPv4(rng, header.IPProtoUDP, 0, 0)
 	h := mustParse(t, f)
-	var key IPv4Key
-	if err := setIPv4Masked(f, h, &key, &IPv4Key{Proto: 0xff}); !errors.Is(err, errNotSettable) {
+	var key odp.IPv4
+	if err := setIPv4Masked(f, h, &key, &odp.IPv4{Proto: 0xff}); !errors.Is(err, errNotSettable) {
 		t.Errorf("proto mask: %v, want errNotSettable", err)
 	}
-	if err := setIPv4Masked(f, h, &key, &IPv4Key{Frag: 0xff}); !errors.Is(err, errNotSettable) {
+	if err := setIPv4Masked(f, h, &key, &odp.IPv4{Frag: 0xff}); !errors.Is(err, errNotSettable) {
 		t.Errorf("frag mask: %v, want errNotSettable", err)
 	}
 	short := f[:14+19]
 	hs := mustParse(t, short)
-	if err := setIPv4Masked(short, hs, &key, &IPv4Key{TTL: 0xff}); !errors.Is(err, errTooShort) {
+	if err := setIPv4Masked(short, hs, &key, &odp.IPv4{TTL: 0xff}); !errors.Is(err, errTooShort) {
 		t.Errorf("19-byte IPv4 header: %v, want errTooShort", err)
 	}
 	arp := append([]byte(nil), f...)
 	binary.BigEndian.PutUint16(arp[12:], header.EtherTypeARP)
-	if err := setIPv4Masked(arp, mustParse(t, arp), &key, &IPv4Key{TTL: 0xff}); !errors.Is(err, errWrongProtocol) {
+	if err := setIPv4Masked(arp, mustParse(t, arp), &key, &odp.IPv4{TTL: 0xff}); !errors.Is(err, errWrongProtocol) {
 		t.Errorf("ARP frame: %v, want errWrongProtocol", err)
 	}
 }
@@ -249,7 +250,7 @@ func TestSetIPv6Masked(t *testing.T) {
 				f := testIPv6(rng, proto, rng.IntN(30), ext...)
 				h := mustParse(t, f)
 				orig := append([]byte(nil), f...)
-				var key, mask IPv6Key
+				var key, mask odp.IPv6
 				for j := 0; j < 16; j++ {
 					mask.Src[j], mask.Dst[j] = byte(rng.Uint32()), byte(rng.Uint32())
 					key.Src[j], key.Dst[j] = byte(rng.Uint32())&mask.Src[j], byte(rng.Uint32())&mask.Dst[j]
@@ -294,18 +295,24 @@ func TestSetIPv6Masked(t *testing.T) {
 	}
 	f := testIPv6(rng, header.IPProtoUDP, 0)
 	h := mustParse(t, f)
-	if err := setIPv6Masked(f, h, &IPv6Key{}, &IPv6Key{Label: 0x100000}); !errors.Is(err, errNotSettable) {
+	if err := setIPv6Masked(f, h, &odp.IPv6{}, &odp.IPv6{Label: 0x100000}); !errors.Is(err, errNotSettable) {
 		t.Errorf("label mask beyond 20 bits: %v", err)
 	}
-	if err := setIPv6Masked(f[:14+39], h, &IPv6Key{}, &IPv6Key{HLimit: 1}); !errors.Is(err, errTooShort) {
+	if err := setIPv6Masked(f[:14+39], h, &odp.IPv6{}, &odp.IPv6{HLimit: 1}); !errors.Is(err, errTooShort) {
 		t.Errorf("short: %v", err)
 	}
 }
 
 func TestSetPorts(t *testing.T) {
 	rng := newRand(t)
-	set := map[uint8]func([]byte, *pktHeaders, *PortsKey, *PortsKey) error{
-		header.IPProtoTCP: setTCPMasked, header.IPProtoUDP: setUDPMasked, header.IPProtoSCTP: setSCTPMasked,
+	set := map[uint8]func([]byte, *pktHeaders, *odp.TCP, *odp.TCP) error{
+		header.IPProtoTCP: setTCPMasked,
+		header.IPProtoUDP: func(f []byte, h *pktHeaders, k, m *odp.TCP) error {
+			return setUDPMasked(f, h, (*odp.UDP)(k), (*odp.UDP)(m))
+		},
+		header.IPProtoSCTP: func(f []byte, h *pktHeaders, k, m *odp.TCP) error {
+			return setSCTPMasked(f, h, (*odp.SCTP)(k), (*odp.SCTP)(m))
+		},
 	}
 	for proto, fn := range set {
 		for i := 0; i < 100; i++ {
@@ -317,8 +324,8 @@ func TestSetPorts(t *testing.T) {
 				f, l4 = testIPv6(rng, proto, rng.IntN(50)), 54
 			}
 			orig := append([]byte(nil), f...)
-			mask := PortsKey{uint16(rng.Uint32()), uint16(rng.Uint32())}
-			key := PortsKey{uint16(rng.Uint32()) & mask.Src, uint16(rng.Uint32()) & mask.Dst}
+			mask := odp.TCP{Src: uint16(rng.Uint32()), Dst: uint16(rng.Uint32())}
+			key := odp.TCP{Src: uint16(rng.Uint32()) & mask.Src, Dst: uint16(rng.Uint32()) & mask.Dst}
 			if err := fn(f, mustParse(t, f), &key, &mask); err != nil {
 				t.Fatal(err)
 			}
@@ -338,7 +345,7 @@ func TestSetPorts(t *testing.T) {
 	// SCTP: a wrong checksum stays wrong by the same error.
 	f := testIPv4(rng, header.IPProtoSCTP, 16, 0)
 	f[34+8] ^= 0x5a
-	if err := setSCTPMasked(f, mustParse(t, f), &PortsKey{Src: 99}, &PortsKey{Src: 0xffff}); err != nil {
+	if err := setSCTPMasked(f, mustParse(t, f), &odp.SCTP{Src: 99}, &odp.SCTP{Src: 0xffff}); err != nil {
 		t.Fatal(err)
 	}
 	if got, want := binary.LittleEndian.Uint32(f[34+8:]), refSCTPCheck(f[34:])^0x5a; got != want {
@@ -347,7 +354,7 @@ func TestSetPorts(t *testing.T) {
 	// UDP without checksum stays without.
 	f = testIPv4(rng, header.IPProtoUDP, 4, 0)
 	f[34+6], f[34+7] = 0, 0
-	if err := setUDPMasked(f, mustParse(t, f), &PortsKey{Src: 1, Dst: 2}, &PortsKey{0xffff, 0xffff}); err != nil {
+	if err := setUDPMasked(f, mustParse(t, f), &odp.UDP{Src: 1, Dst: 2}, &odp.UDP{Src: 0xffff, Dst: 0xffff}); err != nil {
 		t.Fatal(err)
 	}
 	if f[34+6]|f[34+7] != 0 || binary.BigEndian.Uint16(f[34:]) != 1 || binary.BigEndian.Uint16(f[36:]) != 2 {
@@ -355,19 +362,19 @@ func TestSetPorts(t *testing.T) {
 	}
 	// Wrong protocol and short headers.
 	f = testIPv4(rng, header.IPProtoUDP, 0, 0)
-	if err := setTCPMasked(f, mustParse(t, f), &PortsKey{}, &PortsKey{Src: 1}); !errors.Is(err, errWrongProtocol) {
+	if err := setTCPMasked(f, mustParse(t, f), &odp.TCP{}, &odp.TCP{Src: 1}); !errors.Is(err, errWrongProtocol) {
 		t.Errorf("set(tcp) on UDP: %v", err)
 	}
 	f = testIPv4(rng, header.IPProtoTCP, 0, 0)[:34+19]
-	if err := setTCPMasked(f, mustParse(t, f), &PortsKey{}, &PortsKey{Src: 1}); !errors.Is(err, errTooShort) {
+	if err := setTCPMasked(f, mustParse(t, f), &odp.TCP{}, &odp.TCP{Src: 1}); !errors.Is(err, errTooShort) {
 		t.Errorf("19-byte TCP header: %v", err)
 	}
 }
 
 func TestSetEthernetAndMPLS(t *testing.T) {
 	f := []byte{1, 2, 3, 4, 5, 6, 11, 12, 13, 14, 15, 16, 0x88, 0x47, 0x12, 0x34, 0x51, 0x40}
-	key := EthernetKey{Dst: [6]byte{0xa0, 0, 0, 0, 0, 0xb0}, Src: [6]byte{0, 0, 0, 0, 0, 0x0f}}
-	mask := EthernetKey{Dst: [6]byte{0xf0, 0, 0, 0, 0, 0xff}, Src: [6]byte{0, 0, 0, 0, 0, 0x0f}}
+	key := odp.Ethernet{Dst: [6]byte{0xa0, 0, 0, 0, 0, 0xb0}, Src: [6]byte{0, 0, 0, 0, 0, 0x0f}}
+	mask := odp.Ethernet{Dst: [6]byte{0xf0, 0, 0, 0, 0, 0xff}, Src: [6]byte{0, 0, 0, 0, 0, 0x0f}}
 	if err := setEthernetMasked(f, &key, &mask); err != nil {
 		t.Fatal(err)
 	}

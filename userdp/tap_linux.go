@@ -2,9 +2,6 @@ package userdp
 
 import (
 	"fmt"
-	"os"
-	"sync"
-	"syscall"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -25,28 +22,14 @@ import (
 // the datapath are TxPackets — the reverse of a netdev port's reads and
 // writes.
 type TapPort struct {
-	name  string
-	mtu   int
-	file  *os.File
-	rc    syscall.RawConn
-	stats Counters
+	fdPort
+	mtu int
 
-	rdMu    sync.Mutex
-	rdBufs  [][]byte
-	rdSizes []int
-	rdOff   int
-	rdN     int
-	rdErr   error
-	readFn  func(fd uintptr) bool
-	wrMu    sync.Mutex
-	wrPkts  [][]byte
-	wrN     int
-	wrErr   error
-	wrSkip  int
-	writeFn func(fd uintptr) bool
-
-	closeMu sync.Mutex
-	closed  bool
+	// WriteBatch call state, used by writeFn.
+	wrPkts [][]byte
+	wrN    int
+	wrErr  error
+	wrSkip int
 }
 
 // OpenTap creates the tap device name (in the network namespace of the
@@ -73,16 +56,13 @@ func OpenTap(name string) (*TapPort, error) {
 		unix.Close(fd)
 		return nil, fmt.Errorf("userdp: tap %s: TUNSETIFF: %w", name, err)
 	}
-	f := os.NewFile(uintptr(fd), "tap:"+name)
-	p := &TapPort{name: name, file: f}
-	rc, err := f.SyscallConn()
-	if err != nil {
-		f.Close()
+	// ReadBatch reads at least one byte into each buffer.
+	p := &TapPort{fdPort: fdPort{name: name, minRoom: 1}}
+	if err := p.adopt(fd, "tap"); err != nil {
 		return nil, fmt.Errorf("userdp: tap %s: %w", name, err)
 	}
-	p.rc = rc
 	if err := setLinkUp(name); err != nil {
-		f.Close()
+		p.file.Close()
 		return nil, fmt.Errorf("userdp: tap %s: %w", name, err)
 	}
 	p.mtu = 1500
@@ -111,9 +91,6 @@ func linkMTU(name string) (int, error) {
 	return int(ifr.Uint32()), nil
 }
 
-// Name returns the device name.
-func (p *TapPort) Name() string { return p.name }
-
 // Type returns odp.PortInternal.
 func (p *TapPort) Type() odp.PortType { return odp.PortInternal }
 
@@ -123,37 +100,7 @@ func (p *TapPort) MTU() int { return p.mtu }
 // Stats returns the counters, from the device's side (see TapPort).
 func (p *TapPort) Stats() odp.PortStats { return p.stats.Snapshot() }
 
-// ReadBatch implements Port: one read(2) per frame, until none is left.
-func (p *TapPort) ReadBatch(bufs [][]byte, sizes []int, offset int) (int, error) {
-	if len(sizes) < len(bufs) {
-		return 0, fmt.Errorf("userdp: %s: read: %d sizes for %d buffers", p.name, len(sizes), len(bufs))
-	}
-	if len(bufs) == 0 {
-		return 0, nil
-	}
-	for _, b := range bufs {
-		if offset < 0 || offset >= len(b) {
-			return 0, fmt.Errorf("userdp: %s: read: offset %d outside a %d-byte buffer", p.name, offset, len(b))
-		}
-	}
-	p.rdMu.Lock()
-	defer p.rdMu.Unlock()
-	p.rdBufs, p.rdSizes, p.rdOff, p.rdN, p.rdErr = bufs, sizes, offset, 0, nil
-	err := p.rc.Read(p.readFn)
-	n, rerr := p.rdN, p.rdErr
-	p.rdBufs, p.rdSizes = nil, nil
-	if err != nil {
-		if p.isClosed() {
-			err = ErrPortClosed
-		}
-		return n, fmt.Errorf("userdp: %s: read: %w", p.name, err)
-	}
-	if rerr != nil {
-		return n, fmt.Errorf("userdp: %s: read: %w", p.name, rerr)
-	}
-	return n, nil
-}
-
+// doRead is TapPort's readFn: one read(2) per frame, until none is left.
 func (p *TapPort) doRead(fd uintptr) bool {
 	var bytes uint64
 	for p.rdN < len(p.rdBufs) {
@@ -187,10 +134,7 @@ func (p *TapPort) WriteBatch(pkts [][]byte) (int, error) {
 	n, werr := p.wrN, p.wrErr
 	p.wrPkts = nil
 	if err != nil {
-		if p.isClosed() {
-			err = ErrPortClosed
-		}
-		return n, fmt.Errorf("userdp: %s: write: %w", p.name, err)
+		return n, p.writeErr(err)
 	}
 	return n, werr
 }
@@ -223,21 +167,11 @@ func (p *TapPort) doWrite(fd uintptr) bool {
 	return p.wrSkip == len(p.wrPkts)
 }
 
-func (p *TapPort) isClosed() bool {
-	p.closeMu.Lock()
-	defer p.closeMu.Unlock()
-	return p.closed
-}
-
 // Close deletes the device and unblocks a pending ReadBatch.
 func (p *TapPort) Close() error {
-	p.closeMu.Lock()
-	if p.closed {
-		p.closeMu.Unlock()
+	if !p.markClosed() {
 		return nil
 	}
-	p.closed = true
-	p.closeMu.Unlock()
 	if err := p.file.Close(); err != nil {
 		return fmt.Errorf("userdp: closing tap %s: %w", p.name, err)
 	}
