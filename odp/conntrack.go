@@ -157,16 +157,76 @@ type CTEntry struct {
 	Bucket int64
 }
 
-// CTFilter selects the entries of a dump or a flush. Its zero value
-// selects every entry.
+// CTFilter selects the entries of a dump or a flush, as ovs-dpctl's
+// flush-conntrack arguments do (Open vSwitch's ofp_ct_match). Its zero
+// value selects every entry.
 type CTFilter struct {
 	// HasZone restricts to Zone.
 	HasZone bool
 	Zone    uint16
-	// Orig, when non-nil, restricts a flush to the entry with this
-	// original tuple; Reply likewise for the reply tuple. A nil tuple
-	// matches any. Dumps ignore them.
-	Orig, Reply *CTTuple
+	// Family, when non-zero, restricts to IPv4 (4) or IPv6 (6) entries.
+	Family uint8
+	// Proto, when non-zero, restricts to entries of that IP protocol.
+	Proto uint8
+	// Orig and Reply are partial tuples that the entry's original and
+	// reply tuples must match (see CTTuple.MatchesPartial). Their Proto is
+	// ignored: Proto above says it. Dumps use only the zone.
+	Orig, Reply CTTuple
+}
+
+// IsZero reports whether f selects every entry of its zone: no family,
+// protocol or tuple field is set.
+func (f CTFilter) IsZero() bool {
+	return f.Family == 0 && f.Proto == 0 && f.Orig.isZero() && f.Reply.isZero()
+}
+
+// IsFiveTuple reports whether f names one connection by its original
+// tuple alone: both addresses and (except for ICMP) both ports, and an
+// empty reply tuple. A datapath can then delete that entry directly
+// instead of walking the table.
+func (f CTFilter) IsFiveTuple() bool {
+	o := f.Orig
+	if !o.Src.IsValid() || !o.Dst.IsValid() || !f.Reply.isZero() {
+		return false
+	}
+	if f.Proto == IPProtoICMP || f.Proto == IPProtoICMPv6 {
+		return true
+	}
+	return o.SrcPort != 0 && o.DstPort != 0
+}
+
+// Matches reports whether f selects e: its zone (when set), family,
+// protocol, and both partial tuples.
+func (f CTFilter) Matches(e *CTEntry) bool {
+	if f.HasZone && e.Zone != f.Zone {
+		return false
+	}
+	if f.Family == 4 && !e.Orig.Src.Is4() || f.Family == 6 && !e.Orig.Src.Is6() {
+		return false
+	}
+	if f.Proto != 0 && e.Orig.Proto != f.Proto {
+		return false
+	}
+	return e.Orig.MatchesPartial(f.Orig, f.Proto) && e.Reply.MatchesPartial(f.Reply, f.Proto)
+}
+
+// isZero reports whether no field of t is set.
+func (t CTTuple) isZero() bool {
+	return t == CTTuple{}
+}
+
+// MatchesPartial reports whether t matches the partial tuple p of a
+// filter with protocol proto, as Open vSwitch compares them: an invalid
+// (unset) address or a zero port in p matches any; with proto ICMP or
+// ICMPv6 the ID, type and code are compared exactly, zero included.
+func (t CTTuple) MatchesPartial(p CTTuple, proto uint8) bool {
+	if p.Src.IsValid() && p.Src != t.Src || p.Dst.IsValid() && p.Dst != t.Dst {
+		return false
+	}
+	if proto == IPProtoICMP || proto == IPProtoICMPv6 {
+		return p.ICMPID == t.ICMPID && p.ICMPType == t.ICMPType && p.ICMPCode == t.ICMPCode
+	}
+	return (p.SrcPort == 0 || p.SrcPort == t.SrcPort) && (p.DstPort == 0 || p.DstPort == t.DstPort)
 }
 
 // CTStats are a tracker's global counters (ct-stats-show's "verbose"
@@ -190,8 +250,8 @@ type Conntracker interface {
 	// DumpConntrack calls fn for every entry that f selects (only its
 	// zone is used). An error from fn stops the dump and is returned.
 	DumpConntrack(ctx context.Context, f CTFilter, fn func(*CTEntry) error) error
-	// FlushConntrack deletes the entries that f selects: every entry, a
-	// zone's, or the one with the given tuples (in f's zone, or zone 0).
+	// FlushConntrack deletes the entries that f selects (CTFilter.Matches):
+	// every entry, a zone's, or those that match its tuples.
 	FlushConntrack(ctx context.Context, f CTFilter) error
 	// ConntrackStats returns the tracker's global counters.
 	ConntrackStats(ctx context.Context) (CTStats, error)
