@@ -210,16 +210,23 @@ func (f CTFilter) Matches(e *CTEntry) bool {
 	return e.Orig.MatchesPartial(f.Orig, f.Proto) && e.Reply.MatchesPartial(f.Reply, f.Proto)
 }
 
-// isZero reports whether no field of t is set.
+// isZero reports whether no field of t but its protocol is set.
 func (t CTTuple) isZero() bool {
+	t.Proto = 0
 	return t == CTTuple{}
 }
 
 // MatchesPartial reports whether t matches the partial tuple p of a
 // filter with protocol proto, as Open vSwitch compares them: an invalid
 // (unset) address or a zero port in p matches any; with proto ICMP or
-// ICMPv6 the ID, type and code are compared exactly, zero included.
+// ICMPv6 the ID, type and code are compared exactly, zero included
+// (type 0 is echo reply). An empty p matches any tuple: there ovs-dpctl
+// 3.1 compares the ICMP fields of an empty reply tuple too, so that
+// "ct_nw_proto=1,icmp_id=7,icmp_type=8" alone never matches a ping.
 func (t CTTuple) MatchesPartial(p CTTuple, proto uint8) bool {
+	if p.isZero() {
+		return true
+	}
 	if p.Src.IsValid() && p.Src != t.Src || p.Dst.IsValid() && p.Dst != t.Dst {
 		return false
 	}
