@@ -41,7 +41,7 @@ func TestFormatCTEntry(t *testing.T) {
 		ProtoInfo: CTProtoInfo{Proto: 132, SCTPState: 3, SCTPVTagOrig: 10, SCTPVTagRp: 11},
 	}
 	other := CTEntry{Orig: CTTuple{Src: a("10.0.0.1"), Dst: a("10.0.0.2"), Proto: 47},
-		Reply: CTTuple{Src: a("10.0.0.2"), Dst: a("10.0.0.1"), Proto: 47},
+		Reply:     CTTuple{Src: a("10.0.0.2"), Dst: a("10.0.0.1"), Proto: 47},
 		ProtoInfo: CTProtoInfo{Proto: 6, StateOrig: 12}}
 	for _, c := range []struct {
 		name           string

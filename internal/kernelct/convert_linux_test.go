@@ -39,7 +39,7 @@ func TestEntry(t *testing.T) {
 		Reply: odp.CTTuple{Src: a("10.0.0.2"), Dst: a("10.0.0.1"), Proto: 6, SrcPort: 80, DstPort: 1000},
 		Zone:  9, Mark: 3, Status: odp.CTStatusMask, Timeout: 120, ID: 77,
 		OrigCounters: odp.CTCounters{Packets: 5, Bytes: 300}, ReplyCounters: odp.CTCounters{Packets: 4, Bytes: 200},
-		Start:        10_005_000_000,
+		Start: 10_005_000_000,
 		ProtoInfo: odp.CTProtoInfo{Proto: 6, StateOrig: odp.CTTCPTimeWait, StateReply: odp.CTTCPTimeWait,
 			WScaleOrig: 7, WScaleReply: 6, FlagsOrig: odp.CTTCPWindowScale | odp.CTTCPSackPerm,
 			FlagsReply: odp.CTTCPWindowScale | odp.CTTCPSackPerm | odp.CTTCPMaxAckSet},
