@@ -107,6 +107,12 @@ func TestMaxConnsSysctl(t *testing.T) {
 			t.Errorf("%q: %v", bad, err)
 		}
 	}
+	if err := os.WriteFile(filepath.Join(dir, "nf_conntrack_count"), []byte("17\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := tr.ConntrackCount(ctx); err != nil || n != 17 {
+		t.Errorf("count: %d, %v", n, err)
+	}
 	if err := tr.SetMaxConns(ctx, 262144); err != nil {
 		t.Fatal(err)
 	}

@@ -154,17 +154,31 @@ func (t *Tracker) ConntrackStats(ctx context.Context) (odp.CTStats, error) {
 	return s, nil
 }
 
-// ConntrackCount implements odp.Conntracker: the kernel's count of the
-// namespace's connections (IPCTNL_MSG_CT_GET_STATS).
+// ConntrackCount implements odp.Conntracker: the nf_conntrack_count
+// sysctl, the kernel's count of the namespace's connections. (ctnetlink's
+// IPCTNL_MSG_CT_GET_STATS, as conntrack.Conn.StatsGlobal sends it with
+// NLM_F_DUMP, never completes on Linux 6.1: the kernel answers it as a
+// plain request.)
 func (t *Tracker) ConntrackCount(ctx context.Context) (uint32, error) {
+	return t.readSysctl(ctx, "nf_conntrack_count", "reading the number of connections")
+}
+
+// readSysctl reads a number of connections from the sysctl name.
+func (t *Tracker) readSysctl(ctx context.Context, name, what string) (uint32, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
-	g, err := t.conn.StatsGlobal()
+	path := filepath.Join(t.sysctlDir, name)
+	b, err := os.ReadFile(path)
 	if err != nil {
-		return 0, fmt.Errorf("kernelct: reading the conntrack count: %w", err)
+		return 0, fmt.Errorf("kernelct: %s: %w", what, err)
 	}
-	return g.Entries, nil
+	s := strings.TrimSpace(string(b))
+	v, err := strconv.ParseUint(s, 10, 32)
+	if err != nil {
+		return 0, fmt.Errorf("kernelct: %s holds %q, not a number of connections", path, s)
+	}
+	return uint32(v), nil
 }
 
 // maxPath is nf_conntrack_max's path.
@@ -174,19 +188,7 @@ func (t *Tracker) maxPath() string {
 
 // MaxConns implements odp.Conntracker: the nf_conntrack_max sysctl.
 func (t *Tracker) MaxConns(ctx context.Context) (uint32, error) {
-	if err := ctx.Err(); err != nil {
-		return 0, err
-	}
-	b, err := os.ReadFile(t.maxPath())
-	if err != nil {
-		return 0, fmt.Errorf("kernelct: reading the maximum number of connections: %w", err)
-	}
-	s := strings.TrimSpace(string(b))
-	v, err := strconv.ParseUint(s, 10, 32)
-	if err != nil {
-		return 0, fmt.Errorf("kernelct: %s holds %q, not a number of connections", t.maxPath(), s)
-	}
-	return uint32(v), nil
+	return t.readSysctl(ctx, "nf_conntrack_max", "reading the maximum number of connections")
 }
 
 // SetMaxConns implements odp.Conntracker: it writes nf_conntrack_max,
