@@ -25,6 +25,11 @@ type Decision struct {
 	// from this decision must be revalidated when the switch learns,
 	// moves or forgets the flow's Ethernet destination.
 	Normal bool
+	// NormalTCI is the outer VLAN tag (its tag-present bit and VLAN ID:
+	// 0 when untagged) of the packet as the first normal action saw it,
+	// after the actions before it: Env.Learn learns the source address
+	// in the VLAN its input port maps that tag to.
+	NormalTCI uint16
 }
 
 // Decide evaluates the rules for k in priority order and returns the
@@ -63,6 +68,7 @@ func (rs *RuleSet) decide(k *flowkeys.Key, d *Decision) {
 			w.run(r.Actions)
 			d.Mask = w.mask
 			d.Normal = w.normal
+			d.NormalTCI = w.normalTCI
 			return
 		}
 		if f != faultNoFailMask {
@@ -200,7 +206,32 @@ type walker struct {
 	normal  bool
 	// outer and inner are the packet's VLAN tags as modified so far.
 	outer, inner vlanTag
+	// normalTCI is the outer tag's present bit and VID as the first
+	// normal saw it.
+	normalTCI uint16
+	// dp is the form of the outer tag in the datapath's packet, when a
+	// normal action has left it different from outer: each of normal's
+	// outputs gets the tag its port wants (vlanForm). restore is set
+	// after a normal: the next action that emits first brings the
+	// datapath's packet back to outer.
+	dp      vlanForm
+	restore bool
 }
+
+// vlanForm is what stands in the datapath's packet for the walker's
+// outer tag: the tag itself (formKeep; nothing when the packet has
+// none), no tag (formNone), or a tag with tpid and tci (formConst).
+type vlanForm struct {
+	kind      uint8
+	tpid, tci uint16
+}
+
+// Kinds of vlanForm.
+const (
+	formKeep uint8 = iota
+	formNone
+	formConst
+)
 
 // vlanTag is a VLAN tag of the packet being modified, and where its
 // value comes from: the key's outer tag, its inner tag, or an action.
@@ -307,32 +338,32 @@ func (w *walker) run(as []Action) {
 		a := &as[i]
 		switch a.Type {
 		case ActOutput:
+			w.restoreVLAN()
 			inPort := w.inPort()
 			if a.Port != inPort {
 				w.emitOutput(a.Port)
 			}
 		case ActFlood, ActAll:
+			w.restoreVLAN()
 			w.flood()
 		case ActNormal:
-			w.normal = true
+			w.restoreVLAN()
 			inPort := w.inPort()
 			w.read(offEthSrc, ones[:6])
 			w.read(offEthDst, ones[:6])
-			if w.tr != nil {
-				dst := w.cur.EthDst
-				port, ok := uint32(0), false
-				if dst[0]&1 == 0 && w.tr.sw != nil {
-					port, ok = w.tr.sw.Lookup(dst)
-				}
-				if !ok {
-					w.flood()
-				} else if port != inPort {
-					w.emitOutput(port)
-				}
+			tci := w.normalVLAN()
+			if !w.normal {
+				w.normal, w.normalTCI = true, tci
 			}
+			if w.tr != nil {
+				w.tr.normal(w, inPort, tci)
+			}
+			w.restore = true
 		case ActController:
+			w.restoreVLAN()
 			w.emitUserspace(a.Userdata)
 		case ActSetVLAN:
+			w.restoreVLAN()
 			ntci := flowkeys.VLANTagPresent | a.Arg&0xfff
 			if w.tagRead(&w.outer, flowkeys.VLANTagPresent, 0)&flowkeys.VLANTagPresent != 0 {
 				// Keep the tag's PCP and TPID.
@@ -352,6 +383,7 @@ func (w *walker) run(as []Action) {
 				w.outer = vlanTag{tci: ntci, tpid: flowkeys.EthTypeVLAN, src: tagConst}
 			}
 		case ActStripVLAN:
+			w.restoreVLAN()
 			if w.tagRead(&w.outer, flowkeys.VLANTagPresent, 0)&flowkeys.VLANTagPresent != 0 {
 				w.emitPopVLAN()
 				// The inner tag, if any, becomes the outer one. (The key
@@ -413,6 +445,85 @@ func (w *walker) run(as []Action) {
 			w.write16(off, a.Arg, 0xffff, true)
 		}
 	}
+}
+
+// normalVLAN reads the bits of the outer tag that normal needs and
+// returns its present bit and VLAN ID (0 when untagged): the present
+// bit, and the VID of a tagged packet (the learning table is keyed by
+// VLAN, and the VLAN decides the ports). A priority-tagged packet (VID
+// 0) may leave re-tagged with its input port's VLAN, keeping its PCP and
+// TPID as Open vSwitch does, so those are read too.
+func (w *walker) normalVLAN() uint16 {
+	tci := w.tagRead(&w.outer, flowkeys.VLANTagPresent, 0)
+	if tci&flowkeys.VLANTagPresent == 0 {
+		return 0
+	}
+	if w.fault != faultNoVLANMask {
+		tci = w.tagRead(&w.outer, 0xfff, 0)
+	}
+	if tci&0xfff == 0 && w.fault != faultNoPCPMask {
+		w.tagRead(&w.outer, 0xe000, 0xffff)
+	}
+	return tci & (flowkeys.VLANTagPresent | 0xfff)
+}
+
+// restoreVLAN is called by every action that may emit: after a normal
+// it brings the datapath's packet back to the walker's outer tag, which
+// needs the whole tag when the packet has one (normal may have removed
+// or replaced it). The bits are read whether or not this normal changed
+// the tag, so that the mask does not depend on the learning switch.
+func (w *walker) restoreVLAN() {
+	if !w.restore {
+		return
+	}
+	w.restore = false
+	if w.outer.tci&flowkeys.VLANTagPresent != 0 && w.fault != faultNoRestoreMask {
+		w.tagRead(&w.outer, 0xffff, 0xffff)
+	}
+	if w.tr != nil {
+		w.setForm(vlanForm{kind: formKeep})
+	}
+}
+
+// tagged reports whether form f puts a tag in the datapath's packet.
+func (w *walker) tagged(f vlanForm) bool {
+	return f.kind == formConst || f.kind == formKeep && w.outer.tci&flowkeys.VLANTagPresent != 0
+}
+
+// setForm emits what turns the datapath's outer tag from w.dp into f.
+func (w *walker) setForm(f vlanForm) {
+	if w.dp == f {
+		return
+	}
+	if w.tagged(w.dp) {
+		w.emitPopVLAN()
+	}
+	switch {
+	case f.kind == formConst:
+		w.emitPushVLAN(f.tpid, f.tci)
+	case f.kind == formKeep && w.tagged(f):
+		w.emitPushVLAN(w.outer.tpid, w.outer.tci)
+	}
+	w.dp = f
+}
+
+// outputForm is the form of the outer tag for a normal output with VLAN
+// ID vid (0: untagged). A tag that normal adds keeps the PCP and TPID of
+// a priority tag (read by normalVLAN), else it has PCP 0 and TPID
+// 0x8100.
+func (w *walker) outputForm(vid uint16) vlanForm {
+	tagged := w.outer.tci&flowkeys.VLANTagPresent != 0
+	switch {
+	case vid == 0 && !tagged:
+		return vlanForm{kind: formKeep}
+	case vid == 0:
+		return vlanForm{kind: formNone}
+	case tagged && w.outer.tci&0xfff == vid:
+		return vlanForm{kind: formKeep}
+	case tagged:
+		return vlanForm{kind: formConst, tpid: w.outer.tpid, tci: w.outer.tci&0xe000 | flowkeys.VLANTagPresent | vid}
+	}
+	return vlanForm{kind: formConst, tpid: flowkeys.EthTypeVLAN, tci: flowkeys.VLANTagPresent | vid}
 }
 
 // inPort reads the input port.

@@ -44,13 +44,22 @@ func randKey(r *rand.Rand) flowkeys.Key {
 	k.InPort = pick(r, poolPorts)
 	k.EthSrc = pick(r, poolMACs)
 	k.EthDst = pick(r, poolMACs)
-	switch r.IntN(4) {
+	switch r.IntN(5) {
 	case 1:
 		k.VLANTCI = flowkeys.VLANTagPresent | pick(r, poolVLAN) | uint16(r.IntN(8))<<13
 		k.VLANTPID = flowkeys.EthTypeVLAN
 	case 2:
 		k.VLANTCI = flowkeys.VLANTagPresent | pick(r, poolVLAN)
 		k.VLANTPID = flowkeys.EthTypeQinQ
+		k.CVLANTCI = flowkeys.VLANTagPresent | pick(r, poolVLAN)
+		k.CVLANTPID = flowkeys.EthTypeVLAN
+	case 3:
+		// Priority-tagged (VID 0), sometimes over an inner tag.
+		k.VLANTCI = flowkeys.VLANTagPresent | uint16(r.IntN(8))<<13
+		k.VLANTPID = pick(r, []uint16{flowkeys.EthTypeVLAN, flowkeys.EthTypeQinQ})
+		if r.IntN(2) == 0 {
+			break
+		}
 		k.CVLANTCI = flowkeys.VLANTagPresent | pick(r, poolVLAN)
 		k.CVLANTPID = flowkeys.EthTypeVLAN
 	}
@@ -83,6 +92,36 @@ func randKey(r *rand.Rand) flowkeys.Key {
 		}
 	}
 	return k
+}
+
+// randVLANs returns a random VLAN configuration of poolPorts (some
+// ports left out: trunks of every VLAN), with VLANs the keys use.
+func randVLANs(r *rand.Rand) *VLANTable {
+	vids := []uint16{0, 10, 20, 4095}
+	ports := map[uint32]PortVLAN{}
+	for _, p := range poolPorts {
+		var c PortVLAN
+		switch r.IntN(5) {
+		case 0:
+			continue
+		case 1:
+			c = PortVLAN{Mode: VLANAccess, Tag: pick(r, vids)}
+		case 2:
+			c = PortVLAN{Mode: VLANTrunk}
+		case 3:
+			c = PortVLAN{Mode: VLANNativeTagged, Tag: pick(r, vids)}
+		default:
+			c = PortVLAN{Mode: VLANNativeUntagged, Tag: pick(r, vids)}
+		}
+		if c.Mode != VLANAccess && r.IntN(2) == 0 {
+			c.Trunks = []uint16{pick(r, vids), pick(r, vids)}
+			if c.Trunks[0] == c.Trunks[1] {
+				c.Trunks = c.Trunks[:1]
+			}
+		}
+		ports[p] = c
+	}
+	return NewVLANTable(ports)
 }
 
 // randRule returns a random rule in the text syntax. It always obeys the
@@ -175,7 +214,7 @@ func randRule(r *rand.Rand) string {
 			"output:1", "output:2", "3", "normal", "normal", "flood", "all", "controller", "controller(userdata=abcd)",
 			"mod_vlan_vid:7", "strip_vlan", "mod_dl_src:00:00:00:00:00:09", "mod_dl_dst:00:00:00:00:00:02",
 			"mod_nw_src:10.0.0.9", "mod_nw_dst:10.1.2.3", "mod_nw_tos:8", "mod_nw_ttl:1", "mod_nw_ttl:5",
-			"dec_ttl", "dec_ttl", "mod_tp_src:99", "mod_tp_dst:80",
+			"dec_ttl", "dec_ttl", "mod_tp_src:99", "mod_tp_dst:80", "mod_vlan_vid:10", "mod_vlan_vid:0",
 		}))
 	}
 	if r.IntN(8) == 0 {
@@ -217,11 +256,16 @@ func checkSoundness(t *testing.T, seed uint64, sets, packets int, b fault) (fail
 		}
 		sw := NewLearningSwitch(LearningOptions{})
 		for _, m := range poolMACs[:3] {
-			if r.IntN(3) > 0 {
-				sw.LearnMAC(m, pick(r, poolPorts))
+			for _, vlan := range []uint16{0, 10, 20, 4095} {
+				if r.IntN(3) > 0 {
+					sw.LearnVLAN(vlan, m, pick(r, poolPorts))
+				}
 			}
 		}
 		env := &Env{Ports: poolPorts, Switch: sw, ControllerPID: 77}
+		if r.IntN(4) > 0 {
+			env.VLANs = randVLANs(r)
+		}
 		var cache []megaflow
 		for pkt := range packets {
 			k := randKey(r)
@@ -232,7 +276,7 @@ func checkSoundness(t *testing.T, seed uint64, sets, packets int, b fault) (fail
 				// Translation consults nothing outside the mask.
 				var tm flowkeys.Key
 				var w walker
-				w.init(&k, &tm, &translator{ports: env.Ports, sw: sw})
+				w.init(&k, &tm, &translator{ports: env.Ports, sw: sw, vlans: env.VLANs})
 				w.run(d.Actions)
 				tm = w.mask
 				for i, x := range tm.Words() {
@@ -296,6 +340,8 @@ func TestSoundnessCatchesBugs(t *testing.T) {
 		{"a failing field's proof misses the differing bit", faultFailBitsShort},
 		{"a failing field's proof misses its prerequisites", faultNoPrereq},
 		{"mod_vlan_vid does not mask the PCP it keeps", faultNoPCPMask},
+		{"normal does not mask the VLAN ID", faultNoVLANMask},
+		{"the tag restored after normal is not masked", faultNoRestoreMask},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := checkSoundness(t, 1, 3000, 150, tc.b)
@@ -365,11 +411,28 @@ func TestMegaflowsSmall(t *testing.T) {
 		t.Errorf("ttl 1: actions %s", acts)
 	}
 
-	// The learning switch masks in_port and both addresses, nothing else.
-	d = DefaultRules().Decide(&k)
-	if d.Mask != (flowkeys.Key{InPort: 0xffffffff, EthSrc: [6]byte{255, 255, 255, 255, 255, 255}, EthDst: [6]byte{255, 255, 255, 255, 255, 255}}) || !d.Normal {
-		t.Errorf("normal: mask %+v normal %v", d.Mask, d.Normal)
+	// The learning switch masks in_port, both addresses and the VLAN it
+	// keys its table by: for an untagged frame the tag-present bit
+	// alone, for a tagged one the VID too, for a priority-tagged one
+	// (VID 0, which it may re-tag) also the PCP and TPID; nothing else.
+	normalMask := flowkeys.Key{InPort: 0xffffffff, EthSrc: [6]byte{255, 255, 255, 255, 255, 255}, EthDst: [6]byte{255, 255, 255, 255, 255, 255}}
+	for _, tc := range []struct {
+		tci, tpid      uint16
+		maskTCI, maskT uint16
+	}{
+		{0, 0, flowkeys.VLANTagPresent, 0},
+		{0xa000 | flowkeys.VLANTagPresent | 10, flowkeys.EthTypeVLAN, 0x1fff, 0},
+		{0xa000 | flowkeys.VLANTagPresent, flowkeys.EthTypeVLAN, 0xffff, 0xffff},
+	} {
+		k.VLANTCI, k.VLANTPID = tc.tci, tc.tpid
+		d = DefaultRules().Decide(&k)
+		want := normalMask
+		want.VLANTCI, want.VLANTPID = tc.maskTCI, tc.maskT
+		if d.Mask != want || !d.Normal || d.NormalTCI != tc.tci&0x1fff {
+			t.Errorf("normal, tci %#x: mask %+v normal %v tci %#x\nwant %+v", tc.tci, d.Mask, d.Normal, d.NormalTCI, want)
+		}
 	}
+	k.VLANTCI, k.VLANTPID = 0, 0
 }
 
 func TestDecideAllocs(t *testing.T) {
