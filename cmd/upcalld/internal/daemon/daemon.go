@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"os"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -53,6 +54,11 @@ type Config struct {
 	// Ports are network devices to add to the datapath as netdev ports
 	// when it does not have them yet.
 	Ports []string
+	// PortVLANs is the VLAN configuration of ports by name (upcalld's
+	// --port IFACE,vlan=N...) that the learning switch follows; a port
+	// not in it is a trunk of every VLAN. The names are resolved to port
+	// numbers whenever the port list changes.
+	PortVLANs map[string]policy.PortVLAN
 	// Rules is the policy; nil means the L2 learning switch
 	// (policy.DefaultRules).
 	Rules *policy.RuleSet
@@ -137,6 +143,10 @@ type Daemon struct {
 	prevSnap uint64
 
 	wake chan struct{}
+
+	// portNames is portNames of the port list refreshPorts last saw
+	// (the revalidator's goroutine, and Setup before it starts).
+	portNames string
 
 	recvMu    sync.Mutex
 	receivers []odp.UpcallReceiver
@@ -402,13 +412,19 @@ func (d *Daemon) refreshPorts(ctx context.Context) (bool, error) {
 		return false, fmt.Errorf("listing ports: %w", err)
 	}
 	nums := make([]uint32, 0, len(ports))
+	vlans := make(map[uint32]policy.PortVLAN)
 	for _, p := range ports {
 		nums = append(nums, p.Number)
+		if c, ok := d.cfg.PortVLANs[p.Name]; ok {
+			vlans[p.Number] = c
+		}
 	}
+	byNumber := portNames(ports)
 	old := d.pol.Load().env.Ports
-	if equalU32(old, nums) {
+	if equalU32(old, nums) && byNumber == d.portNames {
 		return false, nil
 	}
+	d.portNames = byNumber
 	gone := make(map[uint32]bool, len(old))
 	for _, n := range old {
 		gone[n] = true
@@ -422,10 +438,23 @@ func (d *Daemon) refreshPorts(ctx context.Context) (bool, error) {
 	d.updatePolicy(func(ps *policyState) {
 		env := *ps.env
 		env.Ports = nums
+		if len(d.cfg.PortVLANs) > 0 {
+			env.VLANs = policy.NewVLANTable(vlans)
+		}
 		ps.env = &env
 	})
 	d.log.Info("ports", "numbers", nums)
 	return true, nil
+}
+
+// portNames is a canonical text of the port list's numbers and names:
+// a port that comes back under another number changes it.
+func portNames(ports []odp.Port) string {
+	var b strings.Builder
+	for _, p := range ports {
+		fmt.Fprintf(&b, "%d=%s\n", p.Number, p.Name)
+	}
+	return b.String()
 }
 
 func equalU32(a, b []uint32) bool {
