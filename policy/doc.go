@@ -94,10 +94,40 @@
 //     an earlier action overwrote is a constant and adds nothing.
 //
 // The mask never depends on the learning switch's state: normal always
-// masks in_port, dl_src and dl_dst. Which port normal picks is resolved
+// masks in_port, dl_src and dl_dst, and the VLAN bits described under
+// VLANs. Which port normal picks is resolved
 // by Translate from the switch; the switch's Learned, Moved and Expired
 // events name the MAC address whose flows (Decision.Normal, with that
 // dl_dst) the daemon must revalidate.
+//
+// # VLANs
+//
+// normal follows the ports' VLAN configuration (Env.VLANs, from
+// upcalld's --port IFACE,vlan=N / trunks=LIST / vlan_mode=MODE,tag=N;
+// ParsePortSpecs), with Open vSwitch's semantics (ovs-vswitchd.conf.db(5)
+// and ofproto-dpif-xlate.c): a frame's VLAN is its VLAN ID on a trunk
+// (0 when untagged or priority-tagged), the port's tag on an access port
+// (which drops frames tagged with a VID other than 0), and on a native
+// port the native VLAN when untagged, else its VID; a trunk or native
+// port drops a VLAN it does not carry (trunks=, the native VLAN
+// included; no trunks= means every VLAN). A port without configuration
+// is a trunk of every VLAN. The MAC table is keyed by (VLAN, MAC);
+// normal sends a frame to the port its destination was learned on in its
+// VLAN, or floods it to the other ports that carry the VLAN. It leaves an
+// access port, and a native-untagged port in the native VLAN, untagged;
+// any other port tagged with its VLAN (a tag normal adds has PCP 0 and
+// TPID 0x8100, or the PCP and TPID of a priority tag it replaces). The
+// outputs that keep the frame's tag as it is come first, so normal
+// changes the tag as few times as it can; the actions after a normal see
+// the frame's tag as it was before it.
+//
+// What normal masks: in_port, dl_src and dl_dst (as before), the
+// tag-present bit, the VLAN ID of a tagged frame, the PCP and TPID of a
+// priority-tagged one (it may be re-tagged), and when an action after a
+// normal may emit, the whole outer tag of a tagged frame (normal may have
+// removed it, and it is put back). None of this depends on the port
+// configuration or the MAC table, which Translate reads: a change of
+// either is a new policy (the daemon re-decides its flows).
 //
 // # Datapath actions
 //
