@@ -64,6 +64,10 @@ type Action struct {
 	Type ActionType
 	// Port is the output port of ActOutput.
 	Port uint32
+	// PortName is the port name of output:NAME (Port is then the port's
+	// number once RuleSet.Resolve found it, else NoPort: the output is
+	// skipped).
+	PortName string
 	// Arg is the VLAN ID, TOS, TTL or L4 port of the mod_* actions.
 	Arg uint16
 	// MAC is the address of ActSetDlSrc and ActSetDlDst.
@@ -79,6 +83,9 @@ type Action struct {
 func (a Action) String() string {
 	switch a.Type {
 	case ActOutput:
+		if a.PortName != "" {
+			return "output:" + a.PortName
+		}
 		return fmt.Sprintf("output:%d", a.Port)
 	case ActNormal:
 		return "normal"
@@ -250,13 +257,16 @@ func (p *lineParser) parseAction(tok string, start int) (Action, error) {
 		}
 		return Action{Type: ActController, Userdata: string(d)}, nil
 	case "output":
-		s, err := arg("a port number")
+		s, err := arg("a port number or name")
 		if err != nil {
 			return Action{}, err
 		}
+		if isPortName(s) {
+			return Action{Type: ActOutput, Port: NoPort, PortName: s}, nil
+		}
 		n, ok := parseNum(s, 32)
 		if !ok {
-			return Action{}, p.errAt(argPos, "expected a port number (0-4294967295) after output:")
+			return Action{}, p.errAt(argPos, "expected a port number (0-4294967295) or name after output:")
 		}
 		return Action{Type: ActOutput, Port: uint32(n)}, nil
 	case "mod_vlan_vid", "mod_nw_tos", "mod_nw_ttl", "mod_tp_src", "mod_tp_dst":

@@ -338,6 +338,9 @@ func (w *walker) run(as []Action) {
 		a := &as[i]
 		switch a.Type {
 		case ActOutput:
+			if a.PortName != "" && a.Port == NoPort {
+				continue // a port name that is not a port (now)
+			}
 			w.restoreVLAN()
 			inPort := w.inPort()
 			if a.Port != inPort {

@@ -13,7 +13,8 @@
 // by commas or blanks; actions= comes last and takes the rest of the
 // line. Numbers are decimal or 0x-prefixed hexadecimal.
 //
-// Match fields: in_port=N; dl_src, dl_dst=MAC[/MASK]; dl_type=N;
+// Match fields: in_port=N or in_port=NAME (a port name: it starts with a
+// letter); dl_src, dl_dst=MAC[/MASK]; dl_type=N;
 // dl_vlan=VID (0-4095; 0xffff matches packets without a tag);
 // nw_src, nw_dst=IP[/LEN|/MASK] (IPv4, or ARP's addresses with arp);
 // arp_spa, arp_tpa (same, ARP only); nw_proto=N (the ARP opcode with
@@ -25,11 +26,11 @@
 // Prerequisites are enforced as Open vSwitch does for OpenFlow: nw_src
 // and nw_dst need ip or arp; arp_* need arp; ipv6_* need ipv6; nw_proto
 // needs ip, ipv6 or arp; nw_tos and nw_ttl need ip or ipv6; tp_* need
-// tcp or udp (IPv4 or IPv6); icmp_* need icmp or icmp6. SCTP, names for
-// ports and the other OpenFlow fields are outside the subset. A field
+// tcp or udp (IPv4 or IPv6); icmp_* need icmp or icmp6. SCTP and the other OpenFlow fields are outside the subset. A field
 // given twice with conflicting values ("tcp,udp") is an error.
 //
-// Actions: output:N and bare N (datapath port numbers); normal (the
+// Actions: output:N and bare N (datapath port numbers), output:NAME (a
+// port name); normal (the
 // learning switch); flood and all (every port but the input port: there
 // are no no-flood ports, so they are the same); drop (alone);
 // mod_vlan_vid:N; strip_vlan; mod_dl_src:MAC; mod_dl_dst:MAC;
@@ -42,6 +43,12 @@
 // IPv6, mod_tp_* to TCP and UDP that are not later fragments); output to
 // the input port is skipped; dec_ttl on a TTL of 0 or 1 stops the actions
 // there (the packet is dropped after any outputs already done).
+//
+// Port names are resolved to numbers by (*RuleSet).Resolve, which the
+// daemon calls when it loads the rules and whenever its ports change: a
+// name that is no port (yet) makes in_port=NAME match nothing and
+// output:NAME do nothing, and the daemon warns about it. The rules print
+// with their names.
 //
 // Errors are *ParseError with file, line, column and what was expected,
 // e.g. "rules.txt:3:17: expected an IPv4 address or CIDR after nw_src=".

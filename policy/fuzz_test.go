@@ -21,6 +21,9 @@ var fuzzSeeds = []string{
 	"ipv6,ipv6_dst=2001:db8::1/ffff::ff,actions=1",
 	"priority=5,tcp,udp,actions=1",
 	"ip,actions=1,drop",
+	"priority=3,in_port=veth0,actions=output:veth1,normal",
+	"in_port=eth0.10,dl_vlan=10,actions=strip_vlan,output:gone,normal,output:3",
+	"in_port=a,in_port=2,actions=output:b",
 }
 
 // FuzzParseRules: the parser never panics; a rule set it accepts formats
@@ -71,6 +74,16 @@ func FuzzParseRules(f *testing.F) {
 				t.Fatalf("rule %s: its own value decided by rule %d", r, d.Rule)
 			}
 			Translate(&d, &k, &Env{Ports: []uint32{1, 2}})
+		}
+		// With its port names resolved, and on ports with VLANs.
+		res, _ := rs.Resolve(map[string]uint32{"veth0": 1, "veth1": 2, "a": 3})
+		env := &Env{Ports: []uint32{1, 2, 3}, Switch: NewLearningSwitch(LearningOptions{}),
+			VLANs: NewVLANTable(map[uint32]PortVLAN{1: {Mode: VLANAccess, Tag: 10}, 2: {Mode: VLANNativeUntagged, Tag: 20, Trunks: []uint16{10}}})}
+		for i := range res.Rules {
+			k := res.Rules[i].Match.Value
+			d := res.Decide(&k)
+			env.Learn(&d, &k)
+			Translate(&d, &k, env)
 		}
 	})
 }

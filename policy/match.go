@@ -109,6 +109,8 @@ type mention struct {
 // parsedMatch is a match with what the rule parser also needs.
 type parsedMatch struct {
 	Match
+	// inPortName is the port name of in_port=NAME.
+	inPortName  string
 	priority    int
 	hasPriority bool
 	actionsPos  int // offset of the text after "actions=", or -1
@@ -173,7 +175,7 @@ const (
 
 // expected describes each value syntax for errors.
 var expected = [...]string{
-	vkPort:    "a port number (0-4294967295)",
+	vkPort:    "a port number (0-4294967295) or name",
 	vkMAC:     "a MAC address (xx:xx:xx:xx:xx:xx, optionally /mask)",
 	vkEthType: "an Ethernet type (0-0xffff)",
 	vkVLAN:    "a VLAN ID (0-4095, or 0xffff for no VLAN)",
@@ -253,9 +255,24 @@ func (p *lineParser) parseFields(inRule bool) (*parsedMatch, error) {
 		if !ok {
 			return nil, p.errAt(start, "unknown field %q", name)
 		}
+		if mf.kind == vkPort && isPortName(val) {
+			if !inRule {
+				return nil, p.errAt(vstart, "in_port=%s: port names are resolved only in rules; give the port number", val)
+			}
+			if pm.inPortName != "" || pm.Mask.InPort != 0 {
+				return nil, p.errAt(start, "%s=%s conflicts with an earlier match on the same field", name, val)
+			}
+			// Resolved by RuleSet.Resolve; until then it matches no port.
+			pm.inPortName = val
+			pm.Value.InPort, pm.Mask.InPort = NoPort, 0xffffffff
+			continue
+		}
 		v, m, ok := parseValue(mf.kind, val)
 		if !ok {
 			return nil, p.errAt(vstart, "expected %s after %s=", expected[mf.kind], name)
+		}
+		if mf.f == fInPort && pm.inPortName != "" {
+			return nil, p.errAt(start, "%s=%s conflicts with an earlier match on the same field", name, val)
 		}
 		if err := setField(&pm.Match, mf.f, v, m); err != nil {
 			return nil, p.errAt(start, "%s=%s conflicts with an earlier match on the same field", name, val)

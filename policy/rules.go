@@ -28,6 +28,9 @@ type Rule struct {
 	Actions []Action
 	// Line is the rule's 1-based line in its file (0 when built by hand).
 	Line int
+	// InPortName is the port name of in_port=NAME (Match.Value.InPort is
+	// then the port's number once RuleSet.Resolve found it, else NoPort).
+	InPortName string
 
 	// fieldOrder lists the fields the match uses, in consulting order.
 	fieldOrder []fieldID
@@ -41,7 +44,12 @@ type Rule struct {
 func (r *Rule) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "priority=%d", r.Priority)
-	if m := r.Match.String(); m != "" {
+	m := r.Match
+	if r.InPortName != "" {
+		b.WriteString(",in_port=" + r.InPortName)
+		m.Value.InPort, m.Mask.InPort = 0, 0
+	}
+	if m := m.String(); m != "" {
 		b.WriteByte(',')
 		b.WriteString(m)
 	}
@@ -53,7 +61,7 @@ func (r *Rule) String() string {
 // Equal reports whether two rules have the same priority, match and
 // actions (Line is not compared).
 func (r *Rule) Equal(o *Rule) bool {
-	return r.Priority == o.Priority && r.Match == o.Match && slices.Equal(r.Actions, o.Actions)
+	return r.Priority == o.Priority && r.Match == o.Match && r.InPortName == o.InPortName && slices.Equal(r.Actions, o.Actions)
 }
 
 // prepare computes the rule's evaluation helpers from its match.
@@ -172,7 +180,7 @@ func parseRule(text string) (Rule, *ParseError) {
 	if err != nil {
 		return Rule{}, err.(*ParseError)
 	}
-	return Rule{Priority: pm.priority, Match: pm.Match, Actions: as}, nil
+	return Rule{Priority: pm.priority, Match: pm.Match, InPortName: pm.inPortName, Actions: as}, nil
 }
 
 // ParseRule parses a single rule in the syntax of ParseRules (without
