@@ -56,6 +56,13 @@ const (
 	// "mod_tp_dst:N").
 	ActSetTpSrc
 	ActSetTpDst
+	// ActResubmit looks the packet, as modified so far, up in table
+	// Action.Table and runs the matching rule's actions there, then goes
+	// on with the actions after it ("resubmit(,N)").
+	ActResubmit
+	// ActGotoTable goes on in table Action.Table after the rule's actions
+	// ("goto_table:N": the last action, to a later table).
+	ActGotoTable
 )
 
 // Action is one policy action. Only the fields its Type uses are set;
@@ -70,6 +77,8 @@ type Action struct {
 	PortName string
 	// Arg is the VLAN ID, TOS, TTL or L4 port of the mod_* actions.
 	Arg uint16
+	// Table is the table of ActResubmit and ActGotoTable.
+	Table uint8
 	// MAC is the address of ActSetDlSrc and ActSetDlDst.
 	MAC [6]byte
 	// IP is the address of ActSetNwSrc and ActSetNwDst.
@@ -120,6 +129,10 @@ func (a Action) String() string {
 		return fmt.Sprintf("mod_tp_src:%d", a.Arg)
 	case ActSetTpDst:
 		return fmt.Sprintf("mod_tp_dst:%d", a.Arg)
+	case ActResubmit:
+		return fmt.Sprintf("resubmit(,%d)", a.Table)
+	case ActGotoTable:
+		return fmt.Sprintf("goto_table:%d", a.Table)
 	}
 	return fmt.Sprintf("unknown_action_%d", a.Type)
 }
@@ -177,6 +190,9 @@ func (p *lineParser) parseActions() ([]Action, error) {
 		tok := strings.TrimRight(p.s[start:p.pos], " \t\r")
 		if tok == "" {
 			return nil, p.errAt(start, "expected an action, found ','")
+		}
+		if len(as) > 0 && as[len(as)-1].Type == ActGotoTable {
+			return nil, p.errAt(start, "goto_table must be the last action")
 		}
 		if strings.EqualFold(tok, "drop") {
 			if len(as) > 0 {
@@ -242,6 +258,29 @@ func (p *lineParser) parseAction(tok string, start int) (Action, error) {
 		return noArg(ActStripVLAN)
 	case "dec_ttl":
 		return noArg(ActDecTTL)
+	case "resubmit":
+		inner, ok := strings.CutPrefix(rest, "(,")
+		if !ok || !strings.HasSuffix(inner, ")") {
+			return Action{}, p.errAt(start+i, "expected (,TABLE) after resubmit (resubmitting to a port is not supported)")
+		}
+		n, ok := parseNum(inner[:len(inner)-1], 8)
+		if !ok || n > MaxTable {
+			return Action{}, p.errAt(start+i+2, "expected a table number (0-%d) in resubmit(,TABLE)", MaxTable)
+		}
+		return Action{Type: ActResubmit, Table: uint8(n)}, nil
+	case "goto_table":
+		s, err := arg("a table number")
+		if err != nil {
+			return Action{}, err
+		}
+		n, ok := parseNum(s, 8)
+		if !ok || n > MaxTable {
+			return Action{}, p.errAt(argPos, "expected a table number (0-%d) after goto_table:", MaxTable)
+		}
+		if int(n) <= p.table {
+			return Action{}, p.errAt(argPos, "goto_table:%d in table %d: goto_table goes to a later table (use resubmit(,%d) to go back)", n, p.table, n)
+		}
+		return Action{Type: ActGotoTable, Table: uint8(n)}, nil
 	case "controller":
 		if rest == "" {
 			return Action{Type: ActController}, nil

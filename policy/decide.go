@@ -9,16 +9,16 @@ import (
 
 // Decision is what the policy decided for a flow key.
 type Decision struct {
-	// Actions are the matched rule's actions (shared with the rule set:
-	// do not modify). Empty means drop.
+	// Actions are the actions of the rule matched in table 0 (shared
+	// with the rule set: do not modify). Empty means drop.
 	Actions []Action
 	// Mask has a one bit for every key bit the decision depended on: the
 	// megaflow mask. Every key k2 with k2&Mask == k&Mask gets the same
 	// Actions and, with the same learning-switch state and port list,
 	// the same datapath actions from Translate.
 	Mask flowkeys.Key
-	// Rule is the index in RuleSet.Rules of the matched rule, or -1 when
-	// no rule matched (the packet is dropped).
+	// Rule is the index in RuleSet.Rules of the rule matched in table 0,
+	// or -1 when no rule matched (the packet is dropped).
 	Rule int
 	// Normal is set when a "normal" action was reached: the datapath
 	// actions then depend on the learning switch, and a flow installed
@@ -30,6 +30,10 @@ type Decision struct {
 	// after the actions before it: Env.Learn learns the source address
 	// in the VLAN its input port maps that tag to.
 	NormalTCI uint16
+
+	// rs is the rule set that decided, whose tables Translate follows
+	// for resubmit and goto_table.
+	rs *RuleSet
 }
 
 // Decide evaluates the rules for k in priority order and returns the
@@ -49,32 +53,105 @@ func (rs *RuleSet) DecideInto(k *flowkeys.Key, d *Decision) {
 }
 
 func (rs *RuleSet) decide(k *flowkeys.Key, d *Decision) {
-	f := testFault
-	d.Rule = -1
-	mask := &d.Mask
-	for i := range rs.Rules {
+	d.rs = rs
+	var w walker
+	w.init(k, &d.Mask, nil)
+	w.rs = rs
+	w.fault = testFault
+	d.Rule = w.lookup(0)
+	if d.Rule >= 0 {
+		d.Actions = rs.Rules[d.Rule].Actions
+		w.run(d.Actions)
+	}
+	d.Mask = w.mask
+	d.Normal = w.normal
+	d.NormalTCI = w.normalTCI
+}
+
+// Bounds of a pipeline, as in Open vSwitch: resubmits nested deeper than
+// maxDepth, or more than maxResubmits in all, drop the packet.
+const (
+	maxDepth     = 64
+	maxResubmits = 4096
+)
+
+// lookup finds the rule of table t that the packet as modified so far
+// matches (-1: none) and adds to the mask what the lookup consulted (see
+// the package documentation): every field of the matching rule, and the
+// proof of every failing rule before it. The bits the actions wrote are
+// constants and add nothing; a match on dl_vlan reads the walker's outer
+// tag, where it comes from.
+func (w *walker) lookup(t int) int {
+	rs := w.rs
+	// The packet as the lookup sees it, and the mask in the same terms:
+	// written bits count as consulted already (they are constants).
+	lk := w.cur
+	lk.VLANTCI, lk.VLANTPID = w.outer.tci, w.outer.tpid
+	view := w.mask
+	vw, ww := view.Words(), w.written.Words()
+	for i := range vw {
+		vw[i] |= ww[i]
+	}
+	switch w.outer.src {
+	case tagInner:
+		view.VLANTCI, view.VLANTPID = w.mask.CVLANTCI, w.mask.CVLANTPID
+	case tagConst:
+		view.VLANTCI, view.VLANTPID = 0xffff, 0xffff
+	}
+	m := view
+	found := -1
+	start, end := rs.table(t)
+	for i := start; i < end; i++ {
 		r := &rs.Rules[i]
-		if flowkeys.EqualMasked(k, &r.Match.Value, &r.Match.Mask, r.rng) {
+		if flowkeys.EqualMasked(&lk, &r.Match.Value, &r.Match.Mask, r.rng) {
 			// Every field of the rule was consulted and matched.
-			orKey(mask, &r.Match.Mask, r.rng)
+			orKey(&m, &r.Match.Mask, r.rng)
 			if r.l4 {
-				mask.IPFrag = 0xff
+				m.IPFrag = 0xff
 			}
-			d.Rule = i
-			d.Actions = r.Actions
-			var w walker
-			w.init(k, mask, nil)
-			w.fault = f
-			w.run(r.Actions)
-			d.Mask = w.mask
-			d.Normal = w.normal
-			d.NormalTCI = w.normalTCI
-			return
+			found = i
+			break
 		}
-		if f != faultNoFailMask {
-			addFailProof(r, k, mask, f)
+		if w.fault != faultNoFailMask {
+			addFailProof(r, &lk, &m, w.fault)
 		}
 	}
+	if t != 0 && w.fault == faultNoTableMask {
+		return found
+	}
+	// Back to the key's terms: the outer tag's bits to where it comes
+	// from, without the constants.
+	tci, tpid := m.VLANTCI, m.VLANTPID
+	m.VLANTCI, m.VLANTPID = w.mask.VLANTCI, w.mask.VLANTPID
+	switch w.outer.src {
+	case tagOuter:
+		m.VLANTCI, m.VLANTPID = tci, tpid
+	case tagInner:
+		m.CVLANTCI, m.CVLANTPID = tci, tpid
+	}
+	mw, dw := m.Words(), w.mask.Words()
+	for i := range mw {
+		dw[i] |= mw[i] &^ ww[i]
+	}
+	return found
+}
+
+// resubmit runs the actions of the rule that matches the packet, as
+// modified so far, in table t (nothing when none does).
+func (w *walker) resubmit(t int) {
+	if w.rs == nil {
+		return // a Decision made by hand: no tables to follow
+	}
+	w.depth++
+	w.resubmits++
+	if w.depth > maxDepth || w.resubmits > maxResubmits {
+		w.stopped, w.overflow = true, true
+		return
+	}
+	if i := w.lookup(t); i >= 0 {
+		w.run(w.rs.Rules[i].Actions)
+	}
+	w.depth--
 }
 
 // addFailProof adds to mask the bits that prove that rule r fails for
@@ -204,6 +281,14 @@ type walker struct {
 	tr      *translator
 	fault   fault // faultNone but in decide under soundness_test.go
 	normal  bool
+	// rs has the tables that resubmit and goto_table go to.
+	rs *RuleSet
+	// depth and resubmits count nested and all resubmits; stopped ends
+	// the actions (dec_ttl on a TTL of 0 or 1, or a pipeline past its
+	// bounds: overflow, which drops the packet).
+	depth, resubmits int
+	stopped          bool
+	overflow         bool
 	// outer and inner are the packet's VLAN tags as modified so far.
 	outer, inner vlanTag
 	// normalTCI is the outer tag's present bit and VID as the first
@@ -335,8 +420,13 @@ func (w *walker) ipKind() uint16 {
 // run executes the actions.
 func (w *walker) run(as []Action) {
 	for i := range as {
+		if w.stopped {
+			return
+		}
 		a := &as[i]
 		switch a.Type {
+		case ActResubmit, ActGotoTable:
+			w.resubmit(int(a.Table))
 		case ActOutput:
 			if a.PortName != "" && a.Port == NoPort {
 				continue // a port name that is not a port (now)
@@ -426,6 +516,7 @@ func (w *walker) run(as []Action) {
 			// The bits above the lowest tell whether TTL <= 1.
 			if ttl := w.read8(offIPTTL, m); ttl <= 1 {
 				// The packet goes no further: pending sets are moot.
+				w.stopped = true
 				return
 			}
 			if w.fault != faultNoTTLMask {

@@ -7,11 +7,12 @@
 // ParseRules reads a subset of the ovs-ofctl flow syntax, one rule per
 // line, "#" comments and blank lines allowed:
 //
-//	priority=100,tcp,nw_dst=10.0.0.0/8,tp_dst=80,actions=dec_ttl,output:2
+//	table=0,priority=100,tcp,nw_dst=10.0.0.0/8,tp_dst=80,actions=dec_ttl,output:2
 //
-// priority=N (0-65535, default 32768) and the match fields are separated
-// by commas or blanks; actions= comes last and takes the rest of the
-// line. Numbers are decimal or 0x-prefixed hexadecimal.
+// table=N (0-254, default 0), priority=N (0-65535, default 32768) and
+// the match fields are separated by commas or blanks; actions= comes last
+// and takes the rest of the line. Numbers are decimal or 0x-prefixed
+// hexadecimal.
 //
 // Match fields: in_port=N or in_port=NAME (a port name: it starts with a
 // letter); dl_src, dl_dst=MAC[/MASK]; dl_type=N;
@@ -26,13 +27,16 @@
 // Prerequisites are enforced as Open vSwitch does for OpenFlow: nw_src
 // and nw_dst need ip or arp; arp_* need arp; ipv6_* need ipv6; nw_proto
 // needs ip, ipv6 or arp; nw_tos and nw_ttl need ip or ipv6; tp_* need
-// tcp or udp (IPv4 or IPv6); icmp_* need icmp or icmp6. SCTP and the other OpenFlow fields are outside the subset. A field
-// given twice with conflicting values ("tcp,udp") is an error.
+// tcp or udp (IPv4 or IPv6); icmp_* need icmp or icmp6. SCTP and the
+// other OpenFlow fields are outside the subset. A field given twice with
+// conflicting values ("tcp,udp") is an error.
 //
 // Actions: output:N and bare N (datapath port numbers), output:NAME (a
-// port name); normal (the
-// learning switch); flood and all (every port but the input port: there
-// are no no-flood ports, so they are the same); drop (alone);
+// port name); normal (the learning switch, VLAN-aware: see VLANs); flood
+// and all (every port but the input port: there are no no-flood ports,
+// so they are the same); drop (alone); resubmit(,N) (look the packet, as
+// modified so far, up in table N, run that rule's actions, then go on);
+// goto_table:N (the last action: go on in table N, a later table);
 // mod_vlan_vid:N; strip_vlan; mod_dl_src:MAC; mod_dl_dst:MAC;
 // mod_nw_src:IP; mod_nw_dst:IP; mod_nw_tos:N; mod_nw_ttl:N; dec_ttl;
 // mod_tp_src:N; mod_tp_dst:N; controller, or controller(userdata=HEX)
@@ -42,7 +46,8 @@
 // exists (mod_nw_src to IPv4, mod_nw_tos/ttl and dec_ttl to IPv4 and
 // IPv6, mod_tp_* to TCP and UDP that are not later fragments); output to
 // the input port is skipped; dec_ttl on a TTL of 0 or 1 stops the actions
-// there (the packet is dropped after any outputs already done).
+// there, in every table (the packet is dropped after any outputs already
+// done).
 //
 // Port names are resolved to numbers by (*RuleSet).Resolve, which the
 // daemon calls when it loads the rules and whenever its ports change: a
@@ -55,10 +60,22 @@
 // Reload keeps the old rules when the new file is bad. (*RuleSet).String
 // prints canonical rules that parse back to an equal rule set.
 //
+// # Pipelines
+//
+// A decision starts in table 0. resubmit(,N) and goto_table:N look the
+// packet up in table N as the actions before them left it (rewritten
+// fields, the VLAN tag set or stripped), as Open vSwitch does; a table
+// with no matching rule does nothing more. Resubmits nested deeper than
+// 64, or more than 4096 in all (a loop), drop the packet, as in Open
+// vSwitch. The megaflow mask is the union of what every table's lookup
+// consulted (each lookup as described below, on the packet as modified:
+// a field an action wrote is a constant and adds nothing, dl_vlan is read
+// where the tag then comes from), and of what the actions read.
+//
 // # Decisions and megaflow masks
 //
-// (*RuleSet).Decide evaluates the rules in priority order (ties: file
-// order); no match drops. The mask accumulates every key bit consulted:
+// (*RuleSet).Decide evaluates table 0's rules in priority order (ties:
+// file order); no match drops. The mask accumulates every key bit consulted:
 //
 //   - A rule that matches contributes its whole match mask (with its
 //     prerequisites, which are part of the match).

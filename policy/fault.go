@@ -16,6 +16,7 @@ const (
 	faultNoPCPMask           // mod_vlan_vid (and normal, on a priority tag) keeps the PCP without masking it
 	faultNoVLANMask          // normal does not mask the VLAN ID
 	faultNoRestoreMask       // the tag restored after normal is not masked
+	faultNoTableMask         // lookups in tables after the first add nothing to the mask
 )
 
 // testFault is the variant decide runs; see fault.

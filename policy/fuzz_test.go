@@ -24,6 +24,8 @@ var fuzzSeeds = []string{
 	"priority=3,in_port=veth0,actions=output:veth1,normal",
 	"in_port=eth0.10,dl_vlan=10,actions=strip_vlan,output:gone,normal,output:3",
 	"in_port=a,in_port=2,actions=output:b",
+	"table=0,priority=9,ip,actions=mod_nw_dst:1.2.3.4,resubmit(,3),goto_table:7\ntable=3,nw_dst=1.2.3.4,actions=normal\ntable=7,actions=resubmit(,0)",
+	"table=4,actions=goto_table:2",
 }
 
 // FuzzParseRules: the parser never panics; a rule set it accepts formats

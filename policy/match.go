@@ -81,6 +81,8 @@ func ParseMatch(s string) (Match, error) {
 type lineParser struct {
 	s   string
 	pos int
+	// table is the rule's table, for goto_table's check.
+	table int
 }
 
 func (p *lineParser) errAt(pos int, format string, args ...any) *ParseError {
@@ -113,6 +115,7 @@ type parsedMatch struct {
 	inPortName  string
 	priority    int
 	hasPriority bool
+	table       int
 	actionsPos  int // offset of the text after "actions=", or -1
 }
 
@@ -212,7 +215,7 @@ func (p *lineParser) parseFields(inRule bool) (*parsedMatch, error) {
 			}
 			sh, ok := shorthands[lname]
 			if !ok {
-				if _, isField := matchFields[lname]; isField || lname == "priority" || lname == "actions" {
+				if _, isField := matchFields[lname]; isField || lname == "priority" || lname == "table" || lname == "actions" {
 					return nil, p.errAt(p.pos, "expected '=' after %s", name)
 				}
 				return nil, p.errAt(start, "unknown field or shorthand %q", name)
@@ -240,6 +243,17 @@ func (p *lineParser) parseFields(inRule bool) (*parsedMatch, error) {
 			p.pos++
 		}
 		val := p.s[vstart:p.pos]
+		if lname == "table" {
+			if !inRule {
+				return nil, p.errAt(start, "table= is not allowed in a match")
+			}
+			n, ok := parseNum(val, 8)
+			if !ok || n > MaxTable {
+				return nil, p.errAt(vstart, "expected a table number (0-%d) after table=", MaxTable)
+			}
+			pm.table = int(n)
+			continue
+		}
 		if lname == "priority" {
 			if !inRule {
 				return nil, p.errAt(start, "priority= is not allowed in a match")

@@ -3,6 +3,7 @@ package policy
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -124,11 +125,14 @@ func randVLANs(r *rand.Rand) *VLANTable {
 	return NewVLANTable(ports)
 }
 
-// randRule returns a random rule in the text syntax. It always obeys the
-// prerequisites.
-func randRule(r *rand.Rand) string {
+// randRule returns a random rule of table in the text syntax. It always
+// obeys the prerequisites.
+func randRule(r *rand.Rand, table int) string {
 	var parts []string
 	add := func(s string, args ...any) { parts = append(parts, fmt.Sprintf(s, args...)) }
+	if table != 0 {
+		add("table=%d", table)
+	}
 	add("priority=%d", 10*r.IntN(4))
 	class := pick(r, []string{"", "", "ip", "ipv6", "arp", "tcp", "udp", "icmp", "tcp6", "udp6", "icmp6", "dl_type=0x1234"})
 	if class != "" {
@@ -217,6 +221,17 @@ func randRule(r *rand.Rand) string {
 			"dec_ttl", "dec_ttl", "mod_tp_src:99", "mod_tp_dst:80", "mod_vlan_vid:10", "mod_vlan_vid:0",
 		}))
 	}
+	// Resubmits forward, mostly (a loop drops the packet once past the
+	// bounds).
+	switch at := r.IntN(len(acts) + 1); {
+	case table < 2 && r.IntN(3) == 0:
+		acts = slices.Insert(acts, at, fmt.Sprintf("resubmit(,%d)", table+1+r.IntN(2-table)))
+	case r.IntN(40) == 0:
+		acts = slices.Insert(acts, at, fmt.Sprintf("resubmit(,%d)", r.IntN(table+1)))
+	}
+	if table < 2 && r.IntN(3) == 0 {
+		acts = append(acts, fmt.Sprintf("goto_table:%d", table+1+r.IntN(2-table)))
+	}
 	if r.IntN(8) == 0 {
 		acts = []string{"drop"}
 	}
@@ -247,7 +262,12 @@ func checkSoundness(t *testing.T, seed uint64, sets, packets int, b fault) (fail
 	for set := range sets {
 		var text strings.Builder
 		for range 1 + r.IntN(8) {
-			text.WriteString(randRule(r))
+			text.WriteString(randRule(r, 0))
+			text.WriteByte('\n')
+		}
+		// The pipeline's later tables.
+		for range r.IntN(5) {
+			text.WriteString(randRule(r, 1+r.IntN(2)))
 			text.WriteByte('\n')
 		}
 		rs, err := ParseRules("random", strings.NewReader(text.String()))
@@ -273,10 +293,12 @@ func checkSoundness(t *testing.T, seed uint64, sets, packets int, b fault) (fail
 			rs.decide(&k, &d)
 			direct := Translate(&d, &k, env).String()
 			if b == faultNone {
-				// Translation consults nothing outside the mask.
-				var tm flowkeys.Key
+				// Translation consults nothing outside the mask (it
+				// starts from it, as Translate does).
+				tm := d.Mask
 				var w walker
 				w.init(&k, &tm, &translator{ports: env.Ports, sw: sw, vlans: env.VLANs})
+				w.rs = rs
 				w.run(d.Actions)
 				tm = w.mask
 				for i, x := range tm.Words() {
@@ -342,6 +364,7 @@ func TestSoundnessCatchesBugs(t *testing.T) {
 		{"mod_vlan_vid does not mask the PCP it keeps", faultNoPCPMask},
 		{"normal does not mask the VLAN ID", faultNoVLANMask},
 		{"the tag restored after normal is not masked", faultNoRestoreMask},
+		{"lookups after table 0 add nothing to the mask", faultNoTableMask},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := checkSoundness(t, 1, 3000, 150, tc.b)
@@ -469,7 +492,7 @@ func BenchmarkDecide(b *testing.B) {
 	var text strings.Builder
 	r := rand.New(rand.NewPCG(3, 4))
 	for range 32 {
-		text.WriteString(randRule(r))
+		text.WriteString(randRule(r, 0))
 		text.WriteByte('\n')
 	}
 	rs, err := ParseRules("bench", strings.NewReader(text.String()))

@@ -53,10 +53,17 @@ func AppendTranslate(dst odp.Actions, d *Decision, k *flowkeys.Key, env *Env) od
 	if env != nil {
 		tr.ports, tr.sw, tr.pid, tr.vlans = env.Ports, env.Switch, env.ControllerPID, env.VLANs
 	}
-	var mask flowkeys.Key
+	// Starting from the decision's mask, the lookups of resubmit and
+	// goto_table choose the proofs that decide chose (or ones it already
+	// holds), so translation consults nothing outside it.
 	var w walker
-	w.init(k, &mask, &tr)
+	w.init(k, &d.Mask, &tr)
+	w.rs = d.rs
+	n := len(dst)
 	w.run(d.Actions)
+	if w.overflow {
+		return tr.out[:n] // a pipeline past its bounds drops the packet
+	}
 	return tr.out
 }
 
