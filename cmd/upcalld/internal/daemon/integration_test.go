@@ -42,8 +42,6 @@ func TestIntegrationLearningSwitch(t *testing.T) { scenarioLearning(t, openKerne
 
 func TestIntegrationRewrite(t *testing.T) { scenarioRewrite(t, openKernel) }
 
-func TestIntegrationVLAN(t *testing.T) { scenarioVLAN(t, openKernel) }
-
 // The flood is 20,000 new flows per second for 10 s
 // (TestNamespaceOverload runs it on the host). Under TCG the generator
 // itself cannot send that many (it managed 3,000-6,000 frames/s while

@@ -27,8 +27,6 @@ func TestNamespaceLearningSwitch(t *testing.T) { scenarioLearning(t, openUserdp)
 
 func TestNamespaceRewrite(t *testing.T) { scenarioRewrite(t, openUserdp) }
 
-func TestNamespaceVLAN(t *testing.T) { scenarioVLAN(t, openUserdp) }
-
 func TestNamespaceOverload(t *testing.T) {
 	scenarioOverload(t, openUserdp, 20000, 10*time.Second)
 }

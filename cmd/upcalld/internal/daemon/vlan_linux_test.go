@@ -13,6 +13,10 @@ import (
 	"github.com/ovsdp/ovsdp/testenv"
 )
 
+// TestNamespaceVLAN is scenarioVLAN on the userspace datapath (as root;
+// TestIntegrationVLAN runs it on the kernel's, in the VM).
+func TestNamespaceVLAN(t *testing.T) { scenarioVLAN(t, openUserdp) }
+
 // scenarioVLAN: two switches (two datapaths, a daemon each) joined by a
 // trunk, a veth pair whose ends are ports of both. Each switch has a
 // host in VLAN 10 and one in VLAN 20, all four in one IP subnet:
