@@ -63,6 +63,17 @@ const (
 	// ActGotoTable goes on in table Action.Table after the rule's actions
 	// ("goto_table:N": the last action, to a later table).
 	ActGotoTable
+	// ActSetIPv6Src and ActSetIPv6Dst set an IPv6 address to Action.IP6,
+	// on IPv6 packets only ("set_field:IP6->ipv6_src", "->ipv6_dst").
+	ActSetIPv6Src
+	ActSetIPv6Dst
+	// ActSetVLANPCP sets the outer tag's PCP to Action.Arg (0-7), keeping
+	// its VID and TPID, or pushes an 802.1Q tag with VID 0 when there is
+	// none ("mod_vlan_pcp:N", "set_field:N->vlan_pcp").
+	ActSetVLANPCP
+	// ActPushVLAN pushes a tag with TPID Action.Arg (0x8100 or 0x88a8),
+	// VID 0 and PCP 0 as Open vSwitch does ("push_vlan:TPID").
+	ActPushVLAN
 )
 
 // Action is one policy action. Only the fields its Type uses are set;
@@ -83,6 +94,8 @@ type Action struct {
 	MAC [6]byte
 	// IP is the address of ActSetNwSrc and ActSetNwDst.
 	IP [4]byte
+	// IP6 is the address of ActSetIPv6Src and ActSetIPv6Dst.
+	IP6 [16]byte
 	// Userdata is the userspace cookie of ActController (raw bytes; empty
 	// for none).
 	Userdata string
@@ -129,6 +142,14 @@ func (a Action) String() string {
 		return fmt.Sprintf("mod_tp_src:%d", a.Arg)
 	case ActSetTpDst:
 		return fmt.Sprintf("mod_tp_dst:%d", a.Arg)
+	case ActSetIPv6Src:
+		return "set_field:" + netip.AddrFrom16(a.IP6).String() + "->ipv6_src"
+	case ActSetIPv6Dst:
+		return "set_field:" + netip.AddrFrom16(a.IP6).String() + "->ipv6_dst"
+	case ActSetVLANPCP:
+		return fmt.Sprintf("mod_vlan_pcp:%d", a.Arg)
+	case ActPushVLAN:
+		return fmt.Sprintf("push_vlan:0x%04x", a.Arg)
 	case ActResubmit:
 		return fmt.Sprintf("resubmit(,%d)", a.Table)
 	case ActGotoTable:
@@ -254,8 +275,24 @@ func (p *lineParser) parseAction(tok string, start int) (Action, error) {
 		return noArg(ActFlood)
 	case "all":
 		return noArg(ActAll)
-	case "strip_vlan":
+	case "strip_vlan", "pop_vlan":
 		return noArg(ActStripVLAN)
+	case "push_vlan":
+		s, err := arg("a TPID (0x8100 or 0x88a8)")
+		if err != nil {
+			return Action{}, err
+		}
+		n, ok := parseNum(s, 16)
+		if !ok || n != 0x8100 && n != 0x88a8 {
+			return Action{}, p.errAt(argPos, "expected a TPID (0x8100 or 0x88a8) after push_vlan:")
+		}
+		return Action{Type: ActPushVLAN, Arg: uint16(n)}, nil
+	case "set_field":
+		s, err := arg("VALUE->FIELD")
+		if err != nil {
+			return Action{}, err
+		}
+		return p.parseSetField(s, argPos)
 	case "dec_ttl":
 		return noArg(ActDecTTL)
 	case "resubmit":
@@ -308,7 +345,7 @@ func (p *lineParser) parseAction(tok string, start int) (Action, error) {
 			return Action{}, p.errAt(argPos, "expected a port number (0-4294967295) or name after output:")
 		}
 		return Action{Type: ActOutput, Port: uint32(n)}, nil
-	case "mod_vlan_vid", "mod_nw_tos", "mod_nw_ttl", "mod_tp_src", "mod_tp_dst":
+	case "mod_vlan_vid", "mod_vlan_pcp", "mod_nw_tos", "mod_nw_ttl", "mod_tp_src", "mod_tp_dst":
 		var (
 			what string
 			nb   int
@@ -317,6 +354,8 @@ func (p *lineParser) parseAction(tok string, start int) (Action, error) {
 		switch name {
 		case "mod_vlan_vid":
 			what, nb, t = "a VLAN ID (0-4095)", 12, ActSetVLAN
+		case "mod_vlan_pcp":
+			what, nb, t = "a priority (0-7)", 3, ActSetVLANPCP
 		case "mod_nw_tos":
 			what, nb, t = "a DSCP value (0-255, a multiple of 4)", 8, ActSetNwTOS
 		case "mod_nw_ttl":
@@ -365,4 +404,92 @@ func (p *lineParser) parseAction(tok string, start int) (Action, error) {
 		return Action{Type: t, IP: [4]byte(ip)}, nil
 	}
 	return Action{}, p.errAt(start, "unknown action %q", tok[:max(i, 1)])
+}
+
+// setFields maps the field names of set_field to the action that sets
+// the field and the syntax of its value.
+var setFields = map[string]struct {
+	t    ActionType
+	kind string // "mac", "ip4", "ip6", "vid", "pcp", "tos", "dscp", "ttl", "port"
+}{
+	"eth_src": {ActSetDlSrc, "mac"}, "dl_src": {ActSetDlSrc, "mac"},
+	"eth_dst": {ActSetDlDst, "mac"}, "dl_dst": {ActSetDlDst, "mac"},
+	"ip_src": {ActSetNwSrc, "ip4"}, "nw_src": {ActSetNwSrc, "ip4"}, "ipv4_src": {ActSetNwSrc, "ip4"},
+	"ip_dst": {ActSetNwDst, "ip4"}, "nw_dst": {ActSetNwDst, "ip4"}, "ipv4_dst": {ActSetNwDst, "ip4"},
+	"ipv6_src": {ActSetIPv6Src, "ip6"}, "ipv6_dst": {ActSetIPv6Dst, "ip6"},
+	"vlan_vid": {ActSetVLAN, "vid"}, "dl_vlan": {ActSetVLAN, "vid"},
+	"vlan_pcp": {ActSetVLANPCP, "pcp"}, "dl_vlan_pcp": {ActSetVLANPCP, "pcp"},
+	"nw_tos": {ActSetNwTOS, "tos"}, "ip_dscp": {ActSetNwTOS, "dscp"},
+	"nw_ttl": {ActSetNwTTL, "ttl"},
+	"tp_src": {ActSetTpSrc, "port"}, "tcp_src": {ActSetTpSrc, "port"}, "udp_src": {ActSetTpSrc, "port"},
+	"tp_dst": {ActSetTpDst, "port"}, "tcp_dst": {ActSetTpDst, "port"}, "udp_dst": {ActSetTpDst, "port"},
+}
+
+// setFieldNums are the number syntaxes of set_field values: what the
+// error says, the bits.
+var setFieldNums = map[string]struct {
+	what string
+	bits int
+}{
+	"vid":  {"a VLAN ID (0-4095, or 0x1000-0x1fff with the tag-present bit)", 13},
+	"pcp":  {"a priority (0-7)", 3},
+	"tos":  {"a DSCP value (0-255, a multiple of 4)", 8},
+	"dscp": {"a DSCP value (0-63)", 6},
+	"ttl":  {"a TTL (0-255)", 8},
+	"port": {"a port number (0-65535)", 16},
+}
+
+// parseSetField parses the VALUE->FIELD of set_field (s starts at pos).
+// It is the mod_* action of the field, with that action's semantics.
+func (p *lineParser) parseSetField(s string, pos int) (Action, error) {
+	val, field, ok := strings.Cut(s, "->")
+	if !ok {
+		return Action{}, p.errAt(pos, "expected VALUE->FIELD after set_field:")
+	}
+	fpos := pos + len(val) + 2
+	sf, ok := setFields[strings.ToLower(field)]
+	if !ok {
+		if _, isMatch := matchFields[strings.ToLower(field)]; isMatch || strings.EqualFold(field, "dl_type") {
+			return Action{}, p.errAt(fpos, "set_field cannot set %s (it sets eth_src, eth_dst, vlan_vid, vlan_pcp, ip_src, ip_dst, ipv6_src, ipv6_dst, nw_tos, ip_dscp, nw_ttl, tp_src, tp_dst)", field)
+		}
+		return Action{}, p.errAt(fpos, "unknown field %q after set_field:VALUE->", field)
+	}
+	bad := func(what string) (Action, error) {
+		return Action{}, p.errAt(pos, "expected %s before ->%s", what, field)
+	}
+	a := Action{Type: sf.t}
+	switch sf.kind {
+	case "mac":
+		mac, ok := parseMAC(val)
+		if !ok {
+			return bad("a MAC address (xx:xx:xx:xx:xx:xx)")
+		}
+		a.MAC = mac
+	case "ip4":
+		ip, ok := parseIP(val, 4)
+		if !ok {
+			return bad("an IPv4 address")
+		}
+		a.IP = [4]byte(ip)
+	case "ip6":
+		ip, ok := parseIP(val, 16)
+		if !ok {
+			return bad("an IPv6 address")
+		}
+		a.IP6 = [16]byte(ip)
+	default:
+		nf := setFieldNums[sf.kind]
+		n, ok := parseNum(val, nf.bits)
+		if !ok || sf.kind == "tos" && n&3 != 0 {
+			return bad(nf.what)
+		}
+		switch sf.kind {
+		case "dscp":
+			n <<= 2
+		case "vid":
+			n &= 0xfff // the OpenFlow form's tag-present bit
+		}
+		a.Arg = uint16(n)
+	}
+	return a, nil
 }

@@ -264,6 +264,8 @@ var (
 	offTpDst     = int(unsafe.Offsetof(kz.TpDst))
 	offIPv4Src   = int(unsafe.Offsetof(kz.IPv4Src))
 	offIPv4Dst   = int(unsafe.Offsetof(kz.IPv4Dst))
+	offIPv6Src   = int(unsafe.Offsetof(kz.IPv6Src))
+	offIPv6Dst   = int(unsafe.Offsetof(kz.IPv6Dst))
 )
 
 // walker runs a rule's actions over a model of the packet. cur is the
@@ -474,6 +476,37 @@ func (w *walker) run(as []Action) {
 				// The absent outer tag becomes the absent inner one.
 				w.inner = w.outer
 				w.outer = vlanTag{tci: ntci, tpid: flowkeys.EthTypeVLAN, src: tagConst}
+			}
+		case ActSetVLANPCP:
+			w.restoreVLAN()
+			pcp := a.Arg & 7 << 13
+			if w.tagRead(&w.outer, flowkeys.VLANTagPresent, 0)&flowkeys.VLANTagPresent != 0 {
+				// Keep the tag's VID and TPID.
+				ntci := pcp | w.tagRead(&w.outer, 0x1fff, 0xffff)&0x1fff
+				tpid := w.outer.tpid
+				w.emitPopVLAN()
+				w.emitPushVLAN(tpid, ntci)
+				w.outer = vlanTag{tci: ntci, tpid: tpid, src: tagConst}
+			} else {
+				ntci := pcp | flowkeys.VLANTagPresent
+				w.emitPushVLAN(flowkeys.EthTypeVLAN, ntci)
+				w.inner = w.outer
+				w.outer = vlanTag{tci: ntci, tpid: flowkeys.EthTypeVLAN, src: tagConst}
+			}
+		case ActPushVLAN:
+			w.restoreVLAN()
+			// VID 0 and PCP 0, as Open vSwitch does. The key knows two
+			// tags: a third one down is not followed.
+			w.emitPushVLAN(a.Arg, flowkeys.VLANTagPresent)
+			w.inner = w.outer
+			w.outer = vlanTag{tci: flowkeys.VLANTagPresent, tpid: a.Arg, src: tagConst}
+		case ActSetIPv6Src, ActSetIPv6Dst:
+			if w.read16(offEthType, 0xffff) == ethIPv6 {
+				off := offIPv6Src
+				if a.Type == ActSetIPv6Dst {
+					off = offIPv6Dst
+				}
+				w.write(off, a.IP6[:], ones[:16], true)
 			}
 		case ActStripVLAN:
 			w.restoreVLAN()

@@ -37,11 +37,22 @@
 // so they are the same); drop (alone); resubmit(,N) (look the packet, as
 // modified so far, up in table N, run that rule's actions, then go on);
 // goto_table:N (the last action: go on in table N, a later table);
-// mod_vlan_vid:N; strip_vlan; mod_dl_src:MAC; mod_dl_dst:MAC;
+// mod_vlan_vid:N; mod_vlan_pcp:N (0-7: on a packet without a tag, a tag
+// with VID 0 is pushed); strip_vlan (or pop_vlan); push_vlan:TPID
+// (0x8100 or 0x88a8: a new outer tag with VID 0 and PCP 0, as Open
+// vSwitch pushes it); mod_dl_src:MAC; mod_dl_dst:MAC;
 // mod_nw_src:IP; mod_nw_dst:IP; mod_nw_tos:N; mod_nw_ttl:N; dec_ttl;
 // mod_tp_src:N; mod_tp_dst:N; controller, or controller(userdata=HEX)
 // with 1-256 bytes of hex (dots between bytes allowed) passed back in the
-// userspace upcall. Actions run in order on the packet as modified so
+// userspace upcall; set_field:VALUE->FIELD for the fields a rule can
+// set: eth_src and eth_dst (dl_src, dl_dst), vlan_vid (dl_vlan: 0-4095,
+// or with the OpenFlow tag-present bit 0x1000), vlan_pcp, ip_src and
+// ip_dst (nw_src, nw_dst), ipv6_src and ipv6_dst, nw_tos, ip_dscp (0-63),
+// nw_ttl, tp_src and tp_dst (tcp_src, udp_src, tcp_dst, udp_dst, which
+// set the port of TCP and UDP alike): each is the mod_* action of the
+// field, with its semantics (ipv6_* apply to IPv6 packets only), and
+// prints as it. in_port, dl_type, nw_proto, arp_* and icmp_* cannot be
+// set. Actions run in order on the packet as modified so
 // far. As in Open vSwitch, modifications apply only where the header
 // exists (mod_nw_src to IPv4, mod_nw_tos/ttl and dec_ttl to IPv4 and
 // IPv6, mod_tp_* to TCP and UDP that are not later fragments); output to

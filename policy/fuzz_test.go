@@ -26,6 +26,8 @@ var fuzzSeeds = []string{
 	"in_port=a,in_port=2,actions=output:b",
 	"table=0,priority=9,ip,actions=mod_nw_dst:1.2.3.4,resubmit(,3),goto_table:7\ntable=3,nw_dst=1.2.3.4,actions=normal\ntable=7,actions=resubmit(,0)",
 	"table=4,actions=goto_table:2",
+	"ipv6,actions=set_field:2001:db8::1->ipv6_dst,set_field:4106->vlan_vid,set_field:3->vlan_pcp,push_vlan:0x88a8,pop_vlan,mod_vlan_pcp:7,output:1",
+	"actions=set_field:12->ip_dscp,set_field:aa:bb:cc:dd:ee:ff->eth_src,set_field:1->in_port",
 }
 
 // FuzzParseRules: the parser never panics; a rule set it accepts formats

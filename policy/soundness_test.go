@@ -219,6 +219,9 @@ func randRule(r *rand.Rand, table int) string {
 			"mod_vlan_vid:7", "strip_vlan", "mod_dl_src:00:00:00:00:00:09", "mod_dl_dst:00:00:00:00:00:02",
 			"mod_nw_src:10.0.0.9", "mod_nw_dst:10.1.2.3", "mod_nw_tos:8", "mod_nw_ttl:1", "mod_nw_ttl:5",
 			"dec_ttl", "dec_ttl", "mod_tp_src:99", "mod_tp_dst:80", "mod_vlan_vid:10", "mod_vlan_vid:0",
+			"push_vlan:0x8100", "push_vlan:0x88a8", "pop_vlan", "mod_vlan_pcp:3", "set_field:5->vlan_pcp",
+			"set_field:2001:db8::9->ipv6_src", "set_field:fe80::1->ipv6_dst", "set_field:00:00:00:00:00:07->eth_dst",
+			"set_field:12->ip_dscp", "set_field:4106->vlan_vid",
 		}))
 	}
 	// Resubmits forward, mostly (a loop drops the packet once past the

@@ -165,7 +165,8 @@ func (t *translator) commit(w *walker) {
 		}
 		t.out = append(t.out, odp.SetMasked{Key: v, Mask: odp.Ethernet{Src: p.EthSrc, Dst: p.EthDst}})
 	}
-	if p.IPv4Src != [4]byte{} || p.IPv4Dst != [4]byte{} || p.IPTOS != 0 || p.IPTTL != 0 {
+	if p.IPv4Src != [4]byte{} || p.IPv4Dst != [4]byte{} || p.IPTOS != 0 || p.IPTTL != 0 ||
+		p.IPv6Src != [16]byte{} || p.IPv6Dst != [16]byte{} {
 		// The action that made these pending has read the Ethernet type.
 		switch w.read16(offEthType, 0xffff) {
 		case ethIPv4:
@@ -179,7 +180,11 @@ func (t *translator) commit(w *walker) {
 			t.out = append(t.out, odp.SetMasked{Key: v, Mask: m})
 		case ethIPv6:
 			v := odp.IPv6{TClass: c.IPTOS & p.IPTOS, HLimit: c.IPTTL & p.IPTTL}
-			m := odp.IPv6{TClass: p.IPTOS, HLimit: p.IPTTL}
+			for i := range 16 {
+				v.Src[i] = c.IPv6Src[i] & p.IPv6Src[i]
+				v.Dst[i] = c.IPv6Dst[i] & p.IPv6Dst[i]
+			}
+			m := odp.IPv6{Src: p.IPv6Src, Dst: p.IPv6Dst, TClass: p.IPTOS, HLimit: p.IPTTL}
 			t.out = append(t.out, odp.SetMasked{Key: v, Mask: m})
 		}
 	}
