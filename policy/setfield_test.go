@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/ovsdp/ovsdp/flowkeys"
+	"github.com/ovsdp/ovsdp/odp"
 )
 
 func TestSetFieldAndVLANActions(t *testing.T) {
@@ -47,6 +48,9 @@ func TestSetFieldAndVLANActions(t *testing.T) {
 		d := rs.Decide(&k)
 		if got := Translate(&d, &k, env).String(); got != tc.want {
 			t.Errorf("%s: got %s, want %s", tc.actions, got, tc.want)
+		}
+		if _, err := odp.MarshalActions(Translate(&d, &k, env)); err != nil {
+			t.Errorf("%s: the actions do not encode: %v", tc.actions, err)
 		}
 		if tc.canon != "" && formatActions(r.Actions) != tc.canon {
 			t.Errorf("%s: prints as %s, want %s", tc.actions, formatActions(r.Actions), tc.canon)
