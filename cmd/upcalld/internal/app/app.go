@@ -48,8 +48,11 @@ func New(stdout, stderr io.Writer) *cli.App {
 		UsageText: "upcalld --datapath system@NAME|netdev@NAME [--port IFACE]... [--rules FILE] [--metrics ADDR] [--group G] [flags]\n   upcalld status --datapath TYPE@NAME [--json]",
 		Writer:    stdout, ErrWriter: stderr,
 		HideHelpCommand: true,
-		Flags:           runFlags(),
-		Action:          func(c *cli.Context) error { return run(c, stderr) },
+		// --port values are split by policy.ParsePortSpecs, which knows
+		// that "trunks=10,20" is one option.
+		DisableSliceFlagSeparator: true,
+		Flags:                     runFlags(),
+		Action:                    func(c *cli.Context) error { return run(c, stderr) },
 		Commands: []*cli.Command{{
 			Name:  "status",
 			Usage: "show a running daemon's handlers, upcall mode, flow counts and limits",
