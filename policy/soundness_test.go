@@ -216,6 +216,7 @@ func randRule(r *rand.Rand, table int) string {
 	for range 1 + r.IntN(4) {
 		acts = append(acts, pick(r, []string{
 			"output:1", "output:2", "3", "normal", "normal", "flood", "all", "controller", "controller(userdata=abcd)",
+			"output:2", "output:3", "4", "normal", "output:1", "output:4", "flood", "normal",
 			"mod_vlan_vid:7", "strip_vlan", "mod_dl_src:00:00:00:00:00:09", "mod_dl_dst:00:00:00:00:00:02",
 			"mod_nw_src:10.0.0.9", "mod_nw_dst:10.1.2.3", "mod_nw_tos:8", "mod_nw_ttl:1", "mod_nw_ttl:5",
 			"dec_ttl", "dec_ttl", "mod_tp_src:99", "mod_tp_dst:80", "mod_vlan_vid:10", "mod_vlan_vid:0",
@@ -286,7 +287,7 @@ func checkSoundness(t *testing.T, seed uint64, sets, packets int, b fault) (fail
 			}
 		}
 		env := &Env{Ports: poolPorts, Switch: sw, ControllerPID: 77}
-		if r.IntN(4) > 0 {
+		if r.IntN(2) > 0 {
 			env.VLANs = randVLANs(r)
 		}
 		var cache []megaflow

@@ -40,7 +40,8 @@ func (e *Env) Learn(d *Decision, k *flowkeys.Key) (Event, bool) {
 // Translate turns a decision for key k into datapath actions: output
 // ports, masked sets of only the modified fields (set_masked of eth,
 // ipv4, ipv6, tcp or udp, emitted just before the action that needs
-// them, one per header), pop_vlan/push_vlan, and userspace. It depends
+// them, one per header), pop_vlan/push_vlan (none after the last output
+// or userspace action), and userspace. It depends
 // only on the bits of k in d.Mask, on env, and (for "normal") on the
 // learning switch's state. A decision that drops gives an empty list.
 func Translate(d *Decision, k *flowkeys.Key, env *Env) odp.Actions {
@@ -64,7 +65,17 @@ func AppendTranslate(dst odp.Actions, d *Decision, k *flowkeys.Key, env *Env) od
 	if w.overflow {
 		return tr.out[:n] // a pipeline past its bounds drops the packet
 	}
-	return tr.out
+	// Tags pushed or popped after the last output change nothing.
+	out := tr.out
+	for len(out) > n {
+		switch out[len(out)-1].(type) {
+		case odp.PushVLAN, odp.PopVLAN:
+			out = out[:len(out)-1]
+			continue
+		}
+		break
+	}
+	return out
 }
 
 // translator collects the datapath actions a walker emits.
