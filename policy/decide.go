@@ -82,6 +82,15 @@ const (
 // constants and add nothing; a match on dl_vlan reads the walker's outer
 // tag, where it comes from.
 func (w *walker) lookup(t int) int {
+	if !w.wrote && w.outer.src == tagOuter {
+		// The packet as it came (table 0, or no rewrite yet): the key
+		// and the mask as they are.
+		if t != 0 && w.fault == faultNoTableMask {
+			m := w.mask
+			return w.rs.match(t, &w.cur, &m, w.fault)
+		}
+		return w.rs.match(t, &w.cur, &w.mask, w.fault)
+	}
 	rs := w.rs
 	// The packet as the lookup sees it, and the mask in the same terms:
 	// written bits count as consulted already (they are constants).
@@ -99,23 +108,7 @@ func (w *walker) lookup(t int) int {
 		view.VLANTCI, view.VLANTPID = 0xffff, 0xffff
 	}
 	m := view
-	found := -1
-	start, end := rs.table(t)
-	for i := start; i < end; i++ {
-		r := &rs.Rules[i]
-		if flowkeys.EqualMasked(&lk, &r.Match.Value, &r.Match.Mask, r.rng) {
-			// Every field of the rule was consulted and matched.
-			orKey(&m, &r.Match.Mask, r.rng)
-			if r.l4 {
-				m.IPFrag = 0xff
-			}
-			found = i
-			break
-		}
-		if w.fault != faultNoFailMask {
-			addFailProof(r, &lk, &m, w.fault)
-		}
-	}
+	found := rs.match(t, &lk, &m, w.fault)
 	if t != 0 && w.fault == faultNoTableMask {
 		return found
 	}
@@ -134,6 +127,28 @@ func (w *walker) lookup(t int) int {
 		dw[i] |= mw[i] &^ ww[i]
 	}
 	return found
+}
+
+// match returns the first rule of table t that k matches (-1: none),
+// adding to mask every field of that rule and the proof of every failing
+// rule before it.
+func (rs *RuleSet) match(t int, k, mask *flowkeys.Key, f fault) int {
+	start, end := rs.table(t)
+	for i := start; i < end; i++ {
+		r := &rs.Rules[i]
+		if flowkeys.EqualMasked(k, &r.Match.Value, &r.Match.Mask, r.rng) {
+			// Every field of the rule was consulted and matched.
+			orKey(mask, &r.Match.Mask, r.rng)
+			if r.l4 {
+				mask.IPFrag = 0xff
+			}
+			return i
+		}
+		if f != faultNoFailMask {
+			addFailProof(r, k, mask, f)
+		}
+	}
+	return -1
 }
 
 // resubmit runs the actions of the rule that matches the packet, as
@@ -291,6 +306,9 @@ type walker struct {
 	depth, resubmits int
 	stopped          bool
 	overflow         bool
+	// wrote is set once an action has written a field (written is not
+	// zero).
+	wrote bool
 	// outer and inner are the packet's VLAN tags as modified so far.
 	outer, inner vlanTag
 	// normalTCI is the outer tag's present bit and VID as the first
@@ -388,6 +406,7 @@ func (w *walker) read32(off int) uint32 {
 // write sets the bits m of the n bytes at off to v (both in memory
 // layout); pend makes them pending set actions.
 func (w *walker) write(off int, v, m []byte, pend bool) {
+	w.wrote = true
 	cb := w.cur.Bytes()[off:]
 	wb := w.written.Bytes()[off:]
 	pb := w.pending.Bytes()[off:]
