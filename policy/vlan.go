@@ -170,7 +170,7 @@ type portBuilder struct {
 	name           string
 	mode           VLANMode
 	hasMode        bool
-	tag            int // -1: none
+	tag            int
 	hasTag         bool
 	trunks         []uint16
 	hasTrunks      bool
