@@ -519,14 +519,6 @@ func (w *walker) run(as []Action) {
 			w.emitPushVLAN(a.Arg, flowkeys.VLANTagPresent)
 			w.inner = w.outer
 			w.outer = vlanTag{tci: flowkeys.VLANTagPresent, tpid: a.Arg, src: tagConst}
-		case ActSetIPv6Src, ActSetIPv6Dst:
-			if w.read16(offEthType, 0xffff) == ethIPv6 {
-				off := offIPv6Src
-				if a.Type == ActSetIPv6Dst {
-					off = offIPv6Dst
-				}
-				w.write(off, a.IP6[:], ones[:16], true)
-			}
 		case ActStripVLAN:
 			w.restoreVLAN()
 			if w.tagRead(&w.outer, flowkeys.VLANTagPresent, 0)&flowkeys.VLANTagPresent != 0 {
@@ -541,14 +533,8 @@ func (w *walker) run(as []Action) {
 			w.write(offEthSrc, a.MAC[:], ones[:6], true)
 		case ActSetDlDst:
 			w.write(offEthDst, a.MAC[:], ones[:6], true)
-		case ActSetNwSrc, ActSetNwDst:
-			if w.read16(offEthType, 0xffff) == ethIPv4 {
-				off := offIPv4Src
-				if a.Type == ActSetNwDst {
-					off = offIPv4Dst
-				}
-				w.write(off, a.IP[:], ones[:4], true)
-			}
+		case ActSetNwSrc, ActSetNwDst, ActSetIPv6Src, ActSetIPv6Dst:
+			w.setAddr(a)
 		case ActSetNwTOS:
 			if w.ipKind() != 0 {
 				w.write8(offIPTOS, uint8(a.Arg), 0xfc)
@@ -590,6 +576,23 @@ func (w *walker) run(as []Action) {
 			}
 			w.write16(off, a.Arg, 0xffff, true)
 		}
+	}
+}
+
+// setAddr writes the address of mod_nw_src, mod_nw_dst (IPv4 packets)
+// or set_field to ipv6_src, ipv6_dst (IPv6 packets).
+func (w *walker) setAddr(a *Action) {
+	et, off, v := uint16(ethIPv4), offIPv4Src, a.IP[:]
+	switch a.Type {
+	case ActSetNwDst:
+		off = offIPv4Dst
+	case ActSetIPv6Src:
+		et, off, v = ethIPv6, offIPv6Src, a.IP6[:]
+	case ActSetIPv6Dst:
+		et, off, v = ethIPv6, offIPv6Dst, a.IP6[:]
+	}
+	if w.read16(offEthType, 0xffff) == et {
+		w.write(off, v, ones[:len(v)], true)
 	}
 }
 
