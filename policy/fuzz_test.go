@@ -114,3 +114,31 @@ func FuzzParseMatch(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParsePortSpecs: no panic; every accepted port formats back (name
+// and options) to text that parses to the same configuration.
+func FuzzParsePortSpecs(f *testing.F) {
+	for _, s := range []string{"veth0", "veth0,vlan=10,eth1,trunks=10,20", "n,vlan_mode=native-untagged,tag=5,trunks=1",
+		"a,vlan_mode=trunk", "vlan=3", "a,tag=1,vlan=2", "a,trunks=4095,0,b"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		specs, err := ParsePortSpecs([]string{s})
+		if err != nil {
+			if err.Error() == "" {
+				t.Fatal("empty error")
+			}
+			return
+		}
+		for _, sp := range specs {
+			text := sp.Name
+			if c := sp.VLAN.String(); c != "" {
+				text += "," + c
+			}
+			again, err := ParsePortSpecs([]string{text})
+			if err != nil || len(again) != 1 || again[0].Name != sp.Name || again[0].VLAN.String() != sp.VLAN.String() {
+				t.Fatalf("%q: port %+v formats as %q, which parses to %+v, %v", s, sp, text, again, err)
+			}
+		}
+	})
+}
