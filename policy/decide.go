@@ -10,22 +10,31 @@ import (
 
 // Decision is what the policy decided for a flow key.
 type Decision struct {
-	// Actions are the matched rule's actions (shared with the rule set:
-	// do not modify). Empty means drop.
+	// Actions are the actions of the rule matched in table 0 (shared
+	// with the rule set: do not modify). Empty means drop.
 	Actions []Action
 	// Mask has a one bit for every key bit the decision depended on: the
 	// megaflow mask. Every key k2 with k2&Mask == k&Mask gets the same
 	// Actions and, with the same learning-switch state and port list,
 	// the same datapath actions from Translate.
 	Mask flowkeys.Key
-	// Rule is the index in RuleSet.Rules of the matched rule, or -1 when
-	// no rule matched (the packet is dropped).
+	// Rule is the index in RuleSet.Rules of the rule matched in table 0,
+	// or -1 when no rule matched (the packet is dropped).
 	Rule int
 	// Normal is set when a "normal" action was reached: the datapath
 	// actions then depend on the learning switch, and a flow installed
 	// from this decision must be revalidated when the switch learns,
 	// moves or forgets the flow's Ethernet destination.
 	Normal bool
+	// NormalTCI is the outer VLAN tag (its tag-present bit and VLAN ID:
+	// 0 when untagged) of the packet as the first normal action saw it,
+	// after the actions before it: Env.Learn learns the source address
+	// in the VLAN its input port maps that tag to.
+	NormalTCI uint16
+
+	// rs is the rule set that decided, whose tables Translate follows
+	// for resubmit and goto_table.
+	rs *RuleSet
 }
 
 // Decide evaluates the rules for k in priority order and returns the
@@ -45,10 +54,88 @@ func (rs *RuleSet) DecideInto(k *flowkeys.Key, d *Decision) {
 }
 
 func (rs *RuleSet) decide(k *flowkeys.Key, d *Decision) {
-	f := testFault
-	d.Rule = -1
-	mask := &d.Mask
-	for i := range rs.Rules {
+	d.rs = rs
+	var w walker
+	w.init(k, &d.Mask, nil)
+	w.rs = rs
+	w.fault = testFault
+	d.Rule = w.lookup(0)
+	if d.Rule >= 0 {
+		d.Actions = rs.Rules[d.Rule].Actions
+		w.run(d.Actions)
+	}
+	d.Mask = w.mask
+	d.Normal = w.normal
+	d.NormalTCI = w.normalTCI
+}
+
+// Bounds of a pipeline, as in Open vSwitch: resubmits nested deeper than
+// maxDepth, or more than maxResubmits in all, drop the packet.
+const (
+	maxDepth     = 64
+	maxResubmits = 4096
+)
+
+// lookup finds the rule of table t that the packet as modified so far
+// matches (-1: none) and adds to the mask what the lookup consulted (see
+// the package documentation): every field of the matching rule, and the
+// proof of every failing rule before it. The bits the actions wrote are
+// constants and add nothing; a match on dl_vlan reads the walker's outer
+// tag, where it comes from.
+func (w *walker) lookup(t int) int {
+	if !w.wrote && w.outer.src == tagOuter {
+		// The packet as it came (table 0, or no rewrite yet): the key
+		// and the mask as they are.
+		if t != 0 && w.fault == faultNoTableMask {
+			m := w.mask
+			return w.rs.match(t, &w.cur, &m, w.fault)
+		}
+		return w.rs.match(t, &w.cur, &w.mask, w.fault)
+	}
+	rs := w.rs
+	// The packet as the lookup sees it, and the mask in the same terms:
+	// written bits count as consulted already (they are constants).
+	lk := w.cur
+	lk.VLANTCI, lk.VLANTPID = w.outer.tci, w.outer.tpid
+	view := w.mask
+	vw, ww := view.Words(), w.written.Words()
+	for i := range vw {
+		vw[i] |= ww[i]
+	}
+	switch w.outer.src {
+	case tagInner:
+		view.VLANTCI, view.VLANTPID = w.mask.CVLANTCI, w.mask.CVLANTPID
+	case tagConst:
+		view.VLANTCI, view.VLANTPID = 0xffff, 0xffff
+	}
+	m := view
+	found := rs.match(t, &lk, &m, w.fault)
+	if t != 0 && w.fault == faultNoTableMask {
+		return found
+	}
+	// Back to the key's terms: the outer tag's bits to where it comes
+	// from, without the constants.
+	tci, tpid := m.VLANTCI, m.VLANTPID
+	m.VLANTCI, m.VLANTPID = w.mask.VLANTCI, w.mask.VLANTPID
+	switch w.outer.src {
+	case tagOuter:
+		m.VLANTCI, m.VLANTPID = tci, tpid
+	case tagInner:
+		m.CVLANTCI, m.CVLANTPID = tci, tpid
+	}
+	mw, dw := m.Words(), w.mask.Words()
+	for i := range mw {
+		dw[i] |= mw[i] &^ ww[i]
+	}
+	return found
+}
+
+// match returns the first rule of table t that k matches (-1: none),
+// adding to mask every field of that rule and the proof of every failing
+// rule before it.
+func (rs *RuleSet) match(t int, k, mask *flowkeys.Key, f fault) int {
+	start, end := rs.table(t)
+	for i := start; i < end; i++ {
 		r := &rs.Rules[i]
 		if flowkeys.EqualMasked(k, &r.Match.Value, &r.Match.Mask, r.rng) {
 			// Every field of the rule was consulted and matched.
@@ -56,20 +143,31 @@ func (rs *RuleSet) decide(k *flowkeys.Key, d *Decision) {
 			if r.l4 {
 				mask.IPFrag = 0xff
 			}
-			d.Rule = i
-			d.Actions = r.Actions
-			var w walker
-			w.init(k, mask, nil)
-			w.fault = f
-			w.run(r.Actions)
-			d.Mask = w.mask
-			d.Normal = w.normal
-			return
+			return i
 		}
 		if f != faultNoFailMask {
 			addFailProof(r, k, mask, f)
 		}
 	}
+	return -1
+}
+
+// resubmit runs the actions of the rule that matches the packet, as
+// modified so far, in table t (nothing when none does).
+func (w *walker) resubmit(t int) {
+	if w.rs == nil {
+		return // a Decision made by hand: no tables to follow
+	}
+	w.depth++
+	w.resubmits++
+	if w.depth > maxDepth || w.resubmits > maxResubmits {
+		w.stopped, w.overflow = true, true
+		return
+	}
+	if i := w.lookup(t); i >= 0 {
+		w.run(w.rs.Rules[i].Actions)
+	}
+	w.depth--
 }
 
 // addFailProof adds to mask the bits that prove that rule r fails for
@@ -182,6 +280,8 @@ var (
 	offTpDst     = int(unsafe.Offsetof(kz.TpDst))
 	offIPv4Src   = int(unsafe.Offsetof(kz.IPv4Src))
 	offIPv4Dst   = int(unsafe.Offsetof(kz.IPv4Dst))
+	offIPv6Src   = int(unsafe.Offsetof(kz.IPv6Src))
+	offIPv6Dst   = int(unsafe.Offsetof(kz.IPv6Dst))
 )
 
 // walker runs a rule's actions over a model of the packet. cur is the
@@ -199,9 +299,45 @@ type walker struct {
 	tr      *translator
 	fault   fault // faultNone but in decide under soundness_test.go
 	normal  bool
+	// rs has the tables that resubmit and goto_table go to.
+	rs *RuleSet
+	// depth and resubmits count nested and all resubmits; stopped ends
+	// the actions (dec_ttl on a TTL of 0 or 1, or a pipeline past its
+	// bounds: overflow, which drops the packet).
+	depth, resubmits int
+	stopped          bool
+	overflow         bool
+	// wrote is set once an action has written a field (written is not
+	// zero).
+	wrote bool
 	// outer and inner are the packet's VLAN tags as modified so far.
 	outer, inner vlanTag
+	// normalTCI is the outer tag's present bit and VID as the first
+	// normal saw it.
+	normalTCI uint16
+	// dp is the form of the outer tag in the datapath's packet, when a
+	// normal action has left it different from outer: each of normal's
+	// outputs gets the tag its port wants (vlanForm). restore is set
+	// after a normal: the next action that emits first brings the
+	// datapath's packet back to outer.
+	dp      vlanForm
+	restore bool
 }
+
+// vlanForm is what stands in the datapath's packet for the walker's
+// outer tag: the tag itself (formKeep; nothing when the packet has
+// none), no tag (formNone), or a tag with tpid and tci (formConst).
+type vlanForm struct {
+	kind      uint8
+	tpid, tci uint16
+}
+
+// Kinds of vlanForm.
+const (
+	formKeep uint8 = iota
+	formNone
+	formConst
+)
 
 // vlanTag is a VLAN tag of the packet being modified, and where its
 // value comes from: the key's outer tag, its inner tag, or an action.
@@ -271,6 +407,7 @@ func (w *walker) read32(off int) uint32 {
 // write sets the bits m of the n bytes at off to v (both in memory
 // layout); pend makes them pending set actions.
 func (w *walker) write(off int, v, m []byte, pend bool) {
+	w.wrote = true
 	cb := w.cur.Bytes()[off:]
 	wb := w.written.Bytes()[off:]
 	pb := w.pending.Bytes()[off:]
@@ -305,35 +442,43 @@ func (w *walker) ipKind() uint16 {
 // run executes the actions.
 func (w *walker) run(as []Action) {
 	for i := range as {
+		if w.stopped {
+			return
+		}
 		a := &as[i]
 		switch a.Type {
+		case ActResubmit, ActGotoTable:
+			w.resubmit(int(a.Table))
 		case ActOutput:
+			if a.PortName != "" && a.Port == NoPort {
+				continue // a port name that is not a port (now)
+			}
+			w.restoreVLAN()
 			inPort := w.inPort()
 			if a.Port != inPort {
 				w.emitOutput(a.Port)
 			}
 		case ActFlood, ActAll:
+			w.restoreVLAN()
 			w.flood()
 		case ActNormal:
-			w.normal = true
+			w.restoreVLAN()
 			inPort := w.inPort()
 			w.read(offEthSrc, ones[:6])
 			w.read(offEthDst, ones[:6])
-			if w.tr != nil {
-				dst := w.cur.EthDst
-				port, ok := uint32(0), false
-				if dst[0]&1 == 0 && w.tr.sw != nil {
-					port, ok = w.tr.sw.Lookup(dst)
-				}
-				if !ok {
-					w.flood()
-				} else if port != inPort {
-					w.emitOutput(port)
-				}
+			tci := w.normalVLAN()
+			if !w.normal {
+				w.normal, w.normalTCI = true, tci
 			}
+			if w.tr != nil {
+				w.tr.normal(w, inPort, tci)
+			}
+			w.restore = true
 		case ActController:
+			w.restoreVLAN()
 			w.emitUserspace(a.Userdata)
 		case ActSetVLAN:
+			w.restoreVLAN()
 			ntci := flowkeys.VLANTagPresent | a.Arg&0xfff
 			if w.tagRead(&w.outer, flowkeys.VLANTagPresent, 0)&flowkeys.VLANTagPresent != 0 {
 				// Keep the tag's PCP and TPID.
@@ -352,7 +497,31 @@ func (w *walker) run(as []Action) {
 				w.inner = w.outer
 				w.outer = vlanTag{tci: ntci, tpid: flowkeys.EthTypeVLAN, src: tagConst}
 			}
+		case ActSetVLANPCP:
+			w.restoreVLAN()
+			pcp := a.Arg & 7 << 13
+			if w.tagRead(&w.outer, flowkeys.VLANTagPresent, 0)&flowkeys.VLANTagPresent != 0 {
+				// Keep the tag's VID and TPID.
+				ntci := pcp | w.tagRead(&w.outer, 0x1fff, 0xffff)&0x1fff
+				tpid := w.outer.tpid
+				w.emitPopVLAN()
+				w.emitPushVLAN(tpid, ntci)
+				w.outer = vlanTag{tci: ntci, tpid: tpid, src: tagConst}
+			} else {
+				ntci := pcp | flowkeys.VLANTagPresent
+				w.emitPushVLAN(flowkeys.EthTypeVLAN, ntci)
+				w.inner = w.outer
+				w.outer = vlanTag{tci: ntci, tpid: flowkeys.EthTypeVLAN, src: tagConst}
+			}
+		case ActPushVLAN:
+			w.restoreVLAN()
+			// VID 0 and PCP 0, as Open vSwitch does. The key knows two
+			// tags: a third one down is not followed.
+			w.emitPushVLAN(a.Arg, flowkeys.VLANTagPresent)
+			w.inner = w.outer
+			w.outer = vlanTag{tci: flowkeys.VLANTagPresent, tpid: a.Arg, src: tagConst}
 		case ActStripVLAN:
+			w.restoreVLAN()
 			if w.tagRead(&w.outer, flowkeys.VLANTagPresent, 0)&flowkeys.VLANTagPresent != 0 {
 				w.emitPopVLAN()
 				// The inner tag, if any, becomes the outer one. (The key
@@ -365,14 +534,8 @@ func (w *walker) run(as []Action) {
 			w.write(offEthSrc, a.MAC[:], ones[:6], true)
 		case ActSetDlDst:
 			w.write(offEthDst, a.MAC[:], ones[:6], true)
-		case ActSetNwSrc, ActSetNwDst:
-			if w.read16(offEthType, 0xffff) == ethIPv4 {
-				off := offIPv4Src
-				if a.Type == ActSetNwDst {
-					off = offIPv4Dst
-				}
-				w.write(off, a.IP[:], ones[:4], true)
-			}
+		case ActSetNwSrc, ActSetNwDst, ActSetIPv6Src, ActSetIPv6Dst:
+			w.setAddr(a)
 		case ActSetNwTOS:
 			if w.ipKind() != 0 {
 				w.write8(offIPTOS, uint8(a.Arg), 0xfc)
@@ -392,6 +555,7 @@ func (w *walker) run(as []Action) {
 			// The bits above the lowest tell whether TTL <= 1.
 			if ttl := w.read8(offIPTTL, m); ttl <= 1 {
 				// The packet goes no further: pending sets are moot.
+				w.stopped = true
 				return
 			}
 			if w.fault != faultNoTTLMask {
@@ -414,6 +578,102 @@ func (w *walker) run(as []Action) {
 			w.write16(off, a.Arg, 0xffff, true)
 		}
 	}
+}
+
+// setAddr writes the address of mod_nw_src, mod_nw_dst (IPv4 packets)
+// or set_field to ipv6_src, ipv6_dst (IPv6 packets).
+func (w *walker) setAddr(a *Action) {
+	et, off, v := uint16(ethIPv4), offIPv4Src, a.IP[:]
+	switch a.Type {
+	case ActSetNwDst:
+		off = offIPv4Dst
+	case ActSetIPv6Src:
+		et, off, v = ethIPv6, offIPv6Src, a.IP6[:]
+	case ActSetIPv6Dst:
+		et, off, v = ethIPv6, offIPv6Dst, a.IP6[:]
+	}
+	if w.read16(offEthType, 0xffff) == et {
+		w.write(off, v, ones[:len(v)], true)
+	}
+}
+
+// normalVLAN reads the bits of the outer tag that normal needs and
+// returns its present bit and VLAN ID (0 when untagged): the present
+// bit, and the VID of a tagged packet (the learning table is keyed by
+// VLAN, and the VLAN decides the ports). A priority-tagged packet (VID
+// 0) may leave re-tagged with its input port's VLAN, keeping its PCP and
+// TPID as Open vSwitch does, so those are read too.
+func (w *walker) normalVLAN() uint16 {
+	tci := w.tagRead(&w.outer, flowkeys.VLANTagPresent, 0)
+	if tci&flowkeys.VLANTagPresent == 0 {
+		return 0
+	}
+	if w.fault != faultNoVLANMask {
+		tci = w.tagRead(&w.outer, 0xfff, 0)
+	}
+	if tci&0xfff == 0 && w.fault != faultNoPCPMask {
+		w.tagRead(&w.outer, 0xe000, 0xffff)
+	}
+	return tci & (flowkeys.VLANTagPresent | 0xfff)
+}
+
+// restoreVLAN is called by every action that may emit: after a normal
+// it brings the datapath's packet back to the walker's outer tag, which
+// needs the whole tag when the packet has one (normal may have removed
+// or replaced it). The bits are read whether or not this normal changed
+// the tag, so that the mask does not depend on the learning switch.
+func (w *walker) restoreVLAN() {
+	if !w.restore {
+		return
+	}
+	w.restore = false
+	if w.outer.tci&flowkeys.VLANTagPresent != 0 && w.fault != faultNoRestoreMask {
+		w.tagRead(&w.outer, 0xffff, 0xffff)
+	}
+	if w.tr != nil {
+		w.setForm(vlanForm{kind: formKeep})
+	}
+}
+
+// tagged reports whether form f puts a tag in the datapath's packet.
+func (w *walker) tagged(f vlanForm) bool {
+	return f.kind == formConst || f.kind == formKeep && w.outer.tci&flowkeys.VLANTagPresent != 0
+}
+
+// setForm emits what turns the datapath's outer tag from w.dp into f.
+func (w *walker) setForm(f vlanForm) {
+	if w.dp == f {
+		return
+	}
+	if w.tagged(w.dp) {
+		w.emitPopVLAN()
+	}
+	switch {
+	case f.kind == formConst:
+		w.emitPushVLAN(f.tpid, f.tci)
+	case f.kind == formKeep && w.tagged(f):
+		w.emitPushVLAN(w.outer.tpid, w.outer.tci)
+	}
+	w.dp = f
+}
+
+// outputForm is the form of the outer tag for a normal output with VLAN
+// ID vid (0: untagged). A tag that normal adds keeps the PCP and TPID of
+// a priority tag (read by normalVLAN), else it has PCP 0 and TPID
+// 0x8100.
+func (w *walker) outputForm(vid uint16) vlanForm {
+	tagged := w.outer.tci&flowkeys.VLANTagPresent != 0
+	switch {
+	case vid == 0 && !tagged:
+		return vlanForm{kind: formKeep}
+	case vid == 0:
+		return vlanForm{kind: formNone}
+	case tagged && w.outer.tci&0xfff == vid:
+		return vlanForm{kind: formKeep}
+	case tagged:
+		return vlanForm{kind: formConst, tpid: w.outer.tpid, tci: w.outer.tci&0xe000 | flowkeys.VLANTagPresent | vid}
+	}
+	return vlanForm{kind: formConst, tpid: flowkeys.EthTypeVLAN, tci: flowkeys.VLANTagPresent | vid}
 }
 
 // inPort reads the input port.

@@ -7,13 +7,15 @@
 // ParseRules reads a subset of the ovs-ofctl flow syntax, one rule per
 // line, "#" comments and blank lines allowed:
 //
-//	priority=100,tcp,nw_dst=10.0.0.0/8,tp_dst=80,actions=dec_ttl,output:2
+//	table=0,priority=100,tcp,nw_dst=10.0.0.0/8,tp_dst=80,actions=dec_ttl,output:2
 //
-// priority=N (0-65535, default 32768) and the match fields are separated
-// by commas or blanks; actions= comes last and takes the rest of the
-// line. Numbers are decimal or 0x-prefixed hexadecimal.
+// table=N (0-254, default 0), priority=N (0-65535, default 32768) and
+// the match fields are separated by commas or blanks; actions= comes last
+// and takes the rest of the line. Numbers are decimal or 0x-prefixed
+// hexadecimal.
 //
-// Match fields: in_port=N; dl_src, dl_dst=MAC[/MASK]; dl_type=N;
+// Match fields: in_port=N or in_port=NAME (a port name: it starts with a
+// letter); dl_src, dl_dst=MAC[/MASK]; dl_type=N;
 // dl_vlan=VID (0-4095; 0xffff matches packets without a tag);
 // nw_src, nw_dst=IP[/LEN|/MASK] (IPv4, or ARP's addresses with arp);
 // arp_spa, arp_tpa (same, ARP only); nw_proto=N (the ARP opcode with
@@ -25,33 +27,66 @@
 // Prerequisites are enforced as Open vSwitch does for OpenFlow: nw_src
 // and nw_dst need ip or arp; arp_* need arp; ipv6_* need ipv6; nw_proto
 // needs ip, ipv6 or arp; nw_tos and nw_ttl need ip or ipv6; tp_* need
-// tcp or udp (IPv4 or IPv6); icmp_* need icmp or icmp6. SCTP, names for
-// ports and the other OpenFlow fields are outside the subset. A field
-// given twice with conflicting values ("tcp,udp") is an error.
+// tcp or udp (IPv4 or IPv6); icmp_* need icmp or icmp6. SCTP and the
+// other OpenFlow fields are outside the subset. A field given twice with
+// conflicting values ("tcp,udp") is an error.
 //
-// Actions: output:N and bare N (datapath port numbers); normal (the
-// learning switch); flood and all (every port but the input port: there
-// are no no-flood ports, so they are the same); drop (alone);
-// mod_vlan_vid:N; strip_vlan; mod_dl_src:MAC; mod_dl_dst:MAC;
+// Actions: output:N and bare N (datapath port numbers), output:NAME (a
+// port name); normal (the learning switch, VLAN-aware: see VLANs); flood
+// and all (every port but the input port: there are no no-flood ports,
+// so they are the same); drop (alone); resubmit(,N) (look the packet, as
+// modified so far, up in table N, run that rule's actions, then go on);
+// goto_table:N (the last action: go on in table N, a later table);
+// mod_vlan_vid:N; mod_vlan_pcp:N (0-7: on a packet without a tag, a tag
+// with VID 0 is pushed); strip_vlan (or pop_vlan); push_vlan:TPID
+// (0x8100 or 0x88a8: a new outer tag with VID 0 and PCP 0, as Open
+// vSwitch pushes it); mod_dl_src:MAC; mod_dl_dst:MAC;
 // mod_nw_src:IP; mod_nw_dst:IP; mod_nw_tos:N; mod_nw_ttl:N; dec_ttl;
 // mod_tp_src:N; mod_tp_dst:N; controller, or controller(userdata=HEX)
 // with 1-256 bytes of hex (dots between bytes allowed) passed back in the
-// userspace upcall. Actions run in order on the packet as modified so
+// userspace upcall; set_field:VALUE->FIELD for the fields a rule can
+// set: eth_src and eth_dst (dl_src, dl_dst), vlan_vid (dl_vlan: 0-4095,
+// or with the OpenFlow tag-present bit 0x1000), vlan_pcp, ip_src and
+// ip_dst (nw_src, nw_dst), ipv6_src and ipv6_dst, nw_tos, ip_dscp (0-63),
+// nw_ttl, tp_src and tp_dst (tcp_src, udp_src, tcp_dst, udp_dst, which
+// set the port of TCP and UDP alike): each is the mod_* action of the
+// field, with its semantics (ipv6_* apply to IPv6 packets only), and
+// prints as it. in_port, dl_type, nw_proto, arp_* and icmp_* cannot be
+// set. Actions run in order on the packet as modified so
 // far. As in Open vSwitch, modifications apply only where the header
 // exists (mod_nw_src to IPv4, mod_nw_tos/ttl and dec_ttl to IPv4 and
 // IPv6, mod_tp_* to TCP and UDP that are not later fragments); output to
 // the input port is skipped; dec_ttl on a TTL of 0 or 1 stops the actions
-// there (the packet is dropped after any outputs already done).
+// there, in every table (the packet is dropped after any outputs already
+// done).
+//
+// Port names are resolved to numbers by (*RuleSet).Resolve, which the
+// daemon calls when it loads the rules and whenever its ports change: a
+// name that is no port (yet) makes in_port=NAME match nothing and
+// output:NAME do nothing, and the daemon warns about it. The rules print
+// with their names.
 //
 // Errors are *ParseError with file, line, column and what was expected,
 // e.g. "rules.txt:3:17: expected an IPv4 address or CIDR after nw_src=".
 // Reload keeps the old rules when the new file is bad. (*RuleSet).String
 // prints canonical rules that parse back to an equal rule set.
 //
+// # Pipelines
+//
+// A decision starts in table 0. resubmit(,N) and goto_table:N look the
+// packet up in table N as the actions before them left it (rewritten
+// fields, the VLAN tag set or stripped), as Open vSwitch does; a table
+// with no matching rule does nothing more. Resubmits nested deeper than
+// 64, or more than 4096 in all (a loop), drop the packet, as in Open
+// vSwitch. The megaflow mask is the union of what every table's lookup
+// consulted (each lookup as described below, on the packet as modified:
+// a field an action wrote is a constant and adds nothing, dl_vlan is read
+// where the tag then comes from), and of what the actions read.
+//
 // # Decisions and megaflow masks
 //
-// (*RuleSet).Decide evaluates the rules in priority order (ties: file
-// order); no match drops. The mask accumulates every key bit consulted:
+// (*RuleSet).Decide evaluates table 0's rules in priority order (ties:
+// file order); no match drops. The mask accumulates every key bit consulted:
 //
 //   - A rule that matches contributes its whole match mask (with its
 //     prerequisites, which are part of the match).
@@ -94,10 +129,40 @@
 //     an earlier action overwrote is a constant and adds nothing.
 //
 // The mask never depends on the learning switch's state: normal always
-// masks in_port, dl_src and dl_dst. Which port normal picks is resolved
+// masks in_port, dl_src and dl_dst, and the VLAN bits described under
+// VLANs. Which port normal picks is resolved
 // by Translate from the switch; the switch's Learned, Moved and Expired
 // events name the MAC address whose flows (Decision.Normal, with that
 // dl_dst) the daemon must revalidate.
+//
+// # VLANs
+//
+// normal follows the ports' VLAN configuration (Env.VLANs, from
+// upcalld's --port IFACE,vlan=N / trunks=LIST / vlan_mode=MODE,tag=N;
+// ParsePortSpecs), with Open vSwitch's semantics (ovs-vswitchd.conf.db(5)
+// and ofproto-dpif-xlate.c): a frame's VLAN is its VLAN ID on a trunk
+// (0 when untagged or priority-tagged), the port's tag on an access port
+// (which drops frames tagged with a VID other than 0), and on a native
+// port the native VLAN when untagged, else its VID; a trunk or native
+// port drops a VLAN it does not carry (trunks=, the native VLAN
+// included; no trunks= means every VLAN). A port without configuration
+// is a trunk of every VLAN. The MAC table is keyed by (VLAN, MAC);
+// normal sends a frame to the port its destination was learned on in its
+// VLAN, or floods it to the other ports that carry the VLAN. It leaves an
+// access port, and a native-untagged port in the native VLAN, untagged;
+// any other port tagged with its VLAN (a tag normal adds has PCP 0 and
+// TPID 0x8100, or the PCP and TPID of a priority tag it replaces). The
+// outputs that keep the frame's tag as it is come first, so normal
+// changes the tag as few times as it can; the actions after a normal see
+// the frame's tag as it was before it.
+//
+// What normal masks: in_port, dl_src and dl_dst (as before), the
+// tag-present bit, the VLAN ID of a tagged frame, the PCP and TPID of a
+// priority-tagged one (it may be re-tagged), and when an action after a
+// normal may emit, the whole outer tag of a tagged frame (normal may have
+// removed it, and it is put back). None of this depends on the port
+// configuration or the MAC table, which Translate reads: a change of
+// either is a new policy (the daemon re-decides its flows).
 //
 // # Datapath actions
 //

@@ -13,7 +13,10 @@ const (
 	faultNoInPortMask        // output and flood do not mask in_port
 	faultFailBitsShort       // a failing field's proof stops above the differing bit
 	faultNoPrereq            // a failing field's proof comes without its prerequisites
-	faultNoPCPMask           // mod_vlan_vid keeps the PCP without masking it
+	faultNoPCPMask           // mod_vlan_vid (and normal, on a priority tag) keeps the PCP without masking it
+	faultNoVLANMask          // normal does not mask the VLAN ID
+	faultNoRestoreMask       // the tag restored after normal is not masked
+	faultNoTableMask         // lookups in tables after the first add nothing to the mask
 )
 
 // testFault is the variant decide runs; see fault.

@@ -21,6 +21,13 @@ var fuzzSeeds = []string{
 	"ipv6,ipv6_dst=2001:db8::1/ffff::ff,actions=1",
 	"priority=5,tcp,udp,actions=1",
 	"ip,actions=1,drop",
+	"priority=3,in_port=veth0,actions=output:veth1,normal",
+	"in_port=eth0.10,dl_vlan=10,actions=strip_vlan,output:gone,normal,output:3",
+	"in_port=a,in_port=2,actions=output:b",
+	"table=0,priority=9,ip,actions=mod_nw_dst:1.2.3.4,resubmit(,3),goto_table:7\ntable=3,nw_dst=1.2.3.4,actions=normal\ntable=7,actions=resubmit(,0)",
+	"table=4,actions=goto_table:2",
+	"ipv6,actions=set_field:2001:db8::1->ipv6_dst,set_field:4106->vlan_vid,set_field:3->vlan_pcp,push_vlan:0x88a8,pop_vlan,mod_vlan_pcp:7,output:1",
+	"actions=set_field:12->ip_dscp,set_field:aa:bb:cc:dd:ee:ff->eth_src,set_field:1->in_port",
 }
 
 // FuzzParseRules: the parser never panics; a rule set it accepts formats
@@ -72,6 +79,16 @@ func FuzzParseRules(f *testing.F) {
 			}
 			Translate(&d, &k, &Env{Ports: []uint32{1, 2}})
 		}
+		// With its port names resolved, and on ports with VLANs.
+		res, _ := rs.Resolve(map[string]uint32{"veth0": 1, "veth1": 2, "a": 3})
+		env := &Env{Ports: []uint32{1, 2, 3}, Switch: NewLearningSwitch(LearningOptions{}),
+			VLANs: NewVLANTable(map[uint32]PortVLAN{1: {Mode: VLANAccess, Tag: 10}, 2: {Mode: VLANNativeUntagged, Tag: 20, Trunks: []uint16{10}}})}
+		for i := range res.Rules {
+			k := res.Rules[i].Match.Value
+			d := res.Decide(&k)
+			env.Learn(&d, &k)
+			Translate(&d, &k, env)
+		}
 	})
 }
 
@@ -94,6 +111,34 @@ func FuzzParseMatch(f *testing.F) {
 		k = m.Value
 		if !m.Matches(&k) {
 			t.Fatalf("%q does not match its own value", s)
+		}
+	})
+}
+
+// FuzzParsePortSpecs: no panic; every accepted port formats back (name
+// and options) to text that parses to the same configuration.
+func FuzzParsePortSpecs(f *testing.F) {
+	for _, s := range []string{"veth0", "veth0,vlan=10,eth1,trunks=10,20", "n,vlan_mode=native-untagged,tag=5,trunks=1",
+		"a,vlan_mode=trunk", "vlan=3", "a,tag=1,vlan=2", "a,trunks=4095,0,b"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		specs, err := ParsePortSpecs([]string{s})
+		if err != nil {
+			if err.Error() == "" {
+				t.Fatal("empty error")
+			}
+			return
+		}
+		for _, sp := range specs {
+			text := sp.Name
+			if c := sp.VLAN.String(); c != "" {
+				text += "," + c
+			}
+			again, err := ParsePortSpecs([]string{text})
+			if err != nil || len(again) != 1 || again[0].Name != sp.Name || again[0].VLAN.String() != sp.VLAN.String() {
+				t.Fatalf("%q: port %+v formats as %q, which parses to %+v, %v", s, sp, text, again, err)
+			}
 		}
 	})
 }

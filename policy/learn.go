@@ -71,23 +71,30 @@ func (k EventKind) String() string {
 // revalidated: its output port changed (or it flooded and need not any
 // more, or the other way round).
 type Event struct {
-	Kind    EventKind
-	MAC     [6]byte
+	Kind EventKind
+	MAC  [6]byte
+	// VLAN is the VLAN the address was learned in (0 on ports without
+	// VLAN configuration and for untagged frames on trunks).
+	VLAN    uint16
 	Port    uint32 // new port (Learned, Moved)
 	OldPort uint32 // previous port (Moved, Expired, Evicted)
 }
 
 // String describes the event.
 func (e Event) String() string {
+	mac := fmtMAC(e.MAC)
+	if e.VLAN != 0 {
+		mac = fmt.Sprintf("%s (vlan %d)", mac, e.VLAN)
+	}
 	switch e.Kind {
 	case Learned:
-		return fmt.Sprintf("%s learned on port %d", fmtMAC(e.MAC), e.Port)
+		return fmt.Sprintf("%s learned on port %d", mac, e.Port)
 	case Moved:
-		return fmt.Sprintf("%s moved from port %d to port %d", fmtMAC(e.MAC), e.OldPort, e.Port)
+		return fmt.Sprintf("%s moved from port %d to port %d", mac, e.OldPort, e.Port)
 	case Evicted:
-		return fmt.Sprintf("%s evicted from port %d (table full)", fmtMAC(e.MAC), e.OldPort)
+		return fmt.Sprintf("%s evicted from port %d (table full)", mac, e.OldPort)
 	}
-	return fmt.Sprintf("%s expired from port %d", fmtMAC(e.MAC), e.OldPort)
+	return fmt.Sprintf("%s expired from port %d", mac, e.OldPort)
 }
 
 // LearningStats are the switch's counters.
@@ -105,11 +112,17 @@ const none = -1
 // macEntry is one learned address. Every entry is on two lists ordered
 // by when it was last seen, newest first: the table's and its port's.
 type macEntry struct {
-	mac          [6]byte
+	mac          macKey
 	port         uint32
 	seen         time.Time
 	prev, next   int32 // the table's list; next links the free list too
 	pprev, pnext int32 // the port's list
+}
+
+// macKey is what the table is keyed by: an address in a VLAN.
+type macKey struct {
+	mac  [6]byte
+	vlan uint16
 }
 
 // portList is the list of one port's entries, and the port's place in
@@ -131,7 +144,9 @@ type portList struct {
 // entries are on a least-recently-seen list, and on one such list per
 // port, beside the index by address.
 //
-// The switch keys its table by MAC address alone (not by VLAN).
+// The switch keys its table by (VLAN, MAC address), as Open vSwitch's
+// mac-learning table does: the same address may be on different ports
+// in different VLANs.
 type LearningSwitch struct {
 	maxAge time.Duration
 	max    int
@@ -139,7 +154,7 @@ type LearningSwitch struct {
 	on     func(Event)
 
 	mu         sync.RWMutex
-	index      map[[6]byte]int32
+	index      map[macKey]int32
 	ents       []macEntry
 	free       int32
 	head, tail int32 // newest and oldest entry
@@ -165,33 +180,40 @@ func NewLearningSwitch(opts LearningOptions) *LearningSwitch {
 		s.now = time.Now
 	}
 	// Sized once, so that learning never grows them.
-	s.index = make(map[[6]byte]int32, s.max)
+	s.index = make(map[macKey]int32, s.max)
 	s.ents = make([]macEntry, 0, min(s.max, DefaultMaxEntries))
 	return s
 }
 
-// Learn records that k's Ethernet source is on k's input port; call it
-// on every upcall. It returns the event when the table changed (a new
+// Learn records that k's Ethernet source is on k's input port, in VLAN
+// 0 (use LearnVLAN, or Env.Learn, for VLAN-aware learning). It returns the event when the table changed (a new
 // address, or one that moved port: the caller must revalidate flows to
 // that address) and reports it to OnEvent. Multicast and all-zero
 // sources are not learned. It allocates nothing once the table has been
 // full once.
 func (s *LearningSwitch) Learn(k *flowkeys.Key) (Event, bool) {
-	return s.LearnMAC(k.EthSrc, k.InPort)
+	return s.LearnVLAN(0, k.EthSrc, k.InPort)
 }
 
-// LearnMAC is Learn for an explicit address and port. When the table is
-// full, a new address replaces one entry (see LearningOptions.MaxEntries),
-// reported to OnEvent as Expired or Evicted before the Learned event.
+// LearnMAC is Learn for an explicit address and port, in VLAN 0.
 func (s *LearningSwitch) LearnMAC(mac [6]byte, port uint32) (Event, bool) {
+	return s.LearnVLAN(0, mac, port)
+}
+
+// LearnVLAN records that mac is on port in VLAN vlan (0-4095). When the
+// table is full, a new address replaces one entry (see
+// LearningOptions.MaxEntries), reported to OnEvent as Expired or Evicted
+// before the Learned event.
+func (s *LearningSwitch) LearnVLAN(vlan uint16, mac [6]byte, port uint32) (Event, bool) {
 	if mac[0]&1 != 0 || mac == [6]byte{} {
 		return Event{}, false
 	}
+	mk := macKey{mac: mac, vlan: vlan & 0xfff}
 	var gone, ev Event
 	s.mu.Lock()
 	// The clock is read under the lock so that the lists stay ordered.
 	now := s.now()
-	i, ok := s.index[mac]
+	i, ok := s.index[mk]
 	switch {
 	case ok && s.ents[i].port == port:
 		s.ents[i].seen = now
@@ -201,12 +223,12 @@ func (s *LearningSwitch) LearnMAC(mac [6]byte, port uint32) (Event, bool) {
 	case ok:
 		e := &s.ents[i]
 		if now.Sub(e.seen) < s.maxAge {
-			ev = Event{Kind: Moved, MAC: mac, Port: port, OldPort: e.port}
+			ev = Event{Kind: Moved, MAC: mac, VLAN: mk.vlan, Port: port, OldPort: e.port}
 			s.stats.Moved++
 		} else {
 			// A stale entry is as good as gone: the flows to it were
 			// revalidated, or will be, by its expiry.
-			ev = Event{Kind: Learned, MAC: mac, Port: port}
+			ev = Event{Kind: Learned, MAC: mac, VLAN: mk.vlan, Port: port}
 			s.stats.Learned++
 		}
 		s.portUnlink(i)
@@ -218,11 +240,11 @@ func (s *LearningSwitch) LearnMAC(mac [6]byte, port uint32) (Event, bool) {
 			gone = s.evictLocked(now)
 		}
 		i = s.alloc()
-		s.ents[i] = macEntry{mac: mac, port: port, seen: now, prev: none, next: none, pprev: none, pnext: none}
+		s.ents[i] = macEntry{mac: mk, port: port, seen: now, prev: none, next: none, pprev: none, pnext: none}
 		s.push(i)
 		s.portPush(i)
-		s.index[mac] = i
-		ev = Event{Kind: Learned, MAC: mac, Port: port}
+		s.index[mk] = i
+		ev = Event{Kind: Learned, MAC: mac, VLAN: mk.vlan, Port: port}
 		s.stats.Learned++
 	}
 	s.mu.Unlock()
@@ -243,7 +265,7 @@ func (s *LearningSwitch) evictLocked(now time.Time) Event {
 		e := s.ents[s.tail]
 		s.removeLocked(s.tail)
 		s.stats.Expired++
-		return Event{Kind: Expired, MAC: e.mac, OldPort: e.port}
+		return Event{Kind: Expired, MAC: e.mac.mac, VLAN: e.mac.vlan, OldPort: e.port}
 	}
 	if len(s.heap) == 0 || s.heap[0].tail == none {
 		return Event{}
@@ -252,15 +274,21 @@ func (s *LearningSwitch) evictLocked(now time.Time) Event {
 	e := s.ents[i]
 	s.removeLocked(i)
 	s.stats.Evicted++
-	return Event{Kind: Evicted, MAC: e.mac, OldPort: e.port}
+	return Event{Kind: Evicted, MAC: e.mac.mac, VLAN: e.mac.vlan, OldPort: e.port}
 }
 
-// Lookup returns the port mac was learned on, if it is known and has not
-// aged out.
+// Lookup returns the port mac was learned on in VLAN 0, if it is known
+// and has not aged out.
 func (s *LearningSwitch) Lookup(mac [6]byte) (uint32, bool) {
+	return s.LookupVLAN(0, mac)
+}
+
+// LookupVLAN returns the port mac was learned on in VLAN vlan, if it is
+// known and has not aged out.
+func (s *LearningSwitch) LookupVLAN(vlan uint16, mac [6]byte) (uint32, bool) {
 	now := s.now()
 	s.mu.RLock()
-	i, ok := s.index[mac]
+	i, ok := s.index[macKey{mac: mac, vlan: vlan & 0xfff}]
 	var e macEntry
 	if ok {
 		e = s.ents[i]
@@ -283,7 +311,7 @@ func (s *LearningSwitch) Expire() []Event {
 		e := s.ents[s.tail]
 		s.removeLocked(s.tail)
 		s.stats.Expired++
-		evs = append(evs, Event{Kind: Expired, MAC: e.mac, OldPort: e.port})
+		evs = append(evs, Event{Kind: Expired, MAC: e.mac.mac, VLAN: e.mac.vlan, OldPort: e.port})
 	}
 	s.mu.Unlock()
 	s.report(evs)
@@ -300,7 +328,7 @@ func (s *LearningSwitch) ForgetPort(port uint32) []Event {
 			e := s.ents[pl.head]
 			s.removeLocked(pl.head)
 			s.stats.Expired++
-			evs = append(evs, Event{Kind: Expired, MAC: e.mac, OldPort: port})
+			evs = append(evs, Event{Kind: Expired, MAC: e.mac.mac, VLAN: e.mac.vlan, OldPort: port})
 		}
 		s.heapRemove(pl.heap)
 		delete(s.ports, port)

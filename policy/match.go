@@ -78,6 +78,8 @@ func ParseMatch(s string) (Match, error) {
 type lineParser struct {
 	s   string
 	pos int
+	// table is the rule's table, for goto_table's check.
+	table int
 }
 
 func (p *lineParser) errAt(pos int, format string, args ...any) *ParseError {
@@ -106,8 +108,11 @@ type mention struct {
 // parsedMatch is a match with what the rule parser also needs.
 type parsedMatch struct {
 	Match
+	// inPortName is the port name of in_port=NAME.
+	inPortName  string
 	priority    int
 	hasPriority bool
+	table       int
 	actionsPos  int // offset of the text after "actions=", or -1
 }
 
@@ -181,7 +186,7 @@ const (
 
 // expected describes each value syntax for errors.
 var expected = [...]string{
-	vkPort:    "a port number (0-4294967295)",
+	vkPort:    "a port number (0-4294967295) or name",
 	vkMAC:     "a MAC address (xx:xx:xx:xx:xx:xx, optionally /mask)",
 	vkEthType: "an Ethernet type (0-0xffff)",
 	vkVLAN:    "a VLAN ID (0-4095, or 0xffff for no VLAN)",
@@ -218,7 +223,7 @@ func (p *lineParser) parseFields(inRule bool) (*parsedMatch, error) {
 			}
 			sh, ok := shorthands[lname]
 			if !ok {
-				if _, isField := matchFields[lname]; isField || lname == "priority" || lname == "actions" {
+				if _, isField := matchFields[lname]; isField || lname == "priority" || lname == "table" || lname == "actions" {
 					return nil, p.errAt(p.pos, "expected '=' after %s", name)
 				}
 				return nil, p.errAt(start, "unknown field or shorthand %q", name)
@@ -246,6 +251,17 @@ func (p *lineParser) parseFields(inRule bool) (*parsedMatch, error) {
 			p.pos++
 		}
 		val := p.s[vstart:p.pos]
+		if lname == "table" {
+			if !inRule {
+				return nil, p.errAt(start, "table= is not allowed in a match")
+			}
+			n, ok := parseNum(val, 8)
+			if !ok || n > MaxTable {
+				return nil, p.errAt(vstart, "expected a table number (0-%d) after table=", MaxTable)
+			}
+			pm.table = int(n)
+			continue
+		}
 		if lname == "priority" {
 			if !inRule {
 				return nil, p.errAt(start, "priority= is not allowed in a match")
@@ -261,9 +277,24 @@ func (p *lineParser) parseFields(inRule bool) (*parsedMatch, error) {
 		if !ok {
 			return nil, p.errAt(start, "unknown field %q", name)
 		}
+		if mf.kind == vkPort && isPortName(val) {
+			if !inRule {
+				return nil, p.errAt(vstart, "in_port=%s: port names are resolved only in rules; give the port number", val)
+			}
+			if pm.inPortName != "" || pm.Mask.InPort != 0 {
+				return nil, p.errAt(start, "%s=%s conflicts with an earlier match on the same field", name, val)
+			}
+			// Resolved by RuleSet.Resolve; until then it matches no port.
+			pm.inPortName = val
+			pm.Value.InPort, pm.Mask.InPort = NoPort, 0xffffffff
+			continue
+		}
 		v, m, ok := parseValue(mf.kind, val)
 		if !ok {
 			return nil, p.errAt(vstart, "expected %s after %s=", expected[mf.kind], name)
+		}
+		if mf.f == fInPort && pm.inPortName != "" {
+			return nil, p.errAt(start, "%s=%s conflicts with an earlier match on the same field", name, val)
 		}
 		if err := setField(&pm.Match, mf.f, v, m); err != nil {
 			return nil, p.errAt(start, "%s=%s conflicts with an earlier match on the same field", name, val)

@@ -19,8 +19,11 @@ const MaxLineLen = 64 << 10
 
 // Rule is one parsed rule.
 type Rule struct {
-	// Priority orders rules: higher first; ties go by position in the
-	// file.
+	// Table is the rule's table (table=N, 0-MaxTable): decisions start
+	// in table 0; resubmit(,N) and goto_table:N go on in table N.
+	Table int
+	// Priority orders a table's rules: higher first; ties go by position
+	// in the file.
 	Priority int
 	// Match selects the packets the rule applies to.
 	Match Match
@@ -28,6 +31,9 @@ type Rule struct {
 	Actions []Action
 	// Line is the rule's 1-based line in its file (0 when built by hand).
 	Line int
+	// InPortName is the port name of in_port=NAME (Match.Value.InPort is
+	// then the port's number once RuleSet.Resolve found it, else NoPort).
+	InPortName string
 
 	// fieldOrder lists the fields the match uses, in consulting order.
 	fieldOrder []fieldID
@@ -40,8 +46,16 @@ type Rule struct {
 // "priority=N[,MATCH],actions=ACTIONS".
 func (r *Rule) String() string {
 	var b strings.Builder
+	if r.Table != 0 {
+		fmt.Fprintf(&b, "table=%d,", r.Table)
+	}
 	fmt.Fprintf(&b, "priority=%d", r.Priority)
-	if m := r.Match.String(); m != "" {
+	m := r.Match
+	if r.InPortName != "" {
+		b.WriteString(",in_port=" + r.InPortName)
+		m.Value.InPort, m.Mask.InPort = 0, 0
+	}
+	if m := m.String(); m != "" {
 		b.WriteByte(',')
 		b.WriteString(m)
 	}
@@ -53,7 +67,7 @@ func (r *Rule) String() string {
 // Equal reports whether two rules have the same priority, match and
 // actions (Line is not compared).
 func (r *Rule) Equal(o *Rule) bool {
-	return r.Priority == o.Priority && r.Match == o.Match && slices.Equal(r.Actions, o.Actions)
+	return r.Table == o.Table && r.Priority == o.Priority && r.Match == o.Match && r.InPortName == o.InPortName && slices.Equal(r.Actions, o.Actions)
 }
 
 // prepare computes the rule's evaluation helpers from its match.
@@ -77,21 +91,47 @@ func (r *Rule) prepare() {
 type RuleSet struct {
 	// Name is the file name the rules came from.
 	Name string
-	// Rules are in evaluation order: priority descending, then file
-	// order. Do not modify them.
+	// Rules are in evaluation order: by table, then priority
+	// descending, then file order. Do not modify them.
 	Rules []Rule
+
+	// tables[t] is where table t's rules start in Rules (they end
+	// where table t+1's start).
+	tables [MaxTable + 2]int32
+}
+
+// MaxTable is the highest table number (OpenFlow's tables 0-254).
+const MaxTable = 254
+
+// table returns the indexes in Rules of table t's rules.
+func (rs *RuleSet) table(t int) (start, end int) {
+	return int(rs.tables[t]), int(rs.tables[t+1])
 }
 
 // NewRuleSet builds a rule set from rules (sorted into evaluation order
 // by priority, stable).
 func NewRuleSet(name string, rules []Rule) *RuleSet {
 	rs := &RuleSet{Name: name, Rules: slices.Clone(rules)}
-	slices.SortStableFunc(rs.Rules, func(a, b Rule) int { return b.Priority - a.Priority })
+	slices.SortStableFunc(rs.Rules, func(a, b Rule) int {
+		if a.Table != b.Table {
+			return a.Table - b.Table
+		}
+		return b.Priority - a.Priority
+	})
+	t := 0
 	for i := range rs.Rules {
 		r := &rs.Rules[i]
 		r.fieldOrder = nil
 		r.Actions = slices.Clip(r.Actions)
 		r.prepare()
+		for t < r.Table {
+			t++
+			rs.tables[t] = int32(i)
+		}
+	}
+	for t < MaxTable+1 {
+		t++
+		rs.tables[t] = int32(len(rs.Rules))
 	}
 	return rs
 }
@@ -168,11 +208,12 @@ func parseRule(text string) (Rule, *ParseError) {
 		return Rule{}, err.(*ParseError)
 	}
 	p.pos = pm.actionsPos
+	p.table = pm.table
 	as, err := p.parseActions()
 	if err != nil {
 		return Rule{}, err.(*ParseError)
 	}
-	return Rule{Priority: pm.priority, Match: pm.Match, Actions: as}, nil
+	return Rule{Table: pm.table, Priority: pm.priority, Match: pm.Match, InPortName: pm.inPortName, Actions: as}, nil
 }
 
 // ParseRule parses a single rule in the syntax of ParseRules (without

@@ -3,6 +3,7 @@ package policy
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -45,13 +46,22 @@ func randKey(r *rand.Rand) flowkeys.Key {
 	k.InPort = pick(r, poolPorts)
 	k.EthSrc = pick(r, poolMACs)
 	k.EthDst = pick(r, poolMACs)
-	switch r.IntN(4) {
+	switch r.IntN(5) {
 	case 1:
 		k.VLANTCI = flowkeys.VLANTagPresent | pick(r, poolVLAN) | uint16(r.IntN(8))<<13
 		k.VLANTPID = flowkeys.EthTypeVLAN
 	case 2:
 		k.VLANTCI = flowkeys.VLANTagPresent | pick(r, poolVLAN)
 		k.VLANTPID = flowkeys.EthTypeQinQ
+		k.CVLANTCI = flowkeys.VLANTagPresent | pick(r, poolVLAN)
+		k.CVLANTPID = flowkeys.EthTypeVLAN
+	case 3:
+		// Priority-tagged (VID 0), sometimes over an inner tag.
+		k.VLANTCI = flowkeys.VLANTagPresent | uint16(r.IntN(8))<<13
+		k.VLANTPID = pick(r, []uint16{flowkeys.EthTypeVLAN, flowkeys.EthTypeQinQ})
+		if r.IntN(2) == 0 {
+			break
+		}
 		k.CVLANTCI = flowkeys.VLANTagPresent | pick(r, poolVLAN)
 		k.CVLANTPID = flowkeys.EthTypeVLAN
 	}
@@ -86,11 +96,44 @@ func randKey(r *rand.Rand) flowkeys.Key {
 	return k
 }
 
-// randRule returns a random rule in the text syntax. It always obeys the
-// prerequisites.
-func randRule(r *rand.Rand) string {
+// randVLANs returns a random VLAN configuration of poolPorts (some
+// ports left out: trunks of every VLAN), with VLANs the keys use.
+func randVLANs(r *rand.Rand) *VLANTable {
+	vids := []uint16{0, 10, 20, 4095}
+	ports := map[uint32]PortVLAN{}
+	for _, p := range poolPorts {
+		var c PortVLAN
+		switch r.IntN(5) {
+		case 0:
+			continue
+		case 1:
+			c = PortVLAN{Mode: VLANAccess, Tag: pick(r, vids)}
+		case 2:
+			c = PortVLAN{Mode: VLANTrunk}
+		case 3:
+			c = PortVLAN{Mode: VLANNativeTagged, Tag: pick(r, vids)}
+		default:
+			c = PortVLAN{Mode: VLANNativeUntagged, Tag: pick(r, vids)}
+		}
+		if c.Mode != VLANAccess && r.IntN(2) == 0 {
+			c.Trunks = []uint16{pick(r, vids), pick(r, vids)}
+			if c.Trunks[0] == c.Trunks[1] {
+				c.Trunks = c.Trunks[:1]
+			}
+		}
+		ports[p] = c
+	}
+	return NewVLANTable(ports)
+}
+
+// randRule returns a random rule of table in the text syntax. It always
+// obeys the prerequisites.
+func randRule(r *rand.Rand, table int) string {
 	var parts []string
 	add := func(s string, args ...any) { parts = append(parts, fmt.Sprintf(s, args...)) }
+	if table != 0 {
+		add("table=%d", table)
+	}
 	add("priority=%d", 10*r.IntN(4))
 	class := pick(r, []string{"", "", "ip", "ipv6", "arp", "tcp", "udp", "icmp", "tcp6", "udp6", "icmp6", "dl_type=0x1234"})
 	if class != "" {
@@ -174,10 +217,25 @@ func randRule(r *rand.Rand) string {
 	for range 1 + r.IntN(4) {
 		acts = append(acts, pick(r, []string{
 			"output:1", "output:2", "3", "normal", "normal", "flood", "all", "controller", "controller(userdata=abcd)",
+			"output:2", "output:3", "4", "normal", "output:1", "output:4", "flood", "normal",
 			"mod_vlan_vid:7", "strip_vlan", "mod_dl_src:00:00:00:00:00:09", "mod_dl_dst:00:00:00:00:00:02",
 			"mod_nw_src:10.0.0.9", "mod_nw_dst:10.1.2.3", "mod_nw_tos:8", "mod_nw_ttl:1", "mod_nw_ttl:5",
-			"dec_ttl", "dec_ttl", "mod_tp_src:99", "mod_tp_dst:80",
+			"dec_ttl", "dec_ttl", "mod_tp_src:99", "mod_tp_dst:80", "mod_vlan_vid:10", "mod_vlan_vid:0",
+			"push_vlan:0x8100", "push_vlan:0x88a8", "pop_vlan", "mod_vlan_pcp:3", "set_field:5->vlan_pcp",
+			"set_field:2001:db8::9->ipv6_src", "set_field:fe80::1->ipv6_dst", "set_field:00:00:00:00:00:07->eth_dst",
+			"set_field:12->ip_dscp", "set_field:4106->vlan_vid",
 		}))
+	}
+	// Resubmits forward, mostly (a loop drops the packet once past the
+	// bounds).
+	switch at := r.IntN(len(acts) + 1); {
+	case table < 2 && r.IntN(3) == 0:
+		acts = slices.Insert(acts, at, fmt.Sprintf("resubmit(,%d)", table+1+r.IntN(2-table)))
+	case r.IntN(40) == 0:
+		acts = slices.Insert(acts, at, fmt.Sprintf("resubmit(,%d)", r.IntN(table+1)))
+	}
+	if table < 2 && r.IntN(3) == 0 {
+		acts = append(acts, fmt.Sprintf("goto_table:%d", table+1+r.IntN(2-table)))
 	}
 	if r.IntN(8) == 0 {
 		acts = []string{"drop"}
@@ -209,7 +267,12 @@ func checkSoundness(t *testing.T, seed uint64, sets, packets int, b fault) (fail
 	for set := range sets {
 		var text strings.Builder
 		for range 1 + r.IntN(8) {
-			text.WriteString(randRule(r))
+			text.WriteString(randRule(r, 0))
+			text.WriteByte('\n')
+		}
+		// The pipeline's later tables.
+		for range r.IntN(5) {
+			text.WriteString(randRule(r, 1+r.IntN(2)))
 			text.WriteByte('\n')
 		}
 		rs, err := ParseRules("random", strings.NewReader(text.String()))
@@ -218,11 +281,16 @@ func checkSoundness(t *testing.T, seed uint64, sets, packets int, b fault) (fail
 		}
 		sw := NewLearningSwitch(LearningOptions{})
 		for _, m := range poolMACs[:3] {
-			if r.IntN(3) > 0 {
-				sw.LearnMAC(m, pick(r, poolPorts))
+			for _, vlan := range []uint16{0, 10, 20, 4095} {
+				if r.IntN(3) > 0 {
+					sw.LearnVLAN(vlan, m, pick(r, poolPorts))
+				}
 			}
 		}
 		env := &Env{Ports: poolPorts, Switch: sw, ControllerPID: 77}
+		if r.IntN(2) > 0 {
+			env.VLANs = randVLANs(r)
+		}
 		var cache []megaflow
 		for pkt := range packets {
 			k := randKey(r)
@@ -230,10 +298,12 @@ func checkSoundness(t *testing.T, seed uint64, sets, packets int, b fault) (fail
 			rs.decide(&k, &d)
 			direct := Translate(&d, &k, env).String()
 			if b == faultNone {
-				// Translation consults nothing outside the mask.
-				var tm flowkeys.Key
+				// Translation consults nothing outside the mask (it
+				// starts from it, as Translate does).
+				tm := d.Mask
 				var w walker
-				w.init(&k, &tm, &translator{ports: env.Ports, sw: sw})
+				w.init(&k, &tm, &translator{ports: env.Ports, sw: sw, vlans: env.VLANs})
+				w.rs = rs
 				w.run(d.Actions)
 				tm = w.mask
 				for i, x := range tm.Words() {
@@ -297,6 +367,9 @@ func TestSoundnessCatchesBugs(t *testing.T) {
 		{"a failing field's proof misses the differing bit", faultFailBitsShort},
 		{"a failing field's proof misses its prerequisites", faultNoPrereq},
 		{"mod_vlan_vid does not mask the PCP it keeps", faultNoPCPMask},
+		{"normal does not mask the VLAN ID", faultNoVLANMask},
+		{"the tag restored after normal is not masked", faultNoRestoreMask},
+		{"lookups after table 0 add nothing to the mask", faultNoTableMask},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := checkSoundness(t, 1, 3000, 150, tc.b)
@@ -366,11 +439,28 @@ func TestMegaflowsSmall(t *testing.T) {
 		t.Errorf("ttl 1: actions %s", acts)
 	}
 
-	// The learning switch masks in_port and both addresses, nothing else.
-	d = DefaultRules().Decide(&k)
-	if d.Mask != (flowkeys.Key{InPort: 0xffffffff, EthSrc: [6]byte{255, 255, 255, 255, 255, 255}, EthDst: [6]byte{255, 255, 255, 255, 255, 255}}) || !d.Normal {
-		t.Errorf("normal: mask %+v normal %v", d.Mask, d.Normal)
+	// The learning switch masks in_port, both addresses and the VLAN it
+	// keys its table by: for an untagged frame the tag-present bit
+	// alone, for a tagged one the VID too, for a priority-tagged one
+	// (VID 0, which it may re-tag) also the PCP and TPID; nothing else.
+	normalMask := flowkeys.Key{InPort: 0xffffffff, EthSrc: [6]byte{255, 255, 255, 255, 255, 255}, EthDst: [6]byte{255, 255, 255, 255, 255, 255}}
+	for _, tc := range []struct {
+		tci, tpid      uint16
+		maskTCI, maskT uint16
+	}{
+		{0, 0, flowkeys.VLANTagPresent, 0},
+		{0xa000 | flowkeys.VLANTagPresent | 10, flowkeys.EthTypeVLAN, 0x1fff, 0},
+		{0xa000 | flowkeys.VLANTagPresent, flowkeys.EthTypeVLAN, 0xffff, 0xffff},
+	} {
+		k.VLANTCI, k.VLANTPID = tc.tci, tc.tpid
+		d = DefaultRules().Decide(&k)
+		want := normalMask
+		want.VLANTCI, want.VLANTPID = tc.maskTCI, tc.maskT
+		if d.Mask != want || !d.Normal || d.NormalTCI != tc.tci&0x1fff {
+			t.Errorf("normal, tci %#x: mask %+v normal %v tci %#x\nwant %+v", tc.tci, d.Mask, d.Normal, d.NormalTCI, want)
+		}
 	}
+	k.VLANTCI, k.VLANTPID = 0, 0
 }
 
 func TestDecideAllocs(t *testing.T) {
@@ -407,7 +497,7 @@ func BenchmarkDecide(b *testing.B) {
 	var text strings.Builder
 	r := rand.New(rand.NewPCG(3, 4))
 	for range 32 {
-		text.WriteString(randRule(r))
+		text.WriteString(randRule(r, 0))
 		text.WriteByte('\n')
 	}
 	rs, err := ParseRules("bench", strings.NewReader(text.String()))

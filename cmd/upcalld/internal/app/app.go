@@ -12,7 +12,6 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -49,8 +48,11 @@ func New(stdout, stderr io.Writer) *cli.App {
 		UsageText: "upcalld --datapath system@NAME|netdev@NAME [--port IFACE]... [--rules FILE] [--metrics ADDR] [--group G] [flags]\n   upcalld status --datapath TYPE@NAME [--json]",
 		Writer:    stdout, ErrWriter: stderr,
 		HideHelpCommand: true,
-		Flags:           runFlags(),
-		Action:          func(c *cli.Context) error { return run(c, stderr) },
+		// --port values are split by policy.ParsePortSpecs, which knows
+		// that "trunks=10,20" is one option.
+		DisableSliceFlagSeparator: true,
+		Flags:                     runFlags(),
+		Action:                    func(c *cli.Context) error { return run(c, stderr) },
 		Commands: []*cli.Command{{
 			Name:  "status",
 			Usage: "show a running daemon's handlers, upcall mode, flow counts and limits",
@@ -66,7 +68,7 @@ func New(stdout, stderr io.Writer) *cli.App {
 func runFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "datapath", Aliases: []string{"d"}, Usage: "datapath to drive: system@NAME (kernel) or netdev@NAME (userspace, hosted in this process)"},
-		&cli.StringSliceFlag{Name: "port", Aliases: []string{"p"}, Usage: "network device to add as a port (repeat, or comma-separate)"},
+		&cli.StringSliceFlag{Name: "port", Aliases: []string{"p"}, Usage: "network device `IFACE[,OPTIONS]` to add as a port (repeat, or comma-separate); options: vlan=N (access port of VLAN N), trunks=N,... (trunk of those VLANs), vlan_mode=native-tagged|native-untagged with tag=N (native VLAN N)"},
 		&cli.StringFlag{Name: "rules", Usage: "rules `FILE` (ovs-ofctl syntax subset); reloaded on SIGHUP. Default: L2 learning switch"},
 		&cli.StringFlag{Name: "metrics", Usage: "serve Prometheus metrics on `ADDR` (host:port) at /metrics"},
 		&cli.DurationFlag{Name: "idle", Value: daemon.DefaultIdleTimeout, Usage: "delete flows idle for this long"},
@@ -111,11 +113,18 @@ func parseOptions(c *cli.Context, stderr io.Writer) (*options, error) {
 		return nil, fmt.Errorf("--datapath: %w", err)
 	}
 	o := &options{spec: spec, metrics: c.String("metrics"), delOnExit: c.Bool("del-dp-on-exit"), noHandlers: c.Bool("no-handlers")}
-	for _, p := range c.StringSlice("port") {
-		for _, q := range strings.Split(p, ",") {
-			if q = strings.TrimSpace(q); q != "" {
-				o.ports = append(o.ports, q)
+	specs, err := policy.ParsePortSpecs(c.StringSlice("port"))
+	if err != nil {
+		return nil, fmt.Errorf("--port: %w", err)
+	}
+	var vlans map[string]policy.PortVLAN
+	for _, s := range specs {
+		o.ports = append(o.ports, s.Name)
+		if s.VLAN.Mode != policy.VLANTrunk || len(s.VLAN.Trunks) > 0 {
+			if vlans == nil {
+				vlans = make(map[string]policy.PortVLAN)
 			}
+			vlans[s.Name] = s.VLAN
 		}
 	}
 	var lvl slog.Level
@@ -156,6 +165,7 @@ func parseOptions(c *cli.Context, stderr io.Writer) (*options, error) {
 	}
 	o.cfg = daemon.Config{
 		Ports:              o.ports,
+		PortVLANs:          vlans,
 		Rules:              o.rules,
 		RulesFile:          o.rulesFile,
 		Handlers:           c.Int("handlers"),

@@ -21,7 +21,7 @@ import (
 func TestBadFlags(t *testing.T) {
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "bad.rules")
-	os.WriteFile(bad, []byte("priority=1,actions=drop\nin_port=x,actions=drop\n"), 0o644)
+	os.WriteFile(bad, []byte("priority=1,actions=drop\nin_port=-1,actions=drop\n"), 0o644)
 	for _, c := range []struct {
 		args []string
 		want string
@@ -35,6 +35,9 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"--datapath", "netdev@x", "--log-level", "loud"}, "--log-level"},
 		{[]string{"--datapath", "netdev@x", "extra"}, `unexpected argument "extra"`},
 		{[]string{"--datapath", "netdev@x", "--group", "no-such-group-x"}, `--group: group "no-such-group-x": no such group`},
+		{[]string{"--datapath", "netdev@x", "--port", "veth0,vlan=4096"}, "--port: port veth0: vlan=4096: want a VLAN ID 0-4095"},
+		{[]string{"--datapath", "netdev@x", "--port", "veth0,vlan=10,trunks=20"}, "--port: port veth0: trunks= on an access port"},
+		{[]string{"--datapath", "netdev@x", "--port", "vlan=10"}, `--port: port option "vlan=10" comes before any interface name`},
 	} {
 		var out, errb bytes.Buffer
 		if code := Main(append([]string{"upcalld"}, c.args...), &out, &errb); code == 0 || !strings.Contains(errb.String(), c.want) {

@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"os"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -53,6 +54,11 @@ type Config struct {
 	// Ports are network devices to add to the datapath as netdev ports
 	// when it does not have them yet.
 	Ports []string
+	// PortVLANs is the VLAN configuration of ports by name (upcalld's
+	// --port IFACE,vlan=N...) that the learning switch follows; a port
+	// not in it is a trunk of every VLAN. The names are resolved to port
+	// numbers whenever the port list changes.
+	PortVLANs map[string]policy.PortVLAN
 	// Rules is the policy; nil means the L2 learning switch
 	// (policy.DefaultRules).
 	Rules *policy.RuleSet
@@ -107,9 +113,22 @@ type Config struct {
 // policyState is the policy the handlers use, replaced as a whole on
 // every change; gen increases with every replacement.
 type policyState struct {
+	// rules are src with its port names resolved against ports.
 	rules *policy.RuleSet
+	src   *policy.RuleSet
+	ports map[string]uint32 // port numbers by name
 	env   *policy.Env
 	gen   uint64
+}
+
+// resolve sets ps.rules from ps.src and ps.ports, and logs the port names
+// the rules use that are not ports of the datapath.
+func (d *Daemon) resolve(ps *policyState) {
+	var missing []string
+	ps.rules, missing = ps.src.Resolve(ps.ports)
+	if len(missing) > 0 {
+		d.log.Warn("rules name ports the datapath does not have: in_port= of them matches nothing, output: to them is skipped", "ports", missing)
+	}
 }
 
 // Daemon is one running upcall handler daemon.
@@ -137,6 +156,10 @@ type Daemon struct {
 	prevSnap uint64
 
 	wake chan struct{}
+
+	// portNames is portNames of the port list refreshPorts last saw
+	// (the revalidator's goroutine, and Setup before it starts).
+	portNames string
 
 	recvMu    sync.Mutex
 	receivers []odp.UpcallReceiver
@@ -235,7 +258,7 @@ func New(cfg Config) (*Daemon, error) {
 	if rules == nil {
 		rules = policy.DefaultRules()
 	}
-	d.pol.Store(&policyState{rules: rules, env: &policy.Env{Switch: d.sw}, gen: 1})
+	d.pol.Store(&policyState{rules: rules, src: rules, env: &policy.Env{Switch: d.sw}, gen: 1})
 	d.mode.Store("")
 	d.m = newMetrics(cfg.Registry, d)
 	return d, nil
@@ -349,13 +372,16 @@ func (d *Daemon) Run(ctx context.Context) error {
 // errors). A bad file keeps the current rules and returns the error.
 // Every flow is then re-decided by the revalidator.
 func (d *Daemon) ReloadRules(name string, r io.Reader) error {
-	old := d.pol.Load().rules
+	old := d.pol.Load().src
 	rs, err := policy.Reload(old, name, r)
 	if err != nil {
 		d.log.Error("rules reload failed; keeping the previous rules", "file", name, "err", err)
 		return err
 	}
-	d.updatePolicy(func(ps *policyState) { ps.rules = rs })
+	d.updatePolicy(func(ps *policyState) {
+		ps.src = rs
+		d.resolve(ps)
+	})
 	d.log.Info("rules reloaded", "file", name, "rules", len(rs.Rules))
 	d.kick()
 	return nil
@@ -393,8 +419,9 @@ func (d *Daemon) policyName() string {
 	return "rules " + d.pol.Load().rules.Name
 }
 
-// refreshPorts updates the port list that flood and normal use; it
-// reports whether it changed (a new policy generation, so every flow is
+// refreshPorts updates the port list that flood and normal use, the
+// ports' VLAN configuration, and the port numbers of the names the rules
+// use; it reports whether the list changed (a new policy generation, so every flow is
 // re-decided).
 func (d *Daemon) refreshPorts(ctx context.Context) (bool, error) {
 	ports, err := d.dp.Ports(ctx)
@@ -402,13 +429,21 @@ func (d *Daemon) refreshPorts(ctx context.Context) (bool, error) {
 		return false, fmt.Errorf("listing ports: %w", err)
 	}
 	nums := make([]uint32, 0, len(ports))
+	vlans := make(map[uint32]policy.PortVLAN)
+	byName := make(map[string]uint32, len(ports))
 	for _, p := range ports {
 		nums = append(nums, p.Number)
+		byName[p.Name] = p.Number
+		if c, ok := d.cfg.PortVLANs[p.Name]; ok {
+			vlans[p.Number] = c
+		}
 	}
+	byNumber := portNames(ports)
 	old := d.pol.Load().env.Ports
-	if equalU32(old, nums) {
+	if equalU32(old, nums) && byNumber == d.portNames {
 		return false, nil
 	}
+	d.portNames = byNumber
 	gone := make(map[uint32]bool, len(old))
 	for _, n := range old {
 		gone[n] = true
@@ -422,10 +457,25 @@ func (d *Daemon) refreshPorts(ctx context.Context) (bool, error) {
 	d.updatePolicy(func(ps *policyState) {
 		env := *ps.env
 		env.Ports = nums
+		if len(d.cfg.PortVLANs) > 0 {
+			env.VLANs = policy.NewVLANTable(vlans)
+		}
 		ps.env = &env
+		ps.ports = byName
+		d.resolve(ps)
 	})
 	d.log.Info("ports", "numbers", nums)
 	return true, nil
+}
+
+// portNames is a canonical text of the port list's numbers and names:
+// a port that comes back under another number changes it.
+func portNames(ports []odp.Port) string {
+	var b strings.Builder
+	for _, p := range ports {
+		fmt.Fprintf(&b, "%d=%s\n", p.Number, p.Name)
+	}
+	return b.String()
 }
 
 func equalU32(a, b []uint32) bool {

@@ -26,6 +26,9 @@ type record struct {
 	// normal: the decision used the learning switch; dst is then the
 	// Ethernet destination whose MAC table changes affect it.
 	normal bool
+	// normalTCI is the decision's Decision.NormalTCI: what the traffic
+	// keeps learned is the source in the VLAN that tag is in.
+	normalTCI uint16
 	// rulesGen is the policy generation the actions were decided with;
 	// macSeq the MAC-table sequence number read before deciding.
 	rulesGen uint64

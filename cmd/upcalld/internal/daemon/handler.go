@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -234,7 +235,16 @@ func (d *Daemon) shedMiss(up *odp.Upcall, mode shedMode) bool {
 	if mode == shedAll || len(up.Packet) < 14 {
 		return true
 	}
-	p, ok := d.sw.Lookup([6]byte(up.Packet[6:12]))
+	// The VLAN of the frame's outer 802.1Q or 802.1ad tag, if any.
+	tci := uint16(0)
+	if t := binary.BigEndian.Uint16(up.Packet[12:]); (t == flowkeys.EthTypeVLAN || t == flowkeys.EthTypeQinQ) && len(up.Packet) >= 16 {
+		tci = flowkeys.VLANTagPresent | binary.BigEndian.Uint16(up.Packet[14:])&0xfff
+	}
+	vlan, ok := d.pol.Load().env.VLANs.InputVLAN(up.Port, tci)
+	if !ok {
+		return true
+	}
+	p, ok := d.sw.LookupVLAN(vlan, [6]byte(up.Packet[6:12]))
 	return !ok || p != up.Port
 }
 
@@ -316,9 +326,7 @@ func (d *Daemon) decide(ctx context.Context, h *handlerState, i int, up *odp.Upc
 	seq := d.macSeq.Load()
 	dec := &h.dec
 	ps.rules.DecideInto(&k, dec)
-	if dec.Normal {
-		d.sw.Learn(&k)
-	}
+	ps.env.Learn(dec, &k)
 	w := &h.work[i]
 	w.acts = policy.Translate(dec, &k, ps.env)
 	w.exec = len(w.acts) > 0 // no actions: dropped
@@ -377,6 +385,7 @@ func (d *Daemon) queueInstall(h *handlerState, i int, k *flowkeys.Key, dec *poli
 		actions:     acts,
 		actionsWire: wire,
 		normal:      dec.Normal,
+		normalTCI:   dec.NormalTCI,
 		rulesGen:    ps.gen,
 		macSeq:      seq,
 		installed:   d.mono(),

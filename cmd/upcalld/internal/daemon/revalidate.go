@@ -125,7 +125,8 @@ func (d *Daemon) RevalidateNow(ctx context.Context) (PassResult, error) {
 			if df.stats.Packets > r.packets && r.normal {
 				// Traffic keeps the source address learned, as Open
 				// vSwitch's revalidator does when it pushes stats.
-				d.sw.LearnMAC(r.key.EthSrc, r.key.InPort)
+				ps := d.pol.Load()
+				ps.env.Learn(&policy.Decision{Normal: true, NormalTCI: r.normalTCI}, &r.key)
 			}
 			r.packets = df.stats.Packets
 		}
@@ -433,7 +434,7 @@ func (d *Daemon) redecide(ctx context.Context, r *record, ps *policyState) outco
 		return outcomeDeleted
 	}
 	if bytes.Equal(wire, r.actionsWire) {
-		r.rulesGen, r.macSeq, r.normal = ps.gen, seq, dec.Normal
+		r.rulesGen, r.macSeq, r.normal, r.normalTCI = ps.gen, seq, dec.Normal, dec.NormalTCI
 		return outcomeKept
 	}
 	f := odp.Flow{UFID: r.id.UFID, Key: r.keyAttrs, Mask: r.maskAttrs, Actions: acts}
@@ -448,7 +449,7 @@ func (d *Daemon) redecide(ctx context.Context, r *record, ps *policyState) outco
 	}
 	d.log.Debug("flow modified", "ufid", r.ufid.String(), "from", odp.FormatActions(r.actions), "to", odp.FormatActions(acts))
 	r.actions, r.actionsWire = acts, wire
-	r.rulesGen, r.macSeq, r.normal = ps.gen, seq, dec.Normal
+	r.rulesGen, r.macSeq, r.normal, r.normalTCI = ps.gen, seq, dec.Normal, dec.NormalTCI
 	d.m.flowsModified.Inc()
 	return outcomeModified
 }
@@ -480,8 +481,6 @@ func (d *Daemon) seedLearning() {
 	for _, r := range seeds {
 		var dec policy.Decision
 		ps.rules.DecideInto(&r.key, &dec)
-		if dec.Normal {
-			d.sw.LearnMAC(r.key.EthSrc, r.key.InPort)
-		}
+		ps.env.Learn(&dec, &r.key)
 	}
 }

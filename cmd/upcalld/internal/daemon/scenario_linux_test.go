@@ -45,18 +45,7 @@ func newTopo(t testing.TB, n int, open func(t testing.TB) odp.Datapath, cfg Conf
 	tp := &topo{t: t}
 	var names []string
 	for i := 0; i < n; i++ {
-		ns := testenv.NewNetns(t)
-		// No IPv6: its router solicitations and MLD reports would add
-		// flows unrelated to the test.
-		ns.MustRun(t, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1", "net.ipv6.conf.default.disable_ipv6=1")
-		v := testenv.NewVeth(t, ns, nil)
-		ns.AddAddr(t, v.Name, hostIP(i)+"/24")
-		if err := ns.Do(func() error { return disableOffloads(v.Name) }); err != nil {
-			t.Fatal(err)
-		}
-		if err := disableOffloads(v.PeerName); err != nil {
-			t.Fatal(err)
-		}
+		ns, v := newHost(t, hostIP(i))
 		tp.hosts = append(tp.hosts, ns)
 		tp.veths = append(tp.veths, v)
 		names = append(names, v.PeerName)
@@ -64,56 +53,7 @@ func newTopo(t testing.TB, n int, open func(t testing.TB) odp.Datapath, cfg Conf
 	tp.dp = open(t)
 	cfg.Datapath = tp.dp
 	cfg.Ports = names
-	if cfg.Logger == nil {
-		cfg.Logger = discardLogger()
-		if testing.Verbose() {
-			cfg.Logger = testLogger(t)
-		}
-	}
-	if cfg.Handlers == 0 {
-		cfg.Handlers = 2
-	}
-	d, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tp.d = d
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- d.Run(ctx) }()
-	tp.stop = func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("daemon: %v", err)
-			}
-		case <-time.After(10 * time.Second):
-			buf := make([]byte, 1<<20)
-			t.Errorf("daemon did not stop within 10s; goroutines:\n%s", buf[:runtime.Stack(buf, true)])
-		}
-	}
-	stopped := false
-	stop := tp.stop
-	tp.stop = func() {
-		if !stopped {
-			stopped = true
-			stop()
-		}
-	}
-	t.Cleanup(func() { tp.stop() })
-	deadline := time.Now().Add(10 * time.Second)
-	for d.Status().Handlers == 0 {
-		select {
-		case err := <-done:
-			t.Fatalf("daemon exited: %v", err)
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("daemon did not start within 10s")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	tp.d, tp.stop = startDaemon(t, cfg)
 	ports, err := tp.dp.Ports(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -131,6 +71,79 @@ func newTopo(t testing.TB, n int, open func(t testing.TB) odp.Datapath, cfg Conf
 		}
 	}
 	return tp
+}
+
+// newHost makes a host: a namespace with address ip/24 on a veth whose
+// other end (PeerName, in the test's namespace) is for a datapath port.
+func newHost(t testing.TB, ip string) (*testenv.Netns, *testenv.Veth) {
+	ns := testenv.NewNetns(t)
+	// No IPv6: its router solicitations and MLD reports would add flows
+	// unrelated to the test.
+	ns.MustRun(t, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1", "net.ipv6.conf.default.disable_ipv6=1")
+	v := testenv.NewVeth(t, ns, nil)
+	ns.AddAddr(t, v.Name, ip+"/24")
+	if err := ns.Do(func() error { return disableOffloads(v.Name) }); err != nil {
+		t.Fatal(err)
+	}
+	if err := disableOffloads(v.PeerName); err != nil {
+		t.Fatal(err)
+	}
+	return ns, v
+}
+
+// startDaemon runs a daemon with cfg (a quiet logger and two handlers
+// unless cfg says otherwise) until the test ends, and waits for its
+// handlers. stop stops it earlier (once; later calls do nothing).
+func startDaemon(t testing.TB, cfg Config) (d *Daemon, stop func()) {
+	if cfg.Logger == nil {
+		cfg.Logger = discardLogger()
+		if testing.Verbose() {
+			cfg.Logger = testLogger(t)
+		}
+	}
+	if cfg.Handlers == 0 {
+		cfg.Handlers = 2
+	}
+	d, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx) }()
+	stop = func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("daemon: %v", err)
+			}
+		case <-time.After(10 * time.Second):
+			buf := make([]byte, 1<<20)
+			t.Errorf("daemon did not stop within 10s; goroutines:\n%s", buf[:runtime.Stack(buf, true)])
+		}
+	}
+	stopped := false
+	stopOnce := func() {
+		if !stopped {
+			stopped = true
+			stop()
+		}
+	}
+	t.Cleanup(stopOnce)
+	deadline := time.Now().Add(10 * time.Second)
+	for d.Status().Handlers == 0 {
+		select {
+		case err := <-done:
+			t.Fatalf("daemon exited: %v", err)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("daemon did not start within 10s")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return d, stopOnce
 }
 
 func testLogger(t testing.TB) *slogLogger { return newTestLogger(t) }
