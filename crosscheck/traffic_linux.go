@@ -143,6 +143,37 @@ func (e *Env) socketIn(host string, family, typ, proto int, timeout time.Duratio
 	return fd, nil
 }
 
+// exchangeAddrs returns the addresses of an exchange with dst: the
+// destination dst:dport, and the wildcard address of its family with
+// the server's port dport and with the client's port sport.
+func exchangeAddrs(dst string, sport, dport uint16) (dsa, lsa, csa unix.Sockaddr, fam int, err error) {
+	dsa, fam, err = sockaddr(dst, dport)
+	if err != nil {
+		return nil, nil, nil, 0, err
+	}
+	any := "0.0.0.0"
+	if fam == unix.AF_INET6 {
+		any = "::"
+	}
+	lsa, _, _ = sockaddr(any, dport)
+	csa, _, _ = sockaddr(any, sport)
+	return dsa, lsa, csa, fam, nil
+}
+
+// boundSocket is socketIn's socket bound to sa; what names it in errors
+// ("udp server").
+func (e *Env) boundSocket(host string, fam, typ int, sa unix.Sockaddr, timeout time.Duration, what string) (int, error) {
+	fd, err := e.socketIn(host, fam, typ, 0, timeout)
+	if err != nil {
+		return -1, err
+	}
+	if err := unix.Bind(fd, sa); err != nil {
+		unix.Close(fd)
+		return -1, fmt.Errorf("%s on %s: bind: %w", what, host, err)
+	}
+	return fd, nil
+}
+
 // pingPayload is the payload of Ping's echo request.
 var pingPayload = []byte("ovsdp crosscheck ping payload!!!")
 
@@ -194,32 +225,20 @@ func (e *Env) Ping(host, dst string, timeout time.Duration) error {
 // UDPExchange sends one datagram "ping" from client (source port sport)
 // to dst:dport, where server answers "pong"; it waits for the answer.
 func (e *Env) UDPExchange(client, server, dst string, sport, dport uint16, timeout time.Duration) error {
-	dsa, fam, err := sockaddr(dst, dport)
+	dsa, lsa, csa, fam, err := exchangeAddrs(dst, sport, dport)
 	if err != nil {
 		return err
 	}
-	any := "0.0.0.0"
-	if fam == unix.AF_INET6 {
-		any = "::"
-	}
-	lsa, _, _ := sockaddr(any, dport)
-	csa, _, _ := sockaddr(any, sport)
-	sfd, err := e.socketIn(server, fam, unix.SOCK_DGRAM, 0, timeout)
+	sfd, err := e.boundSocket(server, fam, unix.SOCK_DGRAM, lsa, timeout, "udp server")
 	if err != nil {
 		return err
 	}
 	defer unix.Close(sfd)
-	if err := unix.Bind(sfd, lsa); err != nil {
-		return fmt.Errorf("udp server on %s: bind: %w", server, err)
-	}
-	cfd, err := e.socketIn(client, fam, unix.SOCK_DGRAM, 0, timeout)
+	cfd, err := e.boundSocket(client, fam, unix.SOCK_DGRAM, csa, timeout, "udp client")
 	if err != nil {
 		return err
 	}
 	defer unix.Close(cfd)
-	if err := unix.Bind(cfd, csa); err != nil {
-		return fmt.Errorf("udp client on %s: bind: %w", client, err)
-	}
 	deadline := time.Now().Add(timeout)
 	var serr error
 	var wg sync.WaitGroup
@@ -262,24 +281,15 @@ func (e *Env) UDPExchange(client, server, dst string, sport, dport uint16, timeo
 // TCPExchange connects from client (source port sport) to dst:dport on
 // server, sends "hello", reads "world" back, and both sides close.
 func (e *Env) TCPExchange(client, server, dst string, sport, dport uint16, timeout time.Duration) error {
-	dsa, fam, err := sockaddr(dst, dport)
+	dsa, lsa, csa, fam, err := exchangeAddrs(dst, sport, dport)
 	if err != nil {
 		return err
 	}
-	any := "0.0.0.0"
-	if fam == unix.AF_INET6 {
-		any = "::"
-	}
-	lsa, _, _ := sockaddr(any, dport)
-	csa, _, _ := sockaddr(any, sport)
-	lfd, err := e.socketIn(server, fam, unix.SOCK_STREAM, 0, timeout)
+	lfd, err := e.boundSocket(server, fam, unix.SOCK_STREAM, lsa, timeout, "tcp server")
 	if err != nil {
 		return err
 	}
 	defer unix.Close(lfd)
-	if err := unix.Bind(lfd, lsa); err != nil {
-		return fmt.Errorf("tcp server on %s: bind: %w", server, err)
-	}
 	if err := unix.Listen(lfd, 1); err != nil {
 		return fmt.Errorf("tcp server on %s: listen: %w", server, err)
 	}
@@ -310,7 +320,7 @@ func (e *Env) TCPExchange(client, server, dst string, sport, dport uint16, timeo
 		// is always the same.
 		readN(fd, 1)
 	}()
-	cfd, err := e.socketIn(client, fam, unix.SOCK_STREAM, 0, timeout)
+	cfd, err := e.boundSocket(client, fam, unix.SOCK_STREAM, csa, timeout, "tcp client")
 	if err != nil {
 		unix.Shutdown(lfd, unix.SHUT_RDWR)
 		wg.Wait()
@@ -318,9 +328,6 @@ func (e *Env) TCPExchange(client, server, dst string, sport, dport uint16, timeo
 	}
 	defer unix.Close(cfd)
 	cerr := func() error {
-		if err := unix.Bind(cfd, csa); err != nil {
-			return fmt.Errorf("tcp client on %s: bind: %w", client, err)
-		}
 		if err := connect(cfd, dsa, deadline); err != nil {
 			return fmt.Errorf("tcp client on %s: connect to %s: %w", client, dst, err)
 		}
