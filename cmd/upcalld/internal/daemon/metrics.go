@@ -31,41 +31,17 @@ type metrics struct {
 
 func newMetrics(reg prometheus.Registerer, d *Daemon) *metrics {
 	m := &metrics{
-		upcallsReceived: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "upcalld_upcalls_received_total", Help: "Upcalls received from the datapath, by kind (miss, action).",
-		}, []string{"kind"}),
-		upcallsHandled: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "upcalld_upcalls_handled_total", Help: "Upcalls processed, by result (ok, error).",
-		}, []string{"result"}),
-		controller: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "upcalld_controller_upcalls_total", Help: "Upcalls of controller (userspace) actions.",
-		}),
-		flowsInstalled: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "upcalld_flows_installed_total", Help: "Megaflows installed by the handlers.",
-		}),
-		flowsModified: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "upcalld_flows_modified_total", Help: "Flows whose actions the revalidator changed.",
-		}),
-		flowsDeleted: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "upcalld_flows_deleted_total", Help: "Flows the revalidator deleted, by reason (idle, limit, revalidate, unusable).",
-		}, []string{"reason"}),
-		shed: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "upcalld_upcalls_shed_total", Help: "Misses a lagging handler dropped without handling them (overload: the upcall had waited longer than the maximum lag).",
-		}),
-		flowsRefused: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "upcalld_megaflows_refused_total",
-			Help: "Misses that installed no megaflow for a reason other than the flow limit, by reason: key (the upcall's key could not be read), inexpressible (no flow the kernel accepts can match the decision's mask for that packet), actions (the actions could not be encoded), put (the datapath refused the flow).",
-		}, []string{"reason"}),
-		panics: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "upcalld_panics_contained_total",
-			Help: "Panics contained and logged with their stack, by where: handler (one upcall, or one batch, failed; the handler goes on), control (one control-socket connection closed; the socket goes on), status (one status connection answered with an error; the status socket goes on).",
-		}, []string{"where"}),
-		flowLimitHits: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "upcalld_flow_limit_hits_total", Help: "Misses executed without installing a flow because the flow limit was reached.",
-		}),
-		revalidations: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "upcalld_revalidation_runs_total", Help: "Revalidation passes (flow dumps) run.",
-		}),
+		upcallsReceived: newCounterVec("upcalld_upcalls_received_total", "Upcalls received from the datapath, by kind (miss, action).", "kind"),
+		upcallsHandled:  newCounterVec("upcalld_upcalls_handled_total", "Upcalls processed, by result (ok, error).", "result"),
+		controller:      newCounter("upcalld_controller_upcalls_total", "Upcalls of controller (userspace) actions."),
+		flowsInstalled:  newCounter("upcalld_flows_installed_total", "Megaflows installed by the handlers."),
+		flowsModified:   newCounter("upcalld_flows_modified_total", "Flows whose actions the revalidator changed."),
+		flowsDeleted:    newCounterVec("upcalld_flows_deleted_total", "Flows the revalidator deleted, by reason (idle, limit, revalidate, unusable).", "reason"),
+		shed:            newCounter("upcalld_upcalls_shed_total", "Misses a lagging handler dropped without handling them (overload: the upcall had waited longer than the maximum lag)."),
+		flowsRefused:    newCounterVec("upcalld_megaflows_refused_total", "Misses that installed no megaflow for a reason other than the flow limit, by reason: key (the upcall's key could not be read), inexpressible (no flow the kernel accepts can match the decision's mask for that packet), actions (the actions could not be encoded), put (the datapath refused the flow).", "reason"),
+		panics:          newCounterVec("upcalld_panics_contained_total", "Panics contained and logged with their stack, by where: handler (one upcall, or one batch, failed; the handler goes on), control (one control-socket connection closed; the socket goes on), status (one status connection answered with an error; the status socket goes on).", "where"),
+		flowLimitHits:   newCounter("upcalld_flow_limit_hits_total", "Misses executed without installing a flow because the flow limit was reached."),
+		revalidations:   newCounter("upcalld_revalidation_runs_total", "Revalidation passes (flow dumps) run."),
 		revalDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "upcalld_revalidation_duration_seconds", Help: "Duration of a revalidation pass.",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
@@ -137,3 +113,12 @@ var refusedNames = [numRefused]string{"key", "inexpressible", "actions", "put"}
 
 // refused counts a miss that installed no megaflow, for reason r.
 func (m *metrics) refused(r refusedReason) { m.refusedBy[r].Inc() }
+
+// newCounter and newCounterVec make a counter, or one with a label.
+func newCounter(name, help string) prometheus.Counter {
+	return prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help})
+}
+
+func newCounterVec(name, help, label string) *prometheus.CounterVec {
+	return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, []string{label})
+}
