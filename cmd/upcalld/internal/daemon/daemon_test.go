@@ -152,17 +152,25 @@ func TestRulesReloadModifiesAndDeletes(t *testing.T) {
 	h.expect(2, dns)
 }
 
-func TestIdleExpiry(t *testing.T) {
-	h := newHarness(t, 2, Config{IdleTimeout: time.Second})
-	h.start()
-	a, b := macN(1), macN(2)
-	ab := udpFrame(a, b, ip4(10, 0, 0, 1), ip4(10, 0, 0, 2), 1, 2, 0)
-	ba := udpFrame(b, a, ip4(10, 0, 0, 2), ip4(10, 0, 0, 1), 2, 1, 0)
+// learnPair sends a frame from host a on port 1 to host b on port 2 and
+// one back, and waits for the two flows the learning switch installs.
+func (h *harness) learnPair() (a, b mac, ab, ba []byte) {
+	h.t.Helper()
+	a, b = macN(1), macN(2)
+	ab = udpFrame(a, b, ip4(10, 0, 0, 1), ip4(10, 0, 0, 2), 1, 2, 0)
+	ba = udpFrame(b, a, ip4(10, 0, 0, 2), ip4(10, 0, 0, 1), 2, 1, 0)
 	h.send(1, ab)
 	h.expect(2, ab)
 	h.send(2, ba)
 	h.expect(1, ba)
 	h.waitFlows(2)
+	return a, b, ab, ba
+}
+
+func TestIdleExpiry(t *testing.T) {
+	h := newHarness(t, 2, Config{IdleTimeout: time.Second})
+	h.start()
+	a, b, ab, _ := h.learnPair()
 	time.Sleep(700 * time.Millisecond)
 	h.send(1, ab) // a hit keeps a→b in use
 	h.expect(2, ab)
@@ -282,14 +290,7 @@ func TestSlowDumpLowersFlowLimit(t *testing.T) {
 func TestRestartAdoptsFlows(t *testing.T) {
 	h := newHarness(t, 3, Config{})
 	h.start()
-	a, b := macN(1), macN(2)
-	ab := udpFrame(a, b, ip4(10, 0, 0, 1), ip4(10, 0, 0, 2), 1, 2, 0)
-	ba := udpFrame(b, a, ip4(10, 0, 0, 2), ip4(10, 0, 0, 1), 2, 1, 0)
-	h.send(1, ab)
-	h.expect(2, ab)
-	h.send(2, ba)
-	h.expect(1, ba)
-	h.waitFlows(2)
+	a, b, ab, _ := h.learnPair()
 	h.revalidate()
 	before := h.flows()
 	checkFlows(t, before, ethFlow(1, a, b, "2"), ethFlow(2, b, a, "1"))
