@@ -2,6 +2,7 @@ package policy
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -151,7 +152,7 @@ priority=20,actions=drop
 	for _, r := range rs.Rules {
 		lines = append(lines, r.Line)
 	}
-	if want := []int{5, 7, 2, 6}; !equalInts(lines, want) {
+	if want := []int{5, 7, 2, 6}; !slices.Equal(lines, want) {
 		t.Errorf("lines %v, want %v", lines, want)
 	}
 
@@ -174,18 +175,6 @@ priority=20,actions=drop
 	if d := rs.Decide(&k); d.Rule != -1 || len(d.Actions) != 0 || !d.Mask.IsZero() {
 		t.Errorf("empty rule set: %+v", d)
 	}
-}
-
-func equalInts(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 func TestReload(t *testing.T) {

@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -440,7 +441,7 @@ func (d *Daemon) refreshPorts(ctx context.Context) (bool, error) {
 	}
 	byNumber := portNames(ports)
 	old := d.pol.Load().env.Ports
-	if equalU32(old, nums) && byNumber == d.portNames {
+	if slices.Equal(old, nums) && byNumber == d.portNames {
 		return false, nil
 	}
 	d.portNames = byNumber
@@ -476,18 +477,6 @@ func portNames(ports []odp.Port) string {
 		fmt.Fprintf(&b, "%d=%s\n", p.Number, p.Name)
 	}
 	return b.String()
-}
-
-func equalU32(a, b []uint32) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // onMACEvent is the learning switch's event hook: flows to the address
