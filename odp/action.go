@@ -131,12 +131,8 @@ func decodeActions(b []byte, base int, path string, depth int) (Actions, error) 
 		}
 		as = append(as, act)
 	}
-	if w.err != nil {
-		if de, ok := w.err.(*DecodeError); ok {
-			// The walker does not know names: the list is what is malformed.
-			de.Attr = path
-		}
-		return nil, w.err
+	if err := w.listErr(path); err != nil {
+		return nil, err
 	}
 	return as, nil
 }

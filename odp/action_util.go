@@ -205,13 +205,7 @@ func actNested(a *rawAttr, path string, names map[uint16]string, fn func(n *rawA
 			return err
 		}
 	}
-	if w.err != nil {
-		if de, ok := w.err.(*DecodeError); ok {
-			de.Attr = path
-		}
-		return w.err
-	}
-	return nil
+	return w.listErr(path)
 }
 
 // actU32 decodes a 4-byte native-endian payload.

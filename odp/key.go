@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"strconv"
-	"strings"
 	"sync"
 )
 
@@ -178,8 +177,8 @@ func decodeKey(b []byte, base int, path string, depth int) (FlowKey, error) {
 		}
 		k = append(k, ka)
 	}
-	if w.err != nil {
-		return nil, walkErr(w.err, path)
+	if err := w.attrErr(path); err != nil {
+		return nil, err
 	}
 	return k, nil
 }
@@ -253,18 +252,4 @@ func allZero(b []byte) bool {
 		}
 	}
 	return true
-}
-
-// walkErr names the containing attribute path in an attrWalker error:
-// "key.encap" or, when the walker knew the bad attribute's type,
-// "key.encap.type 6".
-func walkErr(err error, path string) error {
-	if de, ok := err.(*DecodeError); ok {
-		if de.Attr == "" {
-			de.Attr = path
-		} else if !strings.HasPrefix(de.Attr, path) {
-			de.Attr = path + "." + de.Attr
-		}
-	}
-	return err
 }

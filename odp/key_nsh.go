@@ -165,8 +165,8 @@ func init() {
 				n.Unknown = append(n.Unknown, UnknownKey{Type: KeyType(c.Type), Data: append([]byte{}, c.Data...)})
 			}
 		}
-		if w.err != nil {
-			return nil, walkErr(w.err, path)
+		if err := w.attrErr(path); err != nil {
+			return nil, err
 		}
 		return n, nil
 	}

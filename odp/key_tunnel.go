@@ -479,8 +479,8 @@ func decodeTunnel(a *rawAttr, path string, _ int) (KeyAttr, error) {
 					t.VXLANGBP = binary.NativeEndian.Uint32(d)
 				}
 			}
-			if vw.err != nil {
-				return nil, walkErr(vw.err, path+".vxlan")
+			if err := vw.attrErr(path + ".vxlan"); err != nil {
+				return nil, err
 			}
 			t.Present |= TunnelHasVXLAN
 		case tunPad:
@@ -503,8 +503,8 @@ func decodeTunnel(a *rawAttr, path string, _ int) (KeyAttr, error) {
 			return nil, err
 		}
 	}
-	if w.err != nil {
-		return nil, walkErr(w.err, path)
+	if err := w.attrErr(path); err != nil {
+		return nil, err
 	}
 	return t, nil
 }
