@@ -320,7 +320,7 @@ func parseUnknownAction(sc *scanner, t ActionType) (Action, error) {
 	if !sc.accept("(") {
 		return u, nil
 	}
-	d, err := sc.actHexBytes("action payload")
+	d, err := sc.hexBytes("action payload")
 	if err != nil {
 		return nil, err
 	}

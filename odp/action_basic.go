@@ -540,9 +540,9 @@ func parsePushEth(sc *scanner, _ int) (Action, error) {
 		var err error
 		switch name {
 		case "src":
-			p.Src, err = sc.actMAC("src")
+			p.Src, err = sc.mac()
 		case "dst":
-			p.Dst, err = sc.actMAC("dst")
+			p.Dst, err = sc.mac()
 		case "type":
 			// Open vSwitch's parser wants a type= it then ignores.
 			_, err = sc.actUint(16, "type")

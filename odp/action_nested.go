@@ -428,7 +428,7 @@ func parsePsample(sc *scanner, _ int) (Action, error) {
 				return sc.errorf("psample cookie must be hex starting with 0x")
 			}
 			d0 := sc.pos
-			for actIsHex(sc.peek()) {
+			for isHex(sc.peek()) {
 				sc.pos++
 			}
 			digits := sc.s[d0:sc.pos]

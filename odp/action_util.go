@@ -3,13 +3,12 @@ package odp
 import (
 	"encoding/binary"
 	"fmt"
-	"net/netip"
 	"strconv"
 )
 
 // Helpers for the action codec and the action text syntax. They only add
-// to scan.go and nlattr.go; names start with "act" to stay clear of the
-// key side's helpers.
+// to scan.go and nlattr.go, whose scanners (addresses, hex, C integers)
+// keys and actions share.
 
 // actNumber consumes the longest run of characters that can form a C
 // integer literal (digits, hex letters, 'x'/'X') and returns it with its
@@ -93,89 +92,6 @@ func (sc *scanner) actExpect(lit, ctx string) error {
 func (sc *scanner) actWord(stop string) (string, int) {
 	start := sc.pos
 	return sc.token(stop), start
-}
-
-// actIPv4 parses a dotted-quad IPv4 address.
-func (sc *scanner) actIPv4(what string) ([4]byte, error) {
-	start := sc.pos
-	for sc.pos < len(sc.s) && (sc.s[sc.pos] >= '0' && sc.s[sc.pos] <= '9' || sc.s[sc.pos] == '.') {
-		sc.pos++
-	}
-	a, err := netip.ParseAddr(sc.s[start:sc.pos])
-	if err != nil || !a.Is4() {
-		return [4]byte{}, sc.errorAt(start, "bad IPv4 address for %s", what)
-	}
-	return a.As4(), nil
-}
-
-// actIPv6 parses an IPv6 address, optionally in brackets.
-func (sc *scanner) actIPv6(what string) ([16]byte, error) {
-	start := sc.pos
-	br := sc.accept("[")
-	s0 := sc.pos
-	for sc.pos < len(sc.s) {
-		c := sc.s[sc.pos]
-		if c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F' || c == ':' || c == '.' {
-			sc.pos++
-			continue
-		}
-		break
-	}
-	txt := sc.s[s0:sc.pos]
-	if br && !sc.accept("]") {
-		return [16]byte{}, sc.errorf("expected ']' after IPv6 address for %s", what)
-	}
-	a, err := netip.ParseAddr(txt)
-	if err != nil || !a.Is6() || a.Zone() != "" {
-		return [16]byte{}, sc.errorAt(start, "bad IPv6 address for %s", what)
-	}
-	return a.As16(), nil
-}
-
-// actMAC parses a colon-separated Ethernet address.
-func (sc *scanner) actMAC(what string) ([6]byte, error) {
-	var m [6]byte
-	start := sc.pos
-	for i := 0; i < 6; i++ {
-		if i > 0 && !sc.accept(":") {
-			return m, sc.errorAt(start, "bad Ethernet address for %s", what)
-		}
-		s0 := sc.pos
-		for sc.pos < len(sc.s) && sc.pos-s0 < 2 && actIsHex(sc.s[sc.pos]) {
-			sc.pos++
-		}
-		if sc.pos == s0 {
-			return m, sc.errorAt(start, "bad Ethernet address for %s", what)
-		}
-		v, _ := strconv.ParseUint(sc.s[s0:sc.pos], 16, 8)
-		m[i] = byte(v)
-	}
-	return m, nil
-}
-
-func actIsHex(c byte) bool {
-	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
-}
-
-// actHexBytes parses hex digits (an even number of them) up to the first
-// non-hex character. Open vSwitch's ofpbuf_put_hex also allows blanks
-// between bytes; so do we.
-func (sc *scanner) actHexBytes(what string) ([]byte, error) {
-	var out []byte
-	for {
-		for sc.peek() == ' ' {
-			sc.pos++
-		}
-		if !actIsHex(sc.peek()) {
-			return out, nil
-		}
-		if sc.pos+1 >= len(sc.s) || !actIsHex(sc.s[sc.pos+1]) {
-			return nil, sc.errorf("odd number of hex digits in %s", what)
-		}
-		v, _ := strconv.ParseUint(sc.s[sc.pos:sc.pos+2], 16, 8)
-		out = append(out, byte(v))
-		sc.pos += 2
-	}
 }
 
 // actDecodeErr builds a DecodeError for attribute a.

@@ -576,7 +576,7 @@ func parseTunnelUnknown(sc *scanner, k, m *Tunnel) error {
 	if err != nil || !sc.accept("(") {
 		return sc.errorAt(start, "unknown field in tunnel()")
 	}
-	data, err := sc.hexBytes()
+	data, err := sc.hexBytes("tunnel attribute")
 	if err != nil {
 		return err
 	}
@@ -587,7 +587,7 @@ func parseTunnelUnknown(sc *scanner, k, m *Tunnel) error {
 	if has, err := sc.maskSep(); err != nil {
 		return err
 	} else if has {
-		if md, err = sc.hexBytes(); err != nil {
+		if md, err = sc.hexBytes("tunnel attribute mask"); err != nil {
 			return err
 		}
 	}
