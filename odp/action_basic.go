@@ -379,8 +379,9 @@ func parseHash(sc *scanner, _ int) (Action, error) {
 	case name == "sym_l4":
 		h.Alg = HashSymL4
 	case strings.HasPrefix(name, "alg") && len(name) > 3:
-		v, err := actParseUint(name[3:], 32)
-		if err != nil {
+		ns := newScanner(name[3:])
+		v, err := ns.cnum(32)
+		if err != nil || !ns.eof() {
 			return nil, sc.errorAt(start, "bad hash algorithm %q", name)
 		}
 		h.Alg = uint32(v)

@@ -10,74 +10,18 @@ import (
 // to scan.go and nlattr.go, whose scanners (addresses, hex, C integers)
 // keys and actions share.
 
-// actNumber consumes the longest run of characters that can form a C
-// integer literal (digits, hex letters, 'x'/'X') and returns it with its
-// start offset. It does not consume a sign.
-func (sc *scanner) actNumberToken() (string, int) {
-	start := sc.pos
-	for sc.pos < len(sc.s) {
-		c := sc.s[sc.pos]
-		if c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F' || c == 'x' || c == 'X' {
-			sc.pos++
-			continue
-		}
-		break
-	}
-	return sc.s[start:sc.pos], start
-}
-
 // actUint parses an unsigned integer as C's strtoul with base 0 would
-// (decimal, 0x hex, leading-0 octal) that fits in bits bits. what names
-// the value in errors.
+// (decimal, 0x hex, leading-0 octal) that fits in bits bits: scanInt, as
+// Open vSwitch's "%i" reads the numbers of its actions. what names the
+// value in errors.
 func (sc *scanner) actUint(bits int, what string) (uint64, error) {
-	tok, start := sc.actNumberToken()
-	if tok == "" {
-		return 0, sc.errorAt(start, "expected a number for %s", what)
-	}
-	v, err := actParseUint(tok, bits)
-	if err != nil {
-		return 0, sc.errorAt(start, "bad %s %q: %v", what, tok, err)
-	}
-	return v, nil
+	return sc.scanInt(bits, 0, what)
 }
 
-// actUintBase parses an unsigned integer in the given base (16 accepts an
-// optional 0x prefix; 10 is plain decimal).
+// actUintBase parses an unsigned integer in the given base ("%x" when
+// 16, which accepts an optional 0x prefix; "%u" when 10).
 func (sc *scanner) actUintBase(bits, base int, what string) (uint64, error) {
-	tok, start := sc.actNumberToken()
-	t := tok
-	if base == 16 && len(t) > 2 && t[0] == '0' && (t[1] == 'x' || t[1] == 'X') {
-		t = t[2:]
-	}
-	if t == "" {
-		return 0, sc.errorAt(start, "expected a number for %s", what)
-	}
-	v, err := strconv.ParseUint(t, base, bits)
-	if err != nil {
-		return 0, sc.errorAt(start, "bad %s %q: want a %d-bit base-%d number", what, tok, bits, base)
-	}
-	return v, nil
-}
-
-// actParseUint parses a C integer literal (base 0 of strtoul, without
-// Go's 0b/0o/underscore extensions).
-func actParseUint(tok string, bits int) (uint64, error) {
-	base := 10
-	t := tok
-	switch {
-	case len(t) > 2 && t[0] == '0' && (t[1] == 'x' || t[1] == 'X'):
-		base, t = 16, t[2:]
-	case len(t) > 1 && t[0] == '0':
-		base, t = 8, t[1:]
-	}
-	v, err := strconv.ParseUint(t, base, bits)
-	if err != nil {
-		if ne, ok := err.(*strconv.NumError); ok && ne.Err == strconv.ErrRange {
-			return 0, fmt.Errorf("out of range for %d bits", bits)
-		}
-		return 0, fmt.Errorf("not a number")
-	}
-	return v, nil
+	return sc.scanInt(bits, base, what)
 }
 
 // actExpect consumes lit or fails saying what it was parsing.
@@ -86,12 +30,6 @@ func (sc *scanner) actExpect(lit, ctx string) error {
 		return nil
 	}
 	return sc.errorf("expected %q in %s", lit, ctx)
-}
-
-// actWord consumes a run of characters other than the delimiters in stop.
-func (sc *scanner) actWord(stop string) (string, int) {
-	start := sc.pos
-	return sc.token(stop), start
 }
 
 // actDecodeErr builds a DecodeError for attribute a.

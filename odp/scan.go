@@ -3,7 +3,6 @@ package odp
 import (
 	"fmt"
 	"net/netip"
-	"strconv"
 	"strings"
 )
 
@@ -126,21 +125,6 @@ func (sc *scanner) token(stop string) string {
 	return sc.s[start:sc.pos]
 }
 
-// uint parses an unsigned integer (decimal, or hex with 0x) that fits in
-// bits bits.
-func (sc *scanner) uint(bits int) (uint64, error) {
-	start := sc.pos
-	tok := sc.token(",)/ ")
-	if tok == "" {
-		return 0, sc.errorAt(start, "expected a number")
-	}
-	v, err := strconv.ParseUint(tok, 0, bits)
-	if err != nil {
-		return 0, sc.errorAt(start, "bad %d-bit number %q", bits, tok)
-	}
-	return v, nil
-}
-
 // isSpace reports whether c is a C isspace() blank.
 func isSpace(c byte) bool {
 	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'
@@ -167,7 +151,13 @@ func isHex(c byte) bool { return hexVal(c) >= 0 }
 // decimal. Unlike Open vSwitch, which silently truncates, a value that
 // does not fit in bits bits is an error; a negative value wraps as in C
 // ("-1" is all ones).
-func (sc *scanner) cnum(bits int) (uint64, error) {
+func (sc *scanner) cnum(bits int) (uint64, error) { return sc.scanInt(bits, 0, "") }
+
+// scanInt is Open vSwitch's scan_int, for keys and actions alike: cnum
+// in the given base (0 for C's rules; 16 also takes an optional "0x", as
+// "%x" does; 10 or 8 only their digits). what, when not empty, names the
+// value in errors.
+func (sc *scanner) scanInt(bits, base int, what string) (uint64, error) {
 	start := sc.pos
 	for sc.pos < len(sc.s) && isSpace(sc.s[sc.pos]) {
 		sc.pos++
@@ -177,36 +167,42 @@ func (sc *scanner) cnum(bits int) (uint64, error) {
 		neg = c == '-'
 		sc.pos++
 	}
-	base := uint64(10)
-	if strings.HasPrefix(sc.s[sc.pos:], "0x") || strings.HasPrefix(sc.s[sc.pos:], "0X") {
+	if (base == 0 || base == 16) && (strings.HasPrefix(sc.s[sc.pos:], "0x") || strings.HasPrefix(sc.s[sc.pos:], "0X")) {
 		base = 16
 		sc.pos += 2
-	} else if sc.peek() == '0' {
+	} else if base == 0 && sc.peek() == '0' {
 		base = 8
+	} else if base == 0 {
+		base = 10
+	}
+	about := ""
+	if what != "" {
+		about = " for " + what
 	}
 	digits := sc.pos
 	var v uint64
 	overflow := false
+	b := uint64(base)
 	for sc.pos < len(sc.s) {
 		d := hexVal(sc.s[sc.pos])
-		if d < 0 || uint64(d) >= base {
+		if d < 0 || uint64(d) >= b {
 			break
 		}
-		if v > (^uint64(0)-uint64(d))/base {
+		if v > (^uint64(0)-uint64(d))/b {
 			overflow = true
 		}
-		v = v*base + uint64(d)
+		v = v*b + uint64(d)
 		sc.pos++
 	}
 	if sc.pos == digits {
 		sc.pos = start
-		return 0, sc.errorAt(start, "expected a number")
+		return 0, sc.errorAt(start, "expected a number%s", about)
 	}
 	max := ^uint64(0) >> (64 - bits)
 	if overflow || v > max {
 		end := sc.pos
 		sc.pos = start
-		return 0, sc.errorAt(start, "number %q does not fit in %d bits", sc.s[start:end], bits)
+		return 0, sc.errorAt(start, "number %q does not fit in %d bits%s", sc.s[start:end], bits, about)
 	}
 	if neg {
 		v = -v & max

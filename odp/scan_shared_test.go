@@ -44,6 +44,12 @@ func TestSharedScanners(t *testing.T) {
 		{"ct(commit,label=0x12 34)", "ct(commit,label=0x1234)"},
 		{"ct(commit,label=-1)", "ct(commit,label=0xffffffffffffffff)"},
 		{"ct(commit,label=0x1" + strings.Repeat("0", 32) + ")", ""},
+		// Numbers: scan_int ("%i", "%u", "%x") for actions as for keys:
+		// blanks before the number and a sign (wrapping as in C).
+		{"check_pkt_len(size= 0x10,gt(1),le(2))", "check_pkt_len(size=16,gt(1),le(2))"},
+		{"recirc(-1)", "recirc(4294967295)"},
+		{"recirc(4294967296)", ""},
+		{"ct(commit,mark=10/0xff)", "ct(commit,mark=0x10/0xff)"},
 	} {
 		got, err := ParseActions(tc.in)
 		if tc.want == "" {
