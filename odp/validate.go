@@ -441,11 +441,8 @@ func (p *kparser) tunnel(ka *kattr, isMask bool) error {
 	var a nlattr.Attr
 	for w.Next(&a) {
 		typ, d := a.Type, a.Data
-		if typ > tunAttrMax {
-			return p.fail(ka.name(), "tunnel attr %d out of range max %d", typ, tunAttrMax)
-		}
-		if want := kernelTunLens[typ]; !lenOK(len(d), want) {
-			return p.fail(ka.name(), "tunnel attr %d has unexpected len %d expected %d", typ, len(d), want)
+		if err := p.checkNested(ka.name(), "tunnel attr %d out of range max %d", "tunnel attr", &a, kernelTunLens[:]); err != nil {
+			return err
 		}
 		switch typ {
 		case tunID:
@@ -592,6 +589,20 @@ func (p *kparser) vxlanOpts(path string, b []byte) (uint32, error) {
 	return gbp, nil
 }
 
+// checkNested is the kernel's check of one attribute nested in a
+// tunnel or nsh key against its length table lens (whose last index is
+// the type's maximum), with the kernel's messages: rangeMsg for a type
+// out of range, what for a length that does not match.
+func (p *kparser) checkNested(path, rangeMsg, what string, a *nlattr.Attr, lens []int) error {
+	if int(a.Type) >= len(lens) {
+		return p.fail(path, rangeMsg, a.Type, len(lens)-1)
+	}
+	if want := lens[a.Type]; !lenOK(len(a.Data), want) {
+		return p.fail(path, "%s %d has unexpected len %d expected %d", what, a.Type, len(a.Data), want)
+	}
+	return nil
+}
+
 // nsh is nsh_key_put_from_nlattr (not for push_nsh).
 func (p *kparser) nsh(ka *kattr, isMask bool) error {
 	t := p.target(isMask)
@@ -601,11 +612,8 @@ func (p *kparser) nsh(ka *kattr, isMask bool) error {
 	var a nlattr.Attr
 	for w.Next(&a) {
 		typ, d := a.Type, a.Data
-		if typ > nshMD2 {
-			return p.fail(ka.name(), "nsh attr %d is out of range max %d", typ, nshMD2)
-		}
-		if want := kernelNSHLens[typ]; !lenOK(len(d), want) {
-			return p.fail(ka.name(), "nsh attr %d has unexpected len %d expected %d", typ, len(d), want)
+		if err := p.checkNested(ka.name(), "nsh attr %d is out of range max %d", "nsh attr", &a, kernelNSHLens[:]); err != nil {
+			return err
 		}
 		switch typ {
 		case nshBase:
