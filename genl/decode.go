@@ -27,8 +27,7 @@ func (e errMissing) Error() string { return "missing attribute " + string(e) }
 // fails.
 func walkAttrs(b []byte, base int, what string, fn func(typ uint16, data []byte, off int) error) error {
 	w := nlattr.NewWalker(b, base)
-	var a nlattr.Attr
-	for w.Next(&a) {
+	for a := range w.All() {
 		if err := fn(a.Type, a.Data, a.Offset); err != nil {
 			return err
 		}
@@ -465,9 +464,8 @@ func ParseUpcall(cmd uint8, b []byte, r *RawUpcall) error {
 	r.DPIndex = int32(binary.NativeEndian.Uint32(b))
 	// Walk without a closure so that nothing escapes.
 	w := nlattr.NewWalker(b[ovsHeaderLen:], ovsHeaderLen)
-	var a nlattr.Attr
 	keyOff := 0
-	for w.Next(&a) {
+	for a := range w.All() {
 		data, off := a.Data, a.Offset
 		switch a.Type {
 		case packetAttrPacket:
@@ -508,7 +506,7 @@ func ParseUpcall(cmd uint8, b []byte, r *RawUpcall) error {
 	}
 	// Find in_port in the key without decoding it.
 	kw := nlattr.NewWalker(r.Key, keyOff+nlattr.HdrLen)
-	for kw.Next(&a) {
+	for a := range kw.All() {
 		if a.Type == uint16(odp.KeyInPort) {
 			if len(a.Data) != 4 {
 				return &odp.DecodeError{What: what, Attr: "OVS_PACKET_ATTR_KEY.in_port", Offset: a.Offset, Err: fmt.Errorf("%d bytes, want 4", len(a.Data))}

@@ -113,8 +113,7 @@ func decodeActions(b []byte, base int, path string, depth int) (Actions, error) 
 	}
 	as := Actions{}
 	w := newAttrWalker(b, base)
-	var a rawAttr
-	for w.next(&a) {
+	for a := range w.All() {
 		t := ActionType(a.Type)
 		p := path + "." + t.String()
 		var (
@@ -122,7 +121,7 @@ func decodeActions(b []byte, base int, path string, depth int) (Actions, error) 
 			err error
 		)
 		if dec, ok := actionDecoders[t]; ok {
-			act, err = dec(&a, p, depth)
+			act, err = dec(a, p, depth)
 		} else {
 			act = UnknownAction{Type: t, Data: append([]byte{}, a.Data...)}
 		}

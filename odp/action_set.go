@@ -143,8 +143,7 @@ func actInterleaveNested(kp, mp []byte) ([]byte, error) {
 	var out []byte
 	used := 0
 	mw := newAttrWalker(mp, 0)
-	var ma rawAttr
-	for mw.next(&ma) {
+	for ma := range mw.All() {
 		var data []byte
 		if used < nv && vals[used].Type == ma.Type {
 			if len(vals[used].Data) != len(ma.Data) {
@@ -211,10 +210,9 @@ func decodeSetMasked(a *rawAttr, path string, _ int) (Action, error) {
 	var kd, md []byte
 	if KeyType(k.Type) == KeyNSH {
 		w := newAttrWalker(k.Data, k.Offset+nlaHdrLen)
-		var n rawAttr
-		for w.next(&n) {
+		for n := range w.All() {
 			if len(n.Data)%2 != 0 {
-				return nil, actDecodeErr(&n, p, "value||mask payload of odd length %d", len(n.Data))
+				return nil, actDecodeErr(n, p, "value||mask payload of odd length %d", len(n.Data))
 			}
 			h := len(n.Data) / 2
 			kd = appendAttr(kd, n.Type, n.Data[:h])
@@ -256,8 +254,7 @@ func actMaskIsExact(key, mask KeyAttr) (bool, error) {
 	}
 	if key.KeyType() == KeyNSH {
 		w := newAttrWalker(mp, 0)
-		var n rawAttr
-		for w.next(&n) {
+		for n := range w.All() {
 			if !allOnes(n.Data) {
 				return false, nil
 			}

@@ -41,9 +41,8 @@ func actDecodeErr(a *rawAttr, path string, format string, args ...any) error {
 // path. Duplicate attribute types are rejected, as the kernel does.
 func actNested(a *rawAttr, path string, names map[uint16]string, fn func(n *rawAttr, p string) error) error {
 	w := newAttrWalker(a.Data, a.Offset+nlaHdrLen)
-	var n rawAttr
 	var seen uint64
-	for w.next(&n) {
+	for n := range w.All() {
 		name, ok := names[n.Type]
 		if !ok {
 			name = "attr" + strconv.Itoa(int(n.Type))
@@ -51,11 +50,11 @@ func actNested(a *rawAttr, path string, names map[uint16]string, fn func(n *rawA
 		p := path + "." + name
 		if n.Type < 64 {
 			if seen&(1<<n.Type) != 0 {
-				return actDecodeErr(&n, p, "duplicate attribute")
+				return actDecodeErr(n, p, "duplicate attribute")
 			}
 			seen |= 1 << n.Type
 		}
-		if err := fn(&n, p); err != nil {
+		if err := fn(n, p); err != nil {
 			return err
 		}
 	}

@@ -164,14 +164,13 @@ func decodeKey(b []byte, base int, path string, depth int) (FlowKey, error) {
 	// growing the slice attribute by attribute is not).
 	n := 0
 	w := newAttrWalker(b, base)
-	var a rawAttr
-	for w.next(&a) {
+	for range w.All() {
 		n++
 	}
 	k := make(FlowKey, 0, n)
 	w = newAttrWalker(b, base)
-	for w.next(&a) {
-		ka, err := decodeKeyAttr(&a, path, depth)
+	for a := range w.All() {
+		ka, err := decodeKeyAttr(a, path, depth)
 		if err != nil {
 			return nil, err
 		}

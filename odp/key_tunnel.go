@@ -399,11 +399,10 @@ func init() {
 func decodeTunnel(a *rawAttr, path string, _ int) (KeyAttr, error) {
 	var t Tunnel
 	w := newAttrWalker(a.Data, a.Offset+nlaHdrLen)
-	var c rawAttr
-	for w.next(&c) {
+	for c := range w.All() {
 		p := fmt.Sprintf("%s.%d", path, c.Type)
 		fixed := func(name string, n int) ([]byte, error) {
-			return decodeFixed(&c, path+"."+name, n)
+			return decodeFixed(c, path+"."+name, n)
 		}
 		var err error
 		var d []byte
@@ -470,10 +469,9 @@ func decodeTunnel(a *rawAttr, path string, _ int) (KeyAttr, error) {
 			t.Present |= TunnelHasGeneve
 		case tunVXLANOpts:
 			vw := newAttrWalker(c.Data, c.Offset+nlaHdrLen)
-			var v rawAttr
-			for vw.next(&v) {
+			for v := range vw.All() {
 				if v.Type == vxlanExtGBP {
-					if d, err = decodeFixed(&v, path+".vxlan.gbp", 4); err != nil {
+					if d, err = decodeFixed(v, path+".vxlan.gbp", 4); err != nil {
 						return nil, err
 					}
 					t.VXLANGBP = binary.NativeEndian.Uint32(d)

@@ -174,8 +174,7 @@ func (p *kparser) target(isMask bool) *flowkeys.Key {
 // skipped.
 func (p *kparser) parseAttrs(b []byte, path string, attrs *uint64, nz bool) error {
 	w := nlattr.NewWalker(b, 0)
-	var a nlattr.Attr
-	for w.Next(&a) {
+	for a := range w.All() {
 		t, data := a.Type, a.Data
 		if t > kernelKeyAttrMax {
 			return p.fail(attrName(path, t), "key type %d is out of range max %d", t, kernelKeyAttrMax)
@@ -438,10 +437,9 @@ func (p *kparser) tunnel(ka *kattr, isMask bool) error {
 	var flags uint16
 	optsType := 0
 	w := nlattr.NewWalker(ka.data, 0)
-	var a nlattr.Attr
-	for w.Next(&a) {
+	for a := range w.All() {
 		typ, d := a.Type, a.Data
-		if err := p.checkNested(ka.name(), "tunnel attr %d out of range max %d", "tunnel attr", &a, kernelTunLens[:]); err != nil {
+		if err := p.checkNested(ka.name(), "tunnel attr %d out of range max %d", "tunnel attr", a, kernelTunLens[:]); err != nil {
 			return err
 		}
 		switch typ {
@@ -565,8 +563,7 @@ func (p *kparser) markUnsupported(path, what string) {
 func (p *kparser) vxlanOpts(path string, b []byte) (uint32, error) {
 	var gbp uint32
 	w := nlattr.NewWalker(b, 0)
-	var a nlattr.Attr
-	for w.Next(&a) {
+	for a := range w.All() {
 		typ, d := a.Type, a.Data
 		if typ > vxlanExtGBP {
 			return 0, p.fail(path, "VXLAN extension %d out of range max %d", typ, vxlanExtGBP)
@@ -609,10 +606,9 @@ func (p *kparser) nsh(ka *kattr, isMask bool) error {
 	var hasMD1 bool
 	var mdtype uint8
 	w := nlattr.NewWalker(ka.data, 0)
-	var a nlattr.Attr
-	for w.Next(&a) {
+	for a := range w.All() {
 		typ, d := a.Type, a.Data
-		if err := p.checkNested(ka.name(), "nsh attr %d is out of range max %d", "nsh attr", &a, kernelNSHLens[:]); err != nil {
+		if err := p.checkNested(ka.name(), "nsh attr %d is out of range max %d", "nsh attr", a, kernelNSHLens[:]); err != nil {
 			return err
 		}
 		switch typ {
@@ -765,8 +761,7 @@ func (p *kparser) keyFromAttrs(attrs uint64, isMask bool) error {
 // leaf byte set to 0xff (and ct_state limited to the supported bits).
 func maskSet(b []byte, lens []int, sub func(t uint16) []int) {
 	w := nlattr.NewWalker(b, 0)
-	var a nlattr.Attr
-	for w.Next(&a) {
+	for a := range w.All() {
 		t, d := a.Type, a.Data
 		l := 0
 		if int(t) < len(lens) {

@@ -4,7 +4,7 @@
 // decoders, all iterate with a Walker.
 //
 // A Walker can be used two ways. Strictly, as a decoder does: iterate
-// while Next returns true, then Err tells whether the buffer ended
+// with All (or Next), then Err tells whether the buffer ended
 // cleanly or where its framing was malformed (the last attribute may omit
 // its padding). Or as the kernel's nla_for_each_attr does: iterate, then
 // look at Rem, the bytes the loop did not consume, which is negative when
@@ -15,6 +15,7 @@ package nlattr
 import (
 	"encoding/binary"
 	"fmt"
+	"iter"
 	"strconv"
 )
 
@@ -67,31 +68,63 @@ type Walker struct {
 // absolute.
 func NewWalker(buf []byte, base int) Walker { return Walker{buf: buf, base: base} }
 
-// Next stores the next attribute in a and reports whether there was one.
-// It returns false at the end of the buffer and at the first attribute
-// whose framing is malformed (a header cut short, nla_len below 4 or past
-// the end of the buffer); Err then reports it.
+// All iterates over the attributes from the walk's position on, in
+// order: for a := range w.All() { ... }. It ends at the end of the buffer
+// and at the first attribute whose framing is malformed (a header cut
+// short, nla_len below 4 or past the end of the buffer); Err then reports
+// it. Leaving the loop early leaves the walk after the attribute last
+// yielded. The loop compiles to about what a hand-written one does, which
+// matters on the upcall path.
+func (w *Walker) All() iter.Seq[*Attr] {
+	return func(yield func(*Attr) bool) {
+		if w.bad {
+			return
+		}
+		// Work on locals, stored back only when the loop ends.
+		buf, base, p := w.buf, w.base, w.pos
+		var a Attr
+		for p+HdrLen <= len(buf) {
+			h := buf[p : p+HdrLen : p+HdrLen]
+			l := int(binary.NativeEndian.Uint16(h))
+			if l < HdrLen || l > len(buf)-p {
+				break
+			}
+			t := binary.NativeEndian.Uint16(h[2:])
+			a.Type, a.Nested = t&TypeMask, t&FlagNested != 0
+			a.Data, a.Offset = buf[p+HdrLen:p+l:p+l], base+p
+			p += Align(l)
+			if !yield(&a) {
+				w.pos = p
+				return
+			}
+		}
+		w.pos = p
+		w.stop()
+	}
+}
+
+// Next stores the next attribute in a and reports whether there was
+// one: All one step at a time, for the callers that pull.
 func (w *Walker) Next(a *Attr) bool {
-	if w.bad || w.pos >= len(w.buf) {
-		return false
+	for x := range w.All() {
+		*a = *x
+		return true
 	}
+	return false
+}
+
+// stop ends the walk at w.pos: cleanly at (or past) the end of the
+// buffer, or recording what is malformed there.
+func (w *Walker) stop() {
 	rest := len(w.buf) - w.pos
-	if rest < HdrLen {
-		w.bad, w.badType, w.avail = true, -1, rest
-		return false
+	if w.bad || rest <= 0 {
+		return
 	}
-	l := int(binary.NativeEndian.Uint16(w.buf[w.pos:]))
-	t := binary.NativeEndian.Uint16(w.buf[w.pos+2:])
-	if l < HdrLen || l > rest {
-		w.bad, w.badType, w.badLen, w.avail = true, int(t&TypeMask), l, rest
-		return false
+	w.bad, w.avail, w.badType = true, rest, -1
+	if rest >= HdrLen {
+		w.badType = int(binary.NativeEndian.Uint16(w.buf[w.pos+2:]) & TypeMask)
+		w.badLen = int(binary.NativeEndian.Uint16(w.buf[w.pos:]))
 	}
-	a.Type = t & TypeMask
-	a.Nested = t&FlagNested != 0
-	a.Data = w.buf[w.pos+HdrLen : w.pos+l : w.pos+l]
-	a.Offset = w.base + w.pos
-	w.pos += Align(l)
-	return true
 }
 
 // Rem is what the kernel's nla_for_each_attr leaves in rem: the bytes of

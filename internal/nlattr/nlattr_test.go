@@ -34,12 +34,23 @@ type seen struct {
 	off    int
 }
 
-func walk(b []byte, base int) ([]seen, *Walker) {
+// walk walks b with All, and again with Next, and fails unless both
+// see the same.
+func walk(t *testing.T, b []byte, base int) ([]seen, *Walker) {
 	w := NewWalker(b, base)
-	var a Attr
 	var out []seen
-	for w.Next(&a) {
+	for a := range w.All() {
 		out = append(out, seen{a.Type, a.Nested, string(a.Data), a.Offset})
+	}
+	p := NewWalker(b, base)
+	var a Attr
+	for i := 0; p.Next(&a); i++ {
+		if i >= len(out) || out[i] != (seen{a.Type, a.Nested, string(a.Data), a.Offset}) {
+			t.Errorf("Next's attribute %d %+v differs from All's %+v", i, a, out)
+		}
+	}
+	if p.Rem() != w.Rem() || (p.Err() == nil) != (w.Err() == nil) {
+		t.Errorf("Next ends with Rem %d, Err %v; All with %d, %v", p.Rem(), p.Err(), w.Rem(), w.Err())
 	}
 	return out, &w
 }
@@ -67,7 +78,7 @@ func TestWalker(t *testing.T) {
 		{name: "length below header", in: []byte{3, 0, 9, 0}, rem: 4, err: "attribute length 3 out of range [4, 4]", typ: 9, off: 100},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, w := walk(tc.in, 100)
+			got, w := walk(t, tc.in, 100)
 			if len(got) != len(tc.want) {
 				t.Fatalf("walked %+v, want %+v", got, tc.want)
 			}
@@ -105,7 +116,26 @@ func TestWalker(t *testing.T) {
 			if w.Next(&a) {
 				t.Error("Next after a framing error returned true")
 			}
+			for range w.All() {
+				t.Error("All after a framing error yielded")
+			}
 		})
+	}
+}
+
+// TestWalkerBreak: leaving All's loop early leaves the walk after the
+// attribute last yielded, so that it can go on from there.
+func TestWalkerBreak(t *testing.T) {
+	b := cat(attr(1, nil, false), attr(2, nil, false), attr(3, nil, false))
+	w := NewWalker(b, 0)
+	for a := range w.All() {
+		if a.Type == 2 {
+			break
+		}
+	}
+	var a Attr
+	if !w.Next(&a) || a.Type != 3 || w.Next(&a) || w.Err() != nil || w.Rem() != 0 {
+		t.Errorf("after breaking at type 2: next is %+v, Err %v, Rem %d; want type 3 then a clean end", a, w.Err(), w.Rem())
 	}
 }
 
@@ -116,8 +146,11 @@ func TestWalkerAllocs(t *testing.T) {
 	n := 0
 	allocs := testing.AllocsPerRun(1000, func() {
 		w := NewWalker(b, 4)
+		for a := range w.All() {
+			n += len(a.Data)
+		}
 		var a Attr
-		for w.Next(&a) {
+		for p := NewWalker(b, 4); p.Next(&a); {
 			n += len(a.Data)
 		}
 		if w.Err() != nil || w.Rem() != 0 {
