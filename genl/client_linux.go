@@ -136,22 +136,22 @@ func (c *Client) familyMaxAttr(name string) (uint16, error) {
 	for _, m := range msgs {
 		ad, err := netlink.NewAttributeDecoder(m.Data)
 		if err != nil {
-			return 0, &DecodeError{What: "family " + name, Attr: "CTRL_ATTR_MAXATTR", Err: err}
+			return 0, malformed("family "+name, "CTRL_ATTR_MAXATTR", err)
 		}
 		for ad.Next() {
 			if ad.Type() == unix.CTRL_ATTR_MAXATTR {
 				v := ad.Uint32()
 				if v > 0xffff {
-					return 0, &DecodeError{What: "family " + name, Attr: "CTRL_ATTR_MAXATTR", Err: fmt.Errorf("maxattr %d out of range", v)}
+					return 0, malformed("family "+name, "CTRL_ATTR_MAXATTR", fmt.Errorf("maxattr %d out of range", v))
 				}
 				return uint16(v), nil
 			}
 		}
 		if err := ad.Err(); err != nil {
-			return 0, &DecodeError{What: "family " + name, Attr: "CTRL_ATTR_MAXATTR", Err: err}
+			return 0, malformed("family "+name, "CTRL_ATTR_MAXATTR", err)
 		}
 	}
-	return 0, &DecodeError{What: "family " + name, Attr: "CTRL_ATTR_MAXATTR", Err: errors.New("the controller's reply has no CTRL_ATTR_MAXATTR")}
+	return 0, malformed("family "+name, "CTRL_ATTR_MAXATTR", errors.New("the controller's reply has no CTRL_ATTR_MAXATTR"))
 }
 
 // Close closes the Client's request socket.
@@ -249,7 +249,7 @@ func exchange(conn *netlink.Conn, r request, fn func(cmd uint8, data []byte) err
 				continue
 			}
 			if len(m.Data) < 4 {
-				fnErr = &DecodeError{What: r.name() + " reply", Err: fmt.Errorf("%d bytes, too short for a generic netlink header", len(m.Data))}
+				fnErr = malformed(r.name()+" reply", "", fmt.Errorf("%d bytes, too short for a generic netlink header", len(m.Data)))
 				continue
 			}
 			fnErr = fn(m.Data[0], m.Data[4:])

@@ -519,7 +519,7 @@ func TestDumpFlowsBadReply(t *testing.T) {
 		return []fakeMsg{{Cmd: 1, Data: withHeader(2, []byte{8, 0, 3, 0, 1})}}, nil
 	})
 	err := k.client().DumpFlows(2, FlowOptions{}, func(*odp.Flow) error { return nil })
-	var de *DecodeError
+	var de *odp.DecodeError
 	if !errors.As(err, &de) {
 		t.Fatalf("err = %v, want a DecodeError", err)
 	}

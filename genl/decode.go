@@ -5,33 +5,15 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/ovsdp/ovsdp/internal/nlattr"
 	"github.com/ovsdp/ovsdp/odp"
 )
 
-// DecodeError reports a malformed kernel message: which message, which
-// attribute, and where (byte offset from the start of the generic netlink
-// payload, the struct ovs_header included).
-type DecodeError struct {
-	// What is the kind of message ("datapath", "vport", "flow", "upcall", ...).
-	What string
-	// Attr names the attribute, or is empty when the framing is wrong.
-	Attr string
-	// Offset is the byte offset of the attribute's header.
-	Offset int
-	// Err says what is wrong.
-	Err error
+// malformed returns an *odp.DecodeError about a what message whose
+// attribute attr (empty: its framing) is wrong as err says.
+func malformed(what, attr string, err error) error {
+	return &odp.DecodeError{What: what, Attr: attr, Err: err}
 }
-
-// Error implements error.
-func (e *DecodeError) Error() string {
-	if e.Attr == "" {
-		return fmt.Sprintf("genl: malformed %s message at offset %d: %v", e.What, e.Offset, e.Err)
-	}
-	return fmt.Sprintf("genl: malformed %s message: %s at offset %d: %v", e.What, e.Attr, e.Offset, e.Err)
-}
-
-// Unwrap returns the underlying error.
-func (e *DecodeError) Unwrap() error { return e.Err }
 
 // errMissing is returned (wrapped) when a required attribute is absent.
 type errMissing string
@@ -41,27 +23,30 @@ func (e errMissing) Error() string { return "missing attribute " + string(e) }
 // walkAttrs calls fn for every netlink attribute of b (which begins at
 // byte offset base of the message payload). fn gets the type (flags
 // stripped), the payload and the header's offset. Malformed framing is
-// reported as a *DecodeError naming what. It does not allocate unless it
+// reported as an *odp.DecodeError naming what. It does not allocate unless it
 // fails.
 func walkAttrs(b []byte, base int, what string, fn func(typ uint16, data []byte, off int) error) error {
-	pos := 0
-	for pos < len(b) {
-		rest := len(b) - pos
-		if rest < 4 {
-			return &DecodeError{What: what, Offset: base + pos, Err: fmt.Errorf("%d trailing bytes, too short for an attribute header", rest)}
-		}
-		l := int(binary.NativeEndian.Uint16(b[pos:]))
-		t := binary.NativeEndian.Uint16(b[pos+2:]) & 0x3fff
-		if l < 4 || l > rest {
-			return &DecodeError{What: what, Attr: "attribute type " + strconv.Itoa(int(t)), Offset: base + pos,
-				Err: fmt.Errorf("length %d out of range [4, %d]", l, rest)}
-		}
-		if err := fn(t, b[pos+4:pos+l:pos+l], base+pos); err != nil {
+	w := nlattr.NewWalker(b, base)
+	for a := range w.All() {
+		if err := fn(a.Type, a.Data, a.Offset); err != nil {
 			return err
 		}
-		pos += (l + 3) &^ 3
 	}
-	return nil
+	return walkErr(&w, what)
+}
+
+// walkErr returns the framing error that stopped w, if any, as a
+// *odp.DecodeError about a what message.
+func walkErr(w *nlattr.Walker, what string) error {
+	fe, ok := w.Err().(*nlattr.FramingError)
+	if !ok {
+		return nil
+	}
+	de := &odp.DecodeError{What: what, Offset: fe.Offset, Err: fe}
+	if n := fe.Name(); n != "" {
+		de.Attr = "attribute " + n
+	}
+	return de
 }
 
 // attrLenError reports an attribute of the wrong size.
@@ -70,7 +55,7 @@ func attrLenError(what, attr string, off, got, want int, exact bool) error {
 	if exact {
 		rel = ""
 	}
-	return &DecodeError{What: what, Attr: attr, Offset: off, Err: fmt.Errorf("%d bytes, want %s%d", got, rel, want)}
+	return &odp.DecodeError{What: what, Attr: attr, Offset: off, Err: fmt.Errorf("%d bytes, want %s%d", got, rel, want)}
 }
 
 func getU32(what, attr string, data []byte, off int) (uint32, error) {
@@ -108,7 +93,7 @@ func getString(data []byte) string {
 // getU32Array decodes an array of native-endian u32s.
 func getU32Array(what, attr string, data []byte, off int) ([]uint32, error) {
 	if len(data)%4 != 0 {
-		return nil, &DecodeError{What: what, Attr: attr, Offset: off, Err: fmt.Errorf("%d bytes, not a multiple of 4", len(data))}
+		return nil, &odp.DecodeError{What: what, Attr: attr, Offset: off, Err: fmt.Errorf("%d bytes, not a multiple of 4", len(data))}
 	}
 	out := make([]uint32, len(data)/4)
 	for i := range out {
@@ -121,7 +106,7 @@ func getU32Array(what, attr string, data []byte, off int) ([]uint32, error) {
 // (the datapath's ifindex) and attributes.
 func splitHeader(what string, b []byte) (int32, []byte, error) {
 	if len(b) < ovsHeaderLen {
-		return 0, nil, &DecodeError{What: what, Err: fmt.Errorf("%d bytes, too short for struct ovs_header (4)", len(b))}
+		return 0, nil, &odp.DecodeError{What: what, Err: fmt.Errorf("%d bytes, too short for struct ovs_header (4)", len(b))}
 	}
 	return int32(binary.NativeEndian.Uint32(b)), b[ovsHeaderLen:], nil
 }
@@ -202,10 +187,10 @@ func DecodeDatapath(b []byte) (*DPInfo, error) {
 		return nil, err
 	}
 	if !haveName {
-		return nil, &DecodeError{What: what, Err: errMissing("OVS_DP_ATTR_NAME")}
+		return nil, &odp.DecodeError{What: what, Err: errMissing("OVS_DP_ATTR_NAME")}
 	}
 	if !haveStats {
-		return nil, &DecodeError{What: what, Err: errMissing("OVS_DP_ATTR_STATS")}
+		return nil, &odp.DecodeError{What: what, Err: errMissing("OVS_DP_ATTR_STATS")}
 	}
 	return d, nil
 }
@@ -323,7 +308,7 @@ func DecodeVport(b []byte) (*VportInfo, error) {
 	}
 	for i, name := range []string{"OVS_VPORT_ATTR_PORT_NO", "OVS_VPORT_ATTR_TYPE", "OVS_VPORT_ATTR_NAME"} {
 		if !have[i] {
-			return nil, &DecodeError{What: what, Err: errMissing(name)}
+			return nil, &odp.DecodeError{What: what, Err: errMissing(name)}
 		}
 	}
 	return v, nil
@@ -392,7 +377,7 @@ func decodeFlowFields(b []byte, f *odp.Flow, full bool) error {
 			}
 			f.Key, err = odp.UnmarshalKey(data)
 			if err != nil {
-				return &DecodeError{What: what, Attr: "OVS_FLOW_ATTR_KEY", Offset: off, Err: err}
+				return &odp.DecodeError{What: what, Attr: "OVS_FLOW_ATTR_KEY", Offset: off, Err: err}
 			}
 		case flowAttrMask:
 			if !full {
@@ -400,7 +385,7 @@ func decodeFlowFields(b []byte, f *odp.Flow, full bool) error {
 			}
 			f.Mask, err = odp.UnmarshalKey(data)
 			if err != nil {
-				return &DecodeError{What: what, Attr: "OVS_FLOW_ATTR_MASK", Offset: off, Err: err}
+				return &odp.DecodeError{What: what, Attr: "OVS_FLOW_ATTR_MASK", Offset: off, Err: err}
 			}
 		case flowAttrActions:
 			if !full {
@@ -408,7 +393,7 @@ func decodeFlowFields(b []byte, f *odp.Flow, full bool) error {
 			}
 			f.Actions, err = odp.UnmarshalActions(data)
 			if err != nil {
-				return &DecodeError{What: what, Attr: "OVS_FLOW_ATTR_ACTIONS", Offset: off, Err: err}
+				return &odp.DecodeError{What: what, Attr: "OVS_FLOW_ATTR_ACTIONS", Offset: off, Err: err}
 			}
 		case flowAttrStats:
 			if len(data) < 16 {
@@ -429,7 +414,7 @@ func decodeFlowFields(b []byte, f *odp.Flow, full bool) error {
 			f.Stats.Used, err = getU64(what, "OVS_FLOW_ATTR_USED", data, off)
 		case flowAttrUFID:
 			if len(data) == 0 || len(data) > 16 {
-				return &DecodeError{What: what, Attr: "OVS_FLOW_ATTR_UFID", Offset: off, Err: fmt.Errorf("%d bytes, want 1 to 16", len(data))}
+				return &odp.DecodeError{What: what, Attr: "OVS_FLOW_ATTR_UFID", Offset: off, Err: fmt.Errorf("%d bytes, want 1 to 16", len(data))}
 			}
 			copy(f.UFID[:], data)
 			haveUFID = true
@@ -440,7 +425,7 @@ func decodeFlowFields(b []byte, f *odp.Flow, full bool) error {
 		return err
 	}
 	if !haveKey && !haveUFID {
-		return &DecodeError{What: what, Err: errMissing("OVS_FLOW_ATTR_KEY (or OVS_FLOW_ATTR_UFID)")}
+		return &odp.DecodeError{What: what, Err: errMissing("OVS_FLOW_ATTR_KEY (or OVS_FLOW_ATTR_UFID)")}
 	}
 	return nil
 }
@@ -471,33 +456,22 @@ func ParseUpcall(cmd uint8, b []byte, r *RawUpcall) error {
 	const what = "upcall"
 	*r = RawUpcall{Cmd: cmd}
 	if cmd != packetCmdMiss && cmd != packetCmdAction {
-		return &DecodeError{What: what, Err: fmt.Errorf("command %d is neither MISS (1) nor ACTION (2)", cmd)}
+		return &odp.DecodeError{What: what, Err: fmt.Errorf("command %d is neither MISS (1) nor ACTION (2)", cmd)}
 	}
 	if len(b) < ovsHeaderLen {
-		return &DecodeError{What: what, Err: fmt.Errorf("%d bytes, too short for struct ovs_header (4)", len(b))}
+		return &odp.DecodeError{What: what, Err: fmt.Errorf("%d bytes, too short for struct ovs_header (4)", len(b))}
 	}
 	r.DPIndex = int32(binary.NativeEndian.Uint32(b))
-	// Walk by hand rather than with a closure so that nothing escapes.
-	attrs := b[ovsHeaderLen:]
-	pos := 0
-	for pos < len(attrs) {
-		rest := len(attrs) - pos
-		if rest < 4 {
-			return &DecodeError{What: what, Offset: ovsHeaderLen + pos, Err: fmt.Errorf("%d trailing bytes, too short for an attribute header", rest)}
-		}
-		l := int(binary.NativeEndian.Uint16(attrs[pos:]))
-		t := binary.NativeEndian.Uint16(attrs[pos+2:]) & 0x3fff
-		off := ovsHeaderLen + pos
-		if l < 4 || l > rest {
-			return &DecodeError{What: what, Attr: "attribute type " + strconv.Itoa(int(t)), Offset: off,
-				Err: fmt.Errorf("length %d out of range [4, %d]", l, rest)}
-		}
-		data := attrs[pos+4 : pos+l : pos+l]
-		switch t {
+	// Walk without a closure so that nothing escapes.
+	w := nlattr.NewWalker(b[ovsHeaderLen:], ovsHeaderLen)
+	keyOff := 0
+	for a := range w.All() {
+		data, off := a.Data, a.Offset
+		switch a.Type {
 		case packetAttrPacket:
 			r.Packet = data
 		case packetAttrKey:
-			r.Key = data
+			r.Key, keyOff = data, off
 		case packetAttrUserdata:
 			r.Userdata = data
 		case packetAttrActions:
@@ -520,37 +494,28 @@ func ParseUpcall(cmd uint8, b []byte, r *RawUpcall) error {
 			}
 			r.Hash = binary.NativeEndian.Uint64(data)
 		}
-		pos += (l + 3) &^ 3
+	}
+	if err := walkErr(&w, what); err != nil {
+		return err
 	}
 	if r.Packet == nil {
-		return &DecodeError{What: what, Err: errMissing("OVS_PACKET_ATTR_PACKET")}
+		return &odp.DecodeError{What: what, Err: errMissing("OVS_PACKET_ATTR_PACKET")}
 	}
 	if r.Key == nil {
-		return &DecodeError{What: what, Err: errMissing("OVS_PACKET_ATTR_KEY")}
+		return &odp.DecodeError{What: what, Err: errMissing("OVS_PACKET_ATTR_KEY")}
 	}
 	// Find in_port in the key without decoding it.
-	k := r.Key
-	p := 0
-	for p+4 <= len(k) {
-		l := int(binary.NativeEndian.Uint16(k[p:]))
-		t := binary.NativeEndian.Uint16(k[p+2:]) & 0x3fff
-		if l < 4 || p+l > len(k) {
-			return &DecodeError{What: what, Attr: "OVS_PACKET_ATTR_KEY", Offset: 0,
-				Err: fmt.Errorf("key attribute at key offset %d has length %d out of range", p, l)}
-		}
-		if t == uint16(odp.KeyInPort) {
-			if l != 8 {
-				return &DecodeError{What: what, Attr: "OVS_PACKET_ATTR_KEY.in_port", Err: fmt.Errorf("%d bytes, want 4", l-4)}
+	kw := nlattr.NewWalker(r.Key, keyOff+nlattr.HdrLen)
+	for a := range kw.All() {
+		if a.Type == uint16(odp.KeyInPort) {
+			if len(a.Data) != 4 {
+				return &odp.DecodeError{What: what, Attr: "OVS_PACKET_ATTR_KEY.in_port", Offset: a.Offset, Err: fmt.Errorf("%d bytes, want 4", len(a.Data))}
 			}
-			r.InPort = binary.NativeEndian.Uint32(k[p+4:])
+			r.InPort = binary.NativeEndian.Uint32(a.Data)
 		}
-		p += (l + 3) &^ 3
 	}
-	if rest := len(k) - p; rest > 0 {
-		// 1 to 3 bytes after the last attribute: no attribute, no padding
-		// (padding ends at a 4-byte boundary, which p is at).
-		return &DecodeError{What: what, Attr: "OVS_PACKET_ATTR_KEY", Offset: 0,
-			Err: fmt.Errorf("%d trailing bytes at key offset %d, too short for an attribute header", rest, p)}
+	if fe, ok := kw.Err().(*nlattr.FramingError); ok {
+		return &odp.DecodeError{What: what, Attr: "OVS_PACKET_ATTR_KEY", Offset: fe.Offset, Err: fe}
 	}
 	return nil
 }
@@ -570,12 +535,12 @@ func DecodeUpcall(cmd uint8, b []byte, u *odp.Upcall) error {
 func (r *RawUpcall) decode(u *odp.Upcall) error {
 	key, err := odp.UnmarshalKey(r.Key)
 	if err != nil {
-		return &DecodeError{What: "upcall", Attr: "OVS_PACKET_ATTR_KEY", Err: err}
+		return &odp.DecodeError{What: "upcall", Attr: "OVS_PACKET_ATTR_KEY", Err: err}
 	}
 	var acts odp.Actions
 	if r.Actions != nil {
 		if acts, err = odp.UnmarshalActions(r.Actions); err != nil {
-			return &DecodeError{What: "upcall", Attr: "OVS_PACKET_ATTR_ACTIONS", Err: err}
+			return &odp.DecodeError{What: "upcall", Attr: "OVS_PACKET_ATTR_ACTIONS", Err: err}
 		}
 	}
 	*u = odp.Upcall{
@@ -715,7 +680,7 @@ func decodeMeterFeatures(b []byte) (*MeterFeatures, error) {
 		return nil, err
 	}
 	if !haveMax {
-		return nil, &DecodeError{What: what, Err: errMissing("OVS_METER_ATTR_MAX_METERS")}
+		return nil, &odp.DecodeError{What: what, Err: errMissing("OVS_METER_ATTR_MAX_METERS")}
 	}
 	return f, nil
 }
@@ -743,7 +708,7 @@ func decodeZoneLimits(b []byte) ([]ZoneLimit, error) {
 			return nil
 		}
 		if len(data)%12 != 0 {
-			return &DecodeError{What: what, Attr: "OVS_CT_LIMIT_ATTR_ZONE_LIMIT", Offset: off,
+			return &odp.DecodeError{What: what, Attr: "OVS_CT_LIMIT_ATTR_ZONE_LIMIT", Offset: off,
 				Err: fmt.Errorf("%d bytes, not a multiple of struct ovs_zone_limit (12)", len(data))}
 		}
 		for i := 0; i < len(data); i += 12 {

@@ -129,7 +129,7 @@ func TestDecodeMalformed(t *testing.T) {
 			if !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("error %q does not contain %q", err, tc.want)
 			}
-			var de *DecodeError
+			var de *odp.DecodeError
 			if !errors.As(err, &de) {
 				t.Errorf("error %v is not a *DecodeError", err)
 			}
@@ -286,13 +286,38 @@ func TestParseUpcallKeyTrailingBytes(t *testing.T) {
 		b := cat(hdr, attr(packetAttrPacket, []byte("0123456789abcdef")), attr(packetAttrKey, key))
 		var r RawUpcall
 		err := ParseUpcall(packetCmdMiss, b, &r)
-		var de *DecodeError
+		var de *odp.DecodeError
 		if !errors.As(err, &de) || !strings.Contains(err.Error(), "trailing bytes") {
 			t.Errorf("%d trailing bytes: ParseUpcall = %v, want a DecodeError about trailing bytes", n, err)
 		}
 		var u odp.Upcall
 		if DecodeUpcall(packetCmdMiss, b, &u) == nil {
 			t.Errorf("%d trailing bytes: DecodeUpcall accepted the key", n)
+		}
+	}
+}
+
+// TestParseUpcallKeyErrorOffsets: a malformed attribute inside the
+// upcall's key is reported at its own offset in the message (it was
+// always 0), as the one odp.DecodeError every decoder returns.
+func TestParseUpcallKeyErrorOffsets(t *testing.T) {
+	pkt := attr(packetAttrPacket, []byte("0123456789abcdef")) // 20 bytes
+	keyOff := len(hdr) + len(pkt)
+	for _, tc := range []struct {
+		name string
+		key  []byte
+		attr string
+		off  int // in the message
+	}{
+		{"short in_port", cat(attr(uint16(odp.KeyPriority), u32b(1)), attr(uint16(odp.KeyInPort), []byte{1, 2})), "OVS_PACKET_ATTR_KEY.in_port", keyOff + 4 + 8},
+		{"length past end", cat(attr(uint16(odp.KeyInPort), u32b(1)), []byte{99, 0, 3, 0}), "OVS_PACKET_ATTR_KEY", keyOff + 4 + 8},
+	} {
+		b := cat(hdr, pkt, attr(packetAttrKey, tc.key))
+		var r RawUpcall
+		err := ParseUpcall(packetCmdMiss, b, &r)
+		var de *odp.DecodeError
+		if !errors.As(err, &de) || de.What != "upcall" || de.Attr != tc.attr || de.Offset != tc.off {
+			t.Errorf("%s: ParseUpcall = %v (%+v), want a DecodeError for %s at offset %d", tc.name, err, de, tc.attr, tc.off)
 		}
 	}
 }

@@ -113,8 +113,7 @@ func decodeActions(b []byte, base int, path string, depth int) (Actions, error) 
 	}
 	as := Actions{}
 	w := newAttrWalker(b, base)
-	var a rawAttr
-	for w.next(&a) {
+	for a := range w.All() {
 		t := ActionType(a.Type)
 		p := path + "." + t.String()
 		var (
@@ -122,7 +121,7 @@ func decodeActions(b []byte, base int, path string, depth int) (Actions, error) 
 			err error
 		)
 		if dec, ok := actionDecoders[t]; ok {
-			act, err = dec(&a, p, depth)
+			act, err = dec(a, p, depth)
 		} else {
 			act = UnknownAction{Type: t, Data: append([]byte{}, a.Data...)}
 		}
@@ -131,12 +130,8 @@ func decodeActions(b []byte, base int, path string, depth int) (Actions, error) 
 		}
 		as = append(as, act)
 	}
-	if w.err != nil {
-		if de, ok := w.err.(*DecodeError); ok {
-			// The walker does not know names: the list is what is malformed.
-			de.Attr = path
-		}
-		return nil, w.err
+	if err := w.listErr(path); err != nil {
+		return nil, err
 	}
 	return as, nil
 }
@@ -324,7 +319,7 @@ func parseUnknownAction(sc *scanner, t ActionType) (Action, error) {
 	if !sc.accept("(") {
 		return u, nil
 	}
-	d, err := sc.actHexBytes("action payload")
+	d, err := sc.hexBytes("action payload")
 	if err != nil {
 		return nil, err
 	}

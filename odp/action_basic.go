@@ -390,8 +390,9 @@ func parseHash(sc *scanner, _ int) (Action, error) {
 	case name == "sym_l4":
 		h.Alg = HashSymL4
 	case strings.HasPrefix(name, "alg") && len(name) > 3:
-		v, err := actParseUint(name[3:], 32)
-		if err != nil {
+		ns := newScanner(name[3:])
+		v, err := ns.cnum(32)
+		if err != nil || !ns.eof() {
 			return nil, sc.errorAt(start, "bad hash algorithm %q", name)
 		}
 		h.Alg = uint32(v)
@@ -551,9 +552,9 @@ func parsePushEth(sc *scanner, _ int) (Action, error) {
 		var err error
 		switch name {
 		case "src":
-			p.Src, err = sc.actMAC("src")
+			p.Src, err = sc.mac()
 		case "dst":
-			p.Dst, err = sc.actMAC("dst")
+			p.Dst, err = sc.mac()
 		case "type":
 			// Open vSwitch's parser wants a type= it then ignores.
 			_, err = sc.actUint(16, "type")

@@ -479,10 +479,10 @@ func parseCT(sc *scanner, _ int) (Action, error) {
 		case "label":
 			if err = sc.actExpect("=", "ct label"); err == nil {
 				var v, m [16]byte
-				if v, err = actScanInt128(sc, "label"); err == nil {
+				if err = sc.intString(v[:]); err == nil {
 					m = [16]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
 					if sc.accept("/") {
-						m, err = actScanInt128(sc, "label mask")
+						err = sc.intString(m[:])
 					}
 				}
 				c.LabelsValue, c.LabelsMask, c.HasLabels = actLabelBE(v), actLabelBE(m), true
@@ -531,47 +531,6 @@ func parseCT(sc *scanner, _ int) (Action, error) {
 		return nil, sc.errorf("ct cannot have both commit and force_commit")
 	}
 	return c, nil
-}
-
-// actScanInt128 parses a 128-bit number as Open vSwitch's
-// parse_int_string does: "0x" and up to 32 hex digits, or a decimal or
-// octal number that fits in 64 bits. The result is big-endian.
-func actScanInt128(sc *scanner, what string) ([16]byte, error) {
-	var v [16]byte
-	start := sc.pos
-	if sc.accept("0x") || sc.accept("0X") {
-		d0 := sc.pos
-		for actIsHex(sc.peek()) {
-			sc.pos++
-		}
-		digits := strings.TrimLeft(sc.s[d0:sc.pos], "0")
-		if sc.pos == d0 {
-			return v, sc.errorAt(start, "expected hex digits for %s", what)
-		}
-		if len(digits) > 32 {
-			return v, sc.errorAt(start, "%s does not fit in 128 bits", what)
-		}
-		for i := 0; i < len(digits); i++ {
-			c := digits[len(digits)-1-i]
-			var h byte
-			switch {
-			case c >= '0' && c <= '9':
-				h = c - '0'
-			case c >= 'a' && c <= 'f':
-				h = c - 'a' + 10
-			default:
-				h = c - 'A' + 10
-			}
-			v[15-i/2] |= h << (4 * (i % 2))
-		}
-		return v, nil
-	}
-	n, err := sc.actUint(64, what)
-	if err != nil {
-		return v, err
-	}
-	binary.BigEndian.PutUint64(v[8:], n)
-	return v, nil
 }
 
 // parseNAT parses what follows "nat": nothing, or "(src[=RANGE]|dst[=RANGE],
@@ -641,21 +600,19 @@ func parseNATRange(sc *scanner, n *NAT) error {
 	}
 	start := sc.pos
 	addr := func() (netip.Addr, error) {
+		// As Open vSwitch: IP_SCAN_FMT first, then IPV6_SCAN_FMT with or
+		// without brackets. Digits then a dot can only be IPv4.
 		s0 := sc.pos
-		dots := 0
-		for sc.pos < len(sc.s) && (sc.s[sc.pos] >= '0' && sc.s[sc.pos] <= '9' || sc.s[sc.pos] == '.') {
-			if sc.s[sc.pos] == '.' {
-				dots++
-			}
-			sc.pos++
+		i := s0
+		for i < len(sc.s) && sc.s[i] >= '0' && sc.s[i] <= '9' {
+			i++
 		}
-		if dots == 3 {
-			if a, err := netip.ParseAddr(sc.s[s0:sc.pos]); err == nil && a.Is4() {
-				return a, nil
-			}
+		if i > s0 && i < len(sc.s) && sc.s[i] == '.' {
+			a, err := sc.ipv4()
+			return netip.AddrFrom4(a), err
 		}
 		sc.pos = s0
-		a, err := sc.actIPv6("nat address")
+		a, err := sc.ipv6Bracketed()
 		if err != nil {
 			return netip.Addr{}, err
 		}

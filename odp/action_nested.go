@@ -30,6 +30,15 @@ type Sample struct {
 // ActionType implements Action.
 func (Sample) ActionType() ActionType { return ActionSample }
 
+// SubLists implements NestedAction: the sampled packets' actions.
+func (s Sample) SubLists() []SubList { return []SubList{{Name: "actions", Actions: s.Actions}} }
+
+// MapSubLists implements NestedAction.
+func (s Sample) MapSubLists(f func(Actions) Actions) Action {
+	s.Actions = f(s.Actions)
+	return s
+}
+
 func (s Sample) appendPayload(b []byte) ([]byte, error) {
 	b = appendU32(b, sampleAttrProbability, s.Probability)
 	return actAppendNestedActions(b, sampleAttrActions, s.Actions)
@@ -115,6 +124,16 @@ type Clone struct {
 // ActionType implements Action.
 func (Clone) ActionType() ActionType { return ActionClone }
 
+// SubLists implements NestedAction: the copy's actions (unnamed in the
+// text, "clone(ACTIONS)").
+func (c Clone) SubLists() []SubList { return []SubList{{Actions: c.Actions}} }
+
+// MapSubLists implements NestedAction.
+func (c Clone) MapSubLists(f func(Actions) Actions) Action {
+	c.Actions = f(c.Actions)
+	return c
+}
+
 func (c Clone) appendPayload(b []byte) ([]byte, error) { return appendActions(b, c.Actions) }
 
 func (c Clone) format(f *textBuf) {
@@ -166,6 +185,17 @@ type CheckPktLen struct {
 
 // ActionType implements Action.
 func (CheckPktLen) ActionType() ActionType { return ActionCheckPktLen }
+
+// SubLists implements NestedAction: gt, then le, as on the wire.
+func (c CheckPktLen) SubLists() []SubList {
+	return []SubList{{Name: "gt", Actions: c.Greater}, {Name: "le", Actions: c.LessEqual}}
+}
+
+// MapSubLists implements NestedAction.
+func (c CheckPktLen) MapSubLists(f func(Actions) Actions) Action {
+	c.Greater, c.LessEqual = f(c.Greater), f(c.LessEqual)
+	return c
+}
 
 func (c CheckPktLen) appendPayload(b []byte) ([]byte, error) {
 	b = appendU16(b, cplAttrPktLen, c.PktLen)
@@ -253,6 +283,15 @@ type DecTTL struct {
 
 // ActionType implements Action.
 func (DecTTL) ActionType() ActionType { return ActionDecTTL }
+
+// SubLists implements NestedAction: the actions for a TTL of 1 or less.
+func (d DecTTL) SubLists() []SubList { return []SubList{{Name: "le_1", Actions: d.LE1}} }
+
+// MapSubLists implements NestedAction.
+func (d DecTTL) MapSubLists(f func(Actions) Actions) Action {
+	d.LE1 = f(d.LE1)
+	return d
+}
 
 func (d DecTTL) appendPayload(b []byte) ([]byte, error) {
 	return actAppendNestedActions(b, decTTLAttrAction, d.LE1)
@@ -389,7 +428,7 @@ func parsePsample(sc *scanner, _ int) (Action, error) {
 				return sc.errorf("psample cookie must be hex starting with 0x")
 			}
 			d0 := sc.pos
-			for actIsHex(sc.peek()) {
+			for isHex(sc.peek()) {
 				sc.pos++
 			}
 			digits := sc.s[d0:sc.pos]

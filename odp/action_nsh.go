@@ -179,7 +179,7 @@ func parsePushNSH(sc *scanner, _ int) (Action, error) {
 				return sc.errorf("md2 must be hex starting with 0x")
 			}
 			var d []byte
-			d, err = sc.actHexBytes("md2")
+			d, err = sc.hexBytes("md2")
 			for len(d)%4 != 0 {
 				d = append(d, 0)
 			}

@@ -133,8 +133,8 @@ func actInterleaveNested(kp, mp []byte) ([]byte, error) {
 	for nv < len(vals) && kw.next(&vals[nv]) {
 		nv++
 	}
-	if kw.err != nil {
-		return nil, kw.err
+	if err := kw.attrErr("value"); err != nil {
+		return nil, err
 	}
 	var extra rawAttr
 	if nv == len(vals) && kw.next(&extra) {
@@ -143,8 +143,7 @@ func actInterleaveNested(kp, mp []byte) ([]byte, error) {
 	var out []byte
 	used := 0
 	mw := newAttrWalker(mp, 0)
-	var ma rawAttr
-	for mw.next(&ma) {
+	for ma := range mw.All() {
 		var data []byte
 		if used < nv && vals[used].Type == ma.Type {
 			if len(vals[used].Data) != len(ma.Data) {
@@ -162,8 +161,8 @@ func actInterleaveNested(kp, mp []byte) ([]byte, error) {
 		out = append(out, ma.Data...)
 		out = padAttr(out)
 	}
-	if mw.err != nil {
-		return nil, mw.err
+	if err := mw.attrErr("mask"); err != nil {
+		return nil, err
 	}
 	if used < nv {
 		return nil, fmt.Errorf("value attribute %d has no mask attribute", vals[used].Type)
@@ -178,16 +177,13 @@ func actSingleKeyAttr(a *rawAttr, path string) (rawAttr, error) {
 	w := newAttrWalker(a.Data, a.Offset+nlaHdrLen)
 	var k rawAttr
 	if !w.next(&k) {
-		if w.err != nil {
-			if de, ok := w.err.(*DecodeError); ok {
-				de.Attr = path
-			}
-			return k, w.err
+		if err := w.listErr(path); err != nil {
+			return k, err
 		}
 		return k, actDecodeErr(a, path, "no key attribute")
 	}
 	var extra rawAttr
-	if w.next(&extra) || w.err != nil {
+	if w.next(&extra) || w.Err() != nil {
 		return k, actDecodeErr(a, path, "more than one key attribute (%d bytes after the first)", len(a.Data)-nlaAlign(nlaHdrLen+len(k.Data)))
 	}
 	return k, nil
@@ -214,20 +210,16 @@ func decodeSetMasked(a *rawAttr, path string, _ int) (Action, error) {
 	var kd, md []byte
 	if KeyType(k.Type) == KeyNSH {
 		w := newAttrWalker(k.Data, k.Offset+nlaHdrLen)
-		var n rawAttr
-		for w.next(&n) {
+		for n := range w.All() {
 			if len(n.Data)%2 != 0 {
-				return nil, actDecodeErr(&n, p, "value||mask payload of odd length %d", len(n.Data))
+				return nil, actDecodeErr(n, p, "value||mask payload of odd length %d", len(n.Data))
 			}
 			h := len(n.Data) / 2
 			kd = appendAttr(kd, n.Type, n.Data[:h])
 			md = appendAttr(md, n.Type, n.Data[h:])
 		}
-		if w.err != nil {
-			if de, ok := w.err.(*DecodeError); ok {
-				de.Attr = p
-			}
-			return nil, w.err
+		if err := w.listErr(p); err != nil {
+			return nil, err
 		}
 	} else {
 		if len(k.Data)%2 != 0 {
@@ -262,13 +254,12 @@ func actMaskIsExact(key, mask KeyAttr) (bool, error) {
 	}
 	if key.KeyType() == KeyNSH {
 		w := newAttrWalker(mp, 0)
-		var n rawAttr
-		for w.next(&n) {
+		for n := range w.All() {
 			if !allOnes(n.Data) {
 				return false, nil
 			}
 		}
-		return w.err == nil, nil
+		return w.Err() == nil, nil
 	}
 	if len(kp) != len(mp) {
 		return true, nil

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
-	"strings"
 
 	"github.com/ovsdp/ovsdp/internal/header"
 )
@@ -285,53 +284,6 @@ func actFormatHexStripped(f *textBuf, d []byte) {
 	writeHex(f, d[i+1:])
 }
 
-// actScanIntBytes parses a number into n big-endian bytes, as Open
-// vSwitch's parse_int_string: "0x" and hex digits right-aligned, or a C
-// integer.
-func actScanIntBytes(sc *scanner, n int, what string) ([]byte, error) {
-	out := make([]byte, n)
-	start := sc.pos
-	if sc.accept("0x") || sc.accept("0X") {
-		d0 := sc.pos
-		for actIsHex(sc.peek()) {
-			sc.pos++
-		}
-		digits := strings.TrimLeft(sc.s[d0:sc.pos], "0")
-		if sc.pos == d0 {
-			return nil, sc.errorAt(start, "expected hex digits for %s", what)
-		}
-		if (len(digits)+1)/2 > n {
-			return nil, sc.errorAt(start, "%s does not fit in %d bytes", what, n)
-		}
-		for i := 0; i < len(digits); i++ {
-			c := digits[len(digits)-1-i]
-			var h byte
-			switch {
-			case c >= '0' && c <= '9':
-				h = c - '0'
-			case c >= 'a' && c <= 'f':
-				h = c - 'a' + 10
-			default:
-				h = c - 'A' + 10
-			}
-			out[n-1-i/2] |= h << (4 * (i % 2))
-		}
-		return out, nil
-	}
-	v, err := sc.actUint(64, what)
-	if err != nil {
-		return nil, err
-	}
-	for i := n - 1; i >= 0; i-- {
-		out[i] = byte(v)
-		v >>= 8
-	}
-	if v != 0 {
-		return nil, sc.errorAt(start, "%s does not fit in %d bytes", what, n)
-	}
-	return out, nil
-}
-
 // parseTnlHeader parses "header(...)" and builds the header bytes as Open
 // vSwitch's parser does. It checks size= and type= against what it built.
 func parseTnlHeader(sc *scanner) ([]byte, uint32, error) {
@@ -354,7 +306,7 @@ func parseTnlHeader(sc *scanner) ([]byte, uint32, error) {
 	}
 	typ := uint32(tv)
 	if sc.accept(",raw=") {
-		d, err := sc.actHexBytes("raw header")
+		d, err := sc.hexBytes("raw header")
 		if err != nil {
 			return nil, 0, err
 		}
@@ -370,7 +322,7 @@ func parseTnlHeader(sc *scanner) ([]byte, uint32, error) {
 	if err := sc.actExpect(",eth(dst=", "tnl_push header"); err != nil {
 		return nil, 0, err
 	}
-	mac, err := sc.actMAC("eth dst")
+	mac, err := sc.mac()
 	if err != nil {
 		return nil, 0, err
 	}
@@ -378,7 +330,7 @@ func parseTnlHeader(sc *scanner) ([]byte, uint32, error) {
 	if err := sc.actExpect(",src=", "tnl_push eth"); err != nil {
 		return nil, 0, err
 	}
-	if mac, err = sc.actMAC("eth src"); err != nil {
+	if mac, err = sc.mac(); err != nil {
 		return nil, 0, err
 	}
 	copy(h[6:12], mac[:])
@@ -401,7 +353,7 @@ func parseTnlHeader(sc *scanner) ([]byte, uint32, error) {
 		if err := sc.actExpect("ipv4(src=", "tnl_push header"); err != nil {
 			return nil, 0, err
 		}
-		a, err := sc.actIPv4("ipv4 src")
+		a, err := sc.ipv4()
 		if err != nil {
 			return nil, 0, err
 		}
@@ -409,7 +361,7 @@ func parseTnlHeader(sc *scanner) ([]byte, uint32, error) {
 		if err := sc.actExpect(",dst=", "tnl_push ipv4"); err != nil {
 			return nil, 0, err
 		}
-		if a, err = sc.actIPv4("ipv4 dst"); err != nil {
+		if a, err = sc.ipv4(); err != nil {
 			return nil, 0, err
 		}
 		copy(ip[16:], a[:])
@@ -443,7 +395,7 @@ func parseTnlHeader(sc *scanner) ([]byte, uint32, error) {
 		if err := sc.actExpect("ipv6(src=", "tnl_push header"); err != nil {
 			return nil, 0, err
 		}
-		a, err := sc.actIPv6("ipv6 src")
+		a, err := sc.ipv6()
 		if err != nil {
 			return nil, 0, err
 		}
@@ -451,7 +403,7 @@ func parseTnlHeader(sc *scanner) ([]byte, uint32, error) {
 		if err := sc.actExpect(",dst=", "tnl_push ipv6"); err != nil {
 			return nil, 0, err
 		}
-		if a, err = sc.actIPv6("ipv6 dst"); err != nil {
+		if a, err = sc.ipv6(); err != nil {
 			return nil, 0, err
 		}
 		copy(ip[24:], a[:])
@@ -588,7 +540,7 @@ func parseTnlHeader(sc *scanner) ([]byte, uint32, error) {
 					}
 					data := make([]byte, dl)
 					if sc.accept(",") {
-						if data, err = actScanIntBytes(sc, int(dl), "geneve option data"); err != nil {
+						if err = sc.intString(data); err != nil {
 							return nil, 0, err
 						}
 					}
@@ -684,7 +636,7 @@ func parseTnlHeader(sc *scanner) ([]byte, uint32, error) {
 			if i == n {
 				return nil, 0, sc.errorf("more srv6 segments than segments_left+1 (%d)", n)
 			}
-			a, err := sc.actIPv6("srv6 segment")
+			a, err := sc.ipv6()
 			if err != nil {
 				return nil, 0, err
 			}

@@ -135,7 +135,7 @@ func parseUserspace(sc *scanner, _ int) (Action, error) {
 	// order (as Open vSwitch's parser wants them).
 	if sc.accept(",userdata(") {
 		start := sc.pos
-		d, err := sc.actHexBytes("userdata")
+		d, err := sc.hexBytes("userdata")
 		if err != nil {
 			return nil, err
 		}

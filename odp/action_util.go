@@ -3,82 +3,25 @@ package odp
 import (
 	"encoding/binary"
 	"fmt"
-	"net/netip"
 	"strconv"
 )
 
 // Helpers for the action codec and the action text syntax. They only add
-// to scan.go and nlattr.go; names start with "act" to stay clear of the
-// key side's helpers.
-
-// actNumber consumes the longest run of characters that can form a C
-// integer literal (digits, hex letters, 'x'/'X') and returns it with its
-// start offset. It does not consume a sign.
-func (sc *scanner) actNumberToken() (string, int) {
-	start := sc.pos
-	for sc.pos < len(sc.s) {
-		c := sc.s[sc.pos]
-		if c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F' || c == 'x' || c == 'X' {
-			sc.pos++
-			continue
-		}
-		break
-	}
-	return sc.s[start:sc.pos], start
-}
+// to scan.go and nlattr.go, whose scanners (addresses, hex, C integers)
+// keys and actions share.
 
 // actUint parses an unsigned integer as C's strtoul with base 0 would
-// (decimal, 0x hex, leading-0 octal) that fits in bits bits. what names
-// the value in errors.
+// (decimal, 0x hex, leading-0 octal) that fits in bits bits: scanInt, as
+// Open vSwitch's "%i" reads the numbers of its actions. what names the
+// value in errors.
 func (sc *scanner) actUint(bits int, what string) (uint64, error) {
-	tok, start := sc.actNumberToken()
-	if tok == "" {
-		return 0, sc.errorAt(start, "expected a number for %s", what)
-	}
-	v, err := actParseUint(tok, bits)
-	if err != nil {
-		return 0, sc.errorAt(start, "bad %s %q: %v", what, tok, err)
-	}
-	return v, nil
+	return sc.scanInt(bits, 0, what)
 }
 
-// actUintBase parses an unsigned integer in the given base (16 accepts an
-// optional 0x prefix; 10 is plain decimal).
+// actUintBase parses an unsigned integer in the given base ("%x" when
+// 16, which accepts an optional 0x prefix; "%u" when 10).
 func (sc *scanner) actUintBase(bits, base int, what string) (uint64, error) {
-	tok, start := sc.actNumberToken()
-	t := tok
-	if base == 16 && len(t) > 2 && t[0] == '0' && (t[1] == 'x' || t[1] == 'X') {
-		t = t[2:]
-	}
-	if t == "" {
-		return 0, sc.errorAt(start, "expected a number for %s", what)
-	}
-	v, err := strconv.ParseUint(t, base, bits)
-	if err != nil {
-		return 0, sc.errorAt(start, "bad %s %q: want a %d-bit base-%d number", what, tok, bits, base)
-	}
-	return v, nil
-}
-
-// actParseUint parses a C integer literal (base 0 of strtoul, without
-// Go's 0b/0o/underscore extensions).
-func actParseUint(tok string, bits int) (uint64, error) {
-	base := 10
-	t := tok
-	switch {
-	case len(t) > 2 && t[0] == '0' && (t[1] == 'x' || t[1] == 'X'):
-		base, t = 16, t[2:]
-	case len(t) > 1 && t[0] == '0':
-		base, t = 8, t[1:]
-	}
-	v, err := strconv.ParseUint(t, base, bits)
-	if err != nil {
-		if ne, ok := err.(*strconv.NumError); ok && ne.Err == strconv.ErrRange {
-			return 0, fmt.Errorf("out of range for %d bits", bits)
-		}
-		return 0, fmt.Errorf("not a number")
-	}
-	return v, nil
+	return sc.scanInt(bits, base, what)
 }
 
 // actExpect consumes lit or fails saying what it was parsing.
@@ -87,95 +30,6 @@ func (sc *scanner) actExpect(lit, ctx string) error {
 		return nil
 	}
 	return sc.errorf("expected %q in %s", lit, ctx)
-}
-
-// actWord consumes a run of characters other than the delimiters in stop.
-func (sc *scanner) actWord(stop string) (string, int) {
-	start := sc.pos
-	return sc.token(stop), start
-}
-
-// actIPv4 parses a dotted-quad IPv4 address.
-func (sc *scanner) actIPv4(what string) ([4]byte, error) {
-	start := sc.pos
-	for sc.pos < len(sc.s) && (sc.s[sc.pos] >= '0' && sc.s[sc.pos] <= '9' || sc.s[sc.pos] == '.') {
-		sc.pos++
-	}
-	a, err := netip.ParseAddr(sc.s[start:sc.pos])
-	if err != nil || !a.Is4() {
-		return [4]byte{}, sc.errorAt(start, "bad IPv4 address for %s", what)
-	}
-	return a.As4(), nil
-}
-
-// actIPv6 parses an IPv6 address, optionally in brackets.
-func (sc *scanner) actIPv6(what string) ([16]byte, error) {
-	start := sc.pos
-	br := sc.accept("[")
-	s0 := sc.pos
-	for sc.pos < len(sc.s) {
-		c := sc.s[sc.pos]
-		if c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F' || c == ':' || c == '.' {
-			sc.pos++
-			continue
-		}
-		break
-	}
-	txt := sc.s[s0:sc.pos]
-	if br && !sc.accept("]") {
-		return [16]byte{}, sc.errorf("expected ']' after IPv6 address for %s", what)
-	}
-	a, err := netip.ParseAddr(txt)
-	if err != nil || !a.Is6() || a.Zone() != "" {
-		return [16]byte{}, sc.errorAt(start, "bad IPv6 address for %s", what)
-	}
-	return a.As16(), nil
-}
-
-// actMAC parses a colon-separated Ethernet address.
-func (sc *scanner) actMAC(what string) ([6]byte, error) {
-	var m [6]byte
-	start := sc.pos
-	for i := 0; i < 6; i++ {
-		if i > 0 && !sc.accept(":") {
-			return m, sc.errorAt(start, "bad Ethernet address for %s", what)
-		}
-		s0 := sc.pos
-		for sc.pos < len(sc.s) && sc.pos-s0 < 2 && actIsHex(sc.s[sc.pos]) {
-			sc.pos++
-		}
-		if sc.pos == s0 {
-			return m, sc.errorAt(start, "bad Ethernet address for %s", what)
-		}
-		v, _ := strconv.ParseUint(sc.s[s0:sc.pos], 16, 8)
-		m[i] = byte(v)
-	}
-	return m, nil
-}
-
-func actIsHex(c byte) bool {
-	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
-}
-
-// actHexBytes parses hex digits (an even number of them) up to the first
-// non-hex character. Open vSwitch's ofpbuf_put_hex also allows blanks
-// between bytes; so do we.
-func (sc *scanner) actHexBytes(what string) ([]byte, error) {
-	var out []byte
-	for {
-		for sc.peek() == ' ' {
-			sc.pos++
-		}
-		if !actIsHex(sc.peek()) {
-			return out, nil
-		}
-		if sc.pos+1 >= len(sc.s) || !actIsHex(sc.s[sc.pos+1]) {
-			return nil, sc.errorf("odd number of hex digits in %s", what)
-		}
-		v, _ := strconv.ParseUint(sc.s[sc.pos:sc.pos+2], 16, 8)
-		out = append(out, byte(v))
-		sc.pos += 2
-	}
 }
 
 // actDecodeErr builds a DecodeError for attribute a.
@@ -187,9 +41,8 @@ func actDecodeErr(a *rawAttr, path string, format string, args ...any) error {
 // path. Duplicate attribute types are rejected, as the kernel does.
 func actNested(a *rawAttr, path string, names map[uint16]string, fn func(n *rawAttr, p string) error) error {
 	w := newAttrWalker(a.Data, a.Offset+nlaHdrLen)
-	var n rawAttr
 	var seen uint64
-	for w.next(&n) {
+	for n := range w.All() {
 		name, ok := names[n.Type]
 		if !ok {
 			name = "attr" + strconv.Itoa(int(n.Type))
@@ -197,21 +50,15 @@ func actNested(a *rawAttr, path string, names map[uint16]string, fn func(n *rawA
 		p := path + "." + name
 		if n.Type < 64 {
 			if seen&(1<<n.Type) != 0 {
-				return actDecodeErr(&n, p, "duplicate attribute")
+				return actDecodeErr(n, p, "duplicate attribute")
 			}
 			seen |= 1 << n.Type
 		}
-		if err := fn(&n, p); err != nil {
+		if err := fn(n, p); err != nil {
 			return err
 		}
 	}
-	if w.err != nil {
-		if de, ok := w.err.(*DecodeError); ok {
-			de.Attr = path
-		}
-		return w.err
-	}
-	return nil
+	return w.listErr(path)
 }
 
 // actU32 decodes a 4-byte native-endian payload.

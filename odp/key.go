@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"strconv"
-	"strings"
 	"sync"
 )
 
@@ -165,21 +164,20 @@ func decodeKey(b []byte, base int, path string, depth int) (FlowKey, error) {
 	// growing the slice attribute by attribute is not).
 	n := 0
 	w := newAttrWalker(b, base)
-	var a rawAttr
-	for w.next(&a) {
+	for range w.All() {
 		n++
 	}
 	k := make(FlowKey, 0, n)
 	w = newAttrWalker(b, base)
-	for w.next(&a) {
-		ka, err := decodeKeyAttr(&a, path, depth)
+	for a := range w.All() {
+		ka, err := decodeKeyAttr(a, path, depth)
 		if err != nil {
 			return nil, err
 		}
 		k = append(k, ka)
 	}
-	if w.err != nil {
-		return nil, walkErr(w.err, path)
+	if err := w.attrErr(path); err != nil {
+		return nil, err
 	}
 	return k, nil
 }
@@ -253,18 +251,4 @@ func allZero(b []byte) bool {
 		}
 	}
 	return true
-}
-
-// walkErr names the containing attribute path in an attrWalker error:
-// "key.encap" or, when the walker knew the bad attribute's type,
-// "key.encap.type 6".
-func walkErr(err error, path string) error {
-	if de, ok := err.(*DecodeError); ok {
-		if de.Attr == "" {
-			de.Attr = path
-		} else if !strings.HasPrefix(de.Attr, path) {
-			de.Attr = path + "." + de.Attr
-		}
-	}
-	return err
 }

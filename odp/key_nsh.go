@@ -139,11 +139,10 @@ func init() {
 	keyDecoders[KeyNSH] = func(a *rawAttr, path string, _ int) (KeyAttr, error) {
 		var n NSH
 		w := newAttrWalker(a.Data, a.Offset+nlaHdrLen)
-		var c rawAttr
-		for w.next(&c) {
+		for c := range w.All() {
 			switch c.Type {
 			case nshBase:
-				d, err := decodeFixed(&c, path+".base", 8)
+				d, err := decodeFixed(c, path+".base", 8)
 				if err != nil {
 					return nil, err
 				}
@@ -151,7 +150,7 @@ func init() {
 				n.Flags, n.TTL, n.MDType, n.NP = d[0], d[1], d[2], d[3]
 				n.PathHdr = binary.BigEndian.Uint32(d[4:])
 			case nshMD1:
-				d, err := decodeFixed(&c, path+".md1", 16)
+				d, err := decodeFixed(c, path+".md1", 16)
 				if err != nil {
 					return nil, err
 				}
@@ -165,8 +164,8 @@ func init() {
 				n.Unknown = append(n.Unknown, UnknownKey{Type: KeyType(c.Type), Data: append([]byte{}, c.Data...)})
 			}
 		}
-		if w.err != nil {
-			return nil, walkErr(w.err, path)
+		if err := w.attrErr(path); err != nil {
+			return nil, err
 		}
 		return n, nil
 	}

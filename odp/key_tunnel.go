@@ -399,11 +399,10 @@ func init() {
 func decodeTunnel(a *rawAttr, path string, _ int) (KeyAttr, error) {
 	var t Tunnel
 	w := newAttrWalker(a.Data, a.Offset+nlaHdrLen)
-	var c rawAttr
-	for w.next(&c) {
+	for c := range w.All() {
 		p := fmt.Sprintf("%s.%d", path, c.Type)
 		fixed := func(name string, n int) ([]byte, error) {
-			return decodeFixed(&c, path+"."+name, n)
+			return decodeFixed(c, path+"."+name, n)
 		}
 		var err error
 		var d []byte
@@ -470,17 +469,16 @@ func decodeTunnel(a *rawAttr, path string, _ int) (KeyAttr, error) {
 			t.Present |= TunnelHasGeneve
 		case tunVXLANOpts:
 			vw := newAttrWalker(c.Data, c.Offset+nlaHdrLen)
-			var v rawAttr
-			for vw.next(&v) {
+			for v := range vw.All() {
 				if v.Type == vxlanExtGBP {
-					if d, err = decodeFixed(&v, path+".vxlan.gbp", 4); err != nil {
+					if d, err = decodeFixed(v, path+".vxlan.gbp", 4); err != nil {
 						return nil, err
 					}
 					t.VXLANGBP = binary.NativeEndian.Uint32(d)
 				}
 			}
-			if vw.err != nil {
-				return nil, walkErr(vw.err, path+".vxlan")
+			if err := vw.attrErr(path + ".vxlan"); err != nil {
+				return nil, err
 			}
 			t.Present |= TunnelHasVXLAN
 		case tunPad:
@@ -503,8 +501,8 @@ func decodeTunnel(a *rawAttr, path string, _ int) (KeyAttr, error) {
 			return nil, err
 		}
 	}
-	if w.err != nil {
-		return nil, walkErr(w.err, path)
+	if err := w.attrErr(path); err != nil {
+		return nil, err
 	}
 	return t, nil
 }
@@ -576,7 +574,7 @@ func parseTunnelUnknown(sc *scanner, k, m *Tunnel) error {
 	if err != nil || !sc.accept("(") {
 		return sc.errorAt(start, "unknown field in tunnel()")
 	}
-	data, err := sc.hexBytes()
+	data, err := sc.hexBytes("tunnel attribute")
 	if err != nil {
 		return err
 	}
@@ -587,7 +585,7 @@ func parseTunnelUnknown(sc *scanner, k, m *Tunnel) error {
 	if has, err := sc.maskSep(); err != nil {
 		return err
 	} else if has {
-		if md, err = sc.hexBytes(); err != nil {
+		if md, err = sc.hexBytes("tunnel attribute mask"); err != nil {
 			return err
 		}
 	}

@@ -318,7 +318,7 @@ func genericKeyName(name string) (KeyType, bool) {
 // ipv6_exthdrs(0x1) and types we do not know stay UnknownKey.
 func parseGenericKey(sc *scanner, t KeyType) (KeyAttr, KeyAttr, error) {
 	start := sc.pos
-	data, err := sc.hexBytes()
+	data, err := sc.hexBytes(t.String())
 	if err != nil {
 		return nil, nil, err
 	}
@@ -331,7 +331,7 @@ func parseGenericKey(sc *scanner, t KeyType) (KeyAttr, KeyAttr, error) {
 		return nil, nil, err
 	} else if has {
 		mstart = sc.pos
-		if mdata, err = sc.hexBytes(); err != nil {
+		if mdata, err = sc.hexBytes(t.String() + " mask"); err != nil {
 			return nil, nil, err
 		}
 		if len(mdata) != len(data) {

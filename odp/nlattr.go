@@ -3,76 +3,60 @@ package odp
 import (
 	"encoding/binary"
 	"fmt"
+
+	"github.com/ovsdp/ovsdp/internal/nlattr"
 )
 
 // nlaHdrLen is the size of a netlink attribute header (struct nlattr).
-const nlaHdrLen = 4
+const nlaHdrLen = nlattr.HdrLen
 
 // maxAttrLen is the largest payload a netlink attribute can carry: nla_len
 // is a 16-bit field that includes the header.
-const maxAttrLen = 0xffff - nlaHdrLen
+const maxAttrLen = nlattr.MaxPayload
 
 // nlaAlign rounds n up to the netlink attribute alignment (4 bytes).
-func nlaAlign(n int) int { return (n + 3) &^ 3 }
-
-// nlaNested is the NLA_F_NESTED flag; nlaTypeMask strips the flag bits.
-const (
-	nlaNested   = 1 << 15
-	nlaTypeMask = 0x3fff
-)
+func nlaAlign(n int) int { return nlattr.Align(n) }
 
 // rawAttr is one attribute found by attrWalker: its type (flags stripped),
 // payload, and the byte offset of its header within the outermost buffer.
-type rawAttr struct {
-	Type   uint16
-	Data   []byte
-	Offset int
-	Nested bool
-}
+type rawAttr = nlattr.Attr
 
 // attrWalker iterates over a buffer of netlink attributes without
-// allocating. base is the offset of buf within the outermost buffer, so
-// that errors can name absolute offsets.
-type attrWalker struct {
-	buf  []byte
-	base int
-	pos  int
-	err  error
-}
+// allocating (the module's one walker, internal/nlattr), and turns a
+// malformed framing into a DecodeError naming where it was.
+type attrWalker struct{ nlattr.Walker }
 
+// newAttrWalker walks buf, which begins at offset base of the outermost
+// buffer, so that errors can name absolute offsets.
 func newAttrWalker(buf []byte, base int) attrWalker {
-	return attrWalker{buf: buf, base: base}
+	return attrWalker{nlattr.NewWalker(buf, base)}
 }
 
 // next returns the next attribute. It returns false at the end of the
-// buffer or on a malformed attribute, in which case err reports it.
-func (w *attrWalker) next(a *rawAttr) bool {
-	if w.err != nil || w.pos >= len(w.buf) {
-		return false
+// buffer or on a malformed attribute, which listErr and attrErr report.
+func (w *attrWalker) next(a *rawAttr) bool { return w.Next(a) }
+
+// listErr returns the walk's framing error as a *DecodeError charged to
+// the list at path (the list is what is malformed), or nil.
+func (w *attrWalker) listErr(path string) error {
+	fe, ok := w.Err().(*nlattr.FramingError)
+	if !ok {
+		return nil
 	}
-	rest := len(w.buf) - w.pos
-	off := w.base + w.pos
-	if rest < nlaHdrLen {
-		w.err = &DecodeError{Offset: off, Err: fmt.Errorf("%d trailing bytes, too short for an attribute header", rest)}
-		return false
+	return &DecodeError{Attr: path, Offset: fe.Offset, Err: fe}
+}
+
+// attrErr is listErr naming the malformed attribute inside the list
+// ("path.type N") when its header was complete enough to have a type.
+func (w *attrWalker) attrErr(path string) error {
+	fe, ok := w.Err().(*nlattr.FramingError)
+	if !ok {
+		return nil
 	}
-	l := int(binary.NativeEndian.Uint16(w.buf[w.pos:]))
-	t := binary.NativeEndian.Uint16(w.buf[w.pos+2:])
-	if l < nlaHdrLen || l > rest {
-		w.err = &DecodeError{Offset: off, Attr: fmt.Sprintf("type %d", t&nlaTypeMask),
-			Err: fmt.Errorf("attribute length %d out of range [4, %d]", l, rest)}
-		return false
+	if n := fe.Name(); n != "" {
+		path += "." + n
 	}
-	a.Type = t & nlaTypeMask
-	a.Nested = t&nlaNested != 0
-	a.Data = w.buf[w.pos+nlaHdrLen : w.pos+l : w.pos+l]
-	a.Offset = off
-	w.pos += nlaAlign(l)
-	if w.pos > len(w.buf) {
-		// The last attribute may omit its padding.
-		w.pos = len(w.buf)
-	}
-	return true
+	return &DecodeError{Attr: path, Offset: fe.Offset, Err: fe}
 }
 
 // appendAttr appends one attribute with the given payload.
@@ -149,16 +133,32 @@ func appendBE64(b []byte, typ uint16, v uint64) []byte {
 
 // DecodeError reports a malformed netlink attribute: which attribute (a
 // path such as "key.encap.ipv4" or "actions.clone.set"), the byte offset
-// of its header in the decoded buffer, and what was wrong.
+// of its header in the decoded buffer, and what was wrong. It is the one
+// decoding error of the module: package genl returns it too, for the
+// kernel's messages, with What naming the message.
 type DecodeError struct {
-	Attr   string
+	// What is the kind of kernel message ("datapath", "vport", "flow",
+	// "upcall", ...), empty for a bare key or action list; Offset then
+	// counts from the start of the generic netlink payload, the struct
+	// ovs_header included.
+	What string
+	// Attr names the attribute, or is empty when the message's framing
+	// is what is wrong.
+	Attr string
+	// Offset is the byte offset of the attribute's header.
 	Offset int
-	Err    error
+	// Err says what is wrong.
+	Err error
 }
 
 // Error implements error.
 func (e *DecodeError) Error() string {
-	if e.Attr == "" {
+	switch {
+	case e.What != "" && e.Attr == "":
+		return fmt.Sprintf("odp: malformed %s message at offset %d: %v", e.What, e.Offset, e.Err)
+	case e.What != "":
+		return fmt.Sprintf("odp: malformed %s message: %s at offset %d: %v", e.What, e.Attr, e.Offset, e.Err)
+	case e.Attr == "":
 		return fmt.Sprintf("odp: decode: offset %d: %v", e.Offset, e.Err)
 	}
 	return fmt.Sprintf("odp: decode %s at offset %d: %v", e.Attr, e.Offset, e.Err)

@@ -10,24 +10,11 @@ func NormalizeActions(as Actions) Actions {
 	}
 	out := make(Actions, len(as))
 	for i, a := range as {
-		switch v := a.(type) {
-		case SetMasked:
-			a = v.Normalize()
-		case Clone:
-			v.Actions = NormalizeActions(v.Actions)
-			a = v
-		case Sample:
-			v.Actions = NormalizeActions(v.Actions)
-			a = v
-		case CheckPktLen:
-			v.Greater = NormalizeActions(v.Greater)
-			v.LessEqual = NormalizeActions(v.LessEqual)
-			a = v
-		case DecTTL:
-			v.LE1 = NormalizeActions(v.LE1)
-			a = v
+		if v, ok := a.(SetMasked); ok {
+			out[i] = v.Normalize()
+		} else {
+			out[i] = MapNested(a, NormalizeActions)
 		}
-		out[i] = a
 	}
 	return out
 }

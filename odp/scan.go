@@ -3,7 +3,6 @@ package odp
 import (
 	"fmt"
 	"net/netip"
-	"strconv"
 	"strings"
 )
 
@@ -126,21 +125,6 @@ func (sc *scanner) token(stop string) string {
 	return sc.s[start:sc.pos]
 }
 
-// uint parses an unsigned integer (decimal, or hex with 0x) that fits in
-// bits bits.
-func (sc *scanner) uint(bits int) (uint64, error) {
-	start := sc.pos
-	tok := sc.token(",)/ ")
-	if tok == "" {
-		return 0, sc.errorAt(start, "expected a number")
-	}
-	v, err := strconv.ParseUint(tok, 0, bits)
-	if err != nil {
-		return 0, sc.errorAt(start, "bad %d-bit number %q", bits, tok)
-	}
-	return v, nil
-}
-
 // isSpace reports whether c is a C isspace() blank.
 func isSpace(c byte) bool {
 	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'
@@ -159,12 +143,21 @@ func hexVal(c byte) int {
 	return -1
 }
 
+// isHex reports whether c is a hex digit.
+func isHex(c byte) bool { return hexVal(c) >= 0 }
+
 // cnum scans an integer the way Open vSwitch's ovs_scan("%i") does:
 // leading blanks, an optional sign, then "0x" hexadecimal, "0" octal or
 // decimal. Unlike Open vSwitch, which silently truncates, a value that
 // does not fit in bits bits is an error; a negative value wraps as in C
 // ("-1" is all ones).
-func (sc *scanner) cnum(bits int) (uint64, error) {
+func (sc *scanner) cnum(bits int) (uint64, error) { return sc.scanInt(bits, 0, "") }
+
+// scanInt is Open vSwitch's scan_int, for keys and actions alike: cnum
+// in the given base (0 for C's rules; 16 also takes an optional "0x", as
+// "%x" does; 10 or 8 only their digits). what, when not empty, names the
+// value in errors.
+func (sc *scanner) scanInt(bits, base int, what string) (uint64, error) {
 	start := sc.pos
 	for sc.pos < len(sc.s) && isSpace(sc.s[sc.pos]) {
 		sc.pos++
@@ -174,36 +167,42 @@ func (sc *scanner) cnum(bits int) (uint64, error) {
 		neg = c == '-'
 		sc.pos++
 	}
-	base := uint64(10)
-	if strings.HasPrefix(sc.s[sc.pos:], "0x") || strings.HasPrefix(sc.s[sc.pos:], "0X") {
+	if (base == 0 || base == 16) && (strings.HasPrefix(sc.s[sc.pos:], "0x") || strings.HasPrefix(sc.s[sc.pos:], "0X")) {
 		base = 16
 		sc.pos += 2
-	} else if sc.peek() == '0' {
+	} else if base == 0 && sc.peek() == '0' {
 		base = 8
+	} else if base == 0 {
+		base = 10
+	}
+	about := ""
+	if what != "" {
+		about = " for " + what
 	}
 	digits := sc.pos
 	var v uint64
 	overflow := false
+	b := uint64(base)
 	for sc.pos < len(sc.s) {
 		d := hexVal(sc.s[sc.pos])
-		if d < 0 || uint64(d) >= base {
+		if d < 0 || uint64(d) >= b {
 			break
 		}
-		if v > (^uint64(0)-uint64(d))/base {
+		if v > (^uint64(0)-uint64(d))/b {
 			overflow = true
 		}
-		v = v*base + uint64(d)
+		v = v*b + uint64(d)
 		sc.pos++
 	}
 	if sc.pos == digits {
 		sc.pos = start
-		return 0, sc.errorAt(start, "expected a number")
+		return 0, sc.errorAt(start, "expected a number%s", about)
 	}
 	max := ^uint64(0) >> (64 - bits)
 	if overflow || v > max {
 		end := sc.pos
 		sc.pos = start
-		return 0, sc.errorAt(start, "number %q does not fit in %d bits", sc.s[start:end], bits)
+		return 0, sc.errorAt(start, "number %q does not fit in %d bits%s", sc.s[start:end], bits, about)
 	}
 	if neg {
 		v = -v & max
@@ -238,7 +237,11 @@ func (sc *scanner) maskedNum(bits int) (v, m uint64, err error) {
 	return
 }
 
-// ipv4 scans a dotted quad.
+// ipv4 scans a dotted quad the way Open vSwitch's IP_SCAN_FMT
+// ("%hhu.%hhu.%hhu.%hhu") reads one, for keys and actions alike: four
+// decimal numbers (leading zeros allowed, "010" is 10), dot-separated.
+// Unlike Open vSwitch, which keeps the low 8 bits, an octet above 255 is an
+// error.
 func (sc *scanner) ipv4() ([4]byte, error) {
 	var a [4]byte
 	start := sc.pos
@@ -248,25 +251,28 @@ func (sc *scanner) ipv4() ([4]byte, error) {
 		}
 		ds := sc.pos
 		v := 0
-		for sc.pos < len(sc.s) && sc.s[sc.pos] >= '0' && sc.s[sc.pos] <= '9' && sc.pos-ds < 3 {
-			v = v*10 + int(sc.s[sc.pos]-'0')
+		for sc.pos < len(sc.s) && sc.s[sc.pos] >= '0' && sc.s[sc.pos] <= '9' {
+			if v <= 255 {
+				v = v*10 + int(sc.s[sc.pos]-'0')
+			}
 			sc.pos++
 		}
 		if sc.pos == ds {
 			return a, sc.errorf("expected an IPv4 address")
 		}
 		if v > 255 {
-			return a, sc.errorAt(start, "bad IPv4 address (octet %d > 255)", v)
+			return a, sc.errorAt(start, "bad IPv4 address (octet %s > 255)", sc.s[ds:sc.pos])
 		}
 		a[i] = byte(v)
 	}
 	return a, nil
 }
 
-// ipv6 scans an IPv6 address in inet_pton syntax.
+// ipv6 scans an IPv6 address in inet_pton syntax, as Open vSwitch's
+// IPV6_SCAN_FMT ("%46[0123456789abcdefABCDEF:.]") then inet_pton do.
 func (sc *scanner) ipv6() ([16]byte, error) {
 	start := sc.pos
-	for sc.pos < len(sc.s) && (hexVal(sc.s[sc.pos]) >= 0 || sc.s[sc.pos] == ':' || sc.s[sc.pos] == '.') {
+	for sc.pos < len(sc.s) && (isHex(sc.s[sc.pos]) || sc.s[sc.pos] == ':' || sc.s[sc.pos] == '.') {
 		sc.pos++
 	}
 	tok := sc.s[start:sc.pos]
@@ -278,7 +284,26 @@ func (sc *scanner) ipv6() ([16]byte, error) {
 	return a.As16(), nil
 }
 
-// mac scans an Ethernet address xx:xx:xx:xx:xx:xx.
+// ipv6Bracketed scans an IPv6 address with or without brackets
+// ("[fe80::1]"), as Open vSwitch's ct nat ranges accept it, so that a
+// port can follow.
+func (sc *scanner) ipv6Bracketed() ([16]byte, error) {
+	start := sc.pos
+	if !sc.accept("[") {
+		return sc.ipv6()
+	}
+	a, err := sc.ipv6()
+	if err != nil {
+		return a, err
+	}
+	if !sc.accept("]") {
+		return a, sc.errorAt(start, "expected ']' after the IPv6 address")
+	}
+	return a, nil
+}
+
+// mac scans an Ethernet address xx:xx:xx:xx:xx:xx (one or two hex digits
+// a byte), for keys and actions alike.
 func (sc *scanner) mac() ([6]byte, error) {
 	var a [6]byte
 	start := sc.pos
@@ -303,16 +328,19 @@ func (sc *scanner) mac() ([6]byte, error) {
 }
 
 // intString scans a value into out, right-aligned, the way Open vSwitch's
-// parse_int_string does: "0x" followed by any number of hex digits
-// (leading zeros ignored; too many digits is an error), or a decimal or
-// octal number that must fit in out.
+// parse_int_string does, for keys (ct_label, geneve option data) and
+// actions (ct's label, tnl_push's geneve options) alike: "0x" followed by
+// any number of hex digits, blanks between them allowed (leading zeros
+// ignored; too many digits is an error), or a decimal or octal number that
+// must fit in out.
 func (sc *scanner) intString(out []byte) error {
 	start := sc.pos
 	clear(out)
 	if sc.accept("0x") || sc.accept("0X") {
 		var nibbles []byte
 		for sc.pos < len(sc.s) {
-			d := hexVal(sc.s[sc.pos])
+			sc.skipSpace()
+			d := hexVal(sc.peek())
 			if d < 0 {
 				break
 			}
@@ -349,19 +377,22 @@ func (sc *scanner) intString(out []byte) error {
 	return nil
 }
 
-// hexBytes scans an even number of hex digits (no "0x").
-func (sc *scanner) hexBytes() ([]byte, error) {
-	start := sc.pos
-	for sc.pos < len(sc.s) && hexVal(sc.s[sc.pos]) >= 0 {
-		sc.pos++
+// hexBytes scans bytes written as pairs of hex digits (no "0x") as Open
+// vSwitch's ofpbuf_put_hex does, for keys and actions alike: blanks may
+// stand between the bytes, and the bytes end at the first character that
+// is neither a blank nor a hex digit. An odd digit at the end is an error
+// about what. No bytes at all give nil.
+func (sc *scanner) hexBytes(what string) ([]byte, error) {
+	var out []byte
+	for {
+		sc.skipSpace()
+		if !isHex(sc.peek()) {
+			return out, nil
+		}
+		if sc.pos+1 >= len(sc.s) || !isHex(sc.s[sc.pos+1]) {
+			return nil, sc.errorf("odd number of hex digits in %s", what)
+		}
+		out = append(out, byte(hexVal(sc.s[sc.pos])<<4|hexVal(sc.s[sc.pos+1])))
+		sc.pos += 2
 	}
-	tok := sc.s[start:sc.pos]
-	if len(tok)%2 != 0 {
-		return nil, sc.errorAt(start, "odd number of hex digits")
-	}
-	b := make([]byte, len(tok)/2)
-	for i := range b {
-		b[i] = byte(hexVal(tok[2*i])<<4 | hexVal(tok[2*i+1]))
-	}
-	return b, nil
 }

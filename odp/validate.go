@@ -7,6 +7,7 @@ import (
 	"syscall"
 
 	"github.com/ovsdp/ovsdp/flowkeys"
+	"github.com/ovsdp/ovsdp/internal/nlattr"
 )
 
 // Conversion from key and mask attributes to flowkeys.Key, with the
@@ -129,35 +130,6 @@ const tunOptsMax = 255
 
 func lenOK(n, want int) bool { return n == want || want == lenNested || want == lenVariable }
 
-// nlaWalk iterates over netlink attributes like the kernel's
-// nla_for_each_attr: it stops at the first attribute that does not fit,
-// and rem() is what is left (negative when the last attribute lacks its
-// padding).
-type nlaWalk struct {
-	b   []byte
-	rem int
-}
-
-func (w *nlaWalk) next() (typ uint16, data []byte, ok bool) {
-	if w.rem < 4 {
-		return 0, nil, false
-	}
-	l := int(binary.NativeEndian.Uint16(w.b))
-	if l < 4 || l > w.rem {
-		return 0, nil, false
-	}
-	typ = binary.NativeEndian.Uint16(w.b[2:]) & nlaTypeMask
-	data = w.b[4:l:l]
-	adv := nlaAlign(l)
-	w.rem -= adv
-	if adv <= len(w.b) {
-		w.b = w.b[adv:]
-	} else {
-		w.b = nil
-	}
-	return typ, data, true
-}
-
 // kattr is one entry of the kernel's attribute table a[]. Its name for
 // error messages (parent path, dot, type name) is built only when an
 // error needs it: a parse that succeeds builds no strings.
@@ -201,12 +173,9 @@ func (p *kparser) target(isMask bool) *flowkeys.Key {
 // p.a and their bits in *attrs. With nz (a mask), all-zero attributes are
 // skipped.
 func (p *kparser) parseAttrs(b []byte, path string, attrs *uint64, nz bool) error {
-	w := nlaWalk{b: b, rem: len(b)}
-	for {
-		t, data, ok := w.next()
-		if !ok {
-			break
-		}
+	w := nlattr.NewWalker(b, 0)
+	for a := range w.All() {
+		t, data := a.Type, a.Data
 		if t > kernelKeyAttrMax {
 			return p.fail(attrName(path, t), "key type %d is out of range max %d", t, kernelKeyAttrMax)
 		}
@@ -225,8 +194,8 @@ func (p *kparser) parseAttrs(b []byte, path string, attrs *uint64, nz bool) erro
 			p.a[t] = &p.store[t]
 		}
 	}
-	if w.rem != 0 {
-		return p.fail(path, "message has %d unknown bytes", w.rem)
+	if w.Rem() != 0 {
+		return p.fail(path, "message has %d unknown bytes", w.Rem())
 	}
 	return nil
 }
@@ -467,17 +436,11 @@ func (p *kparser) tunnel(ka *kattr, isMask bool) error {
 	var ttl, ipv4, ipv6, bridge bool
 	var flags uint16
 	optsType := 0
-	w := nlaWalk{b: ka.data, rem: len(ka.data)}
-	for {
-		typ, d, ok := w.next()
-		if !ok {
-			break
-		}
-		if typ > tunAttrMax {
-			return p.fail(ka.name(), "tunnel attr %d out of range max %d", typ, tunAttrMax)
-		}
-		if want := kernelTunLens[typ]; !lenOK(len(d), want) {
-			return p.fail(ka.name(), "tunnel attr %d has unexpected len %d expected %d", typ, len(d), want)
+	w := nlattr.NewWalker(ka.data, 0)
+	for a := range w.All() {
+		typ, d := a.Type, a.Data
+		if err := p.checkNested(ka.name(), "tunnel attr %d out of range max %d", "tunnel attr", a, kernelTunLens[:]); err != nil {
+			return err
 		}
 		switch typ {
 		case tunID:
@@ -560,8 +523,8 @@ func (p *kparser) tunnel(ka *kattr, isMask bool) error {
 	} else {
 		t.TunProto = flowkeys.TunProtoIPv4
 	}
-	if w.rem > 0 {
-		return p.fail(ka.name(), "IP tunnel attribute has %d unknown bytes", w.rem)
+	if w.Rem() > 0 {
+		return p.fail(ka.name(), "IP tunnel attribute has %d unknown bytes", w.Rem())
 	}
 	if ipv4 && ipv6 {
 		return p.fail(ka.name(), "mixed IPv4 and IPv6 tunnel attributes")
@@ -599,12 +562,9 @@ func (p *kparser) markUnsupported(path, what string) {
 // vxlanOpts is vxlan_tun_opt_from_nlattr.
 func (p *kparser) vxlanOpts(path string, b []byte) (uint32, error) {
 	var gbp uint32
-	w := nlaWalk{b: b, rem: len(b)}
-	for {
-		typ, d, ok := w.next()
-		if !ok {
-			break
-		}
+	w := nlattr.NewWalker(b, 0)
+	for a := range w.All() {
+		typ, d := a.Type, a.Data
 		if typ > vxlanExtGBP {
 			return 0, p.fail(path, "VXLAN extension %d out of range max %d", typ, vxlanExtGBP)
 		}
@@ -620,10 +580,24 @@ func (p *kparser) vxlanOpts(path string, b []byte) (uint32, error) {
 		}
 		gbp = binary.NativeEndian.Uint32(d)
 	}
-	if w.rem != 0 {
-		return 0, p.fail(path, "VXLAN extension message has %d unknown bytes", w.rem)
+	if w.Rem() != 0 {
+		return 0, p.fail(path, "VXLAN extension message has %d unknown bytes", w.Rem())
 	}
 	return gbp, nil
+}
+
+// checkNested is the kernel's check of one attribute nested in a
+// tunnel or nsh key against its length table lens (whose last index is
+// the type's maximum), with the kernel's messages: rangeMsg for a type
+// out of range, what for a length that does not match.
+func (p *kparser) checkNested(path, rangeMsg, what string, a *nlattr.Attr, lens []int) error {
+	if int(a.Type) >= len(lens) {
+		return p.fail(path, rangeMsg, a.Type, len(lens)-1)
+	}
+	if want := lens[a.Type]; !lenOK(len(a.Data), want) {
+		return p.fail(path, "%s %d has unexpected len %d expected %d", what, a.Type, len(a.Data), want)
+	}
+	return nil
 }
 
 // nsh is nsh_key_put_from_nlattr (not for push_nsh).
@@ -631,17 +605,11 @@ func (p *kparser) nsh(ka *kattr, isMask bool) error {
 	t := p.target(isMask)
 	var hasMD1 bool
 	var mdtype uint8
-	w := nlaWalk{b: ka.data, rem: len(ka.data)}
-	for {
-		typ, d, ok := w.next()
-		if !ok {
-			break
-		}
-		if typ > nshMD2 {
-			return p.fail(ka.name(), "nsh attr %d is out of range max %d", typ, nshMD2)
-		}
-		if want := kernelNSHLens[typ]; !lenOK(len(d), want) {
-			return p.fail(ka.name(), "nsh attr %d has unexpected len %d expected %d", typ, len(d), want)
+	w := nlattr.NewWalker(ka.data, 0)
+	for a := range w.All() {
+		typ, d := a.Type, a.Data
+		if err := p.checkNested(ka.name(), "nsh attr %d is out of range max %d", "nsh attr", a, kernelNSHLens[:]); err != nil {
+			return err
 		}
 		switch typ {
 		case nshBase:
@@ -659,8 +627,8 @@ func (p *kparser) nsh(ka *kattr, isMask bool) error {
 			return p.fail(ka.name(), "unknown nsh attribute %d", typ)
 		}
 	}
-	if w.rem > 0 {
-		return p.fail(ka.name(), "nsh attribute has %d unknown bytes", w.rem)
+	if w.Rem() > 0 {
+		return p.fail(ka.name(), "nsh attribute has %d unknown bytes", w.Rem())
 	}
 	if !isMask && hasMD1 && mdtype != 1 {
 		return p.fail(ka.name(), "nsh attribute has unmatched MD type %d", mdtype)
@@ -792,12 +760,9 @@ func (p *kparser) keyFromAttrs(attrs uint64, isMask bool) error {
 // maskSet is mask_set_nlattr: a copy of the key's attributes with every
 // leaf byte set to 0xff (and ct_state limited to the supported bits).
 func maskSet(b []byte, lens []int, sub func(t uint16) []int) {
-	w := nlaWalk{b: b, rem: len(b)}
-	for {
-		t, d, ok := w.next()
-		if !ok {
-			return
-		}
+	w := nlattr.NewWalker(b, 0)
+	for a := range w.All() {
+		t, d := a.Type, a.Data
 		l := 0
 		if int(t) < len(lens) {
 			l = lens[t]

@@ -153,6 +153,9 @@ func unsupported(path string, a odp.Action) error {
 }
 
 func (c *compiler) action(a odp.Action, depth int, path string, last bool) (op, error) {
+	if n, ok := a.(odp.NestedAction); ok {
+		return c.nestedAction(n, depth, path)
+	}
 	switch a := a.(type) {
 	case odp.Output:
 		return op{kind: opOutput, a: a.Port}, nil
@@ -247,38 +250,43 @@ func (c *compiler) action(a odp.Action, depth int, path string, last bool) (op, 
 		return op{kind: opCTClear}, nil
 	case odp.Meter:
 		return op{kind: opMeter, a: a.ID}, nil
+	}
+	return op{}, unsupported(path, a)
+}
+
+// nestedAction compiles an action that holds action lists: every list
+// it has (odp.NestedAction, so that none is skipped), each with its own
+// copy of the key state as the kernel validates nested lists, then the op
+// of its kind.
+func (c *compiler) nestedAction(n odp.NestedAction, depth int, path string) (op, error) {
+	var subs [2][]op
+	lists := n.SubLists()
+	if len(lists) > len(subs) {
+		return op{}, unsupported(path, n)
+	}
+	for i, l := range lists {
+		p := path
+		if l.Name != "" {
+			p += " " + l.Name
+		}
+		var err error
+		if subs[i], err = c.nested(l.Actions, depth, p); err != nil {
+			return op{}, err
+		}
+	}
+	switch a := n.(type) {
 	case odp.Sample:
-		sub, err := c.nested(a.Actions, depth, path)
-		if err != nil {
-			return op{}, err
-		}
-		return op{kind: opSample, a: a.Probability, sub: sub}, nil
+		return op{kind: opSample, a: a.Probability, sub: subs[0]}, nil
 	case odp.Clone:
-		sub, err := c.nested(a.Actions, depth, path)
-		if err != nil {
-			return op{}, err
-		}
-		return op{kind: opClone, sub: sub}, nil
+		return op{kind: opClone, sub: subs[0]}, nil
 	case odp.CheckPktLen:
-		gt, err := c.nested(a.Greater, depth, path+" gt")
-		if err != nil {
-			return op{}, err
-		}
-		le, err := c.nested(a.LessEqual, depth, path+" le")
-		if err != nil {
-			return op{}, err
-		}
-		return op{kind: opCheckPktLen, c: a.PktLen, sub: gt, sub2: le}, nil
+		return op{kind: opCheckPktLen, c: a.PktLen, sub: subs[0], sub2: subs[1]}, nil
 	case odp.DecTTL:
 		// The kernel accepts dec_ttl whatever the EtherType; it
 		// changes only IPv4 and IPv6 packets.
-		sub, err := c.nested(a.LE1, depth, path+" le_1")
-		if err != nil {
-			return op{}, err
-		}
-		return op{kind: opDecTTL, sub: sub}, nil
+		return op{kind: opDecTTL, sub: subs[0]}, nil
 	}
-	return op{}, unsupported(path, a)
+	return op{}, unsupported(path, n)
 }
 
 // nested compiles a nested list with its own copy of the key state, as

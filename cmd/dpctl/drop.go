@@ -76,29 +76,10 @@ func supportsDrop(dp odp.Datapath) bool {
 // hasExplicitDrop reports whether as holds a Drop action, nested lists
 // included.
 func hasExplicitDrop(as odp.Actions) bool {
-	for _, a := range as {
-		switch v := a.(type) {
-		case odp.Drop:
-			return true
-		case odp.Clone:
-			if hasExplicitDrop(v.Actions) {
-				return true
-			}
-		case odp.Sample:
-			if hasExplicitDrop(v.Actions) {
-				return true
-			}
-		case odp.CheckPktLen:
-			if hasExplicitDrop(v.Greater) || hasExplicitDrop(v.LessEqual) {
-				return true
-			}
-		case odp.DecTTL:
-			if hasExplicitDrop(v.LE1) {
-				return true
-			}
-		}
-	}
-	return false
+	return !odp.WalkActions(as, func(a odp.Action, _ int) bool {
+		_, drop := a.(odp.Drop)
+		return !drop
+	})
 }
 
 // truncateAtDrop returns as cut before its first Drop action, and the
@@ -107,24 +88,10 @@ func hasExplicitDrop(as odp.Actions) bool {
 func truncateAtDrop(as odp.Actions) odp.Actions {
 	out := make(odp.Actions, 0, len(as))
 	for _, a := range as {
-		switch v := a.(type) {
-		case odp.Drop:
+		if _, ok := a.(odp.Drop); ok {
 			return out
-		case odp.Clone:
-			v.Actions = truncateAtDrop(v.Actions)
-			a = v
-		case odp.Sample:
-			v.Actions = truncateAtDrop(v.Actions)
-			a = v
-		case odp.CheckPktLen:
-			v.Greater = truncateAtDrop(v.Greater)
-			v.LessEqual = truncateAtDrop(v.LessEqual)
-			a = v
-		case odp.DecTTL:
-			v.LE1 = truncateAtDrop(v.LE1)
-			a = v
 		}
-		out = append(out, a)
+		out = append(out, odp.MapNested(a, truncateAtDrop))
 	}
 	return out
 }
