@@ -47,7 +47,7 @@ func dpFake(t *testing.T, features uint32) (*fakeKernel, *Datapath) {
 		}
 		return nil, kerr{errno: unix.EOPNOTSUPP}
 	}
-	d, err := k.client().OpenDatapath("br0")
+	d, err := openOn(k.client(), "br0")
 	if err != nil {
 		t.Fatal(err)
 	}

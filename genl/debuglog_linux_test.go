@@ -24,7 +24,7 @@ func TestDebugLogger(t *testing.T) {
 	var buf bytes.Buffer
 	SetDebugLogger(slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	t.Cleanup(func() { SetDebugLogger(nil) })
-	if _, err := c.GetDatapath("br0"); err != nil {
+	if _, err := c.getDatapath("br0"); err != nil {
 		t.Fatal(err)
 	}
 	out := buf.String()
@@ -35,7 +35,7 @@ func TestDebugLogger(t *testing.T) {
 	}
 	buf.Reset()
 	flows := []*odp.Flow{{Key: odp.FlowKey{odp.UnknownKey{Type: 3, Data: []byte{1, 0, 0, 0}}}}}
-	errs, err := c.PutFlows(7, flows, odp.PutCreate, FlowOptions{})
+	errs, err := c.putFlows(7, flows, odp.PutCreate, flowOptions{})
 	if err != nil || errs[0] == nil {
 		t.Fatalf("PutFlows: %v %v, want a per-flow EINVAL", errs, err)
 	}
@@ -44,7 +44,7 @@ func TestDebugLogger(t *testing.T) {
 	}
 	buf.Reset()
 	SetDebugLogger(nil)
-	if _, err := c.GetDatapath("br0"); err != nil {
+	if _, err := c.getDatapath("br0"); err != nil {
 		t.Fatal(err)
 	}
 	if buf.Len() != 0 {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"crypto/rand"
 	"errors"
 	"sync"
@@ -31,7 +32,7 @@ const probeKey = "in_port(0),eth(src=02:00:00:00:00:00,dst=02:00:00:00:00:00),et
 // drop actions, probing once with a probe flow (put, then deleted).
 // Failures other than EINVAL count as support, so that the real request
 // reports them.
-func kernelHasDrop(dp systemDP) bool {
+func kernelHasDrop(dp *genl.Datapath) bool {
 	dropProbes.Lock()
 	defer dropProbes.Unlock()
 	if v, ok := dropProbes.m[dp.Name()]; ok {
@@ -45,7 +46,7 @@ func kernelHasDrop(dp systemDP) bool {
 	return v
 }
 
-func probeDrop(dp systemDP) bool {
+func probeDrop(dp *genl.Datapath) bool {
 	key, _, err := odp.ParseMaskedKey(probeKey)
 	if err != nil {
 		return true // a constant; TestProbeKey checks it parses
@@ -55,19 +56,14 @@ func probeDrop(dp systemDP) bool {
 		return true
 	}
 	f := &odp.Flow{UFID: ufid, Key: key, Actions: odp.Actions{odp.Drop{}}}
-	opts := genl.FlowOptions{Probe: true}
-	_, err = dp.Client().PutFlow(dp.Index(), f, odp.PutCreate, opts)
-	if err == nil {
-		_, _ = dp.Client().DelFlow(dp.Index(), odp.FlowID{UFID: ufid}, opts)
-		return true
-	}
-	return !errors.Is(err, syscall.EINVAL)
+	err = dp.ProbeFlow(context.Background(), f)
+	return err == nil || !errors.Is(err, syscall.EINVAL)
 }
 
 // supportsDrop reports whether dp accepts explicit drop actions. The
 // userspace datapath does.
 func supportsDrop(dp odp.Datapath) bool {
-	if sd, ok := dp.(systemDP); ok {
+	if sd, ok := dp.(*genl.Datapath); ok {
 		return kernelHasDrop(sd)
 	}
 	return true

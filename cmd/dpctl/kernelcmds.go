@@ -28,13 +28,13 @@ func kernelFamilyCommands() []*cli.Command {
 	}
 }
 
-// kernelOf returns the generic netlink client and datapath index behind
-// dp, or an error saying that the userspace datapath lacks what.
-func kernelOf(dp odp.Datapath, what string) (*genl.Client, int32, error) {
-	if sd, ok := dp.(systemDP); ok {
-		return sd.Client(), sd.Index(), nil
+// kernelOf returns dp as the kernel datapath, or an error saying that
+// the userspace datapath lacks what.
+func kernelOf(dp odp.Datapath, what string) (*genl.Datapath, error) {
+	if kd, ok := dp.(*genl.Datapath); ok {
+		return kd, nil
 	}
-	return nil, 0, fmt.Errorf("%s: %w (%s@%s)", what, errNotSupportedUserspace, dp.Type(), dp.Name())
+	return nil, fmt.Errorf("%s: %w (%s@%s)", what, errNotSupportedUserspace, dp.Type(), dp.Name())
 }
 
 // manyArgs is the maxArgs of optDP for commands with a variable number
@@ -66,11 +66,11 @@ func cmdMeterFeatures(e *env, args []string) error {
 	if len(args) != 0 {
 		return fmt.Errorf("meter-features: unexpected argument %q", args[0])
 	}
-	c, idx, err := kernelOf(dp, "meters")
+	kd, err := kernelOf(dp, "meters")
 	if err != nil {
 		return err
 	}
-	f, err := c.MeterFeatures(idx)
+	f, err := kd.MeterFeatures(e.ctx)
 	if err != nil {
 		return fmt.Errorf("reading meter features: %w", err)
 	}
@@ -169,11 +169,11 @@ func cmdAddMeter(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	c, idx, err := kernelOf(dp, "meters")
+	kd, err := kernelOf(dp, "meters")
 	if err != nil {
 		return err
 	}
-	if err := c.SetMeter(idx, m, e.c.Bool("clear")); err != nil {
+	if err := kd.SetMeter(e.ctx, m, e.c.Bool("clear")); err != nil {
 		return fmt.Errorf("adding meter %d: %w", id, err)
 	}
 	return nil
@@ -222,7 +222,7 @@ func cmdShowMeters(e *env, args []string) error {
 		return err
 	}
 	defer dp.Close()
-	c, idx, err := kernelOf(dp, "meters")
+	kd, err := kernelOf(dp, "meters")
 	if err != nil {
 		return err
 	}
@@ -230,7 +230,7 @@ func cmdShowMeters(e *env, args []string) error {
 	scan := len(args) == 0
 	if scan {
 		n := uint32(scanMeterIDs)
-		if f, err := c.MeterFeatures(idx); err != nil {
+		if f, err := kd.MeterFeatures(e.ctx); err != nil {
 			return fmt.Errorf("reading meter features: %w", err)
 		} else if f.MaxMeters < n {
 			n = f.MaxMeters
@@ -250,7 +250,7 @@ func cmdShowMeters(e *env, args []string) error {
 	out := []meterJSON{}
 	var b strings.Builder
 	for _, id := range ids {
-		m, err := c.GetMeter(idx, id)
+		m, err := kd.Meter(e.ctx, id)
 		if err != nil {
 			if scan && isNotExist(err) {
 				continue
@@ -279,7 +279,7 @@ func cmdDelMeter(e *env, args []string) error {
 	if err := needArgs(args, 1, -1, "del-meter [DP] ID..."); err != nil {
 		return err
 	}
-	c, idx, err := kernelOf(dp, "meters")
+	kd, err := kernelOf(dp, "meters")
 	if err != nil {
 		return err
 	}
@@ -291,7 +291,7 @@ func cmdDelMeter(e *env, args []string) error {
 		if err != nil {
 			return err
 		}
-		m, err := c.DelMeter(idx, id)
+		m, err := kd.DelMeter(e.ctx, id)
 		if err != nil {
 			return fmt.Errorf("deleting meter %d: %w", id, err)
 		}
@@ -392,11 +392,11 @@ func cmdCTSetLimits(e *env, args []string) error {
 		}
 		limits = append(limits, zl)
 	}
-	c, idx, err := kernelOf(dp, "conntrack limits")
+	kd, err := kernelOf(dp, "conntrack limits")
 	if err != nil {
 		return err
 	}
-	if err := c.SetZoneLimits(idx, limits); err != nil {
+	if err := kd.SetZoneLimits(e.ctx, limits); err != nil {
 		return fmt.Errorf("failed to set conntrack limit: %w", err)
 	}
 	return nil
@@ -426,11 +426,11 @@ func cmdCTDelLimits(e *env, args []string) error {
 		}
 		zones = append(zones, zs...)
 	}
-	c, idx, err := kernelOf(dp, "conntrack limits")
+	kd, err := kernelOf(dp, "conntrack limits")
 	if err != nil {
 		return err
 	}
-	if err := c.DelZoneLimits(idx, zones...); err != nil {
+	if err := kd.DelZoneLimits(e.ctx, zones...); err != nil {
 		return fmt.Errorf("failed to delete conntrack limit: %w", err)
 	}
 	return nil
@@ -466,11 +466,11 @@ func cmdCTGetLimits(e *env, args []string) error {
 		// As ovs-dpctl: the default limit is always asked for too.
 		query = append([]int32{genl.DefaultZone}, zs...)
 	}
-	c, idx, err := kernelOf(dp, "conntrack limits")
+	kd, err := kernelOf(dp, "conntrack limits")
 	if err != nil {
 		return err
 	}
-	ls, err := c.ZoneLimits(idx, query...)
+	ls, err := kd.ZoneLimits(e.ctx, query...)
 	if err != nil {
 		return fmt.Errorf("failed to get conntrack limit: %w", err)
 	}
