@@ -85,12 +85,8 @@ func TestIntegrationDatapathLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer byName.Close()
-	di, err := byName.Info(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if byName.Index() != d.Index() || di.Name != name || di.Features != info.UserFeatures || di.UpcallMode != UpcallModePerCPU || !info.HasMegaflowStats || !info.HasMasksCacheSize {
-		t.Errorf("Open(%s): index %d, info %+v; created %+v", name, byName.Index(), di, info)
+	if di, err := byName.Info(ctx); err != nil || byName.Index() != d.Index() || di.Name != name || di.Features != info.UserFeatures || di.UpcallMode != UpcallModePerCPU || !info.HasMegaflowStats || !info.HasMasksCacheSize {
+		t.Errorf("Open(%s): index %d, info %+v, %v; created %+v", name, byName.Index(), di, err, info)
 	}
 	c, err := Dial()
 	if err != nil {

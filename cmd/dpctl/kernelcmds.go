@@ -28,13 +28,10 @@ func kernelFamilyCommands() []*cli.Command {
 	}
 }
 
-// kernelOf returns dp as the kernel datapath, or an error saying that
-// the userspace datapath lacks what.
-func kernelOf(dp odp.Datapath, what string) (*genl.Datapath, error) {
-	if kd, ok := dp.(*genl.Datapath); ok {
-		return kd, nil
-	}
-	return nil, fmt.Errorf("%s: %w (%s@%s)", what, errNotSupportedUserspace, dp.Type(), dp.Name())
+// notKernel is the error of a kernel-only command (what) given a
+// userspace datapath: the commands need dp to be a *genl.Datapath.
+func notKernel(dp odp.Datapath, what string) error {
+	return fmt.Errorf("%s: %w (%s@%s)", what, errNotSupportedUserspace, dp.Type(), dp.Name())
 }
 
 // manyArgs is the maxArgs of optDP for commands with a variable number
@@ -66,9 +63,9 @@ func cmdMeterFeatures(e *env, args []string) error {
 	if len(args) != 0 {
 		return fmt.Errorf("meter-features: unexpected argument %q", args[0])
 	}
-	kd, err := kernelOf(dp, "meters")
-	if err != nil {
-		return err
+	kd, ok := dp.(*genl.Datapath)
+	if !ok {
+		return notKernel(dp, "meters")
 	}
 	f, err := kd.MeterFeatures(e.ctx)
 	if err != nil {
@@ -169,9 +166,9 @@ func cmdAddMeter(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	kd, err := kernelOf(dp, "meters")
-	if err != nil {
-		return err
+	kd, ok := dp.(*genl.Datapath)
+	if !ok {
+		return notKernel(dp, "meters")
 	}
 	if err := kd.SetMeter(e.ctx, m, e.c.Bool("clear")); err != nil {
 		return fmt.Errorf("adding meter %d: %w", id, err)
@@ -222,9 +219,9 @@ func cmdShowMeters(e *env, args []string) error {
 		return err
 	}
 	defer dp.Close()
-	kd, err := kernelOf(dp, "meters")
-	if err != nil {
-		return err
+	kd, ok := dp.(*genl.Datapath)
+	if !ok {
+		return notKernel(dp, "meters")
 	}
 	var ids []uint32
 	scan := len(args) == 0
@@ -279,9 +276,9 @@ func cmdDelMeter(e *env, args []string) error {
 	if err := needArgs(args, 1, -1, "del-meter [DP] ID..."); err != nil {
 		return err
 	}
-	kd, err := kernelOf(dp, "meters")
-	if err != nil {
-		return err
+	kd, ok := dp.(*genl.Datapath)
+	if !ok {
+		return notKernel(dp, "meters")
 	}
 	now := monoclock.Millis()
 	out := []meterJSON{}
@@ -392,9 +389,9 @@ func cmdCTSetLimits(e *env, args []string) error {
 		}
 		limits = append(limits, zl)
 	}
-	kd, err := kernelOf(dp, "conntrack limits")
-	if err != nil {
-		return err
+	kd, ok := dp.(*genl.Datapath)
+	if !ok {
+		return notKernel(dp, "conntrack limits")
 	}
 	if err := kd.SetZoneLimits(e.ctx, limits); err != nil {
 		return fmt.Errorf("failed to set conntrack limit: %w", err)
@@ -426,9 +423,9 @@ func cmdCTDelLimits(e *env, args []string) error {
 		}
 		zones = append(zones, zs...)
 	}
-	kd, err := kernelOf(dp, "conntrack limits")
-	if err != nil {
-		return err
+	kd, ok := dp.(*genl.Datapath)
+	if !ok {
+		return notKernel(dp, "conntrack limits")
 	}
 	if err := kd.DelZoneLimits(e.ctx, zones...); err != nil {
 		return fmt.Errorf("failed to delete conntrack limit: %w", err)
@@ -466,9 +463,9 @@ func cmdCTGetLimits(e *env, args []string) error {
 		// As ovs-dpctl: the default limit is always asked for too.
 		query = append([]int32{genl.DefaultZone}, zs...)
 	}
-	kd, err := kernelOf(dp, "conntrack limits")
-	if err != nil {
-		return err
+	kd, ok := dp.(*genl.Datapath)
+	if !ok {
+		return notKernel(dp, "conntrack limits")
 	}
 	ls, err := kd.ZoneLimits(e.ctx, query...)
 	if err != nil {
