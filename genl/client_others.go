@@ -1,4 +1,4 @@
-//go:build !linux
+//go:build !linux || genl_stub
 
 package genl
 
@@ -11,7 +11,9 @@ import (
 
 // client, upcallSocket and vportWatcher stand in for the Linux ones: the
 // kernel datapath is generic netlink, which only Linux has, so newClient
-// fails (with errUnsupportedOS) and nothing else is ever reached.
+// fails (with errUnsupportedOS) and nothing else is ever reached. The
+// genl_stub build tag selects them on Linux too, so that their test
+// (stub_test.go) runs there: go test -tags genl_stub ./genl.
 type (
 	client       struct{}
 	upcallSocket struct{}

@@ -31,12 +31,7 @@ var (
 
 // errUnsupportedOS is what the stand-in client of other operating
 // systems returns (client_others.go).
-var errUnsupportedOS = unsupportedOS(runtime.GOOS, runtime.GOARCH)
-
-// unsupportedOS is ErrNotSupported for goos/goarch.
-func unsupportedOS(goos, goarch string) error {
-	return fmt.Errorf("%w: not supported on %s/%s", ErrNotSupported, goos, goarch)
-}
+var errUnsupportedOS = fmt.Errorf("%w: not supported on %s/%s", ErrNotSupported, runtime.GOOS, runtime.GOARCH)
 
 // Error is a failed kernel command. It keeps the kernel's extended
 // acknowledgement (Message, Offset) and matches os.ErrNotExist (ENOENT,
