@@ -338,7 +338,9 @@ func TestDatapathCommandsContext(t *testing.T) {
 			}
 			return err
 		},
-		"SetMeter": func(ctx context.Context) error { return d.SetMeter(ctx, Meter{ID: 3, Bands: []MeterBand{{Rate: 1}}}, true) },
+		"SetMeter": func(ctx context.Context) error {
+			return d.SetMeter(ctx, Meter{ID: 3, Bands: []MeterBand{{Rate: 1}}}, true)
+		},
 		"Meter": func(ctx context.Context) error {
 			m, err := d.Meter(ctx, 3)
 			if err == nil && m.ID != 3 {
