@@ -177,7 +177,7 @@ func (r *request) name() string {
 	return r.op
 }
 
-// do sends r on the Client's socket and calls fn for every reply message
+// do sends r on the client's request socket and calls fn for every reply message
 // (the generic netlink payload and command). Non-dump requests ask for an
 // acknowledgement, so the end of the reply is always known.
 func (c *client) do(r request, fn func(cmd uint8, data []byte) error) error {

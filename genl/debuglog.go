@@ -11,7 +11,7 @@ import (
 // nil (the default) logs nothing and costs one atomic load per message.
 var debugLog atomic.Pointer[slog.Logger]
 
-// SetDebugLogger makes every Client log, at debug level on l, each
+// SetDebugLogger makes every Client and Datapath log, at debug level on l, each
 // generic netlink request it sends and each reply it receives (operation,
 // family, command, flags, sequence number, length and the payload in
 // hex). A nil l turns the logging off. It is what dpctl's --verbose uses.
