@@ -7,7 +7,6 @@ import (
 	"sync"
 	"syscall"
 
-	"github.com/ovsdp/ovsdp/genl"
 	"github.com/ovsdp/ovsdp/odp"
 )
 
@@ -32,7 +31,7 @@ const probeKey = "in_port(0),eth(src=02:00:00:00:00:00,dst=02:00:00:00:00:00),et
 // drop actions, probing once with a probe flow (put, then deleted).
 // Failures other than EINVAL count as support, so that the real request
 // reports them.
-func kernelHasDrop(dp *genl.Datapath) bool {
+func kernelHasDrop(dp systemDP) bool {
 	dropProbes.Lock()
 	defer dropProbes.Unlock()
 	if v, ok := dropProbes.m[dp.Name()]; ok {
@@ -46,7 +45,7 @@ func kernelHasDrop(dp *genl.Datapath) bool {
 	return v
 }
 
-func probeDrop(dp *genl.Datapath) bool {
+func probeDrop(dp systemDP) bool {
 	key, _, err := odp.ParseMaskedKey(probeKey)
 	if err != nil {
 		return true // a constant; TestProbeKey checks it parses
@@ -63,7 +62,7 @@ func probeDrop(dp *genl.Datapath) bool {
 // supportsDrop reports whether dp accepts explicit drop actions. The
 // userspace datapath does.
 func supportsDrop(dp odp.Datapath) bool {
-	if sd, ok := dp.(*genl.Datapath); ok {
+	if sd, ok := dp.(systemDP); ok {
 		return kernelHasDrop(sd)
 	}
 	return true

@@ -29,7 +29,7 @@ func kernelFamilyCommands() []*cli.Command {
 }
 
 // notKernel is the error of a kernel-only command (what) given a
-// userspace datapath: the commands need dp to be a *genl.Datapath.
+// userspace datapath: the commands need dp to be a systemDP.
 func notKernel(dp odp.Datapath, what string) error {
 	return fmt.Errorf("%s: %w (%s@%s)", what, errNotSupportedUserspace, dp.Type(), dp.Name())
 }
@@ -63,7 +63,7 @@ func cmdMeterFeatures(e *env, args []string) error {
 	if len(args) != 0 {
 		return fmt.Errorf("meter-features: unexpected argument %q", args[0])
 	}
-	kd, ok := dp.(*genl.Datapath)
+	kd, ok := dp.(systemDP)
 	if !ok {
 		return notKernel(dp, "meters")
 	}
@@ -166,7 +166,7 @@ func cmdAddMeter(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	kd, ok := dp.(*genl.Datapath)
+	kd, ok := dp.(systemDP)
 	if !ok {
 		return notKernel(dp, "meters")
 	}
@@ -219,7 +219,7 @@ func cmdShowMeters(e *env, args []string) error {
 		return err
 	}
 	defer dp.Close()
-	kd, ok := dp.(*genl.Datapath)
+	kd, ok := dp.(systemDP)
 	if !ok {
 		return notKernel(dp, "meters")
 	}
@@ -276,7 +276,7 @@ func cmdDelMeter(e *env, args []string) error {
 	if err := needArgs(args, 1, -1, "del-meter [DP] ID..."); err != nil {
 		return err
 	}
-	kd, ok := dp.(*genl.Datapath)
+	kd, ok := dp.(systemDP)
 	if !ok {
 		return notKernel(dp, "meters")
 	}
@@ -389,7 +389,7 @@ func cmdCTSetLimits(e *env, args []string) error {
 		}
 		limits = append(limits, zl)
 	}
-	kd, ok := dp.(*genl.Datapath)
+	kd, ok := dp.(systemDP)
 	if !ok {
 		return notKernel(dp, "conntrack limits")
 	}
@@ -423,7 +423,7 @@ func cmdCTDelLimits(e *env, args []string) error {
 		}
 		zones = append(zones, zs...)
 	}
-	kd, ok := dp.(*genl.Datapath)
+	kd, ok := dp.(systemDP)
 	if !ok {
 		return notKernel(dp, "conntrack limits")
 	}
@@ -463,7 +463,7 @@ func cmdCTGetLimits(e *env, args []string) error {
 		// As ovs-dpctl: the default limit is always asked for too.
 		query = append([]int32{genl.DefaultZone}, zs...)
 	}
-	kd, ok := dp.(*genl.Datapath)
+	kd, ok := dp.(systemDP)
 	if !ok {
 		return notKernel(dp, "conntrack limits")
 	}

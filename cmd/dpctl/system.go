@@ -9,9 +9,7 @@ import (
 )
 
 // systemBackend manages kernel datapaths through package genl. Its
-// datapaths are *genl.Datapath, which has dpctl's optional interfaces
-// (flowBatcher, flowDeleter, cacheSizer, rawDumper) and the kernel's
-// meters and conntrack limits (kernelOf).
+// datapaths are systemDP.
 type systemBackend struct{}
 
 func (systemBackend) list(context.Context) ([]string, error) {
@@ -45,7 +43,7 @@ func (systemBackend) open(_ context.Context, name string) (odp.Datapath, error) 
 	if err != nil {
 		return nil, err
 	}
-	return d, nil
+	return systemDP{d}, nil
 }
 
 func (systemBackend) del(_ context.Context, name string) error {
@@ -67,11 +65,17 @@ func (systemBackend) createWithFeatures(_ context.Context, name string, features
 	return d.Close()
 }
 
+// systemDP is a kernel datapath as dpctl holds it, the type that
+// dpctl's kernel-only commands look for. *genl.Datapath has dpctl's
+// optional interfaces itself, and the kernel's meters and conntrack
+// limits.
+type systemDP struct{ *genl.Datapath }
+
 var (
-	_ flowBatcher = (*genl.Datapath)(nil)
-	_ flowDeleter = (*genl.Datapath)(nil)
-	_ cacheSizer  = (*genl.Datapath)(nil)
-	_ rawDumper   = (*genl.Datapath)(nil)
+	_ flowBatcher = systemDP{}
+	_ flowDeleter = systemDP{}
+	_ cacheSizer  = systemDP{}
+	_ rawDumper   = systemDP{}
 )
 
 func init() { backends["system"] = systemBackend{} }
