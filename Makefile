@@ -49,6 +49,7 @@ test: setup lint build unit race install-test deb-test ktest
 
 unit:
 	$(GO) test -count=1 $(PKGS)
+	$(GO) test -count=1 -tags genl_stub ./genl
 
 # The concurrent packages' unit and namespace tests again under the race
 # detector: the lock-free flow table and the port workers (userdp), the
@@ -76,6 +77,7 @@ lint:
 	$(GO) vet -tags integration $(PKGS)
 	GOOS=darwin $(GO) build $(PKGS)
 	GOOS=darwin $(GO) vet $(PKGS)
+	$(GO) vet -tags genl_stub ./genl
 
 # A short run of every fuzz target (FUZZTIME per target), all of them even
 # when some fail, then a summary table (scripts/fuzz.sh; logs in

@@ -9,7 +9,7 @@ import (
 // SystemOpener creates a kernel datapath (system@NAME); its cleanup
 // deletes it.
 func SystemOpener(name string) (odp.Datapath, func(), error) {
-	d, err := genl.Create(name)
+	d, err := genl.Create(genl.DatapathSpec{Name: name})
 	if err != nil {
 		return nil, nil, err
 	}

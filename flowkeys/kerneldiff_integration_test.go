@@ -54,14 +54,9 @@ import (
 func TestIntegrationKernelExtractDifferential(t *testing.T) {
 	testenv.RequireRoot(t)
 	testenv.RequireKernelModule(t, "openvswitch")
-	c, err := genl.Dial()
+	d, err := genl.Create(genl.DatapathSpec{Name: fmt.Sprintf("kdiff%05d", os.Getpid()%100000)})
 	if err != nil {
-		t.Fatalf("genl.Dial: %v", err)
-	}
-	t.Cleanup(func() { c.Close() })
-	d, err := c.CreateDatapathHandle(fmt.Sprintf("kdiff%05d", os.Getpid()%100000))
-	if err != nil {
-		t.Fatalf("CreateDatapathHandle: %v", err)
+		t.Fatalf("genl.Create: %v", err)
 	}
 	t.Cleanup(func() {
 		if err := d.Delete(); err != nil && !errors.Is(err, os.ErrNotExist) {

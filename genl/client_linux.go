@@ -1,3 +1,5 @@
+//go:build !genl_stub
+
 package genl
 
 import (
@@ -10,11 +12,12 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Client talks to the kernel's Open vSwitch generic netlink families. It
-// resolves every family once, when it is created, and has one method per
-// kernel command. It is safe for concurrent use; dumps and upcall sockets
-// use sockets of their own, so a dump's callback may call the Client.
-type Client struct {
+// client is the Linux implementation behind Client and Datapath: it
+// talks to the kernel's Open vSwitch generic netlink families, resolves
+// every family once, when it is created, and has one method per kernel
+// command. It is safe for concurrent use; dumps and upcall sockets use
+// sockets of their own, so a dump's callback may use the client.
+type client struct {
 	dial  func() (*netlink.Conn, error)
 	mu    sync.Mutex // serializes requests on conn
 	conn  *netlink.Conn
@@ -29,11 +32,10 @@ type Client struct {
 	packetMaxAttr uint16
 }
 
-// Dial opens a generic netlink socket and resolves the Open vSwitch
-// families. If the kernel has none of them the error wraps
-// ErrModuleNotLoaded.
-func Dial() (*Client, error) {
-	return NewClient(dialGeneric)
+// newClient opens a generic netlink socket and resolves the Open vSwitch
+// families.
+func newClient() (*client, error) {
+	return newClientWith(dialGeneric)
 }
 
 // recvBufferSize is the size of a generic netlink socket's receive buffer.
@@ -59,16 +61,15 @@ func dialGeneric() (*netlink.Conn, error) {
 	return c, nil
 }
 
-// NewClient creates a Client whose sockets come from dial: the first for
-// requests, further ones for dumps, upcalls and notifications. It exists
-// so that tests can supply fake sockets (e.g. from nltest.Dial); most
-// programs call Dial.
-func NewClient(dial func() (*netlink.Conn, error)) (*Client, error) {
+// newClientWith creates a client whose sockets come from dial: the first
+// for requests, further ones for dumps, upcalls and notifications. Tests
+// give it fake sockets.
+func newClientWith(dial func() (*netlink.Conn, error)) (*client, error) {
 	conn, err := dial()
 	if err != nil {
 		return nil, err
 	}
-	c := &Client{dial: dial, conn: conn, gconn: genetlink.NewConn(conn)}
+	c := &client{dial: dial, conn: conn, gconn: genetlink.NewConn(conn)}
 	if err := c.resolve(); err != nil {
 		conn.Close()
 		return nil, err
@@ -77,7 +78,7 @@ func NewClient(dial func() (*netlink.Conn, error)) (*Client, error) {
 }
 
 // resolve looks up the families.
-func (c *Client) resolve() error {
+func (c *client) resolve() error {
 	get := func(name string) (genetlink.Family, error) {
 		f, err := c.gconn.GetFamily(name)
 		if err != nil {
@@ -121,7 +122,7 @@ func (c *Client) resolve() error {
 
 // familyMaxAttr asks the generic netlink controller for the highest
 // attribute type a family knows (genetlink.Family does not keep it).
-func (c *Client) familyMaxAttr(name string) (uint16, error) {
+func (c *client) familyMaxAttr(name string) (uint16, error) {
 	ae := netlink.NewAttributeEncoder()
 	ae.String(unix.CTRL_ATTR_FAMILY_NAME, name)
 	b, err := ae.Encode()
@@ -154,14 +155,8 @@ func (c *Client) familyMaxAttr(name string) (uint16, error) {
 	return 0, malformed("family "+name, "CTRL_ATTR_MAXATTR", errors.New("the controller's reply has no CTRL_ATTR_MAXATTR"))
 }
 
-// Close closes the Client's request socket.
-func (c *Client) Close() error { return c.conn.Close() }
-
-// HasMeters reports whether the kernel has the ovs_meter family.
-func (c *Client) HasMeters() bool { return c.meter != nil }
-
-// HasCTLimits reports whether the kernel has the ovs_ct_limit family.
-func (c *Client) HasCTLimits() bool { return c.ctLimit != nil }
+// close closes the client's request socket.
+func (c *client) close() error { return c.conn.Close() }
 
 // request is one generic netlink command.
 type request struct {
@@ -182,10 +177,10 @@ func (r *request) name() string {
 	return r.op
 }
 
-// do sends r on the Client's socket and calls fn for every reply message
+// do sends r on the client's request socket and calls fn for every reply message
 // (the generic netlink payload and command). Non-dump requests ask for an
 // acknowledgement, so the end of the reply is always known.
-func (c *Client) do(r request, fn func(cmd uint8, data []byte) error) error {
+func (c *client) do(r request, fn func(cmd uint8, data []byte) error) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	_, err := exchange(c.conn, r, fn)
@@ -273,8 +268,8 @@ func exchange(conn *netlink.Conn, r request, fn func(cmd uint8, data []byte) err
 }
 
 // dumpOn runs a dump request on a socket of its own, so that fn may use
-// the Client.
-func (c *Client) dumpOn(r request, fn func(cmd uint8, data []byte) error) (bool, error) {
+// the client.
+func (c *client) dumpOn(r request, fn func(cmd uint8, data []byte) error) (bool, error) {
 	conn, err := c.dial()
 	if err != nil {
 		return false, err
@@ -286,7 +281,7 @@ func (c *Client) dumpOn(r request, fn func(cmd uint8, data []byte) error) (bool,
 
 // collectDump runs a small dump (datapaths, vports) into memory,
 // restarting it when the kernel reports NLM_F_DUMP_INTR.
-func (c *Client) collectDump(r request, reset func(), fn func(cmd uint8, data []byte) error) error {
+func (c *client) collectDump(r request, reset func(), fn func(cmd uint8, data []byte) error) error {
 	const tries = 5
 	for i := 0; i < tries; i++ {
 		reset()
@@ -319,7 +314,7 @@ func ovsHeader(dpIndex int32, ae *netlink.AttributeEncoder) ([]byte, error) {
 }
 
 // single expects exactly one reply message and decodes it with dec.
-func single[T any](c *Client, r request, dec func([]byte) (T, error)) (T, error) {
+func single[T any](c *client, r request, dec func([]byte) (T, error)) (T, error) {
 	var (
 		out T
 		got bool
@@ -341,9 +336,9 @@ func single[T any](c *Client, r request, dec func([]byte) (T, error)) (T, error)
 	return out, err
 }
 
-// Families returns the Open vSwitch generic netlink families the kernel
+// families returns the Open vSwitch generic netlink families the kernel
 // has, by name, with the version each reports.
-func (c *Client) Families() map[string]uint8 {
+func (c *client) families() map[string]uint8 {
 	m := map[string]uint8{
 		familyDatapath: c.dp.Version, familyVport: c.vport.Version,
 		familyFlow: c.flow.Version, familyPacket: c.packet.Version,

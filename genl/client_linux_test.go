@@ -1,3 +1,5 @@
+//go:build !genl_stub
+
 package genl
 
 import (
@@ -36,7 +38,7 @@ func rawActions(t *testing.T) []byte {
 func TestDialModuleMissing(t *testing.T) {
 	k := newFake(t, nil)
 	k.noModule = true
-	_, err := NewClient(k.dial)
+	_, err := newClientWith(k.dial)
 	if !errors.Is(err, ErrModuleNotLoaded) || !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("err = %v, want ErrModuleNotLoaded and os.ErrNotExist", err)
 	}
@@ -49,13 +51,13 @@ func TestOptionalFamiliesMissing(t *testing.T) {
 	k := newFake(t, func(fakeReq) ([]fakeMsg, error) { t.Fatal("no request expected"); return nil, nil })
 	k.noMeter = true
 	c := k.client()
-	if c.HasMeters() || c.HasCTLimits() {
-		t.Fatal("HasMeters/HasCTLimits true without the families")
+	if fams := c.families(); len(fams) != 4 || fams[familyMeter] != 0 || fams[familyCTLimit] != 0 {
+		t.Fatalf("families without ovs_meter and ovs_ct_limit: %v", fams)
 	}
-	if _, err := c.MeterFeatures(1); !errors.Is(err, ErrFamilyMissing) {
+	if _, err := c.meterFeatures(1); !errors.Is(err, ErrFamilyMissing) {
 		t.Errorf("MeterFeatures: %v, want ErrFamilyMissing", err)
 	}
-	if err := c.SetZoneLimits(1, nil); !errors.Is(err, ErrFamilyMissing) {
+	if err := c.setZoneLimits(1, nil); !errors.Is(err, ErrFamilyMissing) {
 		t.Errorf("SetZoneLimits: %v, want ErrFamilyMissing", err)
 	}
 }
@@ -104,7 +106,7 @@ func TestDatapathCommands(t *testing.T) {
 	}
 	c := k.client()
 
-	d, err := c.NewDatapath(DatapathSpec{Name: "br0", UpcallPID: 9, Features: 3, Ifindex: 99})
+	d, err := c.newDatapath(DatapathSpec{Name: "br0", UpcallPID: 9, Features: 3, Ifindex: 99})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,45 +122,42 @@ func TestDatapathCommands(t *testing.T) {
 		t.Error("request without NLM_F_ACK")
 	}
 
-	if d, err = c.GetDatapath("br0"); err != nil || d.Index != 99 {
+	if d, err = c.getDatapath("br0"); err != nil || d.Index != 99 {
 		t.Fatalf("GetDatapath: %v %v", d, err)
 	}
-	if d, err = c.GetDatapathByIndex(99); err != nil || !cmp.Equal(d.PerCPUPIDs, []uint32{4, 5}) {
+	if d, err = c.getDatapathByIndex(99); err != nil || !cmp.Equal(d.PerCPUPIDs, []uint32{4, 5}) {
 		t.Fatalf("GetDatapathByIndex: %+v %v", d, err)
 	}
-	_, err = c.GetDatapath("nope")
+	_, err = c.getDatapath("nope")
 	if !errors.Is(err, os.ErrNotExist) || !errors.Is(err, unix.ENODEV) {
 		t.Errorf("GetDatapath(nope) = %v, want ErrNotExist", err)
 	}
 	size := uint32(512)
-	if d, err = c.SetDatapath(99, DatapathSettings{Features: 9, MasksCacheSize: &size, PerCPUPIDs: []uint32{1, 2}}); err != nil || d.UpcallMode() != UpcallModePerCPU {
+	if d, err = c.setDatapath(99, datapathSettings{Features: 9, MasksCacheSize: &size, PerCPUPIDs: []uint32{1, 2}}); err != nil || d.UpcallMode() != UpcallModePerCPU {
 		t.Fatalf("SetDatapath: %+v %v", d, err)
 	}
 	last := k.requests()[len(k.requests())-1]
 	if last.u32(dpAttrMasksCacheSize) != 512 || !bytes.Equal(last.Attrs[dpAttrPerCPUPIDs], u32Bytes([]uint32{1, 2})) {
 		t.Errorf("SetDatapath sent %v", last.Attrs)
 	}
-	if n, err := c.MasksCacheSize(99); err != nil || n != 256 {
-		t.Errorf("MasksCacheSize = %d, %v", n, err)
+	if d, err := c.getDatapathByIndex(99); err != nil || !d.HasMasksCacheSize || d.MasksCacheSize != 256 {
+		t.Errorf("masks cache size of %+v, %v: want 256", d, err)
 	}
-	if err := c.SetMasksCacheSize(99, 1024); err != nil {
+	if err := c.setMasksCacheSize(99, 1024); err != nil {
 		t.Fatal(err)
 	}
 	last = k.requests()[len(k.requests())-1]
 	if last.u32(dpAttrMasksCacheSize) != 1024 || last.u32(dpAttrUserFeatures) != 3 {
 		t.Errorf("SetMasksCacheSize must keep the features: sent %v", last.Attrs)
 	}
-	ds, err := c.Datapaths()
+	ds, err := c.datapaths()
 	if err != nil || len(ds) != 2 || ds[0].Name != "a" || ds[1].Name != "b" || ds[1].UpcallMode() != UpcallModePerCPU {
 		t.Fatalf("Datapaths = %v, %v", ds, err)
 	}
-	if err := c.DelDatapath(99); err != nil {
+	if err := c.delDatapath(99); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.DelDatapathByName("br0"); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.DelDatapath(3); !errors.Is(err, os.ErrNotExist) {
+	if err := c.delDatapath(3); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("DelDatapath(3) = %v", err)
 	}
 }
@@ -173,7 +172,7 @@ func TestDumpInterruptedRestarts(t *testing.T) {
 		}
 		return []fakeMsg{{Cmd: 1, Data: dpReply(t, 1, "a", 0, nil), Flags: fl}}, nil
 	})
-	ds, err := k.client().Datapaths()
+	ds, err := k.client().datapaths()
 	if err != nil || len(ds) != 1 || n != 2 {
 		t.Fatalf("Datapaths = %v, %v after %d dumps; want 1 datapath after 2", ds, err, n)
 	}
@@ -181,7 +180,7 @@ func TestDumpInterruptedRestarts(t *testing.T) {
 	k.handle = func(r fakeReq) ([]fakeMsg, error) {
 		return []fakeMsg{{Cmd: 1, Data: dpReply(t, 1, "a", 0, nil), Flags: netlink.DumpInterrupted}}, nil
 	}
-	if _, err := k.client().Datapaths(); !errors.Is(err, ErrDumpInterrupted) {
+	if _, err := k.client().datapaths(); !errors.Is(err, ErrDumpInterrupted) {
 		t.Fatalf("err = %v, want ErrDumpInterrupted", err)
 	}
 }
@@ -218,7 +217,7 @@ func TestNegotiation(t *testing.T) {
 				return []fakeMsg{{Cmd: 1, Data: dpReply(t, 7, "dp", cur, nil)}}, nil
 			})
 			c := k.client()
-			d, err := c.CreateDatapath("dp")
+			d, err := c.createDatapath(DatapathSpec{Name: "dp"})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -226,14 +225,14 @@ func TestNegotiation(t *testing.T) {
 				t.Errorf("features %#x (kernel %#x) mode %s, want %#x %s", d.UserFeatures, cur, d.UpcallMode(), tc.want, tc.wantMode)
 			}
 			cur = 0
-			if d, err = c.NegotiateFeatures(7); err != nil || d.UserFeatures != tc.want {
+			if d, err = c.negotiateFeatures(7); err != nil || d.UserFeatures != tc.want {
 				t.Errorf("NegotiateFeatures = %+v, %v", d, err)
 			}
 		})
 	}
 	// Any other error stops the negotiation.
 	k := newFake(t, func(r fakeReq) ([]fakeMsg, error) { return nil, kerr{errno: unix.EPERM} })
-	_, err := k.client().CreateDatapath("dp")
+	_, err := k.client().createDatapath(DatapathSpec{Name: "dp"})
 	if !errors.Is(err, os.ErrPermission) || !strings.Contains(err.Error(), "CAP_NET_ADMIN") {
 		t.Fatalf("err = %v, want ErrPermission mentioning CAP_NET_ADMIN", err)
 	}
@@ -247,7 +246,7 @@ func TestExtendedAck(t *testing.T) {
 		return nil, kerr{errno: unix.EINVAL, msg: "Flow actions may not be safe on all matching packets", offset: 24}
 	})
 	c := k.client()
-	_, err := c.PutFlow(1, &odp.Flow{Key: odp.FlowKey{odp.UnknownKey{Type: 3, Data: []byte{1, 0, 0, 0}}}}, odp.PutCreate, FlowOptions{})
+	_, err := c.putFlow(1, &odp.Flow{Key: odp.FlowKey{odp.UnknownKey{Type: 3, Data: []byte{1, 0, 0, 0}}}}, odp.PutCreate, flowOptions{})
 	var ge *Error
 	if !errors.As(err, &ge) {
 		t.Fatalf("err = %#v, want *Error", err)
@@ -328,7 +327,7 @@ func TestVportCommands(t *testing.T) {
 		return nil, kerr{errno: unix.EOPNOTSUPP}
 	}
 	c := k.client()
-	v, err := c.NewVport(3, VportSpec{Name: "vx", Type: VportVXLAN, PortNo: 4, Options: &VportOptions{DstPort: 4790, GBP: true}})
+	v, err := c.newVport(3, vportSpec{Name: "vx", Type: VportVXLAN, PortNo: 4, Options: &VportOptions{DstPort: 4790, GBP: true}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -339,28 +338,25 @@ func TestVportCommands(t *testing.T) {
 	if p.Type != odp.PortVXLAN || p.Options["dst_port"] != "4790" || p.Options["exts"] != "gbp" {
 		t.Errorf("Port() = %+v", p)
 	}
-	if _, err := c.NewVport(3, VportSpec{Name: "x"}); err == nil {
+	if _, err := c.newVport(3, vportSpec{Name: "x"}); err == nil {
 		t.Error("NewVport without a type succeeded")
 	}
-	if v, err = c.GetVport(3, 1); err != nil || v.Name != "veth0" {
+	if v, err = c.getVport(3, 1); err != nil || v.Name != "veth0" {
 		t.Fatalf("GetVport = %v %v", v, err)
 	}
-	if _, err = c.GetVport(3, 9); !errors.Is(err, os.ErrNotExist) {
+	if _, err = c.getVport(3, 9); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("GetVport(9) = %v", err)
 	}
-	if v, err = c.GetVportByName("veth0"); err != nil || v.DPIndex != 3 {
+	if v, err = c.getVportByName("veth0"); err != nil || v.DPIndex != 3 {
 		t.Fatalf("GetVportByName = %v %v", v, err)
 	}
-	if _, err = c.SetVport(3, VportSpec{PortNo: 1, UpcallPIDs: []uint32{7, 8}}); err != nil {
+	if _, err = c.setVport(3, vportSpec{PortNo: 1, UpcallPIDs: []uint32{7, 8}}); err != nil {
 		t.Fatal(err)
 	}
-	if v, err = c.DelVport(3, 1); err != nil || v.Name != "veth0" {
+	if v, err = c.delVport(3, 1); err != nil || v.Name != "veth0" {
 		t.Fatalf("DelVport = %v %v", v, err)
 	}
-	if _, err = c.DelVportByName("veth0"); err != nil {
-		t.Fatal(err)
-	}
-	vs, err := c.Vports(3)
+	vs, err := c.vports(3)
 	if err != nil || len(vs) != 2 || vs[1].UpcallSuccess != 5 || vs[1].UpcallFail != 1 || !vs[1].HasUpcallStats {
 		t.Fatalf("Vports = %+v, %v", vs, err)
 	}
@@ -439,25 +435,25 @@ func TestFlowCommands(t *testing.T) {
 	})
 	c := k.client()
 	f := &odp.Flow{UFID: ufid, Key: key, Actions: acts}
-	o := FlowOptions{Probe: true}
-	if _, err := c.PutFlow(2, f, odp.PutCreate, o); err != nil {
+	o := flowOptions{Probe: true}
+	if _, err := c.putFlow(2, f, odp.PutCreate, o); err != nil {
 		t.Fatal(err)
 	}
-	st, err := c.PutFlow(2, f, odp.PutModify|odp.PutZeroStats, o)
+	st, err := c.putFlow(2, f, odp.PutModify|odp.PutZeroStats, o)
 	if err != nil || st.Packets != 3 || st.Bytes != 192 || st.TCPFlags != 0x12 || st.Used != 1234 {
 		t.Fatalf("PutFlow modify = %+v, %v", st, err)
 	}
-	if _, err := c.PutFlow(2, f, odp.PutCreate|odp.PutModify, o); err != nil {
+	if _, err := c.putFlow(2, f, odp.PutCreate|odp.PutModify, o); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.PutFlow(2, f, 0, o); err == nil {
+	if _, err := c.putFlow(2, f, 0, o); err == nil {
 		t.Error("PutFlow without create or modify succeeded")
 	}
 	wantCalls := []call{{flowCmdNew, netlink.Create | netlink.Excl}, {flowCmdSet, netlink.Echo}, {flowCmdNew, netlink.Echo}}
 	if diff := cmp.Diff(wantCalls, calls[:3]); diff != "" {
 		t.Errorf("commands (-want +got):\n%s", diff)
 	}
-	got, err := c.GetFlow(2, odp.FlowID{UFID: ufid}, FlowOptions{})
+	got, err := c.getFlow(2, odp.FlowID{UFID: ufid}, flowOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -467,17 +463,17 @@ func TestFlowCommands(t *testing.T) {
 	if got.UFID != ufid || !bytes.Equal(kb, rawKey(t, 3)) || !bytes.Equal(mb, rawKey(t, 0xffffffff)) || !bytes.Equal(ab, rawActions(t)) || got.Stats.Packets != 3 {
 		t.Errorf("GetFlow = %+v", got)
 	}
-	if st, err = c.DelFlow(2, odp.FlowID{Key: key}, FlowOptions{}); err != nil || st.Packets != 4 {
+	if st, err = c.delFlow(2, odp.FlowID{Key: key}, flowOptions{}); err != nil || st.Packets != 4 {
 		t.Fatalf("DelFlow = %+v, %v", st, err)
 	}
-	if _, err = c.DelFlow(2, odp.FlowID{}, FlowOptions{}); err == nil {
+	if _, err = c.delFlow(2, odp.FlowID{}, flowOptions{}); err == nil {
 		t.Error("DelFlow without key or UFID succeeded")
 	}
-	if err := c.FlushFlows(2); err != nil {
+	if err := c.flushFlows(2); err != nil {
 		t.Fatal(err)
 	}
 	var seen []uint64
-	err = c.DumpFlows(2, FlowOptions{UFIDFlags: Terse}, func(f *odp.Flow) error {
+	err = c.dumpFlows(2, flowOptions{UFIDFlags: Terse}, func(f *odp.Flow) error {
 		seen = append(seen, f.Stats.Packets)
 		return nil
 	})
@@ -486,7 +482,7 @@ func TestFlowCommands(t *testing.T) {
 	}
 	stop := errors.New("stop")
 	n := 0
-	err = c.DumpFlows(2, FlowOptions{UFIDFlags: Terse}, func(*odp.Flow) error {
+	err = c.dumpFlows(2, flowOptions{UFIDFlags: Terse}, func(*odp.Flow) error {
 		n++
 		if n == 3 {
 			return stop
@@ -497,7 +493,7 @@ func TestFlowCommands(t *testing.T) {
 		t.Fatalf("DumpFlows with a failing callback: %v after %d flows", err, n)
 	}
 	// The client still works after an abandoned dump.
-	if _, err := c.GetFlow(2, odp.FlowID{UFID: ufid}, FlowOptions{}); err != nil {
+	if _, err := c.getFlow(2, odp.FlowID{UFID: ufid}, flowOptions{}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -508,7 +504,7 @@ func TestDumpFlowsInterrupted(t *testing.T) {
 		return []fakeMsg{{Cmd: 1, Data: d}, {Cmd: 1, Data: d, Flags: netlink.DumpInterrupted}, {Cmd: 1, Data: d}}, nil
 	})
 	n := 0
-	err := k.client().DumpFlows(2, FlowOptions{}, func(*odp.Flow) error { n++; return nil })
+	err := k.client().dumpFlows(2, flowOptions{}, func(*odp.Flow) error { n++; return nil })
 	if !errors.Is(err, ErrDumpInterrupted) || n != 3 {
 		t.Fatalf("err = %v after %d flows, want ErrDumpInterrupted after 3", err, n)
 	}
@@ -518,7 +514,7 @@ func TestDumpFlowsBadReply(t *testing.T) {
 	k := newFake(t, func(r fakeReq) ([]fakeMsg, error) {
 		return []fakeMsg{{Cmd: 1, Data: withHeader(2, []byte{8, 0, 3, 0, 1})}}, nil
 	})
-	err := k.client().DumpFlows(2, FlowOptions{}, func(*odp.Flow) error { return nil })
+	err := k.client().dumpFlows(2, flowOptions{}, func(*odp.Flow) error { return nil })
 	var de *odp.DecodeError
 	if !errors.As(err, &de) {
 		t.Fatalf("err = %v, want a DecodeError", err)
@@ -540,7 +536,7 @@ func TestExecute(t *testing.T) {
 	})
 	key, _ := odp.UnmarshalKey(rawKey(t, 1))
 	acts, _ := odp.UnmarshalActions(rawActions(t))
-	err := k.client().Execute(1, &odp.Packet{Data: []byte("frame"), Key: key, Actions: acts, MRU: 1500, Hash: 0xabcdef, Probe: true, UpcallPID: 4242})
+	err := k.client().execute(1, &odp.Packet{Data: []byte("frame"), Key: key, Actions: acts, MRU: 1500, Hash: 0xabcdef, Probe: true, UpcallPID: 4242})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -560,15 +556,15 @@ func TestExecuteUpcallPIDNeedsKernelSupport(t *testing.T) {
 	c := k.client()
 	key, _ := odp.UnmarshalKey(rawKey(t, 1))
 	acts, _ := odp.UnmarshalActions(rawActions(t))
-	err := c.Execute(1, &odp.Packet{Data: []byte("frame"), Key: key, Actions: acts, UpcallPID: 9})
+	err := c.execute(1, &odp.Packet{Data: []byte("frame"), Key: key, Actions: acts, UpcallPID: 9})
 	if !errors.Is(err, errors.ErrUnsupported) || !strings.Contains(err.Error(), "up to 11") {
 		t.Errorf("Execute with an upcall PID on an old kernel: %v, want errors.ErrUnsupported naming the family's maximum", err)
 	}
-	errs, err := c.ExecuteBatch(1, []*odp.Packet{{Data: []byte("frame"), Key: key, Actions: acts, UpcallPID: 9}, {Data: []byte("frame"), Key: key, Actions: acts}})
+	errs, err := c.executeBatch(1, []*odp.Packet{{Data: []byte("frame"), Key: key, Actions: acts, UpcallPID: 9}, {Data: []byte("frame"), Key: key, Actions: acts}})
 	if err != nil || !errors.Is(errs[0], errors.ErrUnsupported) || errs[1] != nil {
 		t.Errorf("ExecuteBatch: %v, %v", errs, err)
 	}
-	if err := c.Execute(1, &odp.Packet{Data: []byte("frame"), Key: key, Actions: acts}); err != nil {
+	if err := c.execute(1, &odp.Packet{Data: []byte("frame"), Key: key, Actions: acts}); err != nil {
 		t.Errorf("Execute without an upcall PID: %v", err)
 	}
 }
@@ -583,16 +579,16 @@ func TestMetersAndZoneLimits(t *testing.T) {
 					ae.Uint32(meterAttrMaxMeters, 200)
 					ae.Uint32(meterAttrMaxBands, 1)
 					ae.Nested(meterAttrBands, func(be *netlink.AttributeEncoder) error {
-						be.Nested(0, func(e *netlink.AttributeEncoder) error { e.Uint32(bandAttrType, MeterBandDrop); return nil })
+						be.Nested(0, func(e *netlink.AttributeEncoder) error { e.Uint32(bandAttrType, odp.MeterBandDrop); return nil })
 						return nil
 					})
 				}))}}, nil
 			case meterCmdSet:
-				var m *Meter
+				var m *odp.MeterInfo
 				m, err := decodeMeter(withHeader(1, mustAttrs(t, func(ae *netlink.AttributeEncoder) {
 					ae.Bytes(meterAttrBands, r.Attrs[meterAttrBands])
 				})))
-				if err != nil || r.u32(meterAttrID) != 5 || !r.has(meterAttrKbps) || len(m.Bands) != 1 || m.Bands[0].Rate != 1000 || m.Bands[0].Burst != 10 || m.Bands[0].Type != MeterBandDrop {
+				if err != nil || r.u32(meterAttrID) != 5 || !r.has(meterAttrKbps) || len(m.Bands) != 1 || m.Bands[0].Rate != 1000 || m.Bands[0].Burst != 10 || m.Bands[0].Type != odp.MeterBandDrop {
 					t.Errorf("set meter: %+v %v %v", m, err, r.Attrs)
 				}
 				return []fakeMsg{{Cmd: 2, Data: withHeader(1, nil)}}, nil
@@ -632,29 +628,29 @@ func TestMetersAndZoneLimits(t *testing.T) {
 		return nil, kerr{errno: unix.EOPNOTSUPP}
 	})
 	c := k.client()
-	mf, err := c.MeterFeatures(1)
-	if err != nil || mf.MaxMeters != 200 || mf.MaxBands != 1 || !cmp.Equal(mf.BandTypes, []uint32{MeterBandDrop}) {
+	mf, err := c.meterFeatures(1)
+	if err != nil || mf.MaxMeters != 200 || mf.MaxBands != 1 || !cmp.Equal(mf.BandTypes, []uint32{odp.MeterBandDrop}) {
 		t.Fatalf("MeterFeatures = %+v, %v", mf, err)
 	}
-	if err := c.SetMeter(1, Meter{ID: 5, KBPS: true, Bands: []MeterBand{{Rate: 1000, Burst: 10}}}, false); err != nil {
+	if err := c.setMeter(1, odp.MeterInfo{ID: 5, KBPS: true, Bands: []odp.MeterBand{{Rate: 1000, Burst: 10}}}, false); err != nil {
 		t.Fatal(err)
 	}
-	m, err := c.GetMeter(1, 5)
+	m, err := c.getMeter(1, 5)
 	if err != nil || m.Packets != 9 || m.Bytes != 900 || len(m.Bands) != 1 {
 		t.Fatalf("GetMeter = %+v, %v", m, err)
 	}
-	if _, err := c.DelMeter(1, 6); !errors.Is(err, os.ErrNotExist) {
+	if _, err := c.delMeter(1, 6); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("DelMeter(6) = %v", err)
 	}
-	if err := c.SetZoneLimits(1, []ZoneLimit{{Zone: DefaultZone, Limit: 10}, {Zone: 7, Limit: 3}}); err != nil {
+	if err := c.setZoneLimits(1, []ZoneLimit{{Zone: DefaultZone, Limit: 10}, {Zone: 7, Limit: 3}}); err != nil {
 		t.Fatal(err)
 	}
-	ls, err := c.ZoneLimits(1)
+	ls, err := c.zoneLimits(1)
 	want := []ZoneLimit{{Zone: DefaultZone, Limit: 10}, {Zone: 7, Limit: 3, Count: 2}}
 	if err != nil || !cmp.Equal(ls, want) {
 		t.Fatalf("ZoneLimits = %v, %v", ls, err)
 	}
-	if err := c.DelZoneLimits(1, 7, 8); err != nil {
+	if err := c.delZoneLimits(1, 7, 8); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -667,7 +663,7 @@ func TestVportWatcher(t *testing.T) {
 		{Cmd: vportCmdDel, Data: vportReply(t, 1, 2, VportNetdev, "a", nil)},
 	}}
 	k.mcastDial = true
-	w, err := c.WatchVports()
+	w, err := c.watchVports()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -705,7 +701,7 @@ func TestPutFlows(t *testing.T) {
 		}
 		fs = append(fs, &odp.Flow{Key: key, Actions: acts})
 	}
-	errs, err := c.PutFlows(1, fs, odp.PutCreate, FlowOptions{})
+	errs, err := c.putFlows(1, fs, odp.PutCreate, flowOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -719,10 +715,10 @@ func TestPutFlows(t *testing.T) {
 	}
 	// The socket is in step afterwards.
 	k.handle = func(r fakeReq) ([]fakeMsg, error) { return []fakeMsg{{Cmd: 1, Data: dpReply(t, 1, "x", 0, nil)}}, nil }
-	if _, err := c.GetDatapath("x"); err != nil {
+	if _, err := c.getDatapath("x"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.PutFlows(1, fs, 0, FlowOptions{}); err == nil {
+	if _, err := c.putFlows(1, fs, 0, flowOptions{}); err == nil {
 		t.Error("PutFlows without create or modify succeeded")
 	}
 }
@@ -774,7 +770,7 @@ func TestExecuteBatch(t *testing.T) {
 		pkts = append(pkts, p)
 	}
 	before := len(k.sendsSince(0))
-	errs, err := c.ExecuteBatch(3, pkts)
+	errs, err := c.executeBatch(3, pkts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -815,7 +811,7 @@ func TestExecuteBatch(t *testing.T) {
 		{Data: make([]byte, 65000), Key: key, Actions: acts, MRU: 1500},
 	}
 	before = len(k.sendsSince(0))
-	errs, err = c.ExecuteBatch(3, pkts)
+	errs, err = c.executeBatch(3, pkts)
 	if err != nil || len(errs) != 4 || errors.Join(errs...) != nil {
 		t.Fatalf("ExecuteBatch = %v, %v", errs, err)
 	}
@@ -828,7 +824,7 @@ func TestExecuteBatch(t *testing.T) {
 
 	// Empty batch: nothing sent.
 	before = len(k.sendsSince(0))
-	if errs, err := c.ExecuteBatch(3, nil); err != nil || len(errs) != 0 {
+	if errs, err := c.executeBatch(3, nil); err != nil || len(errs) != 0 {
 		t.Errorf("empty batch: %v, %v", errs, err)
 	}
 	if got := k.sendsSince(before); len(got) != 0 {
@@ -837,7 +833,7 @@ func TestExecuteBatch(t *testing.T) {
 
 	// The socket is in step afterwards.
 	k.handle = func(r fakeReq) ([]fakeMsg, error) { return []fakeMsg{{Cmd: 1, Data: dpReply(t, 3, "x", 0, nil)}}, nil }
-	d, err := c.OpenDatapath("x")
+	d, err := openOn(c, "x")
 	if err != nil {
 		t.Fatal(err)
 	}

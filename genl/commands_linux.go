@@ -1,3 +1,5 @@
+//go:build !genl_stub
+
 package genl
 
 import (
@@ -11,9 +13,9 @@ import (
 	"github.com/ovsdp/ovsdp/odp"
 )
 
-// NewDatapath creates a datapath (OVS_DP_CMD_NEW) with exactly the given
-// features; CreateDatapath negotiates them instead.
-func (c *Client) NewDatapath(spec DatapathSpec) (*DPInfo, error) {
+// newDatapath creates a datapath (OVS_DP_CMD_NEW) with exactly the
+// features of spec; createDatapath negotiates them instead.
+func (c *client) newDatapath(spec DatapathSpec) (*DPInfo, error) {
 	ae := netlink.NewAttributeEncoder()
 	ae.String(dpAttrName, spec.Name)
 	ae.Uint32(dpAttrUpcallPID, spec.UpcallPID)
@@ -25,7 +27,7 @@ func (c *Client) NewDatapath(spec DatapathSpec) (*DPInfo, error) {
 }
 
 // dpCommand runs a datapath command expecting one datapath back.
-func (c *Client) dpCommand(op string, cmd uint8, idx int32, ae *netlink.AttributeEncoder) (*DPInfo, error) {
+func (c *client) dpCommand(op string, cmd uint8, idx int32, ae *netlink.AttributeEncoder) (*DPInfo, error) {
 	b, err := ovsHeader(idx, ae)
 	if err != nil {
 		return nil, err
@@ -33,21 +35,21 @@ func (c *Client) dpCommand(op string, cmd uint8, idx int32, ae *netlink.Attribut
 	return single(c, request{op: op, family: c.dp.ID, cmd: cmd, version: versionDatapath, flags: netlink.Echo, data: b}, DecodeDatapath)
 }
 
-// GetDatapath returns the datapath with the given name.
-func (c *Client) GetDatapath(name string) (*DPInfo, error) {
+// getDatapath returns the datapath with the given name.
+func (c *client) getDatapath(name string) (*DPInfo, error) {
 	ae := netlink.NewAttributeEncoder()
 	ae.String(dpAttrName, name)
 	return c.dpCommand("ovs_datapath get "+name, dpCmdGet, 0, ae)
 }
 
-// GetDatapathByIndex returns the datapath whose local port has the given
+// getDatapathByIndex returns the datapath whose local port has the given
 // ifindex.
-func (c *Client) GetDatapathByIndex(index int32) (*DPInfo, error) {
+func (c *client) getDatapathByIndex(index int32) (*DPInfo, error) {
 	return c.dpCommand(fmt.Sprintf("ovs_datapath get ifindex %d", index), dpCmdGet, index, nil)
 }
 
-// SetDatapath changes a datapath's settings (OVS_DP_CMD_SET).
-func (c *Client) SetDatapath(index int32, s DatapathSettings) (*DPInfo, error) {
+// setDatapath changes a datapath's settings (OVS_DP_CMD_SET).
+func (c *client) setDatapath(index int32, s datapathSettings) (*DPInfo, error) {
 	ae := netlink.NewAttributeEncoder()
 	ae.Uint32(dpAttrUserFeatures, s.Features)
 	if s.MasksCacheSize != nil {
@@ -59,50 +61,27 @@ func (c *Client) SetDatapath(index int32, s DatapathSettings) (*DPInfo, error) {
 	return c.dpCommand(fmt.Sprintf("ovs_datapath set ifindex %d", index), dpCmdSet, index, ae)
 }
 
-// MasksCacheSize returns a datapath's mask cache size.
-func (c *Client) MasksCacheSize(index int32) (uint32, error) {
-	d, err := c.GetDatapathByIndex(index)
-	if err != nil {
-		return 0, err
-	}
-	if !d.HasMasksCacheSize {
-		return 0, fmt.Errorf("genl: datapath %s: the kernel does not report a mask cache size (added in Linux 5.9)", d.Name)
-	}
-	return d.MasksCacheSize, nil
-}
-
-// SetMasksCacheSize sets a datapath's mask cache size, keeping its
+// setMasksCacheSize sets a datapath's mask cache size, keeping its
 // features.
-func (c *Client) SetMasksCacheSize(index int32, size uint32) error {
-	d, err := c.GetDatapathByIndex(index)
+func (c *client) setMasksCacheSize(index int32, size uint32) error {
+	d, err := c.getDatapathByIndex(index)
 	if err != nil {
 		return err
 	}
-	_, err = c.SetDatapath(index, DatapathSettings{Features: d.UserFeatures, MasksCacheSize: &size})
+	_, err = c.setDatapath(index, datapathSettings{Features: d.UserFeatures, MasksCacheSize: &size})
 	return err
 }
 
-// DelDatapath deletes a datapath and all its ports and flows.
-func (c *Client) DelDatapath(index int32) error {
+// delDatapath deletes a datapath and all its ports and flows.
+func (c *client) delDatapath(index int32) error {
 	b, _ := ovsHeader(index, nil)
 	return c.do(request{op: fmt.Sprintf("ovs_datapath del ifindex %d", index), family: c.dp.ID, cmd: dpCmdDel, version: versionDatapath, data: b}, ignoreReply)
 }
 
-// DelDatapathByName deletes the datapath with the given name.
-func (c *Client) DelDatapathByName(name string) error {
-	ae := netlink.NewAttributeEncoder()
-	ae.String(dpAttrName, name)
-	b, err := ovsHeader(0, ae)
-	if err != nil {
-		return err
-	}
-	return c.do(request{op: "ovs_datapath del " + name, family: c.dp.ID, cmd: dpCmdDel, version: versionDatapath, data: b}, ignoreReply)
-}
-
 func ignoreReply(uint8, []byte) error { return nil }
 
-// Datapaths lists every datapath (a dump).
-func (c *Client) Datapaths() ([]*DPInfo, error) {
+// datapaths lists every datapath (a dump).
+func (c *client) datapaths() ([]*DPInfo, error) {
 	b, _ := ovsHeader(0, nil)
 	var out []*DPInfo
 	err := c.collectDump(request{op: "ovs_datapath dump", family: c.dp.ID, cmd: dpCmdGet, version: versionDatapath, data: b},
@@ -150,26 +129,39 @@ func negotiate(base uint32, apply func(features uint32) (*DPInfo, error), fixLeg
 	return apply(base | FeatureVportPIDs)
 }
 
-// CreateDatapath creates a datapath, negotiating its features as Open
-// vSwitch does: per-CPU upcall dispatch where the kernel has it, per-vport
-// upcall PIDs otherwise. DPInfo.UpcallMode tells which was chosen.
-func (c *Client) CreateDatapath(name string) (*DPInfo, error) {
-	return negotiate(0,
-		func(f uint32) (*DPInfo, error) { return c.NewDatapath(DatapathSpec{Name: name, Features: f}) },
+// createDatapath creates the datapath spec describes: with exactly
+// spec.Features when spec.ExactFeatures is set, else negotiating the
+// upcall dispatch as Open vSwitch does (see DatapathSpec).
+func (c *client) createDatapath(spec DatapathSpec) (*DPInfo, error) {
+	if spec.ExactFeatures {
+		return c.newDatapath(spec)
+	}
+	return negotiate(spec.Features,
+		func(f uint32) (*DPInfo, error) {
+			s := spec
+			s.Features = f
+			return c.newDatapath(s)
+		},
 		func(d *DPInfo) (*DPInfo, error) {
-			return c.SetDatapath(d.Index, DatapathSettings{Features: FeatureUnaligned | FeatureVportPIDs})
+			return c.setDatapath(d.Index, datapathSettings{Features: legacyFeatures(spec.Features)})
 		})
 }
 
-// NegotiateFeatures negotiates the features of an existing datapath as
-// CreateDatapath does, keeping its other feature bits.
-func (c *Client) NegotiateFeatures(index int32) (*DPInfo, error) {
-	cur, err := c.GetDatapathByIndex(index)
+// legacyFeatures are the features negotiate settles on, from base, for a
+// kernel that does not check them: per-vport upcall PIDs.
+func legacyFeatures(base uint32) uint32 {
+	return base&^(FeatureDispatchUpcallPerCPU|featureProbeUnknown) | FeatureUnaligned | FeatureVportPIDs
+}
+
+// negotiateFeatures negotiates the features of an existing datapath as
+// createDatapath does, keeping its other feature bits.
+func (c *client) negotiateFeatures(index int32) (*DPInfo, error) {
+	cur, err := c.getDatapathByIndex(index)
 	if err != nil {
 		return nil, err
 	}
 	set := func(f uint32) (*DPInfo, error) {
-		return c.SetDatapath(index, DatapathSettings{Features: f})
+		return c.setDatapath(index, datapathSettings{Features: f})
 	}
 	return negotiate(cur.UserFeatures, set, func(*DPInfo) (*DPInfo, error) {
 		return set(FeatureUnaligned | FeatureVportPIDs)
@@ -192,7 +184,7 @@ func encodeVportOptions(ae *netlink.AttributeEncoder, o *VportOptions) {
 }
 
 // vportCommand runs a vport command expecting one vport back.
-func (c *Client) vportCommand(op string, cmd uint8, dpIndex int32, ae *netlink.AttributeEncoder) (*VportInfo, error) {
+func (c *client) vportCommand(op string, cmd uint8, dpIndex int32, ae *netlink.AttributeEncoder) (*VportInfo, error) {
 	b, err := ovsHeader(dpIndex, ae)
 	if err != nil {
 		return nil, err
@@ -200,8 +192,8 @@ func (c *Client) vportCommand(op string, cmd uint8, dpIndex int32, ae *netlink.A
 	return single(c, request{op: op, family: c.vport.ID, cmd: cmd, version: versionVport, flags: netlink.Echo, data: b}, DecodeVport)
 }
 
-// NewVport adds a vport to a datapath.
-func (c *Client) NewVport(dpIndex int32, spec VportSpec) (*VportInfo, error) {
+// newVport adds a vport to a datapath.
+func (c *client) newVport(dpIndex int32, spec vportSpec) (*VportInfo, error) {
 	if spec.Type == 0 {
 		return nil, fmt.Errorf("genl: new vport %q: no type", spec.Name)
 	}
@@ -235,9 +227,9 @@ func vportID(ae *netlink.AttributeEncoder, portNo uint32, name string) string {
 	return name
 }
 
-// SetVport changes a vport's options or upcall PIDs. The vport is named
+// setVport changes a vport's options or upcall PIDs. The vport is named
 // by spec.PortNo, or by spec.Name when PortNo is zero.
-func (c *Client) SetVport(dpIndex int32, spec VportSpec) (*VportInfo, error) {
+func (c *client) setVport(dpIndex int32, spec vportSpec) (*VportInfo, error) {
 	ae := netlink.NewAttributeEncoder()
 	id := vportID(ae, spec.PortNo, spec.Name)
 	if spec.Type != 0 {
@@ -252,37 +244,30 @@ func (c *Client) SetVport(dpIndex int32, spec VportSpec) (*VportInfo, error) {
 	return c.vportCommand("ovs_vport set "+id, vportCmdSet, dpIndex, ae)
 }
 
-// GetVport returns a datapath's vport by number.
-func (c *Client) GetVport(dpIndex int32, portNo uint32) (*VportInfo, error) {
+// getVport returns a datapath's vport by number.
+func (c *client) getVport(dpIndex int32, portNo uint32) (*VportInfo, error) {
 	ae := netlink.NewAttributeEncoder()
 	id := vportID(ae, portNo, "")
 	return c.vportCommand("ovs_vport get "+id, vportCmdGet, dpIndex, ae)
 }
 
-// GetVportByName returns the vport with the given name (in any datapath).
-func (c *Client) GetVportByName(name string) (*VportInfo, error) {
+// getVportByName returns the vport with the given name (in any datapath).
+func (c *client) getVportByName(name string) (*VportInfo, error) {
 	ae := netlink.NewAttributeEncoder()
 	ae.String(vportAttrName, name)
 	return c.vportCommand("ovs_vport get "+name, vportCmdGet, 0, ae)
 }
 
-// DelVport removes a datapath's vport by number and returns it as it was.
-func (c *Client) DelVport(dpIndex int32, portNo uint32) (*VportInfo, error) {
+// delVport removes a datapath's vport by number and returns it as it was.
+func (c *client) delVport(dpIndex int32, portNo uint32) (*VportInfo, error) {
 	ae := netlink.NewAttributeEncoder()
 	id := vportID(ae, portNo, "")
 	return c.vportCommand("ovs_vport del "+id, vportCmdDel, dpIndex, ae)
 }
 
-// DelVportByName removes the vport with the given name.
-func (c *Client) DelVportByName(name string) (*VportInfo, error) {
-	ae := netlink.NewAttributeEncoder()
-	ae.String(vportAttrName, name)
-	return c.vportCommand("ovs_vport del "+name, vportCmdDel, 0, ae)
-}
-
-// Vports lists a datapath's vports (a dump), ordered as the kernel gives
+// vports lists a datapath's vports (a dump), ordered as the kernel gives
 // them.
-func (c *Client) Vports(dpIndex int32) ([]*VportInfo, error) {
+func (c *client) vports(dpIndex int32) ([]*VportInfo, error) {
 	b, _ := ovsHeader(dpIndex, nil)
 	var out []*VportInfo
 	err := c.collectDump(request{op: fmt.Sprintf("ovs_vport dump ifindex %d", dpIndex), family: c.vport.ID, cmd: vportCmdGet, version: versionVport, data: b},
@@ -299,7 +284,7 @@ func (c *Client) Vports(dpIndex int32) ([]*VportInfo, error) {
 }
 
 // flowAttrs encodes a flow's identity and match.
-func flowAttrs(ae *netlink.AttributeEncoder, ufid odp.UFID, key, mask odp.FlowKey, o FlowOptions) error {
+func flowAttrs(ae *netlink.AttributeEncoder, ufid odp.UFID, key, mask odp.FlowKey, o flowOptions) error {
 	if key != nil {
 		kb, err := odp.MarshalKey(key)
 		if err != nil {
@@ -334,7 +319,7 @@ func flowOp(cmd string, ufid odp.UFID, key odp.FlowKey) string {
 	return "ovs_flow " + cmd + " " + odp.FormatKey(key, nil, false)
 }
 
-// putFlowCmd maps PutFlow's flags to the kernel's command and netlink
+// putFlowCmd maps putFlow's flags to the kernel's command and netlink
 // flags, as Open vSwitch's dpif-netlink does: create-only is
 // OVS_FLOW_CMD_NEW with NLM_F_CREATE (and NLM_F_EXCL, which the kernel
 // also accepts), failing with EEXIST if the flow exists; create-or-modify
@@ -353,12 +338,12 @@ func putFlowCmd(flags odp.PutFlags) (cmd uint8, nlf netlink.HeaderFlags, name st
 	return 0, 0, "", fmt.Errorf("genl: put flow: flags %#x ask neither to create nor to modify", flags)
 }
 
-// PutFlow creates or modifies a flow, as flags say: odp.PutCreate alone
+// putFlow creates or modifies a flow, as flags say: odp.PutCreate alone
 // creates (ErrExist if it exists); odp.PutModify alone modifies (ErrNotExist
 // if it does not), clearing the statistics with odp.PutZeroStats; both
 // create or modify. It returns the statistics the flow had before a
 // modification.
-func (c *Client) PutFlow(dpIndex int32, f *odp.Flow, flags odp.PutFlags, o FlowOptions) (odp.FlowStats, error) {
+func (c *client) putFlow(dpIndex int32, f *odp.Flow, flags odp.PutFlags, o flowOptions) (odp.FlowStats, error) {
 	cmd, nlf, name, err := putFlowCmd(flags)
 	if err != nil {
 		return odp.FlowStats{}, err
@@ -394,8 +379,8 @@ func (c *Client) PutFlow(dpIndex int32, f *odp.Flow, flags odp.PutFlags, o FlowO
 	return st, err
 }
 
-// GetFlow returns one flow, by UFID when id.UFID is set, else by key.
-func (c *Client) GetFlow(dpIndex int32, id odp.FlowID, o FlowOptions) (*odp.Flow, error) {
+// getFlow returns one flow, by UFID when id.UFID is set, else by key.
+func (c *client) getFlow(dpIndex int32, id odp.FlowID, o flowOptions) (*odp.Flow, error) {
 	op := func() string { return flowOp("get", id.UFID, id.Key) }
 	ae := netlink.NewAttributeEncoder()
 	if err := flowAttrs(ae, id.UFID, id.Key, nil, o); err != nil {
@@ -408,8 +393,8 @@ func (c *Client) GetFlow(dpIndex int32, id odp.FlowID, o FlowOptions) (*odp.Flow
 	return single(c, request{opFn: op, family: c.flow.ID, cmd: flowCmdGet, version: versionFlow, data: b}, DecodeFlow)
 }
 
-// DelFlow deletes one flow and returns its last statistics.
-func (c *Client) DelFlow(dpIndex int32, id odp.FlowID, o FlowOptions) (odp.FlowStats, error) {
+// delFlow deletes one flow and returns its last statistics.
+func (c *client) delFlow(dpIndex int32, id odp.FlowID, o flowOptions) (odp.FlowStats, error) {
 	if id.UFID.IsZero() && len(id.Key) == 0 {
 		return odp.FlowStats{}, errors.New("genl: delete flow: neither UFID nor key given (FlushFlows deletes all)")
 	}
@@ -432,20 +417,20 @@ func (c *Client) DelFlow(dpIndex int32, id odp.FlowID, o FlowOptions) (odp.FlowS
 	return st, err
 }
 
-// FlushFlows deletes every flow of a datapath.
-func (c *Client) FlushFlows(dpIndex int32) error {
+// flushFlows deletes every flow of a datapath.
+func (c *client) flushFlows(dpIndex int32) error {
 	b, _ := ovsHeader(dpIndex, nil)
 	return c.do(request{op: "ovs_flow flush", family: c.flow.ID, cmd: flowCmdDel, version: versionFlow, data: b}, ignoreReply)
 }
 
-// DumpFlows calls fn for every flow of a datapath, reading the kernel's
+// dumpFlows calls fn for every flow of a datapath, reading the kernel's
 // replies one datagram at a time on a socket of its own, so that memory
-// stays bounded however large the table and fn may use the Client. An
+// stays bounded however large the table and fn may use the client. An
 // error from fn stops the dump. If the kernel reports NLM_F_DUMP_INTR,
 // the dump runs to its end and then returns an error wrapping
 // ErrDumpInterrupted. The *odp.Flow passed to fn is fn's to keep.
-func (c *Client) DumpFlows(dpIndex int32, o FlowOptions, fn func(*odp.Flow) error) error {
-	return c.DumpFlowsRaw(dpIndex, o, func(data []byte) error {
+func (c *client) dumpFlows(dpIndex int32, o flowOptions, fn func(*odp.Flow) error) error {
+	return c.dumpFlowsRaw(dpIndex, o, func(data []byte) error {
 		f, err := DecodeFlow(data)
 		if err != nil {
 			return fmt.Errorf("genl: ovs_flow dump: %w", err)
@@ -454,11 +439,11 @@ func (c *Client) DumpFlows(dpIndex int32, o FlowOptions, fn func(*odp.Flow) erro
 	})
 }
 
-// DumpFlowsRaw is DumpFlows without the decoding: fn gets each flow
+// dumpFlowsRaw is dumpFlows without the decoding: fn gets each flow
 // message's generic netlink payload (struct ovs_header included, what
 // DecodeFlow takes), valid only until fn returns. It lets a caller decode
 // on other goroutines (dpctl dump-flows does, on two CPUs).
-func (c *Client) DumpFlowsRaw(dpIndex int32, o FlowOptions, fn func([]byte) error) error {
+func (c *client) dumpFlowsRaw(dpIndex int32, o flowOptions, fn func([]byte) error) error {
 	ae := netlink.NewAttributeEncoder()
 	if o.UFIDFlags != 0 {
 		ae.Uint32(flowAttrUFIDFlags, uint32(o.UFIDFlags))
@@ -479,10 +464,10 @@ func (c *Client) DumpFlowsRaw(dpIndex int32, o FlowOptions, fn func([]byte) erro
 	return nil
 }
 
-// Execute runs actions on a packet (OVS_PACKET_CMD_EXECUTE). p.Key holds
+// execute runs actions on a packet (OVS_PACKET_CMD_EXECUTE). p.Key holds
 // the packet's metadata (in_port, ...); MRU, Hash, Probe and UpcallPID
 // are sent when set.
-func (c *Client) Execute(dpIndex int32, p *odp.Packet) error {
+func (c *client) execute(dpIndex int32, p *odp.Packet) error {
 	const op = "ovs_packet execute"
 	b, err := c.executeRequest(dpIndex, p)
 	if err != nil {
@@ -493,7 +478,7 @@ func (c *Client) Execute(dpIndex int32, p *odp.Packet) error {
 
 // executeRequest encodes an OVS_PACKET_CMD_EXECUTE request's payload
 // (ovs_header and attributes) for p.
-func (c *Client) executeRequest(dpIndex int32, p *odp.Packet) ([]byte, error) {
+func (c *client) executeRequest(dpIndex int32, p *odp.Packet) ([]byte, error) {
 	if p.UpcallPID != 0 && c.packetMaxAttr < packetAttrUpcallPID {
 		// Older kernels ignore an attribute beyond their maximum: the
 		// upcall would silently go elsewhere.
@@ -529,15 +514,15 @@ func (c *Client) executeRequest(dpIndex int32, p *odp.Packet) ([]byte, error) {
 
 // meterFamily returns the meter family or an error wrapping
 // ErrFamilyMissing.
-func (c *Client) meterFamily() (uint16, error) {
+func (c *client) meterFamily() (uint16, error) {
 	if c.meter == nil {
 		return 0, fmt.Errorf("genl: meters: %w: %s (Linux 4.15 and newer)", ErrFamilyMissing, familyMeter)
 	}
 	return c.meter.ID, nil
 }
 
-// MeterFeatures returns what the kernel's meters support.
-func (c *Client) MeterFeatures(dpIndex int32) (*MeterFeatures, error) {
+// meterFeatures returns what the kernel's meters support.
+func (c *client) meterFeatures(dpIndex int32) (*odp.MeterFeatures, error) {
 	fam, err := c.meterFamily()
 	if err != nil {
 		return nil, err
@@ -546,9 +531,9 @@ func (c *Client) MeterFeatures(dpIndex int32) (*MeterFeatures, error) {
 	return single(c, request{op: "ovs_meter features", family: fam, cmd: meterCmdFeatures, version: versionMeter, data: b}, decodeMeterFeatures)
 }
 
-// SetMeter adds or replaces meter m.ID with m's bands. With clear, the
+// setMeter adds or replaces meter m.ID with m's bands. With clear, the
 // statistics of a replaced meter restart from zero.
-func (c *Client) SetMeter(dpIndex int32, m Meter, clear bool) error {
+func (c *client) setMeter(dpIndex int32, m odp.MeterInfo, clear bool) error {
 	fam, err := c.meterFamily()
 	if err != nil {
 		return err
@@ -566,7 +551,7 @@ func (c *Client) SetMeter(dpIndex int32, m Meter, clear bool) error {
 			be.Nested(0, func(e *netlink.AttributeEncoder) error {
 				t := band.Type
 				if t == 0 {
-					t = MeterBandDrop
+					t = odp.MeterBandDrop
 				}
 				e.Uint32(bandAttrType, t)
 				e.Uint32(bandAttrRate, band.Rate)
@@ -583,17 +568,17 @@ func (c *Client) SetMeter(dpIndex int32, m Meter, clear bool) error {
 	return c.do(request{op: fmt.Sprintf("ovs_meter set %d", m.ID), family: fam, cmd: meterCmdSet, version: versionMeter, data: b}, ignoreReply)
 }
 
-// GetMeter returns a meter with its statistics.
-func (c *Client) GetMeter(dpIndex int32, id uint32) (*Meter, error) {
+// getMeter returns a meter with its statistics.
+func (c *client) getMeter(dpIndex int32, id uint32) (*odp.MeterInfo, error) {
 	return c.meterByID("get", meterCmdGet, dpIndex, id)
 }
 
-// DelMeter deletes a meter and returns its last statistics.
-func (c *Client) DelMeter(dpIndex int32, id uint32) (*Meter, error) {
+// delMeter deletes a meter and returns its last statistics.
+func (c *client) delMeter(dpIndex int32, id uint32) (*odp.MeterInfo, error) {
 	return c.meterByID("del", meterCmdDel, dpIndex, id)
 }
 
-func (c *Client) meterByID(name string, cmd uint8, dpIndex int32, id uint32) (*Meter, error) {
+func (c *client) meterByID(name string, cmd uint8, dpIndex int32, id uint32) (*odp.MeterInfo, error) {
 	fam, err := c.meterFamily()
 	if err != nil {
 		return nil, err
@@ -613,7 +598,7 @@ func (c *Client) meterByID(name string, cmd uint8, dpIndex int32, id uint32) (*M
 }
 
 // ctLimitFamily returns the conntrack-limit family or an error.
-func (c *Client) ctLimitFamily() (uint16, error) {
+func (c *client) ctLimitFamily() (uint16, error) {
 	if c.ctLimit == nil {
 		return 0, fmt.Errorf("genl: conntrack limits: %w: %s (Linux 4.18 and newer, with conntrack)", ErrFamilyMissing, familyCTLimit)
 	}
@@ -628,9 +613,9 @@ func zoneLimitBytes(ls []ZoneLimit) []byte {
 	return u32Bytes(vs)
 }
 
-// SetZoneLimits sets connection limits per conntrack zone (Zone
+// setZoneLimits sets connection limits per conntrack zone (Zone
 // DefaultZone sets the default).
-func (c *Client) SetZoneLimits(dpIndex int32, limits []ZoneLimit) error {
+func (c *client) setZoneLimits(dpIndex int32, limits []ZoneLimit) error {
 	fam, err := c.ctLimitFamily()
 	if err != nil {
 		return err
@@ -644,9 +629,9 @@ func (c *Client) SetZoneLimits(dpIndex int32, limits []ZoneLimit) error {
 	return c.do(request{op: "ovs_ct_limit set", family: fam, cmd: ctLimitCmdSet, version: versionCTLimit, data: b}, ignoreReply)
 }
 
-// ZoneLimits returns the limits and connection counts of the given zones,
+// zoneLimits returns the limits and connection counts of the given zones,
 // or of the default and every zone with a limit when zones is empty.
-func (c *Client) ZoneLimits(dpIndex int32, zones ...int32) ([]ZoneLimit, error) {
+func (c *client) zoneLimits(dpIndex int32, zones ...int32) ([]ZoneLimit, error) {
 	fam, err := c.ctLimitFamily()
 	if err != nil {
 		return nil, err
@@ -672,9 +657,9 @@ func (c *Client) ZoneLimits(dpIndex int32, zones ...int32) ([]ZoneLimit, error) 
 	return out, err
 }
 
-// DelZoneLimits removes the limits of the given zones (DefaultZone resets
+// delZoneLimits removes the limits of the given zones (DefaultZone resets
 // the default to unlimited).
-func (c *Client) DelZoneLimits(dpIndex int32, zones ...int32) error {
+func (c *client) delZoneLimits(dpIndex int32, zones ...int32) error {
 	fam, err := c.ctLimitFamily()
 	if err != nil {
 		return err
@@ -692,16 +677,16 @@ func (c *Client) DelZoneLimits(dpIndex int32, zones ...int32) error {
 	return c.do(request{op: "ovs_ct_limit del", family: fam, cmd: ctLimitCmdDel, version: versionCTLimit, data: b}, ignoreReply)
 }
 
-// putBatch is how many flow requests PutFlows sends in one sendmsg; their
+// putBatch is how many flow requests putFlows sends in one sendmsg; their
 // acknowledgements (one datagram each) fit the default socket buffer.
 const putBatch = 50
 
-// PutFlows puts many flows as PutFlow does (without returning their
+// putFlows puts many flows as putFlow does (without returning their
 // statistics), sending putBatch requests per system call and then reading
 // their acknowledgements, as ovs-dpctl add-flows does. errs[i] is the
 // error for flows[i], nil when it succeeded; err reports a failure of the
 // socket itself, after which errs is incomplete.
-func (c *Client) PutFlows(dpIndex int32, flows []*odp.Flow, flags odp.PutFlags, o FlowOptions) (errs []error, err error) {
+func (c *client) putFlows(dpIndex int32, flows []*odp.Flow, flags odp.PutFlags, o flowOptions) (errs []error, err error) {
 	cmd, nlf, _, err := putFlowCmd(flags)
 	if err != nil {
 		return nil, err
@@ -759,7 +744,7 @@ func (c *Client) PutFlows(dpIndex int32, flows []*odp.Flow, flags odp.PutFlags, 
 // acknowledgements; idx[j] is msgs[j]'s index in errs, where a kernel
 // rejection is recorded (named by op(i)). The error returned is a failure
 // of the socket itself. c.mu must be held.
-func (c *Client) sendBatch(batchOp string, msgs []netlink.Message, idx []int, errs []error, op func(i int) string) error {
+func (c *client) sendBatch(batchOp string, msgs []netlink.Message, idx []int, errs []error, op func(i int) string) error {
 	sent, err := c.conn.SendMessages(msgs)
 	if err != nil {
 		return wrapErr(batchOp, err)
@@ -810,12 +795,12 @@ func (c *Client) sendBatch(batchOp string, msgs []netlink.Message, idx []int, er
 	return nil
 }
 
-// DelFlows deletes many flows as DelFlow does, but without asking for
+// delFlows deletes many flows as delFlow does, but without asking for
 // their statistics, sending putBatch requests per system call and then
 // reading their acknowledgements. errs[i] is the error for ids[i], nil
 // when it succeeded; err reports a failure of the socket itself, after
 // which errs is incomplete.
-func (c *Client) DelFlows(dpIndex int32, ids []odp.FlowID, o FlowOptions) (errs []error, err error) {
+func (c *client) delFlows(dpIndex int32, ids []odp.FlowID, o flowOptions) (errs []error, err error) {
 	errs = make([]error, len(ids))
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -860,7 +845,7 @@ func (c *Client) DelFlows(dpIndex int32, ids []odp.FlowID, o FlowOptions) (errs 
 	return errs, nil
 }
 
-// executeBatchBytes bounds the requests ExecuteBatch sends in one
+// executeBatchBytes bounds the requests executeBatch sends in one
 // sendmsg: the kernel refuses a datagram larger than the socket's send
 // buffer (EMSGSIZE), and echoes a failed request whole in its error
 // reply, so the replies to a batch that fails entirely must still fit
@@ -868,7 +853,7 @@ func (c *Client) DelFlows(dpIndex int32, ids []odp.FlowID, o FlowOptions) (errs 
 // request is sent alone.
 const executeBatchBytes = 64 << 10
 
-// ExecuteBatch executes many packets as Execute does, sending up to
+// executeBatch executes many packets as execute does, sending up to
 // putBatch requests (and at most executeBatchBytes) per system call and
 // then reading their acknowledgements, as Open vSwitch's handlers do
 // with the packets of one batch of upcalls. The kernel runs the requests
@@ -876,7 +861,7 @@ const executeBatchBytes = 64 << 10
 // the flow. errs[i] is the error for pkts[i], nil when the kernel
 // executed it; one packet's failure does not stop the others. err reports
 // a failure of the socket itself, after which errs is incomplete.
-func (c *Client) ExecuteBatch(dpIndex int32, pkts []*odp.Packet) (errs []error, err error) {
+func (c *client) executeBatch(dpIndex int32, pkts []*odp.Packet) (errs []error, err error) {
 	const op = "ovs_packet execute"
 	errs = make([]error, len(pkts))
 	c.mu.Lock()

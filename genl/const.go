@@ -220,8 +220,6 @@ const (
 	bandAttrBurst = 3
 	bandAttrStats = 4
 
-	// MeterBandDrop is the only band type: drop exceeding packets.
-	MeterBandDrop = 1
 )
 
 // Conntrack limit commands and attributes.

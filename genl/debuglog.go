@@ -11,10 +11,11 @@ import (
 // nil (the default) logs nothing and costs one atomic load per message.
 var debugLog atomic.Pointer[slog.Logger]
 
-// SetDebugLogger makes every Client log, at debug level on l, each
-// generic netlink request it sends and each reply it receives (operation,
-// family, command, flags, sequence number, length and the payload in
-// hex). A nil l turns the logging off. It is what dpctl's --verbose uses.
+// SetDebugLogger makes every Client and Datapath log, at debug level on
+// l, each generic netlink request it sends and each reply it receives
+// (operation, family, command, flags, sequence number, length and the
+// payload in hex). A nil l turns the logging off. It is what dpctl's
+// --verbose uses.
 func SetDebugLogger(l *slog.Logger) { debugLog.Store(l) }
 
 // debugMessage logs one message of the exchange when a debug logger is

@@ -1,3 +1,5 @@
+//go:build !genl_stub
+
 package genl
 
 import (
@@ -24,7 +26,7 @@ func TestDebugLogger(t *testing.T) {
 	var buf bytes.Buffer
 	SetDebugLogger(slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	t.Cleanup(func() { SetDebugLogger(nil) })
-	if _, err := c.GetDatapath("br0"); err != nil {
+	if _, err := c.getDatapath("br0"); err != nil {
 		t.Fatal(err)
 	}
 	out := buf.String()
@@ -35,7 +37,7 @@ func TestDebugLogger(t *testing.T) {
 	}
 	buf.Reset()
 	flows := []*odp.Flow{{Key: odp.FlowKey{odp.UnknownKey{Type: 3, Data: []byte{1, 0, 0, 0}}}}}
-	errs, err := c.PutFlows(7, flows, odp.PutCreate, FlowOptions{})
+	errs, err := c.putFlows(7, flows, odp.PutCreate, flowOptions{})
 	if err != nil || errs[0] == nil {
 		t.Fatalf("PutFlows: %v %v, want a per-flow EINVAL", errs, err)
 	}
@@ -44,7 +46,7 @@ func TestDebugLogger(t *testing.T) {
 	}
 	buf.Reset()
 	SetDebugLogger(nil)
-	if _, err := c.GetDatapath("br0"); err != nil {
+	if _, err := c.getDatapath("br0"); err != nil {
 		t.Fatal(err)
 	}
 	if buf.Len() != 0 {

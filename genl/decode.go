@@ -558,45 +558,14 @@ func (r *RawUpcall) decode(u *odp.Upcall) error {
 	return nil
 }
 
-// Meter is a meter (ovs_meter family).
-type Meter struct {
-	ID uint32
-	// KBPS selects kilobits per second for the bands' rates; otherwise
-	// packets per second.
-	KBPS  bool
-	Bands []MeterBand
-	// Stats are the meter's packet and byte counters (Get, Del).
-	Packets, Bytes uint64
-	// Used is when the meter last saw a packet (ms, monotonic).
-	Used uint64
-}
-
-// MeterBand is one band of a meter.
-type MeterBand struct {
-	// Type is MeterBandDrop.
-	Type uint32
-	// Rate and Burst are in the meter's units.
-	Rate, Burst uint32
-	// Packets and Bytes count what the band handled (Get, Del).
-	Packets, Bytes uint64
-}
-
-// MeterFeatures are what the kernel's meters support.
-type MeterFeatures struct {
-	MaxMeters uint32
-	MaxBands  uint32
-	// BandTypes lists the supported band types.
-	BandTypes []uint32
-}
-
 // decodeMeter decodes an ovs_meter reply (SET, GET, DEL).
-func decodeMeter(b []byte) (*Meter, error) {
+func decodeMeter(b []byte) (*odp.MeterInfo, error) {
 	const what = "meter"
 	_, attrs, err := splitHeader(what, b)
 	if err != nil {
 		return nil, err
 	}
-	m := &Meter{}
+	m := &odp.MeterInfo{}
 	err = walkAttrs(attrs, ovsHeaderLen, what, func(t uint16, data []byte, off int) error {
 		var err error
 		switch t {
@@ -614,7 +583,7 @@ func decodeMeter(b []byte) (*Meter, error) {
 			m.Used, err = getU64(what, "OVS_METER_ATTR_USED", data, off)
 		case meterAttrBands:
 			err = walkAttrs(data, off+4, what, func(_ uint16, data []byte, off int) error {
-				var band MeterBand
+				var band odp.MeterBand
 				err := walkAttrs(data, off+4, what, func(t uint16, data []byte, off int) error {
 					var err error
 					switch t {
@@ -646,13 +615,13 @@ func decodeMeter(b []byte) (*Meter, error) {
 }
 
 // decodeMeterFeatures decodes the reply to OVS_METER_CMD_FEATURES.
-func decodeMeterFeatures(b []byte) (*MeterFeatures, error) {
+func decodeMeterFeatures(b []byte) (*odp.MeterFeatures, error) {
 	const what = "meter features"
 	_, attrs, err := splitHeader(what, b)
 	if err != nil {
 		return nil, err
 	}
-	f := &MeterFeatures{}
+	f := &odp.MeterFeatures{}
 	var haveMax bool
 	err = walkAttrs(attrs, ovsHeaderLen, what, func(t uint16, data []byte, off int) error {
 		var err error

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"syscall"
 )
 
@@ -13,8 +14,10 @@ var (
 	// through the wrapped netlink error as well.
 	ErrModuleNotLoaded = errors.New("the openvswitch kernel module is not loaded (try: modprobe openvswitch)")
 
-	// ErrNotSupported is returned on operating systems other than Linux.
-	ErrNotSupported = errors.New("genl: the kernel datapath is not supported on this OS (Linux only)")
+	// ErrNotSupported is returned (wrapped, naming the operating system)
+	// by everything that would open a socket, on operating systems other
+	// than Linux: the kernel datapath is Linux's generic netlink.
+	ErrNotSupported = errors.New("genl: the kernel datapath is Linux only")
 
 	// ErrDumpInterrupted is returned (wrapped) after a dump during which
 	// the kernel's table changed (NLM_F_DUMP_INTR): entries may have been
@@ -25,6 +28,10 @@ var (
 	// commands when the kernel lacks that family.
 	ErrFamilyMissing = errors.New("genl: the kernel does not have this generic netlink family")
 )
+
+// errUnsupportedOS is what the stand-in client of other operating
+// systems returns (client_others.go).
+var errUnsupportedOS = fmt.Errorf("%w: not supported on %s/%s", ErrNotSupported, runtime.GOOS, runtime.GOARCH)
 
 // Error is a failed kernel command. It keeps the kernel's extended
 // acknowledgement (Message, Offset) and matches os.ErrNotExist (ENOENT,

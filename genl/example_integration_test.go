@@ -1,4 +1,4 @@
-//go:build integration && linux
+//go:build integration && linux && !genl_stub
 
 package genl_test
 

@@ -1,3 +1,5 @@
+//go:build !genl_stub
+
 package genl_test
 
 import (
@@ -24,7 +26,7 @@ import (
 // TestIntegrationExample runs it in the VM and checks what it prints.
 func Example() {
 	ctx := context.Background()
-	dp, err := genl.Create("exampledp")
+	dp, err := genl.Create(genl.DatapathSpec{Name: "exampledp"})
 	if err != nil {
 		fmt.Println("error:", err) // no module, no root, or it exists
 		return

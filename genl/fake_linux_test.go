@@ -1,3 +1,5 @@
+//go:build !genl_stub
+
 package genl
 
 import (
@@ -78,14 +80,14 @@ func newFake(t *testing.T, handle func(r fakeReq) ([]fakeMsg, error)) *fakeKerne
 	return &fakeKernel{t: t, handle: handle}
 }
 
-// client dials a Client on the fake.
-func (k *fakeKernel) client() *Client {
+// client dials a client on the fake.
+func (k *fakeKernel) client() *client {
 	k.t.Helper()
-	c, err := NewClient(k.dial)
+	c, err := newClientWith(k.dial)
 	if err != nil {
-		k.t.Fatalf("NewClient: %v", err)
+		k.t.Fatalf("newClientWith: %v", err)
 	}
-	k.t.Cleanup(func() { c.Close() })
+	k.t.Cleanup(func() { c.close() })
 	return c
 }
 
@@ -393,4 +395,10 @@ func (s *mcastSock) ReceiveIter() iter.Seq2[netlink.Message, error] {
 			}
 		}
 	}
+}
+
+// openOn opens datapath name on c as Open does on a client of its own:
+// the Datapath closes c.
+func openOn(c *client, name string) (*Datapath, error) {
+	return datapathOn(c, func(c *client) (*DPInfo, error) { return c.getDatapath(name) })
 }

@@ -1,4 +1,4 @@
-//go:build integration && linux
+//go:build integration && linux && !genl_stub
 
 package genl
 
@@ -183,9 +183,9 @@ var everyKeyFlows = []everyKeyFlow{
 
 func TestIntegrationEveryKeyAttribute(t *testing.T) {
 	c := kernelClient(t)
-	d := newKernelDP(t, c)
+	d := newKernelDP(t)
 	idx := d.Index()
-	if err := c.SetMeter(idx, Meter{ID: meterID, KBPS: true, Bands: []MeterBand{{Type: MeterBandDrop, Rate: 1000, Burst: 100}}}, false); err != nil {
+	if err := c.setMeter(idx, odp.MeterInfo{ID: meterID, KBPS: true, Bands: []odp.MeterBand{{Type: odp.MeterBandDrop, Rate: 1000, Burst: 100}}}, false); err != nil {
 		t.Fatalf("meter for the meter action: %v", err)
 	}
 	parse := func(t *testing.T, key, acts string) *odp.Flow {
@@ -207,7 +207,7 @@ func TestIntegrationEveryKeyAttribute(t *testing.T) {
 		t.Run(ef.name, func(t *testing.T) {
 			f := parse(t, ef.key, ef.actions)
 			f.UFID = odp.UFID{byte(i + 1), 0xe7}
-			_, err := c.PutFlow(idx, f, odp.PutCreate, FlowOptions{})
+			_, err := c.putFlow(idx, f, odp.PutCreate, flowOptions{})
 			if ef.reject != "" {
 				if err == nil || !strings.Contains(err.Error(), ef.reject) {
 					t.Fatalf("put: %v, want a rejection containing %q", err, ef.reject)
@@ -219,7 +219,7 @@ func TestIntegrationEveryKeyAttribute(t *testing.T) {
 			}
 			w := expectText(ef.key, ef.actions, ef.readKey, ef.readActs, f)
 			want[f.UFID], ufids[ef.name] = w, f.UFID
-			got, err := c.GetFlow(idx, odp.FlowID{UFID: f.UFID}, FlowOptions{})
+			got, err := c.getFlow(idx, odp.FlowID{UFID: f.UFID}, flowOptions{})
 			if err != nil {
 				t.Fatalf("get: %v", err)
 			}
@@ -229,11 +229,11 @@ func TestIntegrationEveryKeyAttribute(t *testing.T) {
 		})
 	}
 	full := map[odp.UFID]string{}
-	if err := c.DumpFlows(idx, FlowOptions{}, func(f *odp.Flow) error { full[f.UFID] = flowText(f); return nil }); err != nil {
+	if err := c.dumpFlows(idx, flowOptions{}, func(f *odp.Flow) error { full[f.UFID] = flowText(f); return nil }); err != nil {
 		t.Fatal(err)
 	}
 	terse := map[odp.UFID]bool{}
-	if err := c.DumpFlows(idx, FlowOptions{UFIDFlags: Terse}, func(f *odp.Flow) error {
+	if err := c.dumpFlows(idx, flowOptions{UFIDFlags: Terse}, func(f *odp.Flow) error {
 		if f.Key != nil || f.Mask != nil || f.Actions != nil {
 			t.Errorf("terse dump of %s has key/mask/actions", f.UFID)
 		}
@@ -262,10 +262,10 @@ func TestIntegrationEveryKeyAttribute(t *testing.T) {
 			if ef.modify != "" {
 				f := parse(t, ef.key, ef.modify)
 				f.UFID = u
-				if _, err := c.PutFlow(idx, f, odp.PutModify, FlowOptions{}); err != nil {
+				if _, err := c.putFlow(idx, f, odp.PutModify, flowOptions{}); err != nil {
 					t.Fatalf("modify to %s: %v", ef.modify, err)
 				}
-				got, err := c.GetFlow(idx, odp.FlowID{UFID: u}, FlowOptions{})
+				got, err := c.getFlow(idx, odp.FlowID{UFID: u}, flowOptions{})
 				if err != nil {
 					t.Fatalf("get after modify: %v", err)
 				}
@@ -273,10 +273,10 @@ func TestIntegrationEveryKeyAttribute(t *testing.T) {
 					t.Errorf("actions after modify:\nwant %s\ngot  %s", w, g)
 				}
 			}
-			if _, err := c.DelFlow(idx, odp.FlowID{UFID: u}, FlowOptions{}); err != nil {
+			if _, err := c.delFlow(idx, odp.FlowID{UFID: u}, flowOptions{}); err != nil {
 				t.Fatalf("delete: %v", err)
 			}
-			if _, err := c.GetFlow(idx, odp.FlowID{UFID: u}, FlowOptions{}); !errors.Is(err, os.ErrNotExist) {
+			if _, err := c.getFlow(idx, odp.FlowID{UFID: u}, flowOptions{}); !errors.Is(err, os.ErrNotExist) {
 				t.Errorf("get after delete: %v, want ErrNotExist", err)
 			}
 		})

@@ -1,4 +1,4 @@
-//go:build integration && linux
+//go:build integration && linux && !genl_stub
 
 package genl
 
@@ -24,28 +24,29 @@ import (
 )
 
 // kernelClient fails the test (never skips) unless the openvswitch module
-// is there, and dials a Client.
-func kernelClient(t testing.TB) *Client {
+// is there, and dials a client, for the kernel commands one by one.
+func kernelClient(t testing.TB) *client {
 	t.Helper()
 	testenv.RequireRoot(t)
 	testenv.RequireKernelModule(t, "openvswitch")
-	c, err := Dial()
+	c, err := newClient()
 	if err != nil {
-		t.Fatalf("Dial: %v", err)
+		t.Fatalf("newClient: %v", err)
 	}
-	t.Cleanup(func() { c.Close() })
+	t.Cleanup(func() { c.close() })
 	return c
 }
 
 // dpName returns a short unique datapath name (IFNAMSIZ is 16).
 func dpName() string { return fmt.Sprintf("gdp%06d", rand.IntN(1000000)) }
 
-// newKernelDP creates a datapath deleted when the test ends.
-func newKernelDP(t testing.TB, c *Client) *Datapath {
+// newKernelDP creates a datapath (with Create, on a socket of its own)
+// deleted when the test ends.
+func newKernelDP(t testing.TB) *Datapath {
 	t.Helper()
-	d, err := c.CreateDatapathHandle(dpName())
+	d, err := Create(DatapathSpec{Name: dpName()})
 	if err != nil {
-		t.Fatalf("CreateDatapathHandle: %v", err)
+		t.Fatalf("Create: %v", err)
 	}
 	t.Cleanup(func() {
 		if err := d.Delete(); err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -57,32 +58,41 @@ func newKernelDP(t testing.TB, c *Client) *Datapath {
 }
 
 func TestIntegrationDatapathLifecycle(t *testing.T) {
-	c := kernelClient(t)
+	testenv.RequireRoot(t)
+	testenv.RequireKernelModule(t, "openvswitch")
+	ctx := context.Background()
 	name := dpName()
-	info, err := c.CreateDatapath(name)
+	d, err := Create(DatapathSpec{Name: name})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.DelDatapathByName(name)
+	defer d.Close()
+	defer d.Delete()
+	info, err := d.c.getDatapathByIndex(d.Index())
+	if err != nil {
+		t.Fatal(err)
+	}
 	// Debian's 6.1 kernel checks features and has per-CPU dispatch.
 	if info.UpcallMode() != UpcallModePerCPU || info.UserFeatures&FeatureUnaligned == 0 {
 		t.Errorf("negotiated features %#x (mode %s), want unaligned|dispatch-upcall-per-cpu", info.UserFeatures, info.UpcallMode())
 	}
 	t.Logf("negotiated user features %#x: %s", info.UserFeatures, info.UpcallMode())
-	if _, err := c.CreateDatapath(name); !errors.Is(err, os.ErrExist) {
+	if _, err := Create(DatapathSpec{Name: name}); !errors.Is(err, os.ErrExist) {
 		t.Errorf("second create: %v, want ErrExist", err)
 	}
-	byName, err := c.GetDatapath(name)
+	byName, err := Open(name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	byIndex, err := c.GetDatapathByIndex(info.Index)
+	defer byName.Close()
+	if di, err := byName.Info(ctx); err != nil || byName.Index() != d.Index() || di.Name != name || di.Features != info.UserFeatures || di.UpcallMode != UpcallModePerCPU || !info.HasMegaflowStats || !info.HasMasksCacheSize {
+		t.Errorf("Open(%s): index %d, info %+v, %v; created %+v", name, byName.Index(), di, err, info)
+	}
+	c, err := Dial()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if byName.Index != info.Index || byIndex.Name != name || !byIndex.HasMegaflowStats || !byIndex.HasMasksCacheSize {
-		t.Errorf("get by name %+v, by index %+v", byName, byIndex)
-	}
+	defer c.Close()
 	all, err := c.Datapaths()
 	if err != nil {
 		t.Fatal(err)
@@ -94,31 +104,47 @@ func TestIntegrationDatapathLifecycle(t *testing.T) {
 	if !found {
 		t.Errorf("dump of %d datapaths lacks %s", len(all), name)
 	}
-	if err := c.SetMasksCacheSize(info.Index, 512); err != nil {
+	if err := d.SetMasksCacheSize(ctx, 512); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := c.MasksCacheSize(info.Index); err != nil || n != 512 {
-		t.Errorf("masks cache size %d, %v; want 512", n, err)
+	if di, err := d.Info(ctx); err != nil || di.MasksCacheSize != 512 || di.Features != info.UserFeatures {
+		t.Errorf("after SetMasksCacheSize(512): %+v, %v; want size 512 and the features %#x kept", di, err, info.UserFeatures)
 	}
-	after, _ := c.GetDatapathByIndex(info.Index)
-	if after.UserFeatures != info.UserFeatures {
-		t.Errorf("setting the cache size changed the features from %#x to %#x", info.UserFeatures, after.UserFeatures)
-	}
-	if err := c.DelDatapath(info.Index); err != nil {
+	if err := byName.Delete(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.GetDatapath(name); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("get after delete: %v, want ErrNotExist", err)
+	if _, err := d.Info(ctx); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("Info after delete: %v, want ErrNotExist", err)
 	}
 	if _, err := Open(name); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("Open after delete: %v, want ErrNotExist", err)
+	}
+
+	// Exact features: what was asked for, or the kernel's refusal.
+	exact := FeatureUnaligned | FeatureVportPIDs
+	e, err := Create(DatapathSpec{Name: name, Features: exact, ExactFeatures: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	defer e.Delete()
+	if ei, err := e.Info(ctx); err != nil || ei.Features != exact || ei.UpcallMode != UpcallModePerVport {
+		t.Errorf("Create with exact features %#x: %+v, %v", exact, ei, err)
+	}
+	u, err := Create(DatapathSpec{Name: dpName(), Features: featureProbeUnknown, ExactFeatures: true})
+	if err == nil {
+		u.Delete()
+		u.Close()
+		t.Errorf("Create with the unknown feature bit %#x succeeded", featureProbeUnknown)
+	} else if !errors.Is(err, unix.EOPNOTSUPP) && !errors.Is(err, unix.EINVAL) {
+		t.Errorf("Create with an unknown feature bit: %v, want EOPNOTSUPP or EINVAL", err)
 	}
 }
 
 func TestIntegrationVportLifecycle(t *testing.T) {
 	c := kernelClient(t)
-	d := newKernelDP(t, c)
-	w, err := c.WatchVports()
+	d := newKernelDP(t)
+	w, err := c.watchVports()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +162,7 @@ func TestIntegrationVportLifecycle(t *testing.T) {
 		{"ggre0", VportGRE, nil},
 	} {
 		t.Run(tc.typ.String(), func(t *testing.T) {
-			v, err := c.NewVport(d.Index(), VportSpec{Name: tc.name, Type: tc.typ, Options: tc.opts})
+			v, err := c.newVport(d.Index(), vportSpec{Name: tc.name, Type: tc.typ, Options: tc.opts})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -150,14 +176,14 @@ func TestIntegrationVportLifecycle(t *testing.T) {
 			if ev.Kind != VportAdded {
 				t.Errorf("event %v, want added", ev.Kind)
 			}
-			got, err := c.GetVport(d.Index(), v.PortNo)
+			got, err := c.getVport(d.Index(), v.PortNo)
 			if err != nil || got.Name != tc.name {
 				t.Fatalf("get by number: %+v %v", got, err)
 			}
-			if got, err = c.GetVportByName(tc.name); err != nil || got.PortNo != v.PortNo {
+			if got, err = c.getVportByName(tc.name); err != nil || got.PortNo != v.PortNo {
 				t.Fatalf("get by name: %+v %v", got, err)
 			}
-			set, err := c.SetVport(d.Index(), VportSpec{PortNo: v.PortNo, UpcallPIDs: []uint32{1234}})
+			set, err := c.setVport(d.Index(), vportSpec{PortNo: v.PortNo, UpcallPIDs: []uint32{1234}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -174,13 +200,13 @@ func TestIntegrationVportLifecycle(t *testing.T) {
 			if len(ps) != 2 || ps[0].Number != 0 || ps[0].Type != odp.PortInternal || ps[1].Name != tc.name || string(ps[1].Type) != tc.typ.String() {
 				t.Errorf("ports %+v", ps)
 			}
-			if _, err := c.DelVport(d.Index(), v.PortNo); err != nil {
+			if _, err := c.delVport(d.Index(), v.PortNo); err != nil {
 				t.Fatal(err)
 			}
 			if ev := nextEvent(t, w, tc.name); ev.Kind != VportDeleted {
 				t.Errorf("event %v, want deleted", ev.Kind)
 			}
-			if _, err := c.GetVport(d.Index(), v.PortNo); !errors.Is(err, os.ErrNotExist) {
+			if _, err := c.getVport(d.Index(), v.PortNo); !errors.Is(err, os.ErrNotExist) {
 				t.Errorf("get after delete: %v", err)
 			}
 		})
@@ -250,7 +276,7 @@ func flowText(f *odp.Flow) string {
 
 func TestIntegrationFlows(t *testing.T) {
 	c := kernelClient(t)
-	d := newKernelDP(t, c)
+	d := newKernelDP(t)
 	idx := d.Index()
 	written := map[odp.UFID]string{}
 	for i, tf := range testFlows {
@@ -264,12 +290,12 @@ func TestIntegrationFlows(t *testing.T) {
 		}
 		f := &odp.Flow{UFID: odp.UFID{byte(i + 1), 0xaa}, Key: key, Mask: mask, Actions: acts}
 		want := flowText(f)
-		if _, err := c.PutFlow(idx, f, odp.PutCreate, FlowOptions{}); err != nil {
+		if _, err := c.putFlow(idx, f, odp.PutCreate, flowOptions{}); err != nil {
 			t.Errorf("put %s: %v", want, err)
 			continue
 		}
 		written[f.UFID] = want
-		got, err := c.GetFlow(idx, odp.FlowID{UFID: f.UFID}, FlowOptions{})
+		got, err := c.getFlow(idx, odp.FlowID{UFID: f.UFID}, flowOptions{})
 		if err != nil {
 			t.Errorf("get %s: %v", f.UFID, err)
 			continue
@@ -277,7 +303,7 @@ func TestIntegrationFlows(t *testing.T) {
 		if g := flowText(got); g != want {
 			t.Errorf("flow read back differs:\nwrote %s\nread  %s", want, g)
 		}
-		if _, err := c.PutFlow(idx, f, odp.PutCreate, FlowOptions{}); !errors.Is(err, os.ErrExist) {
+		if _, err := c.putFlow(idx, f, odp.PutCreate, flowOptions{}); !errors.Is(err, os.ErrExist) {
 			t.Errorf("second create: %v, want ErrExist", err)
 		}
 	}
@@ -289,20 +315,20 @@ func TestIntegrationFlows(t *testing.T) {
 	{
 		key, mask, _ := odp.ParseMaskedKey("in_port(7),eth(),eth_type(0x0800),ipv4(src=10.7.0.1,frag=no)")
 		acts, _ := odp.ParseActions("1")
-		if _, err := c.PutFlow(idx, &odp.Flow{Key: key, Mask: mask, Actions: acts}, odp.PutCreate, FlowOptions{}); err != nil {
+		if _, err := c.putFlow(idx, &odp.Flow{Key: key, Mask: mask, Actions: acts}, odp.PutCreate, flowOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		got, err := c.GetFlow(idx, odp.FlowID{Key: key}, FlowOptions{})
+		got, err := c.getFlow(idx, odp.FlowID{Key: key}, flowOptions{})
 		if err != nil || odp.FormatKey(got.Key, got.Mask, false) != odp.FormatKey(key, mask, false) {
 			t.Errorf("get by key: %v %v", got, err)
 		}
-		if _, err := c.DelFlow(idx, odp.FlowID{Key: key}, FlowOptions{}); err != nil {
+		if _, err := c.delFlow(idx, odp.FlowID{Key: key}, flowOptions{}); err != nil {
 			t.Errorf("delete by key: %v", err)
 		}
 	}
 	// Full and terse dumps.
 	full := map[odp.UFID]string{}
-	if err := c.DumpFlows(idx, FlowOptions{}, func(f *odp.Flow) error { full[f.UFID] = flowText(f); return nil }); err != nil {
+	if err := c.dumpFlows(idx, flowOptions{}, func(f *odp.Flow) error { full[f.UFID] = flowText(f); return nil }); err != nil {
 		t.Fatal(err)
 	}
 	for u, want := range written {
@@ -311,7 +337,7 @@ func TestIntegrationFlows(t *testing.T) {
 		}
 	}
 	terse := 0
-	err := c.DumpFlows(idx, FlowOptions{UFIDFlags: Terse}, func(f *odp.Flow) error {
+	err := c.dumpFlows(idx, flowOptions{UFIDFlags: Terse}, func(f *odp.Flow) error {
 		terse++
 		if f.Key != nil || f.Mask != nil || f.Actions != nil {
 			t.Errorf("terse dump of %s has key/mask/actions", f.UFID)
@@ -328,37 +354,37 @@ func TestIntegrationFlows(t *testing.T) {
 	u1 := odp.UFID{1, 0xaa}
 	key, mask, _ := odp.ParseMaskedKey(testFlows[0].key)
 	newActs, _ := odp.ParseActions("3")
-	if _, err := c.PutFlow(idx, &odp.Flow{UFID: u1, Key: key, Mask: mask, Actions: newActs}, odp.PutModify|odp.PutZeroStats, FlowOptions{}); err != nil {
+	if _, err := c.putFlow(idx, &odp.Flow{UFID: u1, Key: key, Mask: mask, Actions: newActs}, odp.PutModify|odp.PutZeroStats, flowOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	got, err := c.GetFlow(idx, odp.FlowID{UFID: u1}, FlowOptions{})
+	got, err := c.getFlow(idx, odp.FlowID{UFID: u1}, flowOptions{})
 	if err != nil || odp.FormatActions(got.Actions) != "3" {
 		t.Errorf("after modify: %v, %v", got, err)
 	}
 	// Create-or-modify of an existing flow modifies it (the kernel's
 	// OVS_FLOW_CMD_NEW without NLM_F_CREATE).
 	mayActs, _ := odp.ParseActions("2")
-	if _, err := c.PutFlow(idx, &odp.Flow{UFID: u1, Key: key, Mask: mask, Actions: mayActs}, odp.PutCreate|odp.PutModify, FlowOptions{}); err != nil {
+	if _, err := c.putFlow(idx, &odp.Flow{UFID: u1, Key: key, Mask: mask, Actions: mayActs}, odp.PutCreate|odp.PutModify, flowOptions{}); err != nil {
 		t.Fatalf("create-or-modify of an existing flow: %v", err)
 	}
-	if got, err := c.GetFlow(idx, odp.FlowID{UFID: u1}, FlowOptions{}); err != nil || odp.FormatActions(got.Actions) != "2" {
+	if got, err := c.getFlow(idx, odp.FlowID{UFID: u1}, flowOptions{}); err != nil || odp.FormatActions(got.Actions) != "2" {
 		t.Errorf("after create-or-modify: %v, %v", got, err)
 	}
 	missing := odp.UFID{0xee}
-	if _, err := c.PutFlow(idx, &odp.Flow{UFID: missing, Key: key, Mask: mask, Actions: newActs}, odp.PutModify, FlowOptions{}); !errors.Is(err, os.ErrNotExist) {
+	if _, err := c.putFlow(idx, &odp.Flow{UFID: missing, Key: key, Mask: mask, Actions: newActs}, odp.PutModify, flowOptions{}); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("modify of a missing flow: %v, want ErrNotExist", err)
 	}
-	if _, err := c.DelFlow(idx, odp.FlowID{UFID: u1}, FlowOptions{}); err != nil {
+	if _, err := c.delFlow(idx, odp.FlowID{UFID: u1}, flowOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.GetFlow(idx, odp.FlowID{UFID: u1}, FlowOptions{}); !errors.Is(err, os.ErrNotExist) {
+	if _, err := c.getFlow(idx, odp.FlowID{UFID: u1}, flowOptions{}); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("get after delete: %v", err)
 	}
-	if err := c.FlushFlows(idx); err != nil {
+	if err := c.flushFlows(idx); err != nil {
 		t.Fatal(err)
 	}
 	n := 0
-	c.DumpFlows(idx, FlowOptions{}, func(*odp.Flow) error { n++; return nil })
+	c.dumpFlows(idx, flowOptions{}, func(*odp.Flow) error { n++; return nil })
 	if n != 0 {
 		t.Errorf("%d flows after flush", n)
 	}
@@ -368,7 +394,7 @@ func TestIntegrationFlows(t *testing.T) {
 	}
 	// A kernel rejection keeps the kernel's message (trunc needs >= 14).
 	bad, _ := odp.ParseActions("trunc(13)")
-	_, err = c.PutFlow(idx, &odp.Flow{Key: key, Mask: mask, Actions: bad}, odp.PutCreate, FlowOptions{Probe: true})
+	_, err = c.putFlow(idx, &odp.Flow{Key: key, Mask: mask, Actions: bad}, odp.PutCreate, flowOptions{Probe: true})
 	var ge *Error
 	if !errors.As(err, &ge) {
 		t.Errorf("trunc(13): %v, want a kernel error", err)
@@ -397,7 +423,7 @@ func udpFrame(src, dst net.HardwareAddr) []byte {
 // peer is in a new namespace.
 func netdevDP(t *testing.T) (*Datapath, *testenv.Netns, *testenv.Veth, odp.Port) {
 	t.Helper()
-	d := newKernelDP(t, kernelClient(t))
+	d := newKernelDP(t)
 	ns := testenv.NewNetns(t)
 	veth := testenv.NewVeth(t, nil, ns)
 	port, err := d.AddPort(context.Background(), odp.PortSpec{Name: veth.Name, Type: odp.PortNetdev})
@@ -511,36 +537,37 @@ func TestIntegrationUpcallsAndExecute(t *testing.T) {
 
 func TestIntegrationMetersAndZoneLimits(t *testing.T) {
 	c := kernelClient(t)
-	d := newKernelDP(t, c)
-	if !c.HasMeters() || !c.HasCTLimits() {
-		t.Fatalf("Debian's 6.1 kernel has ovs_meter and ovs_ct_limit; HasMeters=%v HasCTLimits=%v", c.HasMeters(), c.HasCTLimits())
+	d := newKernelDP(t)
+	ctx := context.Background()
+	if fams := c.families(); fams[familyMeter] == 0 || fams[familyCTLimit] == 0 {
+		t.Fatalf("Debian's 6.1 kernel has ovs_meter and ovs_ct_limit; families %v", fams)
 	}
-	mf, err := c.MeterFeatures(d.Index())
+	mf, err := d.MeterFeatures(ctx)
 	if err != nil || mf.MaxMeters == 0 || mf.MaxBands == 0 {
 		t.Fatalf("MeterFeatures = %+v, %v", mf, err)
 	}
 	t.Logf("meter features: %+v", mf)
-	if err := c.SetMeter(d.Index(), Meter{ID: 3, KBPS: true, Bands: []MeterBand{{Type: MeterBandDrop, Rate: 1000, Burst: 100}}}, false); err != nil {
+	if err := d.SetMeter(ctx, odp.MeterInfo{ID: 3, KBPS: true, Bands: []odp.MeterBand{{Type: odp.MeterBandDrop, Rate: 1000, Burst: 100}}}, false); err != nil {
 		t.Fatal(err)
 	}
-	m, err := c.GetMeter(d.Index(), 3)
+	m, err := d.GetMeter(ctx, 3)
 	if err != nil || len(m.Bands) != 1 {
 		t.Fatalf("GetMeter = %+v, %v", m, err)
 	}
-	if _, err := c.DelMeter(d.Index(), 3); err != nil {
+	if _, err := d.DelMeter(ctx, 3); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.GetMeter(d.Index(), 3); !errors.Is(err, os.ErrNotExist) {
+	if _, err := d.GetMeter(ctx, 3); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("GetMeter after delete: %v", err)
 	}
-	if err := c.SetZoneLimits(d.Index(), []ZoneLimit{{Zone: DefaultZone, Limit: 100}, {Zone: 7, Limit: 5}}); err != nil {
+	if err := d.SetZoneLimits(ctx, []ZoneLimit{{Zone: DefaultZone, Limit: 100}, {Zone: 7, Limit: 5}}); err != nil {
 		t.Fatal(err)
 	}
-	ls, err := c.ZoneLimits(d.Index(), 7)
+	ls, err := d.ZoneLimits(ctx, 7)
 	if err != nil || len(ls) != 1 || ls[0].Zone != 7 || ls[0].Limit != 5 {
 		t.Fatalf("ZoneLimits(7) = %+v, %v", ls, err)
 	}
-	all, err := c.ZoneLimits(d.Index())
+	all, err := d.ZoneLimits(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -548,7 +575,7 @@ func TestIntegrationMetersAndZoneLimits(t *testing.T) {
 	if len(all) < 2 || all[0].Zone != DefaultZone || all[0].Limit != 100 {
 		t.Errorf("ZoneLimits() = %+v", all)
 	}
-	if err := c.DelZoneLimits(d.Index(), 7); err != nil {
+	if err := d.DelZoneLimits(ctx, 7); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -556,7 +583,7 @@ func TestIntegrationMetersAndZoneLimits(t *testing.T) {
 func TestIntegrationModuleMessages(t *testing.T) {
 	// Errors name the missing datapath.
 	c := kernelClient(t)
-	_, err := c.GetDatapath("gdp-none")
+	_, err := c.getDatapath("gdp-none")
 	if !errors.Is(err, os.ErrNotExist) || !strings.Contains(err.Error(), "gdp-none") {
 		t.Errorf("GetDatapath(missing) = %v", err)
 	}
@@ -593,24 +620,24 @@ func BenchmarkIntegrationFlows(b *testing.B) {
 		}
 	}
 	c := kernelClient(b)
-	d := newKernelDP(b, c)
+	d := newKernelDP(b)
 	fs := benchFlows(b, n)
 	var install, batched, dump, terse time.Duration
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		t0 := time.Now()
 		for _, f := range fs {
-			if _, err := c.PutFlow(d.Index(), f, odp.PutCreate, FlowOptions{}); err != nil {
+			if _, err := c.putFlow(d.Index(), f, odp.PutCreate, flowOptions{}); err != nil {
 				b.Fatal(err)
 			}
 		}
 		t1 := time.Now()
 		got := 0
-		if err := c.DumpFlows(d.Index(), FlowOptions{}, func(*odp.Flow) error { got++; return nil }); err != nil {
+		if err := c.dumpFlows(d.Index(), flowOptions{}, func(*odp.Flow) error { got++; return nil }); err != nil {
 			b.Fatal(err)
 		}
 		t2 := time.Now()
-		if err := c.DumpFlows(d.Index(), FlowOptions{UFIDFlags: Terse}, func(*odp.Flow) error { got++; return nil }); err != nil {
+		if err := c.dumpFlows(d.Index(), flowOptions{UFIDFlags: Terse}, func(*odp.Flow) error { got++; return nil }); err != nil {
 			b.Fatal(err)
 		}
 		t3 := time.Now()
@@ -621,12 +648,12 @@ func BenchmarkIntegrationFlows(b *testing.B) {
 		dump += t2.Sub(t1)
 		terse += t3.Sub(t2)
 		b.StopTimer()
-		if err := c.FlushFlows(d.Index()); err != nil {
+		if err := c.flushFlows(d.Index()); err != nil {
 			b.Fatal(err)
 		}
 		b.StartTimer()
 		t4 := time.Now()
-		errs, err := c.PutFlows(d.Index(), fs, odp.PutCreate, FlowOptions{})
+		errs, err := c.putFlows(d.Index(), fs, odp.PutCreate, flowOptions{})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -637,7 +664,7 @@ func BenchmarkIntegrationFlows(b *testing.B) {
 		}
 		batched += time.Since(t4)
 		b.StopTimer()
-		if err := c.FlushFlows(d.Index()); err != nil {
+		if err := c.flushFlows(d.Index()); err != nil {
 			b.Fatal(err)
 		}
 		b.StartTimer()
@@ -658,7 +685,7 @@ func TestIntegrationLargeDump(t *testing.T) {
 		n = 10000
 	}
 	c := kernelClient(t)
-	d := newKernelDP(t, c)
+	d := newKernelDP(t)
 	key, mask, err := odp.ParseMaskedKey("in_port(1),eth(),eth_type(0x0800),ipv4(src=10.0.0.0,frag=no)")
 	if err != nil {
 		t.Fatal(err)
@@ -683,7 +710,7 @@ func TestIntegrationLargeDump(t *testing.T) {
 		}
 		fs = append(fs, &odp.Flow{Key: k, Mask: mask, Actions: acts})
 		if len(fs) == cap(fs) || i == n-1 {
-			errs, err := c.PutFlows(d.Index(), fs, odp.PutCreate, FlowOptions{})
+			errs, err := c.putFlows(d.Index(), fs, odp.PutCreate, flowOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -698,7 +725,7 @@ func TestIntegrationLargeDump(t *testing.T) {
 	t.Logf("installed %d flows in %v", n, time.Since(start))
 	start = time.Now()
 	count := 0
-	if err := c.DumpFlows(d.Index(), FlowOptions{UFIDFlags: Terse}, func(*odp.Flow) error { count++; return nil }); err != nil {
+	if err := c.dumpFlows(d.Index(), flowOptions{UFIDFlags: Terse}, func(*odp.Flow) error { count++; return nil }); err != nil {
 		t.Fatal(err)
 	}
 	// Without UFIDs the terse flags do not apply: keys still come.
@@ -712,7 +739,7 @@ func TestIntegrationLargeDump(t *testing.T) {
 	base, peak := ms.HeapAlloc, ms.HeapAlloc
 	count = 0
 	start = time.Now()
-	err = c.DumpFlows(d.Index(), FlowOptions{}, func(f *odp.Flow) error {
+	err = c.dumpFlows(d.Index(), flowOptions{}, func(f *odp.Flow) error {
 		count++
 		if count%10000 == 0 {
 			runtime.ReadMemStats(&ms)
@@ -742,7 +769,7 @@ func TestIntegrationLargeDump(t *testing.T) {
 // action's upcall goes to the packet's upcall PID, not the action's.
 func TestIntegrationExecuteUpcallPID(t *testing.T) {
 	c := kernelClient(t)
-	d := newKernelDP(t, c)
+	d := newKernelDP(t)
 	ctx := context.Background()
 	rs, err := d.Upcalls(ctx, 2)
 	if err != nil {

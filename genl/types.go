@@ -2,21 +2,30 @@ package genl
 
 import "fmt"
 
-// DatapathSpec describes a datapath to create with Client.NewDatapath.
+// DatapathSpec describes a datapath for Create.
 type DatapathSpec struct {
+	// Name names the datapath (and its local port's network device).
 	Name string
 	// UpcallPID is the socket that receives the local port's upcalls
 	// (0: none).
 	UpcallPID uint32
-	// Features are the OVS_DP_F_* user features to request.
+	// Features are the OVS_DP_F_* user features to start from. Create
+	// negotiates the upcall dispatch on top of them as Open vSwitch
+	// does: it adds FeatureUnaligned, then FeatureDispatchUpcallPerCPU
+	// where the kernel has it, else FeatureVportPIDs (DPInfo.UpcallMode
+	// tells which), unless ExactFeatures is set.
 	Features uint32
+	// ExactFeatures creates the datapath with exactly Features, without
+	// negotiation (ovs-dpctl add-dp --features); the kernel refuses bits
+	// it does not know.
+	ExactFeatures bool
 	// Ifindex, when not zero, asks for this ifindex for the local port
 	// (OVS_DP_ATTR_IFINDEX, kernels 6.1 and newer).
 	Ifindex uint32
 }
 
-// DatapathSettings are what Client.SetDatapath changes.
-type DatapathSettings struct {
+// datapathSettings are what client.setDatapath changes.
+type datapathSettings struct {
 	// Features are the OVS_DP_F_* user features. The kernel resets the
 	// features to zero when a SET omits them, so they are always sent:
 	// start from the current DPInfo.UserFeatures.
@@ -29,28 +38,28 @@ type DatapathSettings struct {
 	PerCPUPIDs []uint32
 }
 
-// VportSpec describes a vport to create or change.
-type VportSpec struct {
-	// Name names the vport (for NewVport; for SetVport when PortNo is
+// vportSpec describes a vport to create or change.
+type vportSpec struct {
+	// Name names the vport (for newVport; for setVport when PortNo is
 	// zero).
 	Name string
-	// Type is required by NewVport; SetVport sends it, when not zero, for
+	// Type is required by newVport; setVport sends it, when not zero, for
 	// the kernel to check.
 	Type VportType
-	// PortNo asks NewVport for a port number (0: the kernel picks one).
+	// PortNo asks newVport for a port number (0: the kernel picks one).
 	PortNo uint32
 	// Options are the tunnel options (VXLAN, Geneve).
 	Options *VportOptions
 	// UpcallPIDs are the sockets for the vport's upcalls in per-vport
-	// mode. NewVport sends [0] (no upcalls) when empty.
+	// mode. newVport sends [0] (no upcalls) when empty.
 	UpcallPIDs []uint32
 	// Ifindex, when not zero, asks for this ifindex for an internal
 	// vport's device (kernels 6.1 and newer).
 	Ifindex uint32
 }
 
-// FlowOptions modify flow commands.
-type FlowOptions struct {
+// flowOptions modify flow commands.
+type flowOptions struct {
 	// UFIDFlags leave parts out of the kernel's replies (Terse for UFIDs
 	// and statistics only). The kernel applies them to flows that have a
 	// UFID.

@@ -1,3 +1,5 @@
+//go:build !genl_stub
+
 package genl
 
 import (
@@ -23,12 +25,10 @@ const upcallBufSize = 128 << 10
 // upcallSockBuf is the kernel socket buffer asked for upcall sockets.
 const upcallSockBuf = 4 << 20
 
-// UpcallSocket is one handler's upcall socket: a netlink socket whose PID
-// is registered with the datapath (per CPU or per vport), from which the
-// kernel's MISS and ACTION upcalls are read. It implements
-// odp.UpcallReceiver. Methods other than PID, Lost and Close must not be
-// called concurrently.
-type UpcallSocket struct {
+// upcallSocket is the Linux implementation of UpcallSocket: a netlink
+// socket whose PID is registered with the datapath (per CPU or per
+// vport), from which the kernel's MISS and ACTION upcalls are read.
+type upcallSocket struct {
 	conn *netlink.Conn
 	pid  uint32
 	// read reads one datagram into buf; a test may replace it.
@@ -50,29 +50,27 @@ type UpcallSocket struct {
 	nowait func(fd uintptr) bool
 }
 
-// NewUpcallSocket opens an upcall socket. Register its PID with the
-// datapath (Datapath.Upcalls does this) to receive upcalls on it.
-func (c *Client) NewUpcallSocket() (*UpcallSocket, error) {
+// newUpcallSocket opens an upcall socket. Its PID must be registered
+// with the datapath (Datapath.Upcalls does this) for upcalls to reach it.
+func (c *client) newUpcallSocket() (*UpcallSocket, error) {
 	conn, err := c.dial()
 	if err != nil {
 		return nil, err
 	}
-	s, err := newUpcallSocket(conn)
-	if err != nil {
-		conn.Close()
-		return nil, err
-	}
-	return s, nil
+	return upcallSocketOn(conn), nil
 }
 
-func newUpcallSocket(conn *netlink.Conn) (*UpcallSocket, error) {
-	s := &UpcallSocket{conn: conn, pid: conn.PID(), buf: make([]byte, upcallBufSize)}
+// upcallSocketOn makes an upcall socket of conn.
+func upcallSocketOn(conn *netlink.Conn) *UpcallSocket {
+	u := &UpcallSocket{}
+	s := &u.s
+	*s = upcallSocket{conn: conn, pid: conn.PID(), buf: make([]byte, upcallBufSize)}
 	rc, err := conn.SyscallConn()
 	if err != nil {
 		// A socket without a file descriptor (a test fake) cannot be read.
 		fail := func([]byte) (int, error) { return 0, fmt.Errorf("genl: upcall socket: %w", err) }
 		s.read, s.readNB = fail, fail
-		return s, nil
+		return u
 	}
 	s.rc = rc
 	// Larger than the default so that bursts of misses are not lost;
@@ -102,30 +100,16 @@ func newUpcallSocket(conn *netlink.Conn) (*UpcallSocket, error) {
 		}
 		return s.n, s.rerr
 	}
-	return s, nil
+	return u
 }
 
-// PID is the socket's netlink port ID, which the kernel sends upcalls to.
-func (s *UpcallSocket) PID() uint32 { return s.pid }
+func (s *upcallSocket) getPID() uint32         { return s.pid }
+func (s *upcallSocket) lostCount() uint64      { return s.lost.Load() }
+func (s *upcallSocket) malformedCount() uint64 { return s.bad.Load() }
+func (s *upcallSocket) close() error           { return s.conn.Close() }
 
-// Lost counts the upcalls lost because the socket's buffer overflowed
-// (ENOBUFS): the kernel drops them and reports how many only as an error,
-// so each ENOBUFS counts one (at least one upcall was lost).
-func (s *UpcallSocket) Lost() uint64 { return s.lost.Load() }
-
-// Malformed counts datagrams that were not valid upcalls and were skipped.
-func (s *UpcallSocket) Malformed() uint64 { return s.bad.Load() }
-
-// Close closes the socket; a blocked read returns.
-func (s *UpcallSocket) Close() error { return s.conn.Close() }
-
-// ReadRaw blocks until a datagram arrives, then calls fn for every upcall
-// in it. The RawUpcall and the slices in it are only valid during the
-// call. It returns how many upcalls it passed to fn. A full socket buffer
-// (ENOBUFS) is counted in Lost and reading goes on. ReadRaw does not
-// allocate. It fails with os.ErrDeadlineExceeded after SetReadDeadline,
-// and with net.ErrClosed (wrapped) after Close.
-func (s *UpcallSocket) ReadRaw(fn func(*RawUpcall)) (int, error) {
+// readRaw is UpcallSocket.ReadRaw.
+func (s *upcallSocket) readRaw(fn func(*RawUpcall)) (int, error) {
 	for {
 		n, err := s.read(s.buf)
 		if err != nil {
@@ -144,12 +128,11 @@ func (s *UpcallSocket) ReadRaw(fn func(*RawUpcall)) (int, error) {
 	}
 }
 
-// SetReadDeadline sets a deadline for ReadRaw and Recv.
-func (s *UpcallSocket) SetReadDeadline(t time.Time) error { return s.conn.SetReadDeadline(t) }
+func (s *upcallSocket) setReadDeadline(t time.Time) error { return s.conn.SetReadDeadline(t) }
 
 // parseDatagram calls fn for each upcall in one datagram and returns how
 // many it found. Messages that are not upcalls are counted as malformed.
-func (s *UpcallSocket) parseDatagram(b []byte, fn func(*RawUpcall)) int {
+func (s *upcallSocket) parseDatagram(b []byte, fn func(*RawUpcall)) int {
 	count := 0
 	for len(b) >= 16 {
 		l := int(binary.NativeEndian.Uint32(b))
@@ -177,10 +160,8 @@ func (s *UpcallSocket) parseDatagram(b []byte, fn func(*RawUpcall)) int {
 	return count
 }
 
-// Recv implements odp.UpcallReceiver: it blocks until at least one upcall
-// arrives (or ctx is done), then fills ups with it and with whatever else
-// is already queued, up to len(ups). Each Upcall owns its data.
-func (s *UpcallSocket) Recv(ctx context.Context, ups []odp.Upcall) (int, error) {
+// recv is UpcallSocket.Recv.
+func (s *upcallSocket) recv(ctx context.Context, ups []odp.Upcall) (int, error) {
 	if len(ups) == 0 {
 		return 0, nil
 	}
@@ -215,7 +196,7 @@ func (s *UpcallSocket) Recv(ctx context.Context, ups []odp.Upcall) (int, error) 
 		filled++
 	}
 	for filled == 0 {
-		if _, err := s.ReadRaw(take); err != nil {
+		if _, err := s.readRaw(take); err != nil {
 			if errors.Is(err, os.ErrDeadlineExceeded) && ctx.Err() != nil {
 				return 0, ctx.Err()
 			}
@@ -239,5 +220,3 @@ func (s *UpcallSocket) Recv(ctx context.Context, ups []odp.Upcall) (int, error) 
 	}
 	return filled, nil
 }
-
-var _ odp.UpcallReceiver = (*UpcallSocket)(nil)

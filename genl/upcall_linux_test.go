@@ -1,3 +1,5 @@
+//go:build !genl_stub
+
 package genl
 
 import (
@@ -53,7 +55,7 @@ func TestUpcallSocketRecv(t *testing.T) {
 	up2 := nlmsg(packetCmdAction, cat(hdr, attr(packetAttrPacket, []byte("second")), attr(packetAttrKey, inPortKey(9)), attr(packetAttrUserdata, []byte("cookie"))))
 	bad := nlmsg(packetCmdMiss, cat(hdr, attr(packetAttrKey, inPortKey(1)))) // no packet
 	fr := &fakeReads{items: []any{unix.ENOBUFS, up1, bad, up2, unix.ENOBUFS, up1}}
-	s := &UpcallSocket{buf: make([]byte, upcallBufSize), read: fr.read, readNB: fr.read}
+	s := &UpcallSocket{s: upcallSocket{buf: make([]byte, upcallBufSize), read: fr.read, readNB: fr.read}}
 	ups := make([]odp.Upcall, 2)
 	n, err := s.Recv(context.Background(), ups)
 	if err != nil || n != 2 {
@@ -66,7 +68,7 @@ func TestUpcallSocketRecv(t *testing.T) {
 		t.Errorf("lost %d malformed %d, want 1 and 1", s.Lost(), s.Malformed())
 	}
 	// The buffer is reused: the first upcall's packet must be a copy.
-	copy(s.buf, make([]byte, 200))
+	copy(s.s.buf, make([]byte, 200))
 	if string(ups[1].Packet) != "second" {
 		t.Error("Upcall.Packet aliases the receive buffer")
 	}
@@ -102,10 +104,7 @@ func realUpcallSocket(t testing.TB) (*UpcallSocket, int) {
 	if err != nil {
 		t.Fatalf("netlink socket: %v", err)
 	}
-	s, err := newUpcallSocket(conn)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := upcallSocketOn(conn)
 	t.Cleanup(func() { s.Close() })
 	fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.NETLINK_GENERIC)
 	if err != nil {

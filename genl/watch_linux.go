@@ -1,3 +1,5 @@
+//go:build !genl_stub
+
 package genl
 
 import (
@@ -6,15 +8,15 @@ import (
 	"github.com/mdlayher/netlink"
 )
 
-// VportWatcher receives vport notifications (ports added, deleted or
-// changed, in any datapath).
-type VportWatcher struct {
+// vportWatcher is the Linux implementation of VportWatcher: a socket
+// in the ovs_vport multicast group.
+type vportWatcher struct {
 	conn    *netlink.Conn
 	pending []VportEvent
 }
 
-// WatchVports subscribes to the ovs_vport multicast group.
-func (c *Client) WatchVports() (*VportWatcher, error) {
+// watchVports subscribes to the ovs_vport multicast group.
+func (c *client) watchVports() (*VportWatcher, error) {
 	if c.vportGroup == 0 {
 		return nil, errors.New("genl: the ovs_vport family has no ovs_vport multicast group")
 	}
@@ -26,13 +28,11 @@ func (c *Client) WatchVports() (*VportWatcher, error) {
 		conn.Close()
 		return nil, wrapErr("join multicast group ovs_vport", err)
 	}
-	return &VportWatcher{conn: conn}, nil
+	return &VportWatcher{w: vportWatcher{conn: conn}}, nil
 }
 
-// Recv blocks until the next notification. A socket overflow (ENOBUFS:
-// notifications were lost) is returned as an error; the watcher stays
-// usable. Close unblocks it.
-func (w *VportWatcher) Recv() (VportEvent, error) {
+// recv is VportWatcher.Recv.
+func (w *vportWatcher) recv() (VportEvent, error) {
 	for len(w.pending) == 0 {
 		msgs, err := w.conn.Receive()
 		if err != nil {
@@ -54,5 +54,4 @@ func (w *VportWatcher) Recv() (VportEvent, error) {
 	return ev, nil
 }
 
-// Close stops watching.
-func (w *VportWatcher) Close() error { return w.conn.Close() }
+func (w *vportWatcher) close() error { return w.conn.Close() }

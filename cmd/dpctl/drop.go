@@ -1,12 +1,12 @@
 package main
 
 import (
+	"context"
 	"crypto/rand"
 	"errors"
 	"sync"
 	"syscall"
 
-	"github.com/ovsdp/ovsdp/genl"
 	"github.com/ovsdp/ovsdp/odp"
 )
 
@@ -55,13 +55,8 @@ func probeDrop(dp systemDP) bool {
 		return true
 	}
 	f := &odp.Flow{UFID: ufid, Key: key, Actions: odp.Actions{odp.Drop{}}}
-	opts := genl.FlowOptions{Probe: true}
-	_, err = dp.Client().PutFlow(dp.Index(), f, odp.PutCreate, opts)
-	if err == nil {
-		_, _ = dp.Client().DelFlow(dp.Index(), odp.FlowID{UFID: ufid}, opts)
-		return true
-	}
-	return !errors.Is(err, syscall.EINVAL)
+	err = dp.ProbeFlow(context.Background(), f)
+	return err == nil || !errors.Is(err, syscall.EINVAL)
 }
 
 // supportsDrop reports whether dp accepts explicit drop actions. The

@@ -277,7 +277,7 @@ func portNumbers(e *env, dp odp.Datapath) func(string) (uint32, bool) {
 const flowBatchSize = 50
 
 // flowBatcher is implemented by datapaths that can put many flows per
-// system call (the kernel's, through genl.Client.PutFlows).
+// system call (the kernel's: genl.Datapath.PutFlows).
 type flowBatcher interface {
 	// PutFlows puts flows with flags; errs[i] is flows[i]'s error, err a
 	// failure of the whole batch.
@@ -299,7 +299,7 @@ func (p *pendingPuts) add(f *odp.Flow, flags odp.PutFlags, line int) {
 }
 
 // flowDeleter is implemented by datapaths that can delete many flows per
-// system call (the kernel's, through genl.Client.DelFlows).
+// system call (the kernel's: genl.Datapath.DelFlows).
 type flowDeleter interface {
 	// DelFlows deletes flows; errs[i] is ids[i]'s error, err a failure
 	// of the whole batch.

@@ -28,13 +28,10 @@ func kernelFamilyCommands() []*cli.Command {
 	}
 }
 
-// kernelOf returns the generic netlink client and datapath index behind
-// dp, or an error saying that the userspace datapath lacks what.
-func kernelOf(dp odp.Datapath, what string) (*genl.Client, int32, error) {
-	if sd, ok := dp.(systemDP); ok {
-		return sd.Client(), sd.Index(), nil
-	}
-	return nil, 0, fmt.Errorf("%s: %w (%s@%s)", what, errNotSupportedUserspace, dp.Type(), dp.Name())
+// notKernel is the error of a kernel-only command (what) given a
+// userspace datapath: the commands need dp to be a systemDP.
+func notKernel(dp odp.Datapath, what string) error {
+	return fmt.Errorf("%s: %w (%s@%s)", what, errNotSupportedUserspace, dp.Type(), dp.Name())
 }
 
 // manyArgs is the maxArgs of optDP for commands with a variable number
@@ -126,11 +123,11 @@ func cmdCTSetLimits(e *env, args []string) error {
 		}
 		limits = append(limits, zl)
 	}
-	c, idx, err := kernelOf(dp, "conntrack limits")
-	if err != nil {
-		return err
+	kd, ok := dp.(systemDP)
+	if !ok {
+		return notKernel(dp, "conntrack limits")
 	}
-	if err := c.SetZoneLimits(idx, limits); err != nil {
+	if err := kd.SetZoneLimits(e.ctx, limits); err != nil {
 		return fmt.Errorf("failed to set conntrack limit: %w", err)
 	}
 	return nil
@@ -160,11 +157,11 @@ func cmdCTDelLimits(e *env, args []string) error {
 		}
 		zones = append(zones, zs...)
 	}
-	c, idx, err := kernelOf(dp, "conntrack limits")
-	if err != nil {
-		return err
+	kd, ok := dp.(systemDP)
+	if !ok {
+		return notKernel(dp, "conntrack limits")
 	}
-	if err := c.DelZoneLimits(idx, zones...); err != nil {
+	if err := kd.DelZoneLimits(e.ctx, zones...); err != nil {
 		return fmt.Errorf("failed to delete conntrack limit: %w", err)
 	}
 	return nil
@@ -200,11 +197,11 @@ func cmdCTGetLimits(e *env, args []string) error {
 		// As ovs-dpctl: the default limit is always asked for too.
 		query = append([]int32{genl.DefaultZone}, zs...)
 	}
-	c, idx, err := kernelOf(dp, "conntrack limits")
-	if err != nil {
-		return err
+	kd, ok := dp.(systemDP)
+	if !ok {
+		return notKernel(dp, "conntrack limits")
 	}
-	ls, err := c.ZoneLimits(idx, query...)
+	ls, err := kd.ZoneLimits(e.ctx, query...)
 	if err != nil {
 		return fmt.Errorf("failed to get conntrack limit: %w", err)
 	}

@@ -8,7 +8,8 @@ import (
 	"github.com/ovsdp/ovsdp/odp"
 )
 
-// systemBackend manages kernel datapaths through package genl.
+// systemBackend manages kernel datapaths through package genl. Its
+// datapaths are systemDP.
 type systemBackend struct{}
 
 func (systemBackend) list(context.Context) ([]string, error) {
@@ -30,7 +31,7 @@ func (systemBackend) list(context.Context) ([]string, error) {
 }
 
 func (systemBackend) create(_ context.Context, name string) error {
-	d, err := genl.Create(name)
+	d, err := genl.Create(genl.DatapathSpec{Name: name})
 	if err != nil {
 		return err
 	}
@@ -46,42 +47,35 @@ func (systemBackend) open(_ context.Context, name string) (odp.Datapath, error) 
 }
 
 func (systemBackend) del(_ context.Context, name string) error {
-	c, err := genl.Dial()
+	d, err := genl.Open(name)
 	if err != nil {
 		return err
 	}
-	defer c.Close()
-	return c.DelDatapathByName(name)
-}
-
-// systemDP adds the optional dpctl interfaces to a kernel datapath.
-type systemDP struct{ *genl.Datapath }
-
-// PutFlows implements flowBatcher.
-func (d systemDP) PutFlows(_ context.Context, flows []*odp.Flow, flags odp.PutFlags) ([]error, error) {
-	return d.Client().PutFlows(d.Index(), flows, flags, genl.FlowOptions{})
-}
-
-// DelFlows implements flowDeleter.
-func (d systemDP) DelFlows(_ context.Context, ids []odp.FlowID) ([]error, error) {
-	return d.Client().DelFlows(d.Index(), ids, genl.FlowOptions{})
-}
-
-// SetMasksCacheSize implements cacheSizer.
-func (d systemDP) SetMasksCacheSize(_ context.Context, size uint32) error {
-	return d.Datapath.SetMasksCacheSize(size)
+	defer d.Close()
+	return d.Delete()
 }
 
 // createWithFeatures implements featureCreator: the datapath is created
 // with these user features, not negotiated ones.
 func (systemBackend) createWithFeatures(_ context.Context, name string, features uint32) error {
-	c, err := genl.Dial()
+	d, err := genl.Create(genl.DatapathSpec{Name: name, Features: features, ExactFeatures: true})
 	if err != nil {
 		return err
 	}
-	defer c.Close()
-	_, err = c.NewDatapath(genl.DatapathSpec{Name: name, Features: features})
-	return err
+	return d.Close()
 }
+
+// systemDP is a kernel datapath as dpctl holds it, the type that
+// dpctl's kernel-only commands look for. *genl.Datapath has dpctl's
+// optional interfaces itself, and the kernel's meters and conntrack
+// limits.
+type systemDP struct{ *genl.Datapath }
+
+var (
+	_ flowBatcher = systemDP{}
+	_ flowDeleter = systemDP{}
+	_ cacheSizer  = systemDP{}
+	_ rawDumper   = systemDP{}
+)
 
 func init() { backends["system"] = systemBackend{} }

@@ -85,8 +85,8 @@ func kernelFeatures() string {
 		if d.HasMasksCacheSize {
 			fmt.Fprintf(&b, ", masks-cache size %d", d.MasksCacheSize)
 		}
-		if mf, err := c.MeterFeatures(d.Index); err == nil {
-			fmt.Fprintf(&b, ", meters max %d", mf.MaxMeters)
+		if n, ok := kernelMaxMeters(d.Name); ok {
+			fmt.Fprintf(&b, ", meters max %d", n)
 		}
 		b.WriteString("\n")
 	}
@@ -94,6 +94,21 @@ func kernelFeatures() string {
 		b.WriteString("kernel datapaths: none (the user features are negotiated when one is created)\n")
 	}
 	return b.String()
+}
+
+// kernelMaxMeters is how many meters the kernel datapath name may have,
+// if it says (its ovs_meter family answers).
+func kernelMaxMeters(name string) (uint32, bool) {
+	d, err := genl.Open(name)
+	if err != nil {
+		return 0, false
+	}
+	defer d.Close()
+	mf, err := d.MeterFeatures(context.Background())
+	if err != nil {
+		return 0, false
+	}
+	return mf.MaxMeters, true
 }
 
 // printVersion is -V/--version: dpctl's build (version, commit, Go

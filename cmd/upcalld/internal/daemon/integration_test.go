@@ -25,7 +25,7 @@ func openKernel(t testing.TB) odp.Datapath {
 	testenv.RequireRoot(t)
 	testenv.RequireKernelModule(t, "openvswitch")
 	kSeq++
-	d, err := genl.Create(fmt.Sprintf("upk%d", kSeq))
+	d, err := genl.Create(genl.DatapathSpec{Name: fmt.Sprintf("upk%d", kSeq)})
 	if err != nil {
 		t.Fatalf("creating a kernel datapath: %v", err)
 	}

@@ -52,7 +52,7 @@ func Open(spec Spec, o Options) (*Opened, error) {
 	case "system":
 		d, err := genl.Open(spec.Name)
 		if errors.Is(err, os.ErrNotExist) {
-			d, err = genl.Create(spec.Name)
+			d, err = genl.Create(genl.DatapathSpec{Name: spec.Name})
 			opened.Created = true
 		}
 		if err != nil {

@@ -14,10 +14,12 @@ import (
 	"github.com/ovsdp/ovsdp/odp"
 )
 
-// Datapath is one kernel datapath, used through odp.Datapath.
+// Datapath is one kernel datapath, from Open or Create. It implements
+// odp.Datapath and has the kernel's other per-datapath commands: batched
+// flow puts, deletes and packet executions, raw dumps, meters and
+// conntrack limits. It is safe for concurrent use.
 type Datapath struct {
-	c       *Client
-	ownsC   bool
+	c       *client // its own: Close closes it
 	name    string
 	index   int32
 	mu      sync.Mutex
@@ -26,59 +28,6 @@ type Datapath struct {
 }
 
 var _ odp.Datapath = (*Datapath)(nil)
-
-// Open opens the existing kernel datapath called name, on a Client of its
-// own that Close closes. It does not change the datapath's features.
-func Open(name string) (*Datapath, error) {
-	c, err := Dial()
-	if err != nil {
-		return nil, err
-	}
-	d, err := c.OpenDatapath(name)
-	if err != nil {
-		c.Close()
-		return nil, err
-	}
-	d.ownsC = true
-	return d, nil
-}
-
-// Create creates the kernel datapath called name, negotiating its
-// features (see Client.CreateDatapath), on a Client of its own that Close
-// closes. It fails with an error matching os.ErrExist if it exists.
-func Create(name string) (*Datapath, error) {
-	c, err := Dial()
-	if err != nil {
-		return nil, err
-	}
-	d, err := c.CreateDatapathHandle(name)
-	if err != nil {
-		c.Close()
-		return nil, err
-	}
-	d.ownsC = true
-	return d, nil
-}
-
-// OpenDatapath returns a handle on an existing datapath that uses c; its
-// Close leaves c open.
-func (c *Client) OpenDatapath(name string) (*Datapath, error) {
-	info, err := c.GetDatapath(name)
-	if err != nil {
-		return nil, err
-	}
-	return &Datapath{c: c, name: info.Name, index: info.Index}, nil
-}
-
-// CreateDatapathHandle creates a datapath with negotiated features and
-// returns a handle on it that uses c.
-func (c *Client) CreateDatapathHandle(name string) (*Datapath, error) {
-	info, err := c.CreateDatapath(name)
-	if err != nil {
-		return nil, err
-	}
-	return &Datapath{c: c, name: info.Name, index: info.Index}, nil
-}
 
 // Name implements odp.Datapath.
 func (d *Datapath) Name() string { return d.name }
@@ -89,12 +38,8 @@ func (d *Datapath) Type() string { return "system" }
 // Index is the ifindex of the datapath's local port (dp_ifindex).
 func (d *Datapath) Index() int32 { return d.index }
 
-// Client returns the Client the handle uses, for commands beyond
-// odp.Datapath (meters, conntrack limits, vport details, ...).
-func (d *Datapath) Client() *Client { return d.c }
-
-// Close closes the upcall sockets the handle opened and, for Open and
-// Create, its Client. The kernel datapath stays.
+// Close closes the upcall sockets the handle opened and its socket. The
+// kernel datapath stays.
 func (d *Datapath) Close() error {
 	d.mu.Lock()
 	socks := d.sockets
@@ -103,21 +48,19 @@ func (d *Datapath) Close() error {
 	for _, s := range socks {
 		s.Close()
 	}
-	if d.ownsC {
-		return d.c.Close()
-	}
-	return nil
+	return d.c.close()
 }
 
-// Delete deletes the kernel datapath (the handle stays to be closed).
-func (d *Datapath) Delete() error { return d.c.DelDatapath(d.index) }
+// Delete deletes the kernel datapath with its ports and flows (the
+// handle stays to be closed).
+func (d *Datapath) Delete() error { return d.c.delDatapath(d.index) }
 
 // Info implements odp.Datapath.
 func (d *Datapath) Info(ctx context.Context) (odp.DatapathInfo, error) {
 	if err := ctx.Err(); err != nil {
 		return odp.DatapathInfo{}, err
 	}
-	info, err := d.c.GetDatapathByIndex(d.index)
+	info, err := d.c.getDatapathByIndex(d.index)
 	if err != nil {
 		return odp.DatapathInfo{}, err
 	}
@@ -131,15 +74,21 @@ func (d *Datapath) Info(ctx context.Context) (odp.DatapathInfo, error) {
 	}, nil
 }
 
-// SetMasksCacheSize sets the datapath's mask cache size.
-func (d *Datapath) SetMasksCacheSize(size uint32) error { return d.c.SetMasksCacheSize(d.index, size) }
+// SetMasksCacheSize sets the datapath's mask cache size (0 disables the
+// cache; the kernel wants a power of two), keeping its features.
+func (d *Datapath) SetMasksCacheSize(ctx context.Context, size uint32) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return d.c.setMasksCacheSize(d.index, size)
+}
 
 // Ports implements odp.Datapath.
 func (d *Datapath) Ports(ctx context.Context) ([]odp.Port, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	vs, err := d.c.Vports(d.index)
+	vs, err := d.c.vports(d.index)
 	if err != nil {
 		return nil, err
 	}
@@ -207,7 +156,7 @@ func (d *Datapath) AddPort(ctx context.Context, spec odp.PortSpec) (odp.Port, er
 	d.mu.Lock()
 	pids := d.pids
 	d.mu.Unlock()
-	v, err := d.c.NewVport(d.index, VportSpec{Name: spec.Name, Type: t, PortNo: spec.Number, Options: opts, UpcallPIDs: pids})
+	v, err := d.c.newVport(d.index, vportSpec{Name: spec.Name, Type: t, PortNo: spec.Number, Options: opts, UpcallPIDs: pids})
 	if err != nil {
 		return odp.Port{}, err
 	}
@@ -222,9 +171,9 @@ func (d *Datapath) SetPort(ctx context.Context, spec odp.PortSpec) error {
 	var cur *VportInfo
 	var err error
 	if spec.Number != 0 || spec.Name == "" {
-		cur, err = d.c.GetVport(d.index, spec.Number)
+		cur, err = d.c.getVport(d.index, spec.Number)
 	} else {
-		cur, err = d.c.GetVportByName(spec.Name)
+		cur, err = d.c.getVportByName(spec.Name)
 	}
 	if err != nil {
 		return err
@@ -241,7 +190,7 @@ func (d *Datapath) SetPort(ctx context.Context, spec odp.PortSpec) error {
 	if opts == nil {
 		opts = &VportOptions{}
 	}
-	_, err = d.c.SetVport(d.index, VportSpec{PortNo: cur.PortNo, Options: opts})
+	_, err = d.c.setVport(d.index, vportSpec{PortNo: cur.PortNo, Options: opts})
 	return err
 }
 
@@ -250,7 +199,7 @@ func (d *Datapath) DelPort(ctx context.Context, number uint32) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	_, err := d.c.DelVport(d.index, number)
+	_, err := d.c.delVport(d.index, number)
 	return err
 }
 
@@ -259,7 +208,7 @@ func (d *Datapath) PutFlow(ctx context.Context, f *odp.Flow, flags odp.PutFlags)
 	if err := ctx.Err(); err != nil {
 		return odp.FlowStats{}, err
 	}
-	return d.c.PutFlow(d.index, f, flags, FlowOptions{UFIDFlags: Terse})
+	return d.c.putFlow(d.index, f, flags, flowOptions{UFIDFlags: Terse})
 }
 
 // GetFlow implements odp.Datapath.
@@ -267,7 +216,7 @@ func (d *Datapath) GetFlow(ctx context.Context, id odp.FlowID) (*odp.Flow, error
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	return d.c.GetFlow(d.index, id, FlowOptions{})
+	return d.c.getFlow(d.index, id, flowOptions{})
 }
 
 // DelFlow implements odp.Datapath.
@@ -275,7 +224,7 @@ func (d *Datapath) DelFlow(ctx context.Context, id odp.FlowID) (odp.FlowStats, e
 	if err := ctx.Err(); err != nil {
 		return odp.FlowStats{}, err
 	}
-	return d.c.DelFlow(d.index, id, FlowOptions{UFIDFlags: Terse})
+	return d.c.delFlow(d.index, id, flowOptions{UFIDFlags: Terse})
 }
 
 // FlushFlows implements odp.Datapath.
@@ -283,17 +232,22 @@ func (d *Datapath) FlushFlows(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return d.c.FlushFlows(d.index)
+	return d.c.flushFlows(d.index)
 }
 
-// DumpFlows implements odp.Datapath. It streams (see Client.DumpFlows)
-// and stops with ctx's error when ctx is done.
+// DumpFlows implements odp.Datapath. It reads the kernel's replies one
+// datagram at a time on a socket of its own, so that memory stays bounded
+// however large the table and fn may use the Datapath, and stops with
+// ctx's error when ctx is done. If the kernel reports NLM_F_DUMP_INTR
+// (the table changed during the dump: flows may have been missed or seen
+// twice), the dump runs to its end and then returns an error wrapping
+// ErrDumpInterrupted. The *odp.Flow passed to fn is fn's to keep.
 func (d *Datapath) DumpFlows(ctx context.Context, opts odp.DumpOptions, fn func(*odp.Flow) error) error {
-	o := FlowOptions{}
+	o := flowOptions{}
 	if opts.Terse {
 		o.UFIDFlags = Terse
 	}
-	return d.c.DumpFlows(d.index, o, func(f *odp.Flow) error {
+	return d.c.dumpFlows(d.index, o, func(f *odp.Flow) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
@@ -301,15 +255,16 @@ func (d *Datapath) DumpFlows(ctx context.Context, opts odp.DumpOptions, fn func(
 	})
 }
 
-// DumpFlowsRaw is DumpFlows without the decoding (Client.DumpFlowsRaw):
-// fn gets each flow message, to decode with DecodeFlow, valid only until
-// fn returns.
+// DumpFlowsRaw is DumpFlows without the decoding: fn gets each flow
+// message's generic netlink payload (struct ovs_header included, what
+// DecodeFlow takes), valid only until fn returns. It lets a caller decode
+// on other goroutines (dpctl dump-flows does, on two CPUs).
 func (d *Datapath) DumpFlowsRaw(ctx context.Context, opts odp.DumpOptions, fn func([]byte) error) error {
-	o := FlowOptions{}
+	o := flowOptions{}
 	if opts.Terse {
 		o.UFIDFlags = Terse
 	}
-	return d.c.DumpFlowsRaw(d.index, o, func(b []byte) error {
+	return d.c.dumpFlowsRaw(d.index, o, func(b []byte) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
@@ -322,7 +277,7 @@ func (d *Datapath) Execute(ctx context.Context, p *odp.Packet) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return d.c.Execute(d.index, p)
+	return d.c.execute(d.index, p)
 }
 
 // numCPUs is how many CPUs the kernel may dispatch upcalls from: the
@@ -355,12 +310,12 @@ func (d *Datapath) Upcalls(ctx context.Context, n int) ([]odp.UpcallReceiver, er
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	info, err := d.c.GetDatapathByIndex(d.index)
+	info, err := d.c.getDatapathByIndex(d.index)
 	if err != nil {
 		return nil, err
 	}
 	if info.UserFeatures&(FeatureDispatchUpcallPerCPU|FeatureVportPIDs) == 0 {
-		if info, err = d.c.NegotiateFeatures(d.index); err != nil {
+		if info, err = d.c.negotiateFeatures(d.index); err != nil {
 			return nil, err
 		}
 	}
@@ -373,7 +328,7 @@ func (d *Datapath) Upcalls(ctx context.Context, n int) ([]odp.UpcallReceiver, er
 	}
 	pids := make([]uint32, 0, n)
 	for i := 0; i < n; i++ {
-		s, err := d.c.NewUpcallSocket()
+		s, err := d.c.newUpcallSocket()
 		if err != nil {
 			return fail(err)
 		}
@@ -385,16 +340,16 @@ func (d *Datapath) Upcalls(ctx context.Context, n int) ([]odp.UpcallReceiver, er
 		for i := range cpuPIDs {
 			cpuPIDs[i] = pids[i%n]
 		}
-		if _, err := d.c.SetDatapath(d.index, DatapathSettings{Features: info.UserFeatures, PerCPUPIDs: cpuPIDs}); err != nil {
+		if _, err := d.c.setDatapath(d.index, datapathSettings{Features: info.UserFeatures, PerCPUPIDs: cpuPIDs}); err != nil {
 			return fail(err)
 		}
 	} else {
-		vs, err := d.c.Vports(d.index)
+		vs, err := d.c.vports(d.index)
 		if err != nil {
 			return fail(err)
 		}
 		for _, v := range vs {
-			if _, err := d.c.SetVport(d.index, VportSpec{PortNo: v.PortNo, UpcallPIDs: pids}); err != nil && !errors.Is(err, os.ErrNotExist) {
+			if _, err := d.c.setVport(d.index, vportSpec{PortNo: v.PortNo, UpcallPIDs: pids}); err != nil && !errors.Is(err, os.ErrNotExist) {
 				return fail(err)
 			}
 		}
@@ -413,23 +368,138 @@ func (d *Datapath) Upcalls(ctx context.Context, n int) ([]odp.UpcallReceiver, er
 }
 
 // PutFlows puts many flows as PutFlow does, without returning their
-// statistics, batching the requests (see Client.PutFlows). errs[i] is
+// statistics, sending many requests per system call and then reading
+// their acknowledgements, as ovs-dpctl add-flows does. errs[i] is
 // flows[i]'s error, nil when it succeeded; err reports a failure of the
 // socket (or ctx done before it started), after which errs is incomplete.
 func (d *Datapath) PutFlows(ctx context.Context, flows []*odp.Flow, flags odp.PutFlags) (errs []error, err error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	return d.c.PutFlows(d.index, flows, flags, FlowOptions{UFIDFlags: Terse})
+	return d.c.putFlows(d.index, flows, flags, flowOptions{UFIDFlags: Terse})
 }
 
-// ExecuteBatch executes many packets as Execute does, batching the
-// requests (see Client.ExecuteBatch). errs[i] is pkts[i]'s error, nil
-// when it was executed; err reports a failure of the socket (or ctx done
-// before it started), after which errs is incomplete.
+// ExecuteBatch executes many packets as Execute does, sending many
+// requests per system call and then reading their acknowledgements, as
+// Open vSwitch's handlers do with the packets of one batch of upcalls.
+// The kernel runs the requests in order, so a packet executed after a
+// flow put in an earlier call sees the flow. errs[i] is pkts[i]'s error,
+// nil when it was executed; one packet's failure does not stop the
+// others. err reports a failure of the socket (or ctx done before it
+// started), after which errs is incomplete.
 func (d *Datapath) ExecuteBatch(ctx context.Context, pkts []*odp.Packet) (errs []error, err error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	return d.c.ExecuteBatch(d.index, pkts)
+	return d.c.executeBatch(d.index, pkts)
+}
+
+// DelFlows deletes many flows as DelFlow does, without their statistics,
+// sending many requests per system call and then reading their
+// acknowledgements. errs[i] is ids[i]'s error, nil when it succeeded; err
+// reports a failure of the socket (or ctx done before it started), after
+// which errs is incomplete.
+func (d *Datapath) DelFlows(ctx context.Context, ids []odp.FlowID) (errs []error, err error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return d.c.delFlows(d.index, ids, flowOptions{})
+}
+
+// ProbeFlow asks whether the kernel accepts f: it puts f (which must not
+// exist) marked as a feature probe, so that the kernel does not log a
+// rejection, and deletes it again. It returns the kernel's rejection, or
+// nil when the kernel took the flow. f should match no real traffic,
+// since it is installed for a moment; with a UFID it is deleted by it.
+func (d *Datapath) ProbeFlow(ctx context.Context, f *odp.Flow) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	o := flowOptions{Probe: true}
+	if _, err := d.c.putFlow(d.index, f, odp.PutCreate, o); err != nil {
+		return err
+	}
+	id := odp.FlowID{UFID: f.UFID}
+	if f.UFID.IsZero() {
+		id.Key = f.Key
+	}
+	_, err := d.c.delFlow(d.index, id, o)
+	if err != nil {
+		return fmt.Errorf("genl: probe flow: the kernel took it, but deleting it again failed: %w", err)
+	}
+	return nil
+}
+
+// The meter methods implement odp.Meters over the ovs_meter family, with
+// odp's types, so that code written for odp.Meters drives the kernel's
+// meters and the userspace datapath's alike. Without the ovs_meter family
+// (Linux before 4.15) each fails with an error wrapping
+// ErrFamilyMissing.
+var _ odp.Meters = (*Datapath)(nil)
+
+// MeterFeatures returns what the kernel's meters support.
+func (d *Datapath) MeterFeatures(ctx context.Context) (odp.MeterFeatures, error) {
+	if err := ctx.Err(); err != nil {
+		return odp.MeterFeatures{}, err
+	}
+	f, err := d.c.meterFeatures(d.index)
+	if err != nil {
+		return odp.MeterFeatures{}, err
+	}
+	return *f, nil
+}
+
+// SetMeter adds or replaces meter m.ID with m's bands. With clearStats,
+// the statistics of a replaced meter restart from zero.
+func (d *Datapath) SetMeter(ctx context.Context, m odp.MeterInfo, clearStats bool) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return d.c.setMeter(d.index, m, clearStats)
+}
+
+// GetMeter returns meter id with its statistics (ENOENT if there is
+// none).
+func (d *Datapath) GetMeter(ctx context.Context, id uint32) (*odp.MeterInfo, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return d.c.getMeter(d.index, id)
+}
+
+// DelMeter deletes meter id and returns its last statistics.
+func (d *Datapath) DelMeter(ctx context.Context, id uint32) (*odp.MeterInfo, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return d.c.delMeter(d.index, id)
+}
+
+// SetZoneLimits sets connection limits per conntrack zone (Zone
+// DefaultZone sets the default). Without the ovs_ct_limit family (Linux
+// before 4.18, or without conntrack) it fails with an error wrapping
+// ErrFamilyMissing, as every conntrack-limit command does.
+func (d *Datapath) SetZoneLimits(ctx context.Context, limits []ZoneLimit) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return d.c.setZoneLimits(d.index, limits)
+}
+
+// ZoneLimits returns the limits and connection counts of the given zones,
+// or of the default and every zone with a limit when zones is empty.
+func (d *Datapath) ZoneLimits(ctx context.Context, zones ...int32) ([]ZoneLimit, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return d.c.zoneLimits(d.index, zones...)
+}
+
+// DelZoneLimits removes the limits of the given zones (DefaultZone resets
+// the default to unlimited).
+func (d *Datapath) DelZoneLimits(ctx context.Context, zones ...int32) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return d.c.delZoneLimits(d.index, zones...)
 }
