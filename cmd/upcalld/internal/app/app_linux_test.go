@@ -60,7 +60,11 @@ func TestBinaryLifecycle(t *testing.T) {
 	t.Setenv("OVSDP_RUNDIR", rundir)
 	rules := filepath.Join(dir, "r.rules")
 	os.WriteFile(rules, []byte("priority=0,actions=normal\n"), 0o644)
-	name := "upbin" + strings.ReplaceAll(testenv.NewName(), "-", "")[:6]
+	// A name of this process and test (NewName's pid and sequence
+	// number, without its common prefix), at most 15 bytes: two test
+	// runs at once do not take the same tap device.
+	id := strings.ReplaceAll(strings.TrimPrefix(testenv.NewName(), testenv.NamePrefix), "-", "")
+	name := "upbin" + id[max(0, len(id)-10):]
 	cmd := exec.Command(bin, "--datapath", "netdev@"+name, "--rules", rules, "--handlers", "1", "--metrics", "127.0.0.1:0")
 	var logs bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &logs, &logs
