@@ -449,8 +449,14 @@ func (p *lineParser) parseSetField(s string, pos int) (Action, error) {
 	fpos := pos + len(val) + 2
 	sf, ok := setFields[strings.ToLower(field)]
 	if !ok {
-		if _, isMatch := matchFields[strings.ToLower(field)]; isMatch || strings.EqualFold(field, "dl_type") {
-			return Action{}, p.errAt(fpos, "set_field cannot set %s (it sets eth_src, eth_dst, vlan_vid, vlan_pcp, ip_src, ip_dst, ipv6_src, ipv6_dst, nw_tos, ip_dscp, nw_ttl, tp_src, tp_dst)", field)
+		if _, isMatch := matchFields[strings.ToLower(field)]; isMatch {
+			why := ""
+			if f := strings.ToLower(field); strings.HasPrefix(f, "arp_") || strings.HasPrefix(f, "icmp_") {
+				// net/openvswitch's validate_set refuses set(arp) and
+				// set(icmp): the two datapaths would differ.
+				why = ": the kernel datapath cannot rewrite ARP or ICMP fields"
+			}
+			return Action{}, p.errAt(fpos, "set_field cannot set %s%s (it sets eth_src, eth_dst, vlan_vid, vlan_pcp, ip_src, ip_dst, ipv6_src, ipv6_dst, nw_tos, ip_dscp, nw_ttl, tp_src, tp_dst)", field, why)
 		}
 		return Action{}, p.errAt(fpos, "unknown field %q after set_field:VALUE->", field)
 	}

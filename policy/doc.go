@@ -51,8 +51,9 @@
 // nw_ttl, tp_src and tp_dst (tcp_src, udp_src, tcp_dst, udp_dst, which
 // set the port of TCP and UDP alike): each is the mod_* action of the
 // field, with its semantics (ipv6_* apply to IPv6 packets only), and
-// prints as it. in_port, dl_type, nw_proto, arp_* and icmp_* cannot be
-// set. Actions run in order on the packet as modified so
+// prints as it. in_port, dl_type and nw_proto cannot be set, nor arp_*
+// and icmp_* (the kernel datapath cannot rewrite them: no set(arp) or
+// set(icmp) action). Actions run in order on the packet as modified so
 // far. As in Open vSwitch, modifications apply only where the header
 // exists (mod_nw_src to IPv4, mod_nw_tos/ttl and dec_ttl to IPv4 and
 // IPv6, mod_tp_* to TCP and UDP that are not later fragments); output to

@@ -62,6 +62,8 @@ func TestSetFieldAndVLANActions(t *testing.T) {
 	for _, tc := range []struct{ in, want string }{
 		{"actions=set_field:1->in_port", "column 22: set_field cannot set in_port"},
 		{"actions=set_field:1->nw_proto", "column 22: set_field cannot set nw_proto"},
+		{"actions=set_field:1.2.3.4->arp_spa", "column 28: set_field cannot set arp_spa: the kernel datapath cannot rewrite ARP or ICMP fields"},
+		{"actions=set_field:3->icmp_type", "column 22: set_field cannot set icmp_type: the kernel datapath"},
 		{"actions=set_field:1->bogus", `column 22: unknown field "bogus" after set_field:VALUE->`},
 		{"actions=set_field:1", "column 19: expected VALUE->FIELD after set_field:"},
 		{"actions=set_field:8->vlan_pcp", "column 19: expected a priority (0-7) before ->vlan_pcp"},

@@ -111,7 +111,7 @@ func startDaemon(t testing.TB, cfg Config) (d *Daemon, stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- d.Run(ctx) }()
-	stop = func() {
+	halt := func() {
 		cancel()
 		select {
 		case err := <-done:
@@ -127,7 +127,7 @@ func startDaemon(t testing.TB, cfg Config) (d *Daemon, stop func()) {
 	stopOnce := func() {
 		if !stopped {
 			stopped = true
-			stop()
+			halt()
 		}
 	}
 	t.Cleanup(stopOnce)
