@@ -1,7 +1,6 @@
 package crosscheck
 
 import (
-	"encoding/binary"
 	"fmt"
 
 	"github.com/ovsdp/ovsdp/internal/header"
@@ -39,39 +38,41 @@ func (n *StackNormalizer) Normalize(b []byte) {
 	var src, dst string
 	switch p.EthType {
 	case header.EtherTypeIPv4:
-		h := b[p.L3:]
-		binary.BigEndian.PutUint16(h[4:], 0)  // ID
-		binary.BigEndian.PutUint16(h[10:], 0) // header checksum
-		src, dst = fmt.Sprint(h[12:16]), fmt.Sprint(h[16:20])
+		h := header.IPv4(b[p.L3:])
+		h.SetID(0)
+		h.SetChecksum(0)
+		s, d := h.SourceAddress(), h.DestinationAddress()
+		src, dst = fmt.Sprint(s[:]), fmt.Sprint(d[:])
 	case header.EtherTypeIPv6:
-		h := b[p.L3:]
-		src, dst = fmt.Sprint(h[8:24]), fmt.Sprint(h[24:40])
+		h := header.IPv6(b[p.L3:])
+		s, d := h.SourceAddress(), h.DestinationAddress()
+		src, dst = fmt.Sprint(s[:]), fmt.Sprint(d[:])
 	default:
 		return
 	}
-	if p.Proto != header.IPProtoTCP || p.Fragment || p.L4Len < 20 || p.L4+20 > len(b) {
+	if p.Proto != header.IPProtoTCP || p.Fragment || p.L4Len < header.TCPMinimumSize || p.L4+header.TCPMinimumSize > len(b) {
 		return
 	}
-	t := b[p.L4:]
-	sp, dp := binary.BigEndian.Uint16(t), binary.BigEndian.Uint16(t[2:])
+	t := header.TCP(b[p.L4:])
+	sp, dp := header.Ports(t).Source(), header.Ports(t).Destination()
 	fwd := fmt.Sprintf("%s:%d>%s:%d", src, sp, dst, dp)
 	rev := fmt.Sprintf("%s:%d>%s:%d", dst, dp, src, sp)
-	seq, ack := binary.BigEndian.Uint32(t[4:]), binary.BigEndian.Uint32(t[8:])
+	seq, ack := t.SequenceNumber(), t.AckNumber()
 	isn, ok := n.isn[fwd]
 	if !ok {
 		isn = seq
 		n.isn[fwd] = seq
 	}
-	binary.BigEndian.PutUint32(t[4:], seq-isn)
-	if t[13]&header.TCPFlagAck != 0 {
+	t.SetSequenceNumber(seq - isn)
+	if t.Flags()&header.TCPFlagAck != 0 {
 		if risn, ok := n.isn[rev]; ok {
-			binary.BigEndian.PutUint32(t[8:], ack-risn)
+			t.SetAckNumber(ack - risn)
 		} else {
 			// The peer's first segment was not seen here: its ISN is
 			// the acknowledged number minus one.
 			n.isn[rev] = ack - 1
-			binary.BigEndian.PutUint32(t[8:], 1)
+			t.SetAckNumber(1)
 		}
 	}
-	binary.BigEndian.PutUint16(t[16:], 0)
+	t.SetChecksum(0)
 }

@@ -2,7 +2,6 @@ package crosscheck
 
 import (
 	"bytes"
-	"encoding/binary"
 	"fmt"
 	"net"
 	"sync"
@@ -194,9 +193,9 @@ func (e *Env) Ping(host, dst string, timeout time.Duration) error {
 		return err
 	}
 	defer unix.Close(fd)
-	msg := headertest.ICMP(typ, 0, 0x4242<<16|1, pingPayload)
+	msg := header.ICMP(headertest.ICMP(typ, 0, 0x4242<<16|1, pingPayload))
 	if fam == unix.AF_INET {
-		binary.BigEndian.PutUint16(msg[2:], header.Checksum(msg, 0))
+		msg.SetChecksum(msg.CalculateChecksum(0))
 	}
 	deadline := time.Now().Add(timeout)
 	if err := sendto(fd, msg, sa, deadline); err != nil {
@@ -212,10 +211,11 @@ func (e *Env) Ping(host, dst string, timeout time.Duration) error {
 			return fmt.Errorf("ping %s from %s: no reply: %w", dst, host, err)
 		}
 		b := buf[:n]
-		if fam == unix.AF_INET && n >= 20 {
-			b = b[int(b[0]&0xf)*4:]
+		if fam == unix.AF_INET && n >= header.IPv4MinimumSize {
+			b = b[min(header.IPv4(b).HeaderLength(), n):]
 		}
-		if len(b) >= 8 && b[0] == reply && binary.BigEndian.Uint32(b[4:]) == 0x4242<<16|1 && bytes.Equal(b[8:], pingPayload) {
+		if ic := header.ICMP(b); len(ic) >= header.ICMPMinimumSize && ic.Type() == reply && ic.Ident() == 0x4242 && ic.Sequence() == 1 &&
+			bytes.Equal(b[header.ICMPMinimumSize:], pingPayload) {
 			return nil
 		}
 	}

@@ -128,10 +128,11 @@ func formatTnlHeader(f *textBuf, typ uint32, h []byte) bool {
 		return false
 	}
 	fmt.Fprintf(f, "header(size=%d,type=%d,eth(dst=", len(h), typ)
-	writeMAC(f, [6]byte(h[0:6]))
+	eth := header.Ethernet(h)
+	writeMAC(f, eth.DestinationAddress())
 	f.WriteString(",src=")
-	writeMAC(f, [6]byte(h[6:12]))
-	ethType := header.Ethernet(h).Type()
+	writeMAC(f, eth.SourceAddress())
+	ethType := eth.Type()
 	fmt.Fprintf(f, ",dl_type=0x%04x),", ethType)
 	l3 := h[header.EthernetMinimumSize:]
 	var l4 []byte

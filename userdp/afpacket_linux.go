@@ -9,6 +9,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/ovsdp/ovsdp/internal/header"
 )
 
 // The AF_PACKET backends, RingPort (afpacket_ring_linux.go) and MmsgPort
@@ -87,7 +89,7 @@ func (p *afPacket) setup(fd int, backend func(fd int) error) error {
 	}
 	p.txHdrs = make([]unix.Mmsghdr, p.batch)
 	p.txIov = make([]unix.Iovec, 2*p.batch)
-	sa := unix.RawSockaddrLinklayer{Family: unix.AF_PACKET, Protocol: htons(unix.ETH_P_ALL), Ifindex: int32(p.ifindex)}
+	sa := unix.RawSockaddrLinklayer{Family: unix.AF_PACKET, Protocol: header.Htons(unix.ETH_P_ALL), Ifindex: int32(p.ifindex)}
 	if _, _, e := unix.Syscall(unix.SYS_BIND, uintptr(fd), uintptr(unsafe.Pointer(&sa)), unsafe.Sizeof(sa)); e != 0 {
 		return fmt.Errorf("bind to ifindex %d: %w", p.ifindex, e)
 	}

@@ -180,27 +180,25 @@ func (s *segmenter) init(src []byte, h vnetHdr, tagged bool, tpid, tci uint16, m
 	}
 	s.l3, s.l4 = ph.L3, ph.L4
 	if s.tcp {
-		if len(src) < s.l4+20 {
+		if len(src) < s.l4+header.TCPMinimumSize {
 			return VnetBadHeaders, false
 		}
-		doff := int(src[s.l4+12]>>4) * 4
-		if doff < 20 || len(src) < s.l4+doff {
+		t := header.TCP(src[s.l4:])
+		doff := t.DataOffset()
+		if doff < header.TCPMinimumSize || len(src) < s.l4+doff {
 			return VnetBadHeaders, false
 		}
 		s.hlen = s.l4 + doff
-		s.seq = binary.BigEndian.Uint32(src[s.l4+4:])
-		s.flags = src[s.l4+13]
+		s.seq = t.SequenceNumber()
+		s.flags = t[header.TCPFlagsOffset]
 	} else {
-		if len(src) < s.l4+8 {
+		if len(src) < s.l4+header.UDPMinimumSize {
 			return VnetBadHeaders, false
 		}
-		s.hlen = s.l4 + 8
+		s.hlen = s.l4 + header.UDPMinimumSize
 	}
 	if h.flags&vnetFlagNeedsCsum != 0 {
-		co := 6
-		if s.tcp {
-			co = 16
-		}
+		co, _ := header.TransportChecksumOffset(ph.Proto)
 		if int(h.csumStart) != s.l4 || int(h.csumOffset) != co {
 			return VnetBadCsum, false
 		}
@@ -210,12 +208,13 @@ func (s *segmenter) init(src []byte, h vnetHdr, tagged bool, tpid, tci uint16, m
 		return VnetBadGSOSize, false
 	}
 	if !s.v6 {
-		s.id = binary.BigEndian.Uint16(src[s.l3+4:])
+		s.id = header.IPv4(src[s.l3:]).ID()
 	}
 	if tagged {
 		s.tagged = true
-		binary.BigEndian.PutUint16(s.tag[0:], tpid)
-		binary.BigEndian.PutUint16(s.tag[2:], tci)
+		tag := header.VLAN(s.tag[:])
+		tag.SetTPID(tpid)
+		tag.SetTCI(tci)
 	}
 	s.src = src
 	s.off = s.hlen

@@ -167,8 +167,6 @@ func (p *netdevBase) closeErr(err error) error {
 	return nil
 }
 
-func htons(v uint16) uint16 { return v<<8 | v>>8 }
-
 // setLinkUp sets IFF_UP on the interface.
 func setLinkUp(name string) error {
 	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)

@@ -202,35 +202,28 @@ func checkIPv4(t *testing.T, f []byte, l3 int) {
 	if binary.BigEndian.Uint16(ip[6:])&0x1fff != 0 {
 		return
 	}
-	proto := ip[9]
-	seg := ip[int(ip[0]&0xf)*4:]
-	switch proto {
-	case header.IPProtoTCP, header.IPProtoUDP:
-		got := binary.BigEndian.Uint16(seg[csumOffset(proto):])
-		if proto == header.IPProtoUDP && got == 0 {
-			return
-		}
-		if want := refL4Check(ip[12:16], ip[16:20], proto, seg, csumOffset(proto)); got != want {
-			t.Errorf("L4 (proto %d) checksum %#04x, recomputed %#04x", proto, got, want)
-		}
-	case header.IPProtoSCTP:
-		if got, want := binary.LittleEndian.Uint32(seg[8:]), refSCTPCheck(seg); got != want {
-			t.Errorf("SCTP checksum %#08x, recomputed %#08x", got, want)
-		}
+	if proto := ip[9]; proto != header.IPProtoICMPv6 {
+		checkL4(t, ip[int(ip[0]&0xf)*4:], ip[12:16], ip[16:20], proto)
 	}
 }
 
 func checkIPv6(t *testing.T, f []byte, l3, l4 int, proto uint8) {
 	t.Helper()
-	ip := f[l3:]
-	seg := f[l4:]
+	checkL4(t, f[l4:], f[l3+8:l3+24], f[l3+24:l3+40], proto)
+}
+
+// checkL4 fails t unless the TCP, UDP, ICMPv6 or SCTP checksum of seg
+// (a zero UDP checksum: none) equals the reference recomputation with
+// the pseudo-header addresses src and dst.
+func checkL4(t *testing.T, seg, src, dst []byte, proto uint8) {
+	t.Helper()
 	switch proto {
 	case header.IPProtoTCP, header.IPProtoUDP, header.IPProtoICMPv6:
 		got := binary.BigEndian.Uint16(seg[csumOffset(proto):])
 		if proto == header.IPProtoUDP && got == 0 {
 			return
 		}
-		if want := refL4Check(ip[8:24], ip[24:40], proto, seg, csumOffset(proto)); got != want {
+		if want := refL4Check(src, dst, proto, seg, csumOffset(proto)); got != want {
 			t.Errorf("L4 (proto %d) checksum %#04x, recomputed %#04x", proto, got, want)
 		}
 	case header.IPProtoSCTP:
@@ -284,4 +277,12 @@ func udpFrame64(seq int) []byte {
 // decTTLHeaders is decTTL for the frame whose headers h describes.
 func decTTLHeaders(frame []byte, h *pktHeaders) (expired bool, err error) {
 	return decTTL(frame, h.Protocol, h.L3)
+}
+
+// headroomFrame returns pkt copied into a buffer with DefaultHeadroom
+// bytes in front of it and 8 behind, and the frameBuf over it.
+func headroomFrame(pkt []byte) (frameBuf, []byte) {
+	buf := make([]byte, DefaultHeadroom+len(pkt)+8)
+	copy(buf[DefaultHeadroom:], pkt)
+	return frameBuf{Buf: buf, Off: DefaultHeadroom, Len: len(pkt)}, buf
 }

@@ -397,9 +397,7 @@ func TestSetEthernetAndMPLS(t *testing.T) {
 func TestVLANPushPop(t *testing.T) {
 	rng := newRand(t)
 	pkt := testIPv4(rng, header.IPProtoUDP, 10, 0)
-	buf := make([]byte, DefaultHeadroom+len(pkt)+8)
-	copy(buf[DefaultHeadroom:], pkt)
-	f := frameBuf{Buf: buf, Off: DefaultHeadroom, Len: len(pkt)}
+	f, buf := headroomFrame(pkt)
 	if err := pushVLAN(&f, header.EtherTypeVLAN, 0x1064); err != nil {
 		t.Fatal(err)
 	}
@@ -441,9 +439,7 @@ func TestVLANPushPop(t *testing.T) {
 func TestMPLSPushPop(t *testing.T) {
 	rng := newRand(t)
 	pkt := testIPv4(rng, header.IPProtoTCP, 6, 0)
-	buf := make([]byte, DefaultHeadroom+len(pkt)+8)
-	copy(buf[DefaultHeadroom:], pkt)
-	f := frameBuf{Buf: buf, Off: DefaultHeadroom, Len: len(pkt)}
+	f, _ := headroomFrame(pkt)
 	if err := pushMPLS(&f, mustParse(t, f.Bytes()), 0x00011140, header.EtherTypeMPLS); err != nil {
 		t.Fatal(err)
 	}

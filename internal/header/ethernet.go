@@ -56,8 +56,8 @@ func (b Ethernet) SetSourceAddress(a [6]byte) { copy(b[6:12], a[:]) }
 // SetType sets the type field at offset 12.
 func (b Ethernet) SetType(t uint16) { binary.BigEndian.PutUint16(b[12:], t) }
 
-// VLAN is an in-line VLAN tag followed by the type field after it: at
-// least VLANTagSize+2 bytes, starting at the tag's TPID.
+// VLAN is an in-line VLAN tag, starting at its TPID: at least
+// VLANTagSize bytes, and 2 more (the type field after the tag) for Type.
 type VLAN []byte
 
 // TPID returns the tag protocol identifier (EtherTypeVLAN or

@@ -118,6 +118,8 @@ func TestSetters(t *testing.T) {
 		{"IPv6.DestinationAddressPtr", func(b []byte) { IPv6(b).DestinationAddressPtr()[15] = 0xff }, 39, []byte{0xff}},
 		{"Ports(TCP).SetSource", func(b []byte) { Ports(TCP(b)).SetSource(80) }, 0, []byte{0, 80}},
 		{"Ports(TCP).SetDestination", func(b []byte) { Ports(TCP(b)).SetDestination(443) }, 2, []byte{1, 0xbb}},
+		{"TCP.SetSequenceNumber", func(b []byte) { TCP(b).SetSequenceNumber(0x01020304) }, 4, []byte{1, 2, 3, 4}},
+		{"TCP.SetAckNumber", func(b []byte) { TCP(b).SetAckNumber(0xa0b0c0d0) }, 8, []byte{0xa0, 0xb0, 0xc0, 0xd0}},
 		{"TCP.SetChecksum", func(b []byte) { TCP(b).SetChecksum(0xabcd) }, 16, []byte{0xab, 0xcd}},
 		{"Ports(UDP).SetSource", func(b []byte) { Ports(UDP(b)).SetSource(53) }, 0, []byte{0, 53}},
 		{"Ports(UDP).SetDestination", func(b []byte) { Ports(UDP(b)).SetDestination(5353) }, 2, []byte{0x14, 0xe9}},

@@ -68,6 +68,12 @@ func (b TCP) WindowSize() uint16 { return binary.BigEndian.Uint16(b[14:]) }
 // Checksum returns the checksum field.
 func (b TCP) Checksum() uint16 { return binary.BigEndian.Uint16(b[TCPChecksumOffset:]) }
 
+// SetSequenceNumber sets the sequence number.
+func (b TCP) SetSequenceNumber(v uint32) { binary.BigEndian.PutUint32(b[4:], v) }
+
+// SetAckNumber sets the acknowledgement number.
+func (b TCP) SetAckNumber(v uint32) { binary.BigEndian.PutUint32(b[8:], v) }
+
 // SetChecksum sets the checksum field.
 func (b TCP) SetChecksum(c uint16) { binary.BigEndian.PutUint16(b[TCPChecksumOffset:], c) }
 

@@ -174,8 +174,8 @@ func TCPHeader(src, dst uint16, seq, ack uint32, flags uint16, doff int, win uin
 	t := header.TCP(b)
 	header.Ports(t).SetSource(src)
 	header.Ports(t).SetDestination(dst)
-	binary.BigEndian.PutUint32(b[4:], seq)
-	binary.BigEndian.PutUint32(b[8:], ack)
+	t.SetSequenceNumber(seq)
+	t.SetAckNumber(ack)
 	binary.BigEndian.PutUint16(b[12:], uint16(doff&0xf)<<12|flags&0x0fff)
 	binary.BigEndian.PutUint16(b[14:], win)
 	return b
