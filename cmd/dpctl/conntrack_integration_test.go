@@ -87,72 +87,74 @@ func compareCT(t *testing.T, refArgs, ourArgs []string) []string {
 	return got
 }
 
-// ctTraffic opens a TCP connection to port dport (echoing one message,
-// and left open until the test ends, so that its entry stays
-// ESTABLISHED), runs a UDP request and reply to port 5353 and a ping
-// from ns1 (10.0.0.1) to ns2 (10.0.0.2); it returns the TCP and UDP
-// client ports.
+// ctTraffic opens a TCP connection to port dport (one message echoed;
+// the connection stays open until the test ends, so that its entry
+// stays ESTABLISHED), and runs a UDP request and reply to port 5353 and
+// a ping, from ns1 (10.0.0.1) to ns2 (10.0.0.2). It returns the TCP and
+// UDP client ports. Everything runs in turn: Dial returns once the
+// handshake is done, and the server sockets then have what to read.
 func ctTraffic(t *testing.T, ns1, ns2 *testenv.Netns, dport int) (tcpPort, udpPort int) {
 	t.Helper()
-	var ln net.Listener
-	var uc net.PacketConn
-	if err := ns2.Do(func() (err error) {
-		if ln, err = net.Listen("tcp4", fmt.Sprintf("10.0.0.2:%d", dport)); err != nil {
-			return err
+	var (
+		ln     net.Listener
+		uc     net.PacketConn
+		tc, ud net.Conn
+	)
+	inNS := func(ns *testenv.Netns, fn func() error) {
+		t.Helper()
+		if err := ns.Do(fn); err != nil {
+			t.Fatal(err)
 		}
-		uc, err = net.ListenPacket("udp4", "10.0.0.2:5353")
-		return err
-	}); err != nil {
-		t.Fatal(err)
 	}
+	inNS(ns2, func() (err error) {
+		if ln, err = net.Listen("tcp4", fmt.Sprintf("10.0.0.2:%d", dport)); err == nil {
+			uc, err = net.ListenPacket("udp4", "10.0.0.2:5353")
+		}
+		return err
+	})
 	t.Cleanup(func() { ln.Close() })
 	defer uc.Close()
-	go func() {
-		c, err := ln.Accept()
-		if err != nil {
-			return
+	inNS(ns1, func() (err error) {
+		if tc, err = net.DialTimeout("tcp4", fmt.Sprintf("10.0.0.2:%d", dport), 20*time.Second); err == nil {
+			ud, err = net.Dial("udp4", "10.0.0.2:5353")
 		}
-		t.Cleanup(func() { c.Close() })
-		c.SetDeadline(time.Now().Add(2 * time.Minute))
-		io.Copy(c, c)
-	}()
-	go func() {
-		b := make([]byte, 64)
-		uc.SetDeadline(time.Now().Add(20 * time.Second))
-		n, from, err := uc.ReadFrom(b)
-		if err == nil {
-			uc.WriteTo(b[:n], from)
-		}
-	}()
-	var tc, ud net.Conn
-	if err := ns1.Do(func() (err error) {
-		if tc, err = net.DialTimeout("tcp4", fmt.Sprintf("10.0.0.2:%d", dport), 20*time.Second); err != nil {
-			return fmt.Errorf("TCP through the datapath: %w", err)
-		}
-		ud, err = net.Dial("udp4", "10.0.0.2:5353")
 		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
+	})
 	t.Cleanup(func() { tc.Close() })
 	defer ud.Close()
-	tc.SetDeadline(time.Now().Add(20 * time.Second))
-	ud.SetDeadline(time.Now().Add(20 * time.Second))
+	sc, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sc.Close() })
+	deadline := time.Now().Add(20 * time.Second)
+	for _, c := range []interface{ SetDeadline(time.Time) error }{tc, ud, sc, uc} {
+		c.SetDeadline(deadline)
+	}
 	buf := make([]byte, 5)
-	if _, err := tc.Write([]byte("hello")); err != nil {
-		t.Fatal(err)
+	steps := []struct {
+		what string
+		err  func() error
+	}{
+		{"TCP request", func() error { _, err := tc.Write([]byte("hello")); return err }},
+		{"TCP request received", func() error { _, err := io.ReadFull(sc, buf); return err }},
+		{"TCP reply", func() error { _, err := sc.Write(buf); return err }},
+		{"TCP reply received", func() error { _, err := io.ReadFull(tc, buf); return err }},
+		{"UDP request", func() error { _, err := ud.Write([]byte("query")); return err }},
+		{"UDP request received and answered", func() error {
+			n, from, err := uc.ReadFrom(buf)
+			if err == nil {
+				_, err = uc.WriteTo(buf[:n], from)
+			}
+			return err
+		}},
+		{"UDP reply received", func() error { _, err := ud.Read(buf); return err }},
+		{"ping", func() error { return ns1.Ping("10.0.0.2", 10*time.Second) }},
 	}
-	if _, err := io.ReadFull(tc, buf); err != nil {
-		t.Fatalf("TCP echo: %v", err)
-	}
-	if _, err := ud.Write([]byte("query")); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := ud.Read(buf); err != nil {
-		t.Fatalf("UDP reply: %v", err)
-	}
-	if err := ns1.Ping("10.0.0.2", 10*time.Second); err != nil {
-		t.Fatalf("ping through the datapath: %v", err)
+	for _, s := range steps {
+		if err := s.err(); err != nil {
+			t.Fatalf("%s through the datapath: %v", s.what, err)
+		}
 	}
 	return tc.LocalAddr().(*net.TCPAddr).Port, ud.LocalAddr().(*net.UDPAddr).Port
 }
@@ -196,6 +198,7 @@ func TestIntegrationConntrack(t *testing.T) {
 	tcpPort, udpPort := ctTraffic(t, ns1, ns2, 8080)
 
 	lines := compareCT(t, []string{"dump-conntrack"}, []string{"dump-conntrack", sdp})
+	t.Logf("dump-conntrack, the same from both tools:\n%s", strings.Join(lines, "\n"))
 	if len(lines) != 3 {
 		t.Fatalf("dump-conntrack: want the TCP, UDP and ICMP connections, got\n%s", strings.Join(lines, "\n"))
 	}
@@ -208,8 +211,9 @@ func TestIntegrationConntrack(t *testing.T) {
 		}
 	}
 	compareCT(t, []string{"dump-conntrack"}, []string{"dump-conntrack"})
-	compareCT(t, []string{"-m", "dump-conntrack"}, []string{"-m", "dump-conntrack", sdp})
+	t.Logf("dump-conntrack -m:\n%s", strings.Join(compareCT(t, []string{"-m", "dump-conntrack"}, []string{"-m", "dump-conntrack", sdp}), "\n"))
 	stats := compareCT(t, []string{"-s", "dump-conntrack"}, []string{"dump-conntrack", "-s", sdp})
+	t.Logf("dump-conntrack -s:\n%s", strings.Join(stats, "\n"))
 	if !strings.Contains(strings.Join(stats, "\n"), ",packets=") || !strings.Contains(strings.Join(stats, "\n"), ",start=") {
 		t.Errorf("dump-conntrack -s shows no counters or start times with nf_conntrack_acct and nf_conntrack_timestamp on:\n%s", strings.Join(stats, "\n"))
 	}
