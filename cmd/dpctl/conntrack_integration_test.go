@@ -3,6 +3,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net"
@@ -107,7 +108,10 @@ func ctTraffic(t *testing.T, ns1, ns2 *testenv.Netns, dport int) (tcpPort, udpPo
 		}
 	}
 	inNS(ns2, func() (err error) {
-		if ln, err = net.Listen("tcp4", fmt.Sprintf("10.0.0.2:%d", dport)); err == nil {
+		// No keepalives: a probe of a flushed connection would make the
+		// kernel pick it up again as a new entry.
+		lc := net.ListenConfig{KeepAlive: -1}
+		if ln, err = lc.Listen(context.Background(), "tcp4", fmt.Sprintf("10.0.0.2:%d", dport)); err == nil {
 			uc, err = net.ListenPacket("udp4", "10.0.0.2:5353")
 		}
 		return err
@@ -115,7 +119,8 @@ func ctTraffic(t *testing.T, ns1, ns2 *testenv.Netns, dport int) (tcpPort, udpPo
 	t.Cleanup(func() { ln.Close() })
 	defer uc.Close()
 	inNS(ns1, func() (err error) {
-		if tc, err = net.DialTimeout("tcp4", fmt.Sprintf("10.0.0.2:%d", dport), 20*time.Second); err == nil {
+		d := net.Dialer{Timeout: 20 * time.Second, KeepAlive: -1}
+		if tc, err = d.Dial("tcp4", fmt.Sprintf("10.0.0.2:%d", dport)); err == nil {
 			ud, err = net.Dial("udp4", "10.0.0.2:5353")
 		}
 		return err
