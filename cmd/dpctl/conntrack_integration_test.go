@@ -88,80 +88,96 @@ func compareCT(t *testing.T, refArgs, ourArgs []string) []string {
 	return got
 }
 
+// inNS runs fn in ns, failing the test on error.
+func inNS(t *testing.T, ns *testenv.Netns, fn func() error) {
+	t.Helper()
+	if err := ns.Do(fn); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// udpExchange sends one UDP request from ns1 to server (in ns2) on
+// network ("udp4", "udp6") and its reply back; it returns the client's
+// port.
+func udpExchange(t *testing.T, ns1, ns2 *testenv.Netns, network, server string) int {
+	t.Helper()
+	var uc net.PacketConn
+	var ud net.Conn
+	inNS(t, ns2, func() (err error) { uc, err = net.ListenPacket(network, server); return err })
+	defer uc.Close()
+	inNS(t, ns1, func() (err error) { ud, err = net.Dial(network, server); return err })
+	defer ud.Close()
+	deadline := time.Now().Add(20 * time.Second)
+	uc.SetDeadline(deadline)
+	ud.SetDeadline(deadline)
+	buf := make([]byte, 5)
+	if _, err := ud.Write([]byte("query")); err != nil {
+		t.Fatal(err)
+	}
+	n, from, err := uc.ReadFrom(buf)
+	if err == nil {
+		_, err = uc.WriteTo(buf[:n], from)
+	}
+	if err == nil {
+		_, err = ud.Read(buf)
+	}
+	if err != nil {
+		t.Fatalf("UDP %s request and reply through the datapath: %v", server, err)
+	}
+	return ud.LocalAddr().(*net.UDPAddr).Port
+}
+
 // ctTraffic opens a TCP connection to port dport (one message echoed;
 // the connection stays open until the test ends, so that its entry
 // stays ESTABLISHED), and runs a UDP request and reply to port 5353 and
 // a ping, from ns1 (10.0.0.1) to ns2 (10.0.0.2). It returns the TCP and
 // UDP client ports. Everything runs in turn: Dial returns once the
-// handshake is done, and the server sockets then have what to read.
+// handshake is done, and the server socket then has what to read.
 func ctTraffic(t *testing.T, ns1, ns2 *testenv.Netns, dport int) (tcpPort, udpPort int) {
 	t.Helper()
-	var (
-		ln     net.Listener
-		uc     net.PacketConn
-		tc, ud net.Conn
-	)
-	inNS := func(ns *testenv.Netns, fn func() error) {
-		t.Helper()
-		if err := ns.Do(fn); err != nil {
-			t.Fatal(err)
-		}
-	}
-	inNS(ns2, func() (err error) {
+	var ln net.Listener
+	var tc net.Conn
+	inNS(t, ns2, func() (err error) {
 		// No keepalives: a probe of a flushed connection would make the
 		// kernel pick it up again as a new entry.
 		lc := net.ListenConfig{KeepAlive: -1}
-		if ln, err = lc.Listen(context.Background(), "tcp4", fmt.Sprintf("10.0.0.2:%d", dport)); err == nil {
-			uc, err = net.ListenPacket("udp4", "10.0.0.2:5353")
-		}
+		ln, err = lc.Listen(context.Background(), "tcp4", fmt.Sprintf("10.0.0.2:%d", dport))
 		return err
 	})
 	t.Cleanup(func() { ln.Close() })
-	defer uc.Close()
-	inNS(ns1, func() (err error) {
+	inNS(t, ns1, func() (err error) {
 		d := net.Dialer{Timeout: 20 * time.Second, KeepAlive: -1}
-		if tc, err = d.Dial("tcp4", fmt.Sprintf("10.0.0.2:%d", dport)); err == nil {
-			ud, err = net.Dial("udp4", "10.0.0.2:5353")
-		}
+		tc, err = d.Dial("tcp4", fmt.Sprintf("10.0.0.2:%d", dport))
 		return err
 	})
 	t.Cleanup(func() { tc.Close() })
-	defer ud.Close()
 	sc, err := ln.Accept()
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { sc.Close() })
 	deadline := time.Now().Add(20 * time.Second)
-	for _, c := range []interface{ SetDeadline(time.Time) error }{tc, ud, sc, uc} {
-		c.SetDeadline(deadline)
-	}
+	tc.SetDeadline(deadline)
+	sc.SetDeadline(deadline)
 	buf := make([]byte, 5)
-	steps := []struct {
-		what string
-		err  func() error
-	}{
-		{"TCP request", func() error { _, err := tc.Write([]byte("hello")); return err }},
-		{"TCP request received", func() error { _, err := io.ReadFull(sc, buf); return err }},
-		{"TCP reply", func() error { _, err := sc.Write(buf); return err }},
-		{"TCP reply received", func() error { _, err := io.ReadFull(tc, buf); return err }},
-		{"UDP request", func() error { _, err := ud.Write([]byte("query")); return err }},
-		{"UDP request received and answered", func() error {
-			n, from, err := uc.ReadFrom(buf)
-			if err == nil {
-				_, err = uc.WriteTo(buf[:n], from)
-			}
-			return err
-		}},
-		{"UDP reply received", func() error { _, err := ud.Read(buf); return err }},
-		{"ping", func() error { return ns1.Ping("10.0.0.2", 10*time.Second) }},
+	_, err = tc.Write([]byte("hello"))
+	if err == nil {
+		_, err = io.ReadFull(sc, buf)
 	}
-	for _, s := range steps {
-		if err := s.err(); err != nil {
-			t.Fatalf("%s through the datapath: %v", s.what, err)
-		}
+	if err == nil {
+		_, err = sc.Write(buf)
 	}
-	return tc.LocalAddr().(*net.TCPAddr).Port, ud.LocalAddr().(*net.UDPAddr).Port
+	if err == nil {
+		_, err = io.ReadFull(tc, buf)
+	}
+	if err != nil {
+		t.Fatalf("TCP echo through the datapath: %v", err)
+	}
+	udpPort = udpExchange(t, ns1, ns2, "udp4", "10.0.0.2:5353")
+	if err := ns1.Ping("10.0.0.2", 10*time.Second); err != nil {
+		t.Fatalf("ping through the datapath: %v", err)
+	}
+	return tc.LocalAddr().(*net.TCPAddr).Port, udpPort
 }
 
 // TestIntegrationConntrack runs TCP, UDP and ICMP between two namespaces
@@ -310,5 +326,35 @@ func TestIntegrationConntrack(t *testing.T) {
 	// A tuple that names no connection fails as the kernel says.
 	if _, errs, err := me.run("", "flush-conntrack", sdp, udpTuple); err == nil || !strings.Contains(errs, "failed to flush conntrack") {
 		t.Errorf("flushing a missing tuple: %v %q", err, errs)
+	}
+
+	// IPv6: UDP in zone 6, dumped, then flushed by its full original
+	// tuple (a direct delete, whose request must carry the IPv6 family)
+	// and by a partial one.
+	for _, ns := range []*testenv.Netns{ns1, ns2} {
+		inNS(t, ns, func() error { return os.WriteFile("/proc/sys/net/ipv6/conf/all/disable_ipv6", []byte("0"), 0o644) })
+	}
+	ns1.AddAddr(t, va.PeerName, "fc00::1/64")
+	ns2.AddAddr(t, vb.PeerName, "fc00::2/64")
+	ns1.AddNeigh(t, va.PeerName, "fc00::2", ns2.MAC(t, vb.PeerName).String())
+	ns2.AddNeigh(t, vb.PeerName, "fc00::1", ns1.MAC(t, va.PeerName).String())
+	for _, p := range [][2]string{{"1", "2"}, {"2", "1"}} {
+		me.must(t, "add-flow", sdp, "recirc_id(0),in_port("+p[0]+"),eth(),eth_type(0x86dd),ipv6(proto=17,frag=no)", "ct(commit,zone=6),recirc(0x1)")
+		me.must(t, "add-flow", sdp, "recirc_id(0x1),ct_state(+trk),in_port("+p[0]+"),eth(),eth_type(0x86dd),ipv6(frag=no)", p[1])
+	}
+	port6 := udpExchange(t, ns1, ns2, "udp6", "[fc00::2]:5354")
+	lines = compareCT(t, []string{"-m", "dump-conntrack", "zone=6"}, []string{"-m", "dump-conntrack", sdp, "zone=6"})
+	t.Logf("dump-conntrack -m zone=6:\n%s", strings.Join(lines, "\n"))
+	if want := fmt.Sprintf("udp,orig=(src=fc00::1,dst=fc00::2,sport=%d,dport=5354),reply=(src=fc00::2,dst=fc00::1,sport=5354,dport=%d),", port6, port6); len(lines) != 1 || !strings.HasPrefix(lines[0], want) {
+		t.Errorf("IPv6 UDP entry: want %s..., got\n%s", want, strings.Join(lines, "\n"))
+	}
+	me.must(t, "flush-conntrack", sdp, "zone=6", fmt.Sprintf("ct_ipv6_src=fc00::1,ct_ipv6_dst=fc00::2,ct_nw_proto=17,ct_tp_src=%d,ct_tp_dst=5354", port6))
+	if got := me.must(t, "dump-conntrack", sdp, "zone=6"); got != "" {
+		t.Errorf("after flushing the IPv6 tuple: %q", got)
+	}
+	udpExchange(t, ns1, ns2, "udp6", "[fc00::2]:5354")
+	me.must(t, "flush-conntrack", "ct_ipv6_dst=fc00::2")
+	if got := me.must(t, "dump-conntrack", sdp, "zone=6"); got != "" {
+		t.Errorf("after flushing ct_ipv6_dst=fc00::2: %q", got)
 	}
 }
