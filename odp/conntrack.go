@@ -270,6 +270,14 @@ type Conntracker interface {
 	SetMaxConns(ctx context.Context, n uint32) error
 }
 
+// CTBucketCounter is the optional interface of a Conntracker whose table
+// has hash buckets that it reports in CTEntry.Bucket (Open vSwitch's
+// userspace tracker; ct-bkts). The kernel's tracker has none.
+type CTBucketCounter interface {
+	// ConntrackBuckets returns the number of hash buckets.
+	ConntrackBuckets(ctx context.Context) (int, error)
+}
+
 // CTTuner is the optional interface of a Datapath whose tracker has
 // Open vSwitch userspace's settings (ct-*-tcp-seq-chk and
 // ct-*-sweep-interval); the kernel datapath has none of them.

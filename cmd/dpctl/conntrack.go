@@ -317,12 +317,6 @@ func ctStatsJSON(entries []odp.CTEntry, s odp.CTStats) ctStatsJSONDoc {
 	return d
 }
 
-// bucketCounter is the optional interface of a tracker with hash buckets
-// (Open vSwitch's userspace one): how many.
-type bucketCounter interface {
-	ConntrackBuckets(ctx context.Context) (int, error)
-}
-
 // writeCTBkts is ct-bkts' output (dpctl_ct_bkts) for a table of total
 // buckets.
 func writeCTBkts(w io.Writer, entries []odp.CTEntry, total int, gt uint16) {
@@ -366,7 +360,7 @@ func cmdCTBkts(e *env, args []string) error {
 		gt, args = uint16(v), args[:n-1]
 	}
 	return withConntracker(e, "ct-bkts", args, 0, "[DP] [gt=N]", func(_ odp.Datapath, ct odp.Conntracker, _ []string) error {
-		bc, ok := ct.(bucketCounter)
+		bc, ok := ct.(odp.CTBucketCounter)
 		if !ok {
 			// ovs-dpctl's answer on the kernel datapath, with success.
 			fmt.Fprintf(e.out, "Command is available for UserSpace ConnTracker only.\n")
