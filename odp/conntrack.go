@@ -57,19 +57,19 @@ type CTStatus uint32
 
 // Status bits of CTStatus.
 const (
-	CTStatusExpected     CTStatus = 1 << 0
-	CTStatusSeenReply    CTStatus = 1 << 1
-	CTStatusAssured      CTStatus = 1 << 2
-	CTStatusConfirmed    CTStatus = 1 << 3
-	CTStatusSrcNAT       CTStatus = 1 << 4
-	CTStatusDstNAT       CTStatus = 1 << 5
-	CTStatusSeqAdjust    CTStatus = 1 << 6
-	CTStatusSrcNATDone   CTStatus = 1 << 7
-	CTStatusDstNATDone   CTStatus = 1 << 8
-	CTStatusDying        CTStatus = 1 << 9
-	CTStatusFixedTimeout CTStatus = 1 << 10
-	CTStatusTemplate     CTStatus = 1 << 11
-	CTStatusUntracked    CTStatus = 1 << 12
+	CTStatusExpected CTStatus = 1 << iota
+	CTStatusSeenReply
+	CTStatusAssured
+	CTStatusConfirmed
+	CTStatusSrcNAT
+	CTStatusDstNAT
+	CTStatusSeqAdjust
+	CTStatusSrcNATDone
+	CTStatusDstNATDone
+	CTStatusDying
+	CTStatusFixedTimeout
+	CTStatusTemplate
+	CTStatusUntracked
 	// CTStatusMask is every bit that ovs-dpctl names.
 	CTStatusMask CTStatus = 1<<13 - 1
 )
@@ -101,12 +101,12 @@ type CTTCPFlags uint8
 
 // Flags of CTTCPFlags.
 const (
-	CTTCPWindowScale        CTTCPFlags = 1 << 0
-	CTTCPSackPerm           CTTCPFlags = 1 << 1
-	CTTCPCloseInit          CTTCPFlags = 1 << 2
-	CTTCPBeLiberal          CTTCPFlags = 1 << 3
-	CTTCPDataUnacknowledged CTTCPFlags = 1 << 4
-	CTTCPMaxAckSet          CTTCPFlags = 1 << 5
+	CTTCPWindowScale CTTCPFlags = 1 << iota
+	CTTCPSackPerm
+	CTTCPCloseInit
+	CTTCPBeLiberal
+	CTTCPDataUnacknowledged
+	CTTCPMaxAckSet
 )
 
 // CTProtoInfo is protocol-specific state: for TCP (Proto 6) the state and
@@ -268,6 +268,14 @@ type Conntracker interface {
 	MaxConns(ctx context.Context) (uint32, error)
 	// SetMaxConns sets the maximum number of tracked connections.
 	SetMaxConns(ctx context.Context, n uint32) error
+}
+
+// CTBucketCounter is the optional interface of a Conntracker whose table
+// has hash buckets that it reports in CTEntry.Bucket (Open vSwitch's
+// userspace tracker; ct-bkts). The kernel's tracker has none.
+type CTBucketCounter interface {
+	// ConntrackBuckets returns the number of hash buckets.
+	ConntrackBuckets(ctx context.Context) (int, error)
 }
 
 // CTTuner is the optional interface of a Datapath whose tracker has

@@ -43,32 +43,33 @@ func TestFormatCTEntry(t *testing.T) {
 	other := CTEntry{Orig: CTTuple{Src: a("10.0.0.1"), Dst: a("10.0.0.2"), Proto: 47},
 		Reply:     CTTuple{Src: a("10.0.0.2"), Dst: a("10.0.0.1"), Proto: 47},
 		ProtoInfo: CTProtoInfo{Proto: 6, StateOrig: 12}}
-	for _, c := range []struct {
-		name           string
-		e              CTEntry
-		verbose, stats bool
-		want           string
-	}{
-		{"tcp", tcp, false, false, "tcp,orig=(src=10.1.1.1,dst=10.1.1.2,sport=34567,dport=80),reply=(src=10.1.1.2,dst=10.1.1.1,sport=80,dport=34567),protoinfo=(state=ESTABLISHED)"},
-		{"tcp -s", tcp, false, true, "tcp,orig=(src=10.1.1.1,dst=10.1.1.2,sport=34567,dport=80,packets=6,bytes=402),reply=(src=10.1.1.2,dst=10.1.1.1,sport=80,dport=34567,packets=4,bytes=300),timeout=431999,protoinfo=(state=ESTABLISHED)"},
-		{"tcp -m", tcp, true, false, "tcp,orig=(src=10.1.1.1,dst=10.1.1.2,sport=34567,dport=80),reply=(src=10.1.1.2,dst=10.1.1.1,sport=80,dport=34567),id=3735928559,status=SEEN_REPLY|ASSURED|CONFIRMED,protoinfo=(state_orig=ESTABLISHED,state_reply=ESTABLISHED,wscale_orig=7,wscale_reply=7,flags_orig=WINDOW_SCALE|SACK_PERM,flags_reply=WINDOW_SCALE|SACK_PERM|DATA_UNACKNOWLEDGED)"},
-		{"zone mark labels start", zoned, false, true, "tcp,orig=(src=10.1.1.1,dst=10.1.1.2,sport=34567,dport=80,packets=6,bytes=402),reply=(src=10.1.1.2,dst=10.1.1.1,sport=80,dport=34567,packets=4,bytes=300),start=2026-01-02T03:04:05.678,zone=5,timeout=431999,mark=42,labels=0x201,protoinfo=(state=ESTABLISHED)"},
-		{"syn_recv coalesced", synRecv, false, false, "tcp,orig=(src=10.1.1.1,dst=10.1.1.2,sport=34567,dport=80),reply=(src=10.1.1.2,dst=10.1.1.1,sport=80,dport=34567),protoinfo=(state=ESTABLISHED)"},
-		{"syn_recv -m not coalesced", synRecv, true, false, "tcp,orig=(src=10.1.1.1,dst=10.1.1.2,sport=34567,dport=80),reply=(src=10.1.1.2,dst=10.1.1.1,sport=80,dport=34567),id=3735928559,status=SEEN_REPLY|ASSURED|CONFIRMED,protoinfo=(state_orig=SYN_RECV,state_reply=SYN_RECV,wscale_orig=7,wscale_reply=7,flags_orig=WINDOW_SCALE|SACK_PERM,flags_reply=WINDOW_SCALE|SACK_PERM|DATA_UNACKNOWLEDGED)"},
-		{"fin_wait_2 max then coalesced", finWait2, false, false, "tcp,orig=(src=10.1.1.1,dst=10.1.1.2,sport=34567,dport=80),reply=(src=10.1.1.2,dst=10.1.1.1,sport=80,dport=34567),protoinfo=(state=TIME_WAIT)"},
-		{"icmp", icmp, false, false, "icmp,orig=(src=10.1.1.1,dst=10.1.1.2,id=4660,type=8,code=0),reply=(src=10.1.1.2,dst=10.1.1.1,id=4660,type=0,code=0)"},
-		{"icmp -m zero status", icmp, true, false, "icmp,orig=(src=10.1.1.1,dst=10.1.1.2,id=4660,type=8,code=0),reply=(src=10.1.1.2,dst=10.1.1.1,id=4660,type=0,code=0),id=0,status=0"},
-		{"udp6 helper parent unknown status bit", udp6, true, true, "udp,orig=(src=fc00::1,dst=fc00::2,sport=1,dport=2),reply=(src=fc00::2,dst=fc00::1,sport=2,dport=1),id=0,status=CONFIRMED,timeout=0,helper=tftp,parent=(src=fc00::1,dst=fc00::2,sport=9,dport=69)"},
-		{"udp6 parent only with -m", udp6, false, false, "udp,orig=(src=fc00::1,dst=fc00::2,sport=1,dport=2),reply=(src=fc00::2,dst=fc00::1,sport=2,dport=1),helper=tftp"},
-		{"sctp", sctp, false, false, "sctp,orig=(src=10.0.0.1,dst=10.0.0.2,sport=5,dport=6),reply=(src=10.0.0.2,dst=10.0.0.1,sport=6,dport=5),protoinfo=(state=ESTABLISHED,vtag_orig=10,vtag_reply=11)"},
-		{"unnamed protocol, state out of range", other, false, false, "47,orig=(src=10.0.0.1,dst=10.0.0.2,sport=0,dport=0),reply=(src=10.0.0.2,dst=10.0.0.1,sport=0,dport=0),protoinfo=(state=[12])"},
-		{"invalid tuple", CTEntry{Orig: CTTuple{Proto: 6}}, false, false, "tcp,orig=(unsupported address family: src=invalid IP,dst=invalid IP),reply=(unsupported address family: src=invalid IP,dst=invalid IP)"},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			if got := FormatCTEntry(&c.e, c.verbose, c.stats, time.UTC); got != c.want {
-				t.Errorf("got  %s\nwant %s", got, c.want)
-			}
-		})
+	entries := map[string]CTEntry{"tcp": tcp, "zoned": zoned, "synRecv": synRecv, "finWait2": finWait2,
+		"icmp": icmp, "udp6": udp6, "sctp": sctp, "other": other, "invalid": {Orig: CTTuple{Proto: 6}}}
+	// One case a line: the entry, the options (- for none, m for -m, s
+	// for -s) and the line that ovs-dpctl's ct_dpif_format_entry prints.
+	const cases = `tcp - tcp,orig=(src=10.1.1.1,dst=10.1.1.2,sport=34567,dport=80),reply=(src=10.1.1.2,dst=10.1.1.1,sport=80,dport=34567),protoinfo=(state=ESTABLISHED)
+tcp s tcp,orig=(src=10.1.1.1,dst=10.1.1.2,sport=34567,dport=80,packets=6,bytes=402),reply=(src=10.1.1.2,dst=10.1.1.1,sport=80,dport=34567,packets=4,bytes=300),timeout=431999,protoinfo=(state=ESTABLISHED)
+tcp m tcp,orig=(src=10.1.1.1,dst=10.1.1.2,sport=34567,dport=80),reply=(src=10.1.1.2,dst=10.1.1.1,sport=80,dport=34567),id=3735928559,status=SEEN_REPLY|ASSURED|CONFIRMED,protoinfo=(state_orig=ESTABLISHED,state_reply=ESTABLISHED,wscale_orig=7,wscale_reply=7,flags_orig=WINDOW_SCALE|SACK_PERM,flags_reply=WINDOW_SCALE|SACK_PERM|DATA_UNACKNOWLEDGED)
+zoned s tcp,orig=(src=10.1.1.1,dst=10.1.1.2,sport=34567,dport=80,packets=6,bytes=402),reply=(src=10.1.1.2,dst=10.1.1.1,sport=80,dport=34567,packets=4,bytes=300),start=2026-01-02T03:04:05.678,zone=5,timeout=431999,mark=42,labels=0x201,protoinfo=(state=ESTABLISHED)
+synRecv - tcp,orig=(src=10.1.1.1,dst=10.1.1.2,sport=34567,dport=80),reply=(src=10.1.1.2,dst=10.1.1.1,sport=80,dport=34567),protoinfo=(state=ESTABLISHED)
+synRecv m tcp,orig=(src=10.1.1.1,dst=10.1.1.2,sport=34567,dport=80),reply=(src=10.1.1.2,dst=10.1.1.1,sport=80,dport=34567),id=3735928559,status=SEEN_REPLY|ASSURED|CONFIRMED,protoinfo=(state_orig=SYN_RECV,state_reply=SYN_RECV,wscale_orig=7,wscale_reply=7,flags_orig=WINDOW_SCALE|SACK_PERM,flags_reply=WINDOW_SCALE|SACK_PERM|DATA_UNACKNOWLEDGED)
+finWait2 - tcp,orig=(src=10.1.1.1,dst=10.1.1.2,sport=34567,dport=80),reply=(src=10.1.1.2,dst=10.1.1.1,sport=80,dport=34567),protoinfo=(state=TIME_WAIT)
+icmp - icmp,orig=(src=10.1.1.1,dst=10.1.1.2,id=4660,type=8,code=0),reply=(src=10.1.1.2,dst=10.1.1.1,id=4660,type=0,code=0)
+icmp m icmp,orig=(src=10.1.1.1,dst=10.1.1.2,id=4660,type=8,code=0),reply=(src=10.1.1.2,dst=10.1.1.1,id=4660,type=0,code=0),id=0,status=0
+udp6 ms udp,orig=(src=fc00::1,dst=fc00::2,sport=1,dport=2),reply=(src=fc00::2,dst=fc00::1,sport=2,dport=1),id=0,status=CONFIRMED,timeout=0,helper=tftp,parent=(src=fc00::1,dst=fc00::2,sport=9,dport=69)
+udp6 - udp,orig=(src=fc00::1,dst=fc00::2,sport=1,dport=2),reply=(src=fc00::2,dst=fc00::1,sport=2,dport=1),helper=tftp
+sctp - sctp,orig=(src=10.0.0.1,dst=10.0.0.2,sport=5,dport=6),reply=(src=10.0.0.2,dst=10.0.0.1,sport=6,dport=5),protoinfo=(state=ESTABLISHED,vtag_orig=10,vtag_reply=11)
+other - 47,orig=(src=10.0.0.1,dst=10.0.0.2,sport=0,dport=0),reply=(src=10.0.0.2,dst=10.0.0.1,sport=0,dport=0),protoinfo=(state=[12])
+invalid - tcp,orig=(unsupported address family: src=invalid IP,dst=invalid IP),reply=(unsupported address family: src=invalid IP,dst=invalid IP)`
+	for _, line := range strings.Split(cases, "\n") {
+		f := strings.SplitN(line, " ", 3)
+		e, ok := entries[f[0]]
+		if !ok || len(f) != 3 {
+			t.Fatalf("bad case %q", line)
+		}
+		if got := FormatCTEntry(&e, strings.Contains(f[1], "m"), strings.Contains(f[1], "s"), time.UTC); got != f[2] {
+			t.Errorf("%s %s:\ngot  %s\nwant %s", f[0], f[1], got, f[2])
+		}
 	}
 }
 

@@ -25,8 +25,8 @@ import (
 // Global options, accepted before or after the command name as
 // ovs-dpctl's getopt does.
 var globalFlags = []cli.Flag{
-	&cli.BoolFlag{Name: "statistics", Aliases: []string{"s"}, Usage: "print statistics (show, mod-flow, del-flow)"},
-	&cli.BoolFlag{Name: "more", Aliases: []string{"m"}, Usage: "more verbose output (dump-flows, get-flow: UFIDs and wildcarded fields)"},
+	&cli.BoolFlag{Name: "statistics", Aliases: []string{"s"}, Usage: "print statistics (show, mod-flow, del-flow; dump-conntrack: counters and timeouts)"},
+	&cli.BoolFlag{Name: "more", Aliases: []string{"m"}, Usage: "more verbose output (dump-flows, get-flow: UFIDs and wildcarded fields; dump-conntrack, ct-stats-show: IDs, status and TCP details)"},
 	&cli.BoolFlag{Name: "names", Usage: "show port names instead of numbers in flows"},
 	&cli.BoolFlag{Name: "no-names", Usage: "show port numbers in flows (default)"},
 	&cli.BoolFlag{Name: "may-create", Usage: "mod-flow: create the flow if it does not exist"},

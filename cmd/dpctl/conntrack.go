@@ -33,8 +33,8 @@ func conntrackCommands() []*cli.Command {
 		c("ct-stats-show", "[DP] [zone=N] [verbose]", "count the tracked connections per protocol (verbose or -m: per TCP state)", cmdCTStatsShow),
 		c("ct-bkts", "[DP] [gt=N]", "show the connections per hash bucket (Open vSwitch's userspace tracker only)", cmdCTBkts),
 		c("ct-set-maxconns", "[DP] MAXCONNS", "set the maximum number of tracked connections (system@: nf_conntrack_max)", cmdCTSetMaxConns),
-		c("ct-get-maxconns", "[DP]", "print the maximum number of tracked connections", cmdCTGetMaxConns),
-		c("ct-get-nconns", "[DP]", "print the number of tracked connections", cmdCTGetNConns),
+		c("ct-get-maxconns", "[DP]", "print the maximum number of tracked connections", cmdCTGetCount("ct-get-maxconns", "maxconns", odp.Conntracker.MaxConns)),
+		c("ct-get-nconns", "[DP]", "print the number of tracked connections", cmdCTGetCount("ct-get-nconns", "nconns", odp.Conntracker.ConntrackCount)),
 		c("ct-enable-tcp-seq-chk", "[DP]", "check TCP sequence numbers (userspace trackers; the kernel has no such setting)", cmdCTSetTCPSeqChk(true)),
 		c("ct-disable-tcp-seq-chk", "[DP]", "do not check TCP sequence numbers (userspace trackers)", cmdCTSetTCPSeqChk(false)),
 		c("ct-get-tcp-seq-chk", "[DP]", "print whether TCP sequence numbers are checked (userspace trackers)", cmdCTGetTCPSeqChk),
@@ -317,12 +317,6 @@ func ctStatsJSON(entries []odp.CTEntry, s odp.CTStats) ctStatsJSONDoc {
 	return d
 }
 
-// bucketCounter is the optional interface of a tracker with hash buckets
-// (Open vSwitch's userspace one): how many.
-type bucketCounter interface {
-	ConntrackBuckets(ctx context.Context) (int, error)
-}
-
 // writeCTBkts is ct-bkts' output (dpctl_ct_bkts) for a table of total
 // buckets.
 func writeCTBkts(w io.Writer, entries []odp.CTEntry, total int, gt uint16) {
@@ -366,7 +360,7 @@ func cmdCTBkts(e *env, args []string) error {
 		gt, args = uint16(v), args[:n-1]
 	}
 	return withConntracker(e, "ct-bkts", args, 0, "[DP] [gt=N]", func(_ odp.Datapath, ct odp.Conntracker, _ []string) error {
-		bc, ok := ct.(bucketCounter)
+		bc, ok := ct.(odp.CTBucketCounter)
 		if !ok {
 			// ovs-dpctl's answer on the kernel datapath, with success.
 			fmt.Fprintf(e.out, "Command is available for UserSpace ConnTracker only.\n")
@@ -408,75 +402,81 @@ func cmdCTSetMaxConns(e *env, args []string) error {
 	})
 }
 
-func cmdCTGetMaxConns(e *env, args []string) error {
-	return withConntracker(e, "ct-get-maxconns", args, 0, "[DP]", func(_ odp.Datapath, ct odp.Conntracker, _ []string) error {
-		n, err := ct.MaxConns(e.ctx)
-		if err != nil {
-			return fmt.Errorf("maxconns could not be retrieved: %w", err)
-		}
-		fmt.Fprintf(e.out, "%d\n", n)
-		return nil
-	})
-}
-
-func cmdCTGetNConns(e *env, args []string) error {
-	return withConntracker(e, "ct-get-nconns", args, 0, "[DP]", func(_ odp.Datapath, ct odp.Conntracker, _ []string) error {
-		n, err := ct.ConntrackCount(e.ctx)
-		if err != nil {
-			return fmt.Errorf("nconns could not be retrieved: %w", err)
-		}
-		fmt.Fprintf(e.out, "%d\n", n)
-		return nil
-	})
-}
-
-// withTuner runs fn with the CTTuner of the datapath that args name; on
-// system@ it fails with ovs-dpctl's words (what) and the reason.
-func withTuner(e *env, name string, args []string, tail int, usage, what string, fn func(odp.CTTuner, []string) error) error {
-	dp, rest, err := ctDP(e, name, args, tail, usage)
-	if err != nil {
-		return err
-	}
-	defer dp.Close()
-	if _, ok := dp.(systemDP); ok {
-		return kernelNoMeaning(dp, what, "the kernel's conntrack has no such setting (its TCP window checks follow the nf_conntrack_tcp_be_liberal sysctl, its garbage collector is not tunable)")
-	}
-	t, ok := dp.(odp.CTTuner)
-	if !ok {
-		return ctNotYet(dp)
-	}
-	return fn(t, rest)
-}
-
-func cmdCTSetTCPSeqChk(on bool) func(*env, []string) error {
-	verb := "disabling"
-	name := "ct-disable-tcp-seq-chk"
-	if on {
-		verb, name = "enabling", "ct-enable-tcp-seq-chk"
-	}
+// cmdCTGetCount is ct-get-maxconns and ct-get-nconns: the number that
+// get reads, on a line; what names it in ovs-dpctl's error.
+func cmdCTGetCount(name, what string, get func(odp.Conntracker, context.Context) (uint32, error)) func(*env, []string) error {
 	return func(e *env, args []string) error {
-		return withTuner(e, name, args, 0, "[DP]", verb+" TCP sequence checking failed", func(t odp.CTTuner, _ []string) error {
-			if err := t.SetTCPSeqCheck(e.ctx, on); err != nil {
-				return fmt.Errorf("%s TCP sequence checking failed: %w", verb, err)
+		return withConntracker(e, name, args, 0, "[DP]", func(_ odp.Datapath, ct odp.Conntracker, _ []string) error {
+			n, err := get(ct, e.ctx)
+			if err != nil {
+				return fmt.Errorf("%s could not be retrieved: %w", what, err)
 			}
-			fmt.Fprintf(e.out, "%s TCP sequence checking successful", verb)
+			fmt.Fprintf(e.out, "%d\n", n)
 			return nil
 		})
 	}
 }
 
+// Why the kernel datapath has no CTTuner or FragReassembler settings.
+const (
+	kernelNoTuner = "the kernel's conntrack has no such setting (its TCP window checks follow the nf_conntrack_tcp_be_liberal sysctl, its garbage collector is not tunable)"
+	kernelNoIPF   = "the kernel's ct action reassembles fragments itself (nf_defrag_ipv4/ipv6), with no such settings"
+)
+
+// withFeature runs fn with the optional interface T (odp.CTTuner,
+// odp.FragReassembler) of the datapath that args name, and then prints
+// ok, ovs-dpctl's message of success (none when empty). On system@ it
+// fails with ovs-dpctl's words (what) and why the kernel has no such
+// thing; on a datapath without T, with ctNotYet; an error of fn is
+// prefixed with what.
+func withFeature[T any](e *env, name string, args []string, tail int, usage, what, why, ok string, fn func(T) error) error {
+	dp, _, err := ctDP(e, name, args, tail, usage)
+	if err != nil {
+		return err
+	}
+	defer dp.Close()
+	if _, isKernel := dp.(systemDP); isKernel {
+		return kernelNoMeaning(dp, what, why)
+	}
+	t, has := dp.(T)
+	if !has {
+		return ctNotYet(dp)
+	}
+	if err := fn(t); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	fmt.Fprint(e.out, ok)
+	return nil
+}
+
+// withTuner is withFeature for odp.CTTuner.
+func withTuner(e *env, name string, args []string, tail int, usage, what, ok string, fn func(odp.CTTuner) error) error {
+	return withFeature(e, name, args, tail, usage, what, kernelNoTuner, ok, fn)
+}
+
+// withIPF is withFeature for odp.FragReassembler.
+func withIPF(e *env, name string, args []string, tail int, usage, what, ok string, fn func(odp.FragReassembler) error) error {
+	return withFeature(e, name, args, tail, usage, what, kernelNoIPF, ok, fn)
+}
+
+func cmdCTSetTCPSeqChk(on bool) func(*env, []string) error {
+	verb, name := "disabling", "ct-disable-tcp-seq-chk"
+	if on {
+		verb, name = "enabling", "ct-enable-tcp-seq-chk"
+	}
+	return func(e *env, args []string) error {
+		return withTuner(e, name, args, 0, "[DP]", verb+" TCP sequence checking failed", verb+" TCP sequence checking successful",
+			func(t odp.CTTuner) error { return t.SetTCPSeqCheck(e.ctx, on) })
+	}
+}
+
 func cmdCTGetTCPSeqChk(e *env, args []string) error {
-	return withTuner(e, "ct-get-tcp-seq-chk", args, 0, "[DP]", "TCP sequence checking query failed", func(t odp.CTTuner, _ []string) error {
+	return withTuner(e, "ct-get-tcp-seq-chk", args, 0, "[DP]", "TCP sequence checking query failed", "", func(t odp.CTTuner) error {
 		on, err := t.TCPSeqCheck(e.ctx)
-		if err != nil {
-			return fmt.Errorf("TCP sequence checking query failed: %w", err)
+		if err == nil {
+			fmt.Fprintf(e.out, "TCP sequence checking: %s\n", map[bool]string{false: "disabled", true: "enabled"}[on])
 		}
-		state := "disabled"
-		if on {
-			state = "enabled"
-		}
-		fmt.Fprintf(e.out, "TCP sequence checking: %s\n", state)
-		return nil
+		return err
 	})
 }
 
@@ -488,42 +488,18 @@ func cmdCTSetSweep(e *env, args []string) error {
 	if err != nil || ms == 0 {
 		return fmt.Errorf("ct-set-sweep-interval: invalid sweep value %q (milliseconds, 1 to 4294967295)", args[len(args)-1])
 	}
-	return withTuner(e, "ct-set-sweep-interval", args, 1, "[DP] MS", "failed to set the sweep interval", func(t odp.CTTuner, _ []string) error {
-		if err := t.SetSweepInterval(e.ctx, uint32(ms)); err != nil {
-			return fmt.Errorf("failed to set the sweep interval: %w", err)
-		}
-		fmt.Fprintf(e.out, "setting sweep interval successful\n")
-		return nil
-	})
+	return withTuner(e, "ct-set-sweep-interval", args, 1, "[DP] MS", "failed to set the sweep interval", "setting sweep interval successful\n",
+		func(t odp.CTTuner) error { return t.SetSweepInterval(e.ctx, uint32(ms)) })
 }
 
 func cmdCTGetSweep(e *env, args []string) error {
-	return withTuner(e, "ct-get-sweep-interval", args, 0, "[DP]", "failed to get the sweep interval", func(t odp.CTTuner, _ []string) error {
+	return withTuner(e, "ct-get-sweep-interval", args, 0, "[DP]", "failed to get the sweep interval", "", func(t odp.CTTuner) error {
 		ms, err := t.SweepInterval(e.ctx)
-		if err != nil {
-			return fmt.Errorf("failed to get the sweep interval: %w", err)
+		if err == nil {
+			fmt.Fprintf(e.out, "%d", ms)
 		}
-		fmt.Fprintf(e.out, "%d", ms)
-		return nil
-	})
-}
-
-// withIPF runs fn with the FragReassembler of the datapath that args
-// name; on system@ it fails with ovs-dpctl's words (what) and the reason.
-func withIPF(e *env, name string, args []string, tail int, usage, what string, fn func(odp.FragReassembler) error) error {
-	dp, _, err := ctDP(e, name, args, tail, usage)
-	if err != nil {
 		return err
-	}
-	defer dp.Close()
-	if _, ok := dp.(systemDP); ok {
-		return kernelNoMeaning(dp, what, "the kernel's ct action reassembles fragments itself (nf_defrag_ipv4/ipv6), with no such settings")
-	}
-	r, ok := dp.(odp.FragReassembler)
-	if !ok {
-		return ctNotYet(dp)
-	}
-	return fn(r)
+	})
 }
 
 // parseFamily parses ipf's "v4" or "v6".
@@ -550,13 +526,8 @@ func cmdIPFSetEnabled(on bool) func(*env, []string) error {
 		if err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}
-		return withIPF(e, name, args, 1, "[DP] v4|v6", verb+" fragmentation reassembly failed", func(r odp.FragReassembler) error {
-			if err := r.SetIPFEnabled(e.ctx, v6, on); err != nil {
-				return fmt.Errorf("%s fragmentation reassembly failed: %w", verb, err)
-			}
-			fmt.Fprintf(e.out, "%s fragmentation reassembly successful", verb)
-			return nil
-		})
+		return withIPF(e, name, args, 1, "[DP] v4|v6", verb+" fragmentation reassembly failed", verb+" fragmentation reassembly successful",
+			func(r odp.FragReassembler) error { return r.SetIPFEnabled(e.ctx, v6, on) })
 	}
 }
 
@@ -572,13 +543,8 @@ func cmdIPFSetMinFrag(e *env, args []string) error {
 	if err != nil {
 		return fmt.Errorf("ipf-set-min-frag: parameter missing for minimum fragment size: %q is not a number", args[len(args)-1])
 	}
-	return withIPF(e, "ipf-set-min-frag", args, 2, "[DP] v4|v6 MINFRAGMENT", "requested minimum fragment size too small; see documentation", func(r odp.FragReassembler) error {
-		if err := r.SetIPFMinFrag(e.ctx, v6, uint32(size)); err != nil {
-			return fmt.Errorf("requested minimum fragment size too small; see documentation: %w", err)
-		}
-		fmt.Fprintf(e.out, "setting minimum fragment size successful")
-		return nil
-	})
+	return withIPF(e, "ipf-set-min-frag", args, 2, "[DP] v4|v6 MINFRAGMENT", "requested minimum fragment size too small; see documentation", "setting minimum fragment size successful",
+		func(r odp.FragReassembler) error { return r.SetIPFMinFrag(e.ctx, v6, uint32(size)) })
 }
 
 func cmdIPFSetMaxNFrags(e *env, args []string) error {
@@ -589,13 +555,8 @@ func cmdIPFSetMaxNFrags(e *env, args []string) error {
 	if err != nil {
 		return fmt.Errorf("ipf-set-max-nfrags: parameter missing for maximum fragments: %q is not a number", args[len(args)-1])
 	}
-	return withIPF(e, "ipf-set-max-nfrags", args, 1, "[DP] MAXFRAGS", "setting maximum fragments failed", func(r odp.FragReassembler) error {
-		if err := r.SetIPFMaxFrags(e.ctx, uint32(n)); err != nil {
-			return fmt.Errorf("setting maximum fragments failed: %w", err)
-		}
-		fmt.Fprintf(e.out, "setting maximum fragments successful")
-		return nil
-	})
+	return withIPF(e, "ipf-set-max-nfrags", args, 1, "[DP] MAXFRAGS", "setting maximum fragments failed", "setting maximum fragments successful",
+		func(r odp.FragReassembler) error { return r.SetIPFMaxFrags(e.ctx, uint32(n)) })
 }
 
 // writeIPFStatus is ipf-get-status' output (dpctl_ct_ipf_get_status).
@@ -627,12 +588,12 @@ func writeIPFStatus(w io.Writer, s odp.IPFStatusAll) {
 }
 
 func cmdIPFGetStatus(e *env, args []string) error {
-	return withIPF(e, "ipf-get-status", args, 0, "[DP]", "ipf status could not be retrieved", func(r odp.FragReassembler) error {
+	return withIPF(e, "ipf-get-status", args, 0, "[DP]", "ipf status could not be retrieved", "", func(r odp.FragReassembler) error {
 		s, err := r.IPFStatus(e.ctx)
-		if err != nil {
-			return fmt.Errorf("ipf status could not be retrieved: %w", err)
-		}
-		if e.json {
+		switch {
+		case err != nil:
+			return err
+		case e.json:
 			return e.printJSON(s)
 		}
 		writeIPFStatus(e.out, s)

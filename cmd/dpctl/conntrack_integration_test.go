@@ -3,6 +3,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net"
@@ -87,74 +88,96 @@ func compareCT(t *testing.T, refArgs, ourArgs []string) []string {
 	return got
 }
 
-// ctTraffic opens a TCP connection to port dport (echoing one message,
-// and left open until the test ends, so that its entry stays
-// ESTABLISHED), runs a UDP request and reply to port 5353 and a ping
-// from ns1 (10.0.0.1) to ns2 (10.0.0.2); it returns the TCP and UDP
-// client ports.
-func ctTraffic(t *testing.T, ns1, ns2 *testenv.Netns, dport int) (tcpPort, udpPort int) {
+// inNS runs fn in ns, failing the test on error.
+func inNS(t *testing.T, ns *testenv.Netns, fn func() error) {
 	t.Helper()
-	var ln net.Listener
+	if err := ns.Do(fn); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// udpExchange sends one UDP request from ns1 to server (in ns2) on
+// network ("udp4", "udp6") and its reply back; it returns the client's
+// port.
+func udpExchange(t *testing.T, ns1, ns2 *testenv.Netns, network, server string) int {
+	t.Helper()
 	var uc net.PacketConn
-	if err := ns2.Do(func() (err error) {
-		if ln, err = net.Listen("tcp4", fmt.Sprintf("10.0.0.2:%d", dport)); err != nil {
-			return err
-		}
-		uc, err = net.ListenPacket("udp4", "10.0.0.2:5353")
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
+	var ud net.Conn
+	inNS(t, ns2, func() (err error) { uc, err = net.ListenPacket(network, server); return err })
 	defer uc.Close()
-	go func() {
-		c, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		t.Cleanup(func() { c.Close() })
-		c.SetDeadline(time.Now().Add(2 * time.Minute))
-		io.Copy(c, c)
-	}()
-	go func() {
-		b := make([]byte, 64)
-		uc.SetDeadline(time.Now().Add(20 * time.Second))
-		n, from, err := uc.ReadFrom(b)
-		if err == nil {
-			uc.WriteTo(b[:n], from)
-		}
-	}()
-	var tc, ud net.Conn
-	if err := ns1.Do(func() (err error) {
-		if tc, err = net.DialTimeout("tcp4", fmt.Sprintf("10.0.0.2:%d", dport), 20*time.Second); err != nil {
-			return fmt.Errorf("TCP through the datapath: %w", err)
-		}
-		ud, err = net.Dial("udp4", "10.0.0.2:5353")
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { tc.Close() })
+	inNS(t, ns1, func() (err error) { ud, err = net.Dial(network, server); return err })
 	defer ud.Close()
-	tc.SetDeadline(time.Now().Add(20 * time.Second))
-	ud.SetDeadline(time.Now().Add(20 * time.Second))
+	deadline := time.Now().Add(20 * time.Second)
+	uc.SetDeadline(deadline)
+	ud.SetDeadline(deadline)
 	buf := make([]byte, 5)
-	if _, err := tc.Write([]byte("hello")); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := io.ReadFull(tc, buf); err != nil {
-		t.Fatalf("TCP echo: %v", err)
-	}
 	if _, err := ud.Write([]byte("query")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ud.Read(buf); err != nil {
-		t.Fatalf("UDP reply: %v", err)
+	n, from, err := uc.ReadFrom(buf)
+	if err == nil {
+		_, err = uc.WriteTo(buf[:n], from)
 	}
+	if err == nil {
+		_, err = ud.Read(buf)
+	}
+	if err != nil {
+		t.Fatalf("UDP %s request and reply through the datapath: %v", server, err)
+	}
+	return ud.LocalAddr().(*net.UDPAddr).Port
+}
+
+// ctTraffic opens a TCP connection to port dport (one message echoed;
+// the connection stays open until the test ends, so that its entry
+// stays ESTABLISHED), and runs a UDP request and reply to port 5353 and
+// a ping, from ns1 (10.0.0.1) to ns2 (10.0.0.2). It returns the TCP and
+// UDP client ports. Everything runs in turn: Dial returns once the
+// handshake is done, and the server socket then has what to read.
+func ctTraffic(t *testing.T, ns1, ns2 *testenv.Netns, dport int) (tcpPort, udpPort int) {
+	t.Helper()
+	var ln net.Listener
+	var tc net.Conn
+	inNS(t, ns2, func() (err error) {
+		// No keepalives: a probe of a flushed connection would make the
+		// kernel pick it up again as a new entry.
+		lc := net.ListenConfig{KeepAlive: -1}
+		ln, err = lc.Listen(context.Background(), "tcp4", fmt.Sprintf("10.0.0.2:%d", dport))
+		return err
+	})
+	t.Cleanup(func() { ln.Close() })
+	inNS(t, ns1, func() (err error) {
+		d := net.Dialer{Timeout: 20 * time.Second, KeepAlive: -1}
+		tc, err = d.Dial("tcp4", fmt.Sprintf("10.0.0.2:%d", dport))
+		return err
+	})
+	t.Cleanup(func() { tc.Close() })
+	sc, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sc.Close() })
+	deadline := time.Now().Add(20 * time.Second)
+	tc.SetDeadline(deadline)
+	sc.SetDeadline(deadline)
+	buf := make([]byte, 5)
+	_, err = tc.Write([]byte("hello"))
+	if err == nil {
+		_, err = io.ReadFull(sc, buf)
+	}
+	if err == nil {
+		_, err = sc.Write(buf)
+	}
+	if err == nil {
+		_, err = io.ReadFull(tc, buf)
+	}
+	if err != nil {
+		t.Fatalf("TCP echo through the datapath: %v", err)
+	}
+	udpPort = udpExchange(t, ns1, ns2, "udp4", "10.0.0.2:5353")
 	if err := ns1.Ping("10.0.0.2", 10*time.Second); err != nil {
 		t.Fatalf("ping through the datapath: %v", err)
 	}
-	return tc.LocalAddr().(*net.TCPAddr).Port, ud.LocalAddr().(*net.UDPAddr).Port
+	return tc.LocalAddr().(*net.TCPAddr).Port, udpPort
 }
 
 // TestIntegrationConntrack runs TCP, UDP and ICMP between two namespaces
@@ -196,6 +219,7 @@ func TestIntegrationConntrack(t *testing.T) {
 	tcpPort, udpPort := ctTraffic(t, ns1, ns2, 8080)
 
 	lines := compareCT(t, []string{"dump-conntrack"}, []string{"dump-conntrack", sdp})
+	t.Logf("dump-conntrack, the same from both tools:\n%s", strings.Join(lines, "\n"))
 	if len(lines) != 3 {
 		t.Fatalf("dump-conntrack: want the TCP, UDP and ICMP connections, got\n%s", strings.Join(lines, "\n"))
 	}
@@ -208,8 +232,9 @@ func TestIntegrationConntrack(t *testing.T) {
 		}
 	}
 	compareCT(t, []string{"dump-conntrack"}, []string{"dump-conntrack"})
-	compareCT(t, []string{"-m", "dump-conntrack"}, []string{"-m", "dump-conntrack", sdp})
+	t.Logf("dump-conntrack -m:\n%s", strings.Join(compareCT(t, []string{"-m", "dump-conntrack"}, []string{"-m", "dump-conntrack", sdp}), "\n"))
 	stats := compareCT(t, []string{"-s", "dump-conntrack"}, []string{"dump-conntrack", "-s", sdp})
+	t.Logf("dump-conntrack -s:\n%s", strings.Join(stats, "\n"))
 	if !strings.Contains(strings.Join(stats, "\n"), ",packets=") || !strings.Contains(strings.Join(stats, "\n"), ",start=") {
 		t.Errorf("dump-conntrack -s shows no counters or start times with nf_conntrack_acct and nf_conntrack_timestamp on:\n%s", strings.Join(stats, "\n"))
 	}
@@ -301,5 +326,35 @@ func TestIntegrationConntrack(t *testing.T) {
 	// A tuple that names no connection fails as the kernel says.
 	if _, errs, err := me.run("", "flush-conntrack", sdp, udpTuple); err == nil || !strings.Contains(errs, "failed to flush conntrack") {
 		t.Errorf("flushing a missing tuple: %v %q", err, errs)
+	}
+
+	// IPv6: UDP in zone 6, dumped, then flushed by its full original
+	// tuple (a direct delete, whose request must carry the IPv6 family)
+	// and by a partial one.
+	for _, ns := range []*testenv.Netns{ns1, ns2} {
+		inNS(t, ns, func() error { return os.WriteFile("/proc/sys/net/ipv6/conf/all/disable_ipv6", []byte("0"), 0o644) })
+	}
+	ns1.AddAddr(t, va.PeerName, "fc00::1/64")
+	ns2.AddAddr(t, vb.PeerName, "fc00::2/64")
+	ns1.AddNeigh(t, va.PeerName, "fc00::2", ns2.MAC(t, vb.PeerName).String())
+	ns2.AddNeigh(t, vb.PeerName, "fc00::1", ns1.MAC(t, va.PeerName).String())
+	for _, p := range [][2]string{{"1", "2"}, {"2", "1"}} {
+		me.must(t, "add-flow", sdp, "recirc_id(0),in_port("+p[0]+"),eth(),eth_type(0x86dd),ipv6(proto=17,frag=no)", "ct(commit,zone=6),recirc(0x1)")
+		me.must(t, "add-flow", sdp, "recirc_id(0x1),ct_state(+trk),in_port("+p[0]+"),eth(),eth_type(0x86dd),ipv6(frag=no)", p[1])
+	}
+	port6 := udpExchange(t, ns1, ns2, "udp6", "[fc00::2]:5354")
+	lines = compareCT(t, []string{"-m", "dump-conntrack", "zone=6"}, []string{"-m", "dump-conntrack", sdp, "zone=6"})
+	t.Logf("dump-conntrack -m zone=6:\n%s", strings.Join(lines, "\n"))
+	if want := fmt.Sprintf("udp,orig=(src=fc00::1,dst=fc00::2,sport=%d,dport=5354),reply=(src=fc00::2,dst=fc00::1,sport=5354,dport=%d),", port6, port6); len(lines) != 1 || !strings.HasPrefix(lines[0], want) {
+		t.Errorf("IPv6 UDP entry: want %s..., got\n%s", want, strings.Join(lines, "\n"))
+	}
+	me.must(t, "flush-conntrack", sdp, "zone=6", fmt.Sprintf("ct_ipv6_src=fc00::1,ct_ipv6_dst=fc00::2,ct_nw_proto=17,ct_tp_src=%d,ct_tp_dst=5354", port6))
+	if got := me.must(t, "dump-conntrack", sdp, "zone=6"); got != "" {
+		t.Errorf("after flushing the IPv6 tuple: %q", got)
+	}
+	udpExchange(t, ns1, ns2, "udp6", "[fc00::2]:5354")
+	me.must(t, "flush-conntrack", "ct_ipv6_dst=fc00::2")
+	if got := me.must(t, "dump-conntrack", sdp, "zone=6"); got != "" {
+		t.Errorf("after flushing ct_ipv6_dst=fc00::2: %q", got)
 	}
 }

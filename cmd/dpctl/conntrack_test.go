@@ -3,62 +3,11 @@ package main
 import (
 	"bytes"
 	"net/netip"
+	"strings"
 	"testing"
 
 	"github.com/ovsdp/ovsdp/odp"
 )
-
-// TestGoldenConntrack runs the conntrack and fragment commands against a
-// userspace datapath, which has no tracker yet: each fails saying so
-// (never a stub's success), after its own argument errors.
-func TestGoldenConntrack(t *testing.T) {
-	h := newHarness(t)
-	h.hostDP("br0")
-	for _, args := range [][]string{
-		{"dump-conntrack"},
-		{"dump-conntrack", "-m", "-s", "netdev@br0", "zone=1"},
-		{"flush-conntrack"},
-		{"flush-conntrack", "netdev@br0", "zone=3", "ct_nw_src=10.0.0.1,ct_nw_proto=6,ct_tp_dst=80"},
-		{"ct-stats-show", "zone=1", "verbose"},
-		{"ct-bkts", "gt=2"},
-		{"ct-set-maxconns", "10"},
-		{"ct-get-maxconns", "netdev@br0"},
-		{"ct-get-nconns"},
-		{"ct-enable-tcp-seq-chk"},
-		{"ct-disable-tcp-seq-chk"},
-		{"ct-get-tcp-seq-chk"},
-		{"ct-set-sweep-interval", "100"},
-		{"ct-get-sweep-interval"},
-		{"ipf-set-enabled", "v4"},
-		{"ipf-set-disabled", "netdev@br0", "v6"},
-		{"ipf-set-min-frag", "v4", "1000"},
-		{"ipf-set-max-nfrags", "100"},
-		{"ipf-get-status"},
-	} {
-		h.mustFail("netdev@br0: conntrack not available on this datapath yet", "", args...)
-	}
-	// Argument errors come before the datapath's.
-	h.mustFail(`"zone=x": the zone is not a number from 0 to 65535`, "", "dump-conntrack", "zone=x")
-	h.mustFail(`"zone=65536": the zone is not a number`, "", "dump-conntrack", "zone=65536")
-	h.mustFail("dump-conntrack: wrong number of arguments", "", "dump-conntrack", "netdev@br0", "extra")
-	h.mustFail("datapath netdev@nope does not exist", "", "dump-conntrack", "netdev@nope")
-	h.mustFail("flush-conntrack: original tuple: column 1", "", "flush-conntrack", "ct_nw_src=1.2.3")
-	h.mustFail("invalid conntrack tuple field: bogus", "", "flush-conntrack", "netdev@br0", "bogus=1")
-	h.mustFail("a port is set without ct_nw_proto", "", "flush-conntrack", "ct_tp_src=1")
-	h.mustFail("unexpected argument", "", "flush-conntrack", "zone=1", "ct_nw_proto=6", "ct_nw_proto=6", "ct_nw_proto=6")
-	h.mustFail(`"verbosely": did you mean verbose?`, "", "ct-stats-show", "verbosely")
-	h.mustFail("the threshold is not a number", "", "ct-bkts", "gt=-1")
-	h.mustFail("maxconns missing or malformed", "", "ct-set-maxconns")
-	h.mustFail(`maxconns missing or malformed: "x" is not a number`, "", "ct-set-maxconns", "x")
-	h.mustFail("wrong number of arguments", "", "ct-get-nconns", "netdev@br0", "1")
-	h.mustFail("invalid sweep value \"0\"", "", "ct-set-sweep-interval", "0")
-	h.mustFail("parameter missing: 'v4' for IPv4 or 'v6' for IPv6", "", "ipf-set-enabled", "v5")
-	h.mustFail("parameter missing for minimum fragment size", "", "ipf-set-min-frag", "v4", "x")
-	h.mustFail("parameter missing for maximum fragments", "", "ipf-set-max-nfrags", "x")
-	h.mustFail("command does not work in read only mode", "", "--read-only", "ct-set-maxconns", "1")
-	h.mustFail("command does not work in read only mode", "", "--read-only", "ipf-set-enabled", "v4")
-	h.check("conntrack")
-}
 
 func TestWriteCTStats(t *testing.T) {
 	a := netip.MustParseAddr
@@ -140,4 +89,56 @@ func TestWriteIPFStatus(t *testing.T) {
 	if b.String() != want {
 		t.Errorf("got\n%s\nwant\n%s", b.String(), want)
 	}
+}
+
+// TestGoldenConntrack runs the conntrack and fragment commands against a
+// userspace datapath, which has no tracker yet: each fails saying so
+// (never a stub's success), after its own argument errors.
+func TestGoldenConntrack(t *testing.T) {
+	h := newHarness(t)
+	h.hostDP("br0")
+	// One command a line.
+	const refused = `dump-conntrack
+		dump-conntrack -m -s netdev@br0 zone=1
+		flush-conntrack
+		flush-conntrack netdev@br0 zone=3 ct_nw_src=10.0.0.1,ct_nw_proto=6,ct_tp_dst=80
+		ct-stats-show zone=1 verbose
+		ct-bkts gt=2
+		ct-set-maxconns 10
+		ct-get-maxconns netdev@br0
+		ct-get-nconns
+		ct-enable-tcp-seq-chk
+		ct-disable-tcp-seq-chk
+		ct-get-tcp-seq-chk
+		ct-set-sweep-interval 100
+		ct-get-sweep-interval
+		ipf-set-enabled v4
+		ipf-set-disabled netdev@br0 v6
+		ipf-set-min-frag v4 1000
+		ipf-set-max-nfrags 100
+		ipf-get-status`
+	for _, line := range strings.Split(refused, "\n") {
+		h.mustFail("netdev@br0: conntrack not available on this datapath yet", "", strings.Fields(line)...)
+	}
+	// Argument errors come before the datapath's.
+	h.mustFail(`"zone=x": the zone is not a number from 0 to 65535`, "", "dump-conntrack", "zone=x")
+	h.mustFail(`"zone=65536": the zone is not a number`, "", "dump-conntrack", "zone=65536")
+	h.mustFail("dump-conntrack: wrong number of arguments", "", "dump-conntrack", "netdev@br0", "extra")
+	h.mustFail("datapath netdev@nope does not exist", "", "dump-conntrack", "netdev@nope")
+	h.mustFail("flush-conntrack: original tuple: column 1", "", "flush-conntrack", "ct_nw_src=1.2.3")
+	h.mustFail("invalid conntrack tuple field: bogus", "", "flush-conntrack", "netdev@br0", "bogus=1")
+	h.mustFail("a port is set without ct_nw_proto", "", "flush-conntrack", "ct_tp_src=1")
+	h.mustFail("unexpected argument", "", "flush-conntrack", "zone=1", "ct_nw_proto=6", "ct_nw_proto=6", "ct_nw_proto=6")
+	h.mustFail(`"verbosely": did you mean verbose?`, "", "ct-stats-show", "verbosely")
+	h.mustFail("the threshold is not a number", "", "ct-bkts", "gt=-1")
+	h.mustFail("maxconns missing or malformed", "", "ct-set-maxconns")
+	h.mustFail(`maxconns missing or malformed: "x" is not a number`, "", "ct-set-maxconns", "x")
+	h.mustFail("wrong number of arguments", "", "ct-get-nconns", "netdev@br0", "1")
+	h.mustFail("invalid sweep value \"0\"", "", "ct-set-sweep-interval", "0")
+	h.mustFail("parameter missing: 'v4' for IPv4 or 'v6' for IPv6", "", "ipf-set-enabled", "v5")
+	h.mustFail("parameter missing for minimum fragment size", "", "ipf-set-min-frag", "v4", "x")
+	h.mustFail("parameter missing for maximum fragments", "", "ipf-set-max-nfrags", "x")
+	h.mustFail("command does not work in read only mode", "", "--read-only", "ct-set-maxconns", "1")
+	h.mustFail("command does not work in read only mode", "", "--read-only", "ipf-set-enabled", "v4")
+	h.check("conntrack")
 }
