@@ -29,6 +29,14 @@ import (
 func TestIntegrationMonitor(t *testing.T) {
 	requireKernel(t)
 	ns := testenv.NewNetns(t)
+	// No IPv6 on the namespace's end of the veth (it is made with the
+	// namespace's defaults): its duplicate address detection and MLD
+	// reports would be upcalls too, before or between the test's frames.
+	if err := ns.Do(func() error {
+		return os.WriteFile("/proc/sys/net/ipv6/conf/default/disable_ipv6", []byte("1"), 0)
+	}); err != nil {
+		t.Fatalf("disabling IPv6 in %s: %v", ns, err)
+	}
 	v := testenv.NewVeth(t, nil, ns)
 	dp := newDP(t, v.Name)
 	// Taking the datapath's upcalls changes it: refused in read only mode.
