@@ -317,17 +317,21 @@ func scenarioRewrite(t *testing.T, open func(t testing.TB) odp.Datapath) {
 	mac1 := tp.hosts[1].MAC(t, tp.veths[1].Name).String()
 	tp.hosts[0].AddNeigh(t, tp.veths[0].Name, hostIP(1), mac1)
 	capt := tp.hosts[1].Capture(t, tp.veths[1].Name)
-	var c net.Conn
+	// An unconnected socket: nothing listens on the port, and the port
+	// unreachable that comes back would fail a connected socket's next
+	// write (ECONNREFUSED) if it arrived before it.
+	var c net.PacketConn
 	if err := tp.hosts[0].Do(func() error {
 		var err error
-		c, err = net.Dial("udp", hostIP(1)+":7777")
+		c, err = net.ListenPacket("udp4", ":0")
 		return err
 	}); err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
+	dst := &net.UDPAddr{IP: net.ParseIP(hostIP(1)), Port: 7777}
 	for i := 0; i < 3; i++ { // the first is a miss, the others hit the flow
-		if _, err := c.Write([]byte(fmt.Sprintf("rewrite me %d", i))); err != nil {
+		if _, err := c.WriteTo([]byte(fmt.Sprintf("rewrite me %d", i)), dst); err != nil {
 			t.Fatal(err)
 		}
 		f, err := capt.WaitFor(5*time.Second, func(f testenv.Frame) bool {
