@@ -42,10 +42,10 @@ func (*client) delVport(int32, uint32) (*VportInfo, error)           { return ni
 func (*client) flushFlows(int32) error                               { return errUnsupportedOS }
 func (*client) execute(int32, *odp.Packet) error                     { return errUnsupportedOS }
 func (*client) newUpcallSocket() (*UpcallSocket, error)              { return nil, errUnsupportedOS }
-func (*client) meterFeatures(int32) (*odp.MeterFeatures, error)          { return nil, errUnsupportedOS }
-func (*client) setMeter(int32, odp.MeterInfo, bool) error                    { return errUnsupportedOS }
-func (*client) getMeter(int32, uint32) (*odp.MeterInfo, error)               { return nil, errUnsupportedOS }
-func (*client) delMeter(int32, uint32) (*odp.MeterInfo, error)               { return nil, errUnsupportedOS }
+func (*client) meterFeatures(int32) (*odp.MeterFeatures, error)      { return nil, errUnsupportedOS }
+func (*client) setMeter(int32, odp.MeterInfo, bool) error            { return errUnsupportedOS }
+func (*client) getMeter(int32, uint32) (*odp.MeterInfo, error)       { return nil, errUnsupportedOS }
+func (*client) delMeter(int32, uint32) (*odp.MeterInfo, error)       { return nil, errUnsupportedOS }
 func (*client) setZoneLimits(int32, []ZoneLimit) error               { return errUnsupportedOS }
 func (*client) zoneLimits(int32, ...int32) ([]ZoneLimit, error)      { return nil, errUnsupportedOS }
 func (*client) delZoneLimits(int32, ...int32) error                  { return errUnsupportedOS }

@@ -219,7 +219,6 @@ const (
 	bandAttrRate  = 2
 	bandAttrBurst = 3
 	bandAttrStats = 4
-
 )
 
 // Conntrack limit commands and attributes.

@@ -81,16 +81,13 @@ const (
 
 // String returns "added", "deleted" or "changed".
 func (k VportEventKind) String() string {
-	switch k {
-	case VportAdded:
-		return "added"
-	case VportDeleted:
-		return "deleted"
-	case VportChanged:
-		return "changed"
+	if s, ok := vportEventNames[k]; ok {
+		return s
 	}
 	return fmt.Sprintf("vport-event-%d", uint8(k))
 }
+
+var vportEventNames = map[VportEventKind]string{VportAdded: "added", VportDeleted: "deleted", VportChanged: "changed"}
 
 // VportEvent is a notification from the ovs_vport multicast group.
 type VportEvent struct {

@@ -202,14 +202,13 @@ const (
 
 // String returns "miss" or "action".
 func (k UpcallKind) String() string {
-	switch k {
-	case UpcallMiss:
-		return "miss"
-	case UpcallAction:
-		return "action"
+	if s, ok := upcallKindNames[k]; ok {
+		return s
 	}
 	return fmt.Sprintf("upcall%d", uint8(k))
 }
+
+var upcallKindNames = map[UpcallKind]string{UpcallMiss: "miss", UpcallAction: "action"}
 
 // Upcall is a packet sent to userspace: a miss, or a userspace action.
 type Upcall struct {

@@ -53,18 +53,13 @@ const (
 
 // String names the kind.
 func (k EventKind) String() string {
-	switch k {
-	case Learned:
-		return "learned"
-	case Moved:
-		return "moved"
-	case Expired:
-		return "expired"
-	case Evicted:
-		return "evicted"
+	if s, ok := eventKindNames[k]; ok {
+		return s
 	}
 	return fmt.Sprintf("event(%d)", uint8(k))
 }
+
+var eventKindNames = map[EventKind]string{Learned: "learned", Moved: "moved", Expired: "expired", Evicted: "evicted"}
 
 // Event is a change of the MAC table. Every flow whose decision used
 // "normal" (Decision.Normal) with this Ethernet destination must be

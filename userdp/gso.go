@@ -99,22 +99,13 @@ const (
 
 // String names the reason.
 func (r VnetDropReason) String() string {
-	switch r {
-	case VnetBadGSOType:
-		return "unknown gso_type"
-	case VnetBadGSOSize:
-		return "bad gso_size"
-	case VnetBadHdrLen:
-		return "hdr_len beyond the frame"
-	case VnetBadCsum:
-		return "csum_start/csum_offset out of range"
-	case VnetBadHeaders:
-		return "headers do not match gso_type"
-	case VnetTooBig:
-		return "frame does not fit the buffer"
+	if s, ok := vnetDropReasonNames[r]; ok {
+		return s
 	}
 	return fmt.Sprintf("VnetDropReason(%d)", int(r))
 }
+
+var vnetDropReasonNames = map[VnetDropReason]string{VnetBadGSOType: "unknown gso_type", VnetBadGSOSize: "bad gso_size", VnetBadHdrLen: "hdr_len beyond the frame", VnetBadCsum: "csum_start/csum_offset out of range", VnetBadHeaders: "headers do not match gso_type", VnetTooBig: "frame does not fit the buffer"}
 
 // segmenter cuts one GSO super-frame into MTU-sized frames, as the
 // kernel's software GSO (tcp_gso_segment, __udp_gso_segment and the IP
