@@ -23,8 +23,8 @@ type Entry struct {
 	// TCP is the state of a TCP connection; WScaleOrig, WScaleReply and
 	// TCPFlagsOrig, TCPFlagsReply each direction's window scale and
 	// IP_CT_TCP_FLAG_* bits.
-	TCP                        TCPState
-	WScaleOrig, WScaleReply    uint8
+	TCP                         TCPState
+	WScaleOrig, WScaleReply     uint8
 	TCPFlagsOrig, TCPFlagsReply uint8
 }
 

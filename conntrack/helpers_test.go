@@ -10,7 +10,7 @@ import (
 // fakeClock is a clock the test moves by hand.
 type fakeClock struct{ t int64 }
 
-func (c *fakeClock) now() int64               { return c.t }
+func (c *fakeClock) now() int64              { return c.t }
 func (c *fakeClock) advance(d time.Duration) { c.t += int64(d) }
 
 func newTestTracker(t testing.TB, cfg Config) (*Tracker, *fakeClock) {

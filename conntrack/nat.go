@@ -28,8 +28,10 @@ func (t *Tracker) nat(p *Packet, a *Action, c *conn, s *State) error {
 	st := c.status.Load()
 	var manip int
 	switch {
-	case s.info != infoNew && st&statusNATMask != 0 && (s.info != infoRelated || a.Commit):
-		// NAT an established or related packet as its connection.
+	case s.info != infoNew && st&statusNATMask != 0 && (s.info != infoRelated || s.dir == dirReply || a.Commit):
+		// NAT an established or related packet as its connection
+		// (IP_CT_RELATED in the original direction only when
+		// committing; IP_CT_RELATED_REPLY always).
 		srcNAT := st&StatusSrcNAT != 0
 		if (s.dir == dirReply) == srcNAT {
 			manip = manipDst
