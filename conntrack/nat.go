@@ -75,7 +75,10 @@ func (t *Tracker) natExecute(p *Packet, c *conn, s *State, rng *NATRange, manip 
 		s.Flags |= natState[manip]
 		return nil
 	case s.info != infoEstablished:
-		if c.status.Load()&natDone[manip] == 0 {
+		// No NAT set-up for a confirmed connection (nf_nat_setup_info:
+		// "can't setup nat info for confirmed ct"): its tuples are in
+		// the table.
+		if !c.confirmed() && c.status.Load()&natDone[manip] == 0 {
 			if rng != nil && rng.HasIP {
 				if err := t.natSetup(c, rng, manip); err != nil {
 					return err

@@ -197,3 +197,22 @@ func TestNATv6Range(t *testing.T) {
 		t.Fatalf("IPv4 range on IPv6: %v", err)
 	}
 }
+
+func TestNoNATSetupOnConfirmed(t *testing.T) {
+	// Committed without NAT, then ct(commit,nat(src=...)) before any
+	// reply: the kernel sets nothing up on a confirmed connection; the
+	// key still gets +snat, the packet is not rewritten, and the
+	// connection's tuples stay where the table has them.
+	tr, _ := newTestTracker(t, Config{})
+	p := udp(t, "10.0.0.1", "8.8.8.8", 4000, 53)
+	orig := p.Tuple
+	mustState(t, tr, p, commit, trkNew)
+	mustState(t, tr, p, snatAction("192.168.0.100", 0, 0), trkNew|StateSrcNAT)
+	if p.Rewritten != 0 || p.Tuple != orig {
+		t.Fatalf("rewrote a confirmed connection's packet to %v", p.Tuple)
+	}
+	mustState(t, tr, &Packet{Tuple: rev(t, orig)}, Action{}, trkEstRpl)
+	if n := tr.Flush(Filter{}); n != 1 || tr.Count() != 0 {
+		t.Fatalf("flush removed %d, count %d", n, tr.Count())
+	}
+}
