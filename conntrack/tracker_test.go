@@ -2,6 +2,7 @@ package conntrack
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 )
@@ -333,5 +334,52 @@ func TestFlushByTuple(t *testing.T) {
 	}
 	if n := tr.Flush(Filter{}); n != 1 || tr.Count() != 0 {
 		t.Fatalf("flush all: %d, count %d", n, tr.Count())
+	}
+}
+
+// TestConcurrentLookupsAndWriters runs lookups of established
+// connections while others commit, flush and sweep (for the race
+// detector, and to check that a live connection is never lost).
+func TestConcurrentLookupsAndWriters(t *testing.T) {
+	tr := New(Config{MaxConns: 4096})
+	fill(t, tr, 256)
+	done := make(chan struct{})
+	errs := make(chan string, 4)
+	for r := 0; r < 2; r++ {
+		go func() {
+			a := Action{}
+			for i := 0; ; i++ {
+				select {
+				case <-done:
+					errs <- ""
+					return
+				default:
+				}
+				p := Packet{Tuple: connTuple(i % 256)}
+				var s State
+				if err := tr.Execute(&p, &a, &s); err != nil || s.Flags != trkNew {
+					errs <- fmt.Sprintf("lookup %d: %v %s", i%256, err, stateString(s.Flags))
+					return
+				}
+			}
+		}()
+	}
+	a := Action{Commit: true}
+	for i := 0; i < 2000; i++ {
+		p := Packet{Tuple: connTuple(1000 + i)}
+		var s State
+		if err := tr.Execute(&p, &a, &s); err != nil {
+			t.Fatal(err)
+		}
+		if i%100 == 99 {
+			tr.Flush(Filter{Orig: &p.Tuple})
+			tr.Sweep()
+		}
+	}
+	close(done)
+	for r := 0; r < 2; r++ {
+		if e := <-errs; e != "" {
+			t.Fatal(e)
+		}
 	}
 }
