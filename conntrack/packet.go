@@ -38,16 +38,17 @@ const (
 	RewroteInner = 1 << 2
 )
 
-// TCP flag bits of TCPInfo.Flags (the TCP header's 13th byte).
+// TCP flag bits of TCPInfo.Flags (the TCP header's 13th byte, from its
+// lowest bit: FIN, SYN, RST, PSH, ACK, URG, ECE, CWR).
 const (
-	TCPFin = 0x01
-	TCPSyn = 0x02
-	TCPRst = 0x04
-	TCPPsh = 0x08
-	TCPAck = 0x10
-	TCPUrg = 0x20
-	TCPEce = 0x40
-	TCPCwr = 0x80
+	TCPFin uint8 = 1 << iota
+	TCPSyn
+	TCPRst
+	TCPPsh
+	TCPAck
+	TCPUrg
+	TCPEce
+	TCPCwr
 )
 
 // TCPInfo is what the TCP state machine and window tracking read from a

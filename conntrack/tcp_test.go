@@ -285,17 +285,20 @@ func TestTCPSimultaneousOpen(t *testing.T) {
 	c := tuple(t, "10.0.0.1", "10.0.0.2", ProtoTCP, 5000, 6000)
 	s := rev(t, c)
 	mustState(t, tr, tcpPacket(c, seg{flags: TCPSyn, seq: 100, win: 1000}), commit, trkNew)
-	mustState(t, tr, tcpPacket(s, seg{flags: TCPSyn, seq: 900, win: 1000}), Action{}, trkEstRpl)
-	if got := tcpStateOf(t, tr, c); got != TCPSynSent2 {
-		t.Fatalf("state %v, want SYN_SENT2", got)
-	}
-	mustState(t, tr, tcpPacket(c, seg{flags: TCPSyn | TCPAck, seq: 100, ack: 901, win: 1000}), Action{}, trkEst)
-	if got := tcpStateOf(t, tr, c); got != TCPSynRecv {
-		t.Fatalf("state %v, want SYN_RECV", got)
-	}
-	mustState(t, tr, tcpPacket(s, seg{flags: TCPAck, seq: 901, ack: 101, win: 1000}), Action{}, trkEstRpl)
-	if got := tcpStateOf(t, tr, c); got != TCPEstablished {
-		t.Fatalf("state %v, want ESTABLISHED (simultaneous open)", got)
+	for _, st := range []struct {
+		from Tuple
+		seg  seg
+		ct   uint8
+		want TCPState
+	}{
+		{s, seg{flags: TCPSyn, seq: 900, win: 1000}, trkEstRpl, TCPSynSent2},
+		{c, seg{flags: TCPSyn | TCPAck, seq: 100, ack: 901, win: 1000}, trkEst, TCPSynRecv},
+		{s, seg{flags: TCPAck, seq: 901, ack: 101, win: 1000}, trkEstRpl, TCPEstablished},
+	} {
+		mustState(t, tr, tcpPacket(st.from, st.seg), Action{}, st.ct)
+		if got := tcpStateOf(t, tr, c); got != st.want {
+			t.Fatalf("state %v, want %v", got, st.want)
+		}
 	}
 }
 
@@ -306,12 +309,10 @@ func TestTCPIgnoredSYNResync(t *testing.T) {
 	c := handshake(t, tr)
 	s := rev(t, c)
 	mustState(t, tr, tcpPacket(c, seg{flags: TCPSyn, seq: 777777, win: 1000}), Action{}, trkEst)
-	if got := tcpStateOf(t, tr, c); got != TCPEstablished {
-		t.Fatalf("ignored SYN changed the state to %v", got)
-	}
+	before := tcpStateOf(t, tr, c)
 	mustState(t, tr, tcpPacket(s, seg{flags: TCPSyn | TCPAck, seq: 31337, ack: 777778, win: 1000}), Action{}, trkEstRpl)
-	if got := tcpStateOf(t, tr, c); got != TCPSynRecv {
-		t.Fatalf("state %v after the resync SYN/ACK, want SYN_RECV", got)
+	if after := tcpStateOf(t, tr, c); before != TCPEstablished || after != TCPSynRecv {
+		t.Fatalf("states %v after the ignored SYN and %v after the SYN/ACK, want ESTABLISHED and SYN_RECV", before, after)
 	}
 	mustState(t, tr, tcpPacket(c, seg{flags: TCPAck, seq: 777778, ack: 31338, win: 1000}), Action{}, trkEst)
 }

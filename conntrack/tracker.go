@@ -11,20 +11,11 @@ import (
 
 // Errors of Execute: the packet must be dropped, as the kernel drops it.
 var (
-	// ErrTableFull: a new connection would exceed the tracker's maximum
-	// ("nf_conntrack: table full, dropping packet").
-	ErrTableFull = errors.New("conntrack table full")
-	// ErrZoneLimit: committing would exceed the zone's connection limit
-	// (openvswitch's "zone: N exceeds conntrack limit", -ENOMEM).
-	ErrZoneLimit = errors.New("conntrack zone limit reached")
-	// ErrNATExhausted: no tuple in the NAT range is free.
-	ErrNATExhausted = errors.New("conntrack NAT range exhausted")
-	// ErrClash: committing found another connection holding one of the
-	// new connection's tuples (the kernel's insert_failed).
-	ErrClash = errors.New("conntrack tuple clash on commit")
-	// ErrNATFamily: the NAT range's addresses are not of the packet's
-	// address family.
-	ErrNATFamily = errors.New("conntrack NAT range and packet address families differ")
+	ErrTableFull    = errors.New("conntrack table full")                                   // a new connection would exceed the maximum ("nf_conntrack: table full, dropping packet")
+	ErrZoneLimit    = errors.New("conntrack zone limit reached")                           // committing would exceed the zone's limit (openvswitch's -ENOMEM)
+	ErrNATExhausted = errors.New("conntrack NAT range exhausted")                          // no tuple in the NAT range is free
+	ErrClash        = errors.New("conntrack tuple clash on commit")                        // another connection holds one of the new one's tuples (insert_failed)
+	ErrNATFamily    = errors.New("conntrack NAT range and packet address families differ") // the NAT range is of the other address family
 )
 
 // Status bits of a connection, numbered as the kernel's IPS_* bits.

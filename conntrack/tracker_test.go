@@ -322,10 +322,11 @@ func TestForceCommit(t *testing.T) {
 
 func TestFlushByTuple(t *testing.T) {
 	tr, _ := newTestTracker(t, Config{})
-	a := udp(t, "10.0.0.1", "10.0.0.2", 1, 2)
-	b := udp(t, "10.0.0.1", "10.0.0.2", 3, 4)
-	mustState(t, tr, a, commit, trkNew)
-	mustState(t, tr, b, commit, trkNew)
+	var a, b *Packet
+	for i, p := range []**Packet{&a, &b} {
+		*p = udp(t, "10.0.0.1", "10.0.0.2", uint16(2*i+1), uint16(2*i+2))
+		mustState(t, tr, *p, commit, trkNew)
+	}
 	if n := tr.Flush(Filter{Orig: &a.Tuple}); n != 1 {
 		t.Fatalf("flushed %d", n)
 	}
