@@ -259,3 +259,11 @@ func (s *State) ToKey(k *flowkeys.Key) {
 func isND(k *flowkeys.Key) bool {
 	return k.IPProto == ProtoICMPv6 && k.TpDst == 0 && (k.TpSrc == 135 || k.TpSrc == 136)
 }
+
+// StateFromKey returns the state of a packet whose key already has
+// conntrack fields (one that comes back through an upcall): a later ct
+// action in the same zone finds its connection by tuple, as the kernel's
+// ovs_ct_executed, instead of tracking it twice.
+func StateFromKey(k *flowkeys.Key) State {
+	return State{Flags: k.CTState, Zone: k.CTZone, Mark: k.CTMark, Labels: k.CTLabels}
+}

@@ -325,6 +325,7 @@ func (t *Tracker) Execute(p *Packet, a *Action, s *State) error {
 		if e, _ := t.tab.find(&p.Tuple, a.Zone, now); e != nil {
 			s.c, s.dir = e.c, e.dir
 			s.info = infoOf(e.c, e.dir)
+			s.Orig, s.HasOrig = e.c.ent[dirOrig].tuple, true
 			cached = true
 		}
 	}

@@ -3,6 +3,7 @@ package userdp
 import (
 	"encoding/binary"
 
+	"github.com/ovsdp/ovsdp/conntrack"
 	"github.com/ovsdp/ovsdp/flowkeys"
 	"github.com/ovsdp/ovsdp/odp"
 )
@@ -53,6 +54,9 @@ type pktCtx struct {
 	// the actions that change it in the kernel (push/pop of VLAN tags
 	// and MPLS labels). The parsed Headers carry it.
 	proto uint16
+	// ct is the packet's connection tracking state (the kernel's
+	// skb->_nfct and the key's ct fields), kept across recirculation.
+	ct conntrack.State
 }
 
 // keyProtocol is skb->protocol as the kernel's key_extract sets it: the
@@ -293,7 +297,13 @@ func (w *worker) run(c *pktCtx, ops []op) {
 			if c.keyValid && c.key.IPTTL > 0 {
 				c.key.IPTTL--
 			}
+		case opCT:
+			if err := w.conntrack(c, o.ct); err != nil {
+				w.ctDrop(err)
+				return
+			}
 		case opCTClear:
+			c.ct.Clear()
 			k := &c.key
 			k.CTState, k.CTOrigProto, k.CTZone, k.CTMark = 0, 0, 0, 0
 			k.CTLabels = [16]byte{}

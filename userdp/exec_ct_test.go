@@ -1,0 +1,153 @@
+package userdp
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"syscall"
+	"testing"
+
+	"github.com/ovsdp/ovsdp/odp"
+)
+
+// ctTCP is an Ethernet/IPv4/TCP frame 10.0.0.src:sport → 10.0.0.dst:dport
+// with the given flags, sequence numbers and correct checksums.
+func ctTCP(src, dst byte, sport, dport uint16, flags uint8, seq, ack uint32) []byte {
+	f := make([]byte, 14+20+20)
+	copy(f[0:6], []byte{0, 0, 0, 0, 0, dst})
+	copy(f[6:12], []byte{0, 0, 0, 0, 0, src})
+	binary.BigEndian.PutUint16(f[12:], EthTypeIPv4)
+	ip := f[14:]
+	ip[0] = 0x45
+	binary.BigEndian.PutUint16(ip[2:], 40)
+	ip[8], ip[9] = 64, ProtoTCP
+	copy(ip[12:], []byte{10, 0, 0, src})
+	copy(ip[16:], []byte{10, 0, 0, dst})
+	th := ip[20:]
+	binary.BigEndian.PutUint16(th[0:], sport)
+	binary.BigEndian.PutUint16(th[2:], dport)
+	binary.BigEndian.PutUint32(th[4:], seq)
+	binary.BigEndian.PutUint32(th[8:], ack)
+	th[12], th[13] = 5<<4, flags
+	binary.BigEndian.PutUint16(th[14:], 65535)
+	fixIPv4(f, 14)
+	return f
+}
+
+const ipTCP = "eth_type(0x0800),ipv4(proto=6/0xff),tcp(src=0/0),tcp_flags(0/0)"
+
+// TestCTStatefulFirewall: port 1 may open TCP to port 2, port 2 may not
+// open to port 1, replies flow; ct_state is matched after recirculation.
+func TestCTStatefulFirewall(t *testing.T) {
+	h := newHarness(t, 2)
+	h.put("recirc_id(0),in_port(1),"+anyEth+ipTCP, "ct(zone=1),recirc(1)")
+	h.put("recirc_id(0),in_port(2),"+anyEth+ipTCP, "ct(zone=1),recirc(2)")
+	h.put("recirc_id(1),in_port(1),ct_state(+new+trk),"+anyEth+ipTCP, "ct(commit,zone=1),2")
+	h.put("recirc_id(1),in_port(1),ct_state(-new+est+trk),"+anyEth+ipTCP, "2")
+	h.put("recirc_id(2),in_port(2),ct_state(-new+est+trk),"+anyEth+ipTCP, "1")
+	h.put("recirc_id(2),in_port(2),ct_state(+new+trk),"+anyEth+ipTCP, "drop")
+
+	syn := ctTCP(1, 2, 40000, 80, 0x02, 1000, 0)
+	h.send(1, syn)
+	h.expectFrame(2, syn)
+	synack := ctTCP(2, 1, 80, 40000, 0x12, 5000, 1001)
+	h.send(2, synack)
+	h.expectFrame(1, synack)
+	ack := ctTCP(1, 2, 40000, 80, 0x10, 1001, 5001)
+	h.send(1, ack)
+	h.expectFrame(2, ack)
+	// Port 2 opening a connection of its own is dropped.
+	h.send(2, ctTCP(2, 1, 2222, 22, 0x02, 7, 0))
+	h.expectNone(1)
+	// Out of window: invalid, matched by neither flow (a miss).
+	h.send(2, ctTCP(2, 1, 80, 40000, 0x10, 5001+1<<20, 1001))
+	h.expectNone(1)
+	tr := h.dp.Conntrack()
+	if tr.Count() != 1 {
+		t.Fatalf("%d connections, want 1", tr.Count())
+	}
+}
+
+// TestCTSNATRewrite: ct(commit,nat(src=...)) rewrites the packet (with
+// correct checksums) and the key; the reply is rewritten back.
+func TestCTSNATRewrite(t *testing.T) {
+	h := newHarness(t, 2)
+	h.put("recirc_id(0),in_port(1),"+anyEth+ipTCP, "ct(commit,nat(src=192.168.0.100:5000-5000)),2")
+	h.put("recirc_id(0),in_port(2),"+anyEth+ipTCP, "ct(nat),1")
+	syn := ctTCP(1, 2, 40000, 80, 0x02, 1000, 0)
+	h.send(1, syn)
+	got := h.expect(2)
+	ip := got[14:]
+	if !bytes.Equal(ip[12:16], []byte{192, 168, 0, 100}) || binary.BigEndian.Uint16(ip[20:]) != 5000 {
+		t.Fatalf("SNATed SYN % x", got)
+	}
+	checkIPv4(t, got, 14)
+	// The reply to the mapped address comes back to 10.0.0.1:40000.
+	synack := ctTCP(2, 1, 80, 5000, 0x12, 5000, 1001)
+	copy(synack[14+16:], []byte{192, 168, 0, 100})
+	fixIPv4(synack, 14)
+	h.send(2, synack)
+	back := h.expect(1)
+	if !bytes.Equal(back[14+16:14+20], []byte{10, 0, 0, 1}) || binary.BigEndian.Uint16(back[14+22:]) != 40000 {
+		t.Fatalf("reply rewritten to % x", back)
+	}
+	checkIPv4(t, back, 14)
+	// A second host's connection finds the single port taken: dropped.
+	h.send(1, ctTCP(3, 2, 40000, 80, 0x02, 1, 0))
+	h.expectNone(2)
+}
+
+// TestCTKeyAfterRecirc: the key a recirculated miss carries has the ct
+// fields the tracker set (state, zone, mark, original tuple).
+func TestCTKeyAfterRecirc(t *testing.T) {
+	h := newHarness(t, 2)
+	rs, err := h.dp.Upcalls(t.Context(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := udpFrame(1, 2, 1000)
+	h.mustExecute(f, "ct(commit,zone=7,mark=0x5/0xff),recirc(9)")
+	ups := make([]odp.Upcall, 1)
+	n, err := rs[0].Recv(t.Context(), ups)
+	if err != nil || n != 1 {
+		t.Fatalf("recv: %d %v", n, err)
+	}
+	k, err := odp.ToFlowKeysExact(ups[0].Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k.CTState != 0x21 || k.CTZone != 7 || k.CTMark != 5 || k.CTOrigProto != ProtoUDP ||
+		k.CTOrigIPv4Src != [4]byte{10, 0, 0, 1} || k.CTOrigTpSrc != 1000 || k.CTOrigTpDst != 2000 {
+		t.Fatalf("recirculated key: state %#x zone %d mark %d orig %d %v:%d→%v:%d", k.CTState, k.CTZone, k.CTMark,
+			k.CTOrigProto, k.CTOrigIPv4Src, k.CTOrigTpSrc, k.CTOrigIPv4Dst, k.CTOrigTpDst)
+	}
+	// ct_clear then recirc: the fields are gone.
+	h.mustExecute(f, "ct(zone=7),ct_clear,recirc(9)")
+	if n, err = rs[0].Recv(t.Context(), ups); err != nil || n != 1 {
+		t.Fatalf("recv: %d %v", n, err)
+	}
+	if k, _ = odp.ToFlowKeysExact(ups[0].Key); k.CTState != 0 || k.CTZone != 0 || k.CTOrigProto != 0 {
+		t.Fatalf("after ct_clear: state %#x zone %d", k.CTState, k.CTZone)
+	}
+}
+
+func TestCTValidation(t *testing.T) {
+	h := newHarness(t, 2)
+	const ip4 = "in_port(1)," + anyEth + "eth_type(0x0800),ipv4(src=1.2.3.4/255.255.255.255)"
+	for _, c := range []struct {
+		key, acts string
+		want      error
+	}{
+		{ip4, "ct(commit),2", nil},
+		{ip4, "ct(mark=0x1/0xff),2", syscall.EINVAL},
+		{ip4, "ct(commit,helper=ftp),2", odp.ErrUnsupported},
+		{ip4, "ct(nat(src=10.0.0.1)),2", syscall.EINVAL},
+		{"in_port(1)," + anyEth + "eth_type(0x0806)", "ct(commit),2", syscall.EINVAL},
+	} {
+		_, err := h.dp.PutFlow(t.Context(), parseFlow(t, c.key, c.acts), odp.PutCreate)
+		if (c.want == nil) != (err == nil) || c.want != nil && !errors.Is(err, c.want) {
+			t.Errorf("put %s: %v, want %v", c.acts, err, c.want)
+		}
+		h.dp.FlushFlows(t.Context())
+	}
+}
