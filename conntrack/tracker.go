@@ -225,6 +225,9 @@ func (c *conn) confirmed() bool { return c.status.Load()&StatusConfirmed != 0 }
 
 func (c *conn) labelBytes() (l [16]byte) {
 	a, b := c.labels[0].Load(), c.labels[1].Load()
+	if a|b == 0 {
+		return l
+	}
 	for i := 0; i < 8; i++ {
 		l[i] = byte(a >> (8 * i))
 		l[8+i] = byte(b >> (8 * i))

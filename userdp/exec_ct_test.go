@@ -151,3 +151,82 @@ func TestCTValidation(t *testing.T) {
 		h.dp.FlushFlows(t.Context())
 	}
 }
+
+// ctPipelineFixture is pipelineFixture's datapath with a firewall's
+// established path instead: ct(zone=1),recirc(1), then
+// ct_state(+est+trk) → 2, with the frame's UDP connection committed and
+// answered already.
+func ctPipelineFixture(tb testing.TB) (*worker, *sinkPort, []byte) {
+	dp, err := New("benchct", WithoutLocalPort())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { dp.Close() })
+	if _, err := dp.AttachPort(newSinkPort("in"), 1); err != nil {
+		tb.Fatal(err)
+	}
+	sink := newSinkPort("out")
+	if _, err := dp.AttachPort(sink, 2); err != nil {
+		tb.Fatal(err)
+	}
+	const udp = "eth_type(0x0800),ipv4(proto=17/0xff),udp(src=0/0)"
+	for _, f := range []*odp.Flow{
+		parseFlow(tb, "recirc_id(0),in_port(1),"+anyEth+udp, "ct(zone=1),recirc(1)"),
+		parseFlow(tb, "recirc_id(1),in_port(1),ct_state(+est+trk),"+anyEth+udp, "2"),
+	} {
+		if _, err := dp.PutFlow(tb.Context(), f, odp.PutCreate); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	frame := udpFrame(1, 2, 1000)
+	reply := udpFrame(2, 1, 2000)
+	binary.BigEndian.PutUint16(reply[14+22:], 1000)
+	fixIPv4(reply, 14)
+	for _, c := range []struct {
+		f    []byte
+		acts string
+	}{{frame, "ct(commit,zone=1)"}, {reply, "ct(zone=1)"}} {
+		a, _ := odp.ParseActions(c.acts)
+		if err := dp.Execute(tb.Context(), &odp.Packet{Data: c.f, Key: odp.FlowKey{odp.InPort(2)}, Actions: a}); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	w := newWorker(dp, DefaultCacheEntries)
+	w.now = dp.nowMs()
+	return w, sink, frame
+}
+
+func TestPipelineCTNoAllocs(t *testing.T) {
+	w, sink, frame := ctPipelineFixture(t)
+	buf := make([]byte, BufferSize(1500))
+	run := func() {
+		copy(buf[DefaultHeadroom:], frame)
+		w.process(buf, DefaultHeadroom, len(frame), 1)
+		w.flush()
+	}
+	if a := testing.AllocsPerRun(1000, run); a != 0 {
+		t.Errorf("extract+lookup+ct+recirc+lookup+output allocates %.1f times per packet", a)
+	}
+	if got := sink.tx.Load(); got < 1000 {
+		t.Fatalf("sink got %d frames: the established path did not forward", got)
+	}
+}
+
+// BenchmarkPipelineCT is BenchmarkPipeline's path through an
+// established connection: extract, lookup, ct, recirculation, lookup,
+// output. Compare its ns/packet with BenchmarkPipeline/cache's.
+func BenchmarkPipelineCT(b *testing.B) {
+	w, sink, frame := ctPipelineFixture(b)
+	var bufs [pipelineBatch][]byte
+	for i := range bufs {
+		bufs[i] = make([]byte, BufferSize(1500))
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	pumpFrames(w, &bufs, frame, 0, b.N)
+	w.flush()
+	b.StopTimer()
+	if sink.tx.Load() < uint64(b.N) {
+		b.Fatalf("sink got %d of %d frames", sink.tx.Load(), b.N)
+	}
+}
