@@ -27,11 +27,12 @@ type worker struct {
 	acc flowAcc
 
 	execBuf  []byte // Execute's packet buffer
-	natArgs  setArgs // the ct action's NAT rewrite (exec_ct.go)
 	slab     upcallSlab
 	rng      uint64
 	now      uint64 // CLOCK_MONOTONIC ms of the current batch
 	counters workerCounters
+
+	natArgs setArgs // the ct action's NAT rewrite (exec_ct.go)
 }
 
 // copySlot is one scratch packet copy.
