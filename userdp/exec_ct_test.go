@@ -230,3 +230,75 @@ func BenchmarkPipelineCT(b *testing.B) {
 		b.Fatalf("sink got %d of %d frames", sink.tx.Load(), b.N)
 	}
 }
+
+// TestCTNATRelatedICMPError: an ICMP error about a source-NATed UDP
+// packet is related to its connection; ct(nat) rewrites the outer
+// destination and the embedded packet back to the original addresses
+// and port, with every checksum correct.
+func TestCTNATRelatedICMPError(t *testing.T) {
+	h := newHarness(t, 2)
+	const udp = "eth_type(0x0800),ipv4(proto=17/0xff),udp(src=0/0)"
+	const icmp = "eth_type(0x0800),ipv4(proto=1/0xff),icmp(type=0/0,code=0/0)"
+	h.put("recirc_id(0),in_port(1),"+anyEth+udp, "ct(commit,nat(src=192.168.0.100:7000)),2")
+	h.put("recirc_id(0),in_port(2),"+anyEth+icmp, "ct(nat),1")
+	h.send(1, udpFrame(1, 2, 1000))
+	out := h.expect(2)
+	if !bytes.Equal(out[14+12:14+16], []byte{192, 168, 0, 100}) || binary.BigEndian.Uint16(out[34:]) != 7000 {
+		t.Fatalf("SNATed packet % x", out)
+	}
+	// 10.0.0.2 answers port unreachable to the mapped address.
+	inner := out[14 : 14+28]
+	f := make([]byte, 14+20+8+len(inner))
+	copy(f[0:6], out[6:12])
+	copy(f[6:12], out[0:6])
+	binary.BigEndian.PutUint16(f[12:], EthTypeIPv4)
+	ip := f[14:]
+	ip[0], ip[8], ip[9] = 0x45, 64, ProtoICMP
+	binary.BigEndian.PutUint16(ip[2:], uint16(20+8+len(inner)))
+	copy(ip[12:], []byte{10, 0, 0, 2})
+	copy(ip[16:], []byte{192, 168, 0, 100})
+	ic := ip[20:]
+	ic[0], ic[1] = 3, 3
+	copy(ic[8:], inner)
+	binary.BigEndian.PutUint16(ic[2:], refCsum(ic))
+	binary.BigEndian.PutUint16(ip[10:], refIPv4Check(ip))
+	h.send(2, f)
+	got := h.expect(1)
+	gip := got[14:]
+	if !bytes.Equal(gip[16:20], []byte{10, 0, 0, 1}) {
+		t.Fatalf("outer destination % x, want 10.0.0.1", gip[16:20])
+	}
+	gin := gip[28:]
+	if !bytes.Equal(gin[12:16], []byte{10, 0, 0, 1}) || binary.BigEndian.Uint16(gin[20:]) != 1000 {
+		t.Fatalf("inner packet % x: want source 10.0.0.1:1000", gin[:28])
+	}
+	if c := refCsum(gip[20:]); c != 0 {
+		t.Errorf("ICMP checksum does not verify (%#04x)", c)
+	}
+	if c := refIPv4Check(gin); c != binary.BigEndian.Uint16(gin[10:]) {
+		t.Errorf("inner IPv4 checksum %#04x, want %#04x", binary.BigEndian.Uint16(gin[10:]), c)
+	}
+	checkIPv4(t, got, 14)
+}
+
+// TestCTDNAT: a virtual IP in front of a server; the reply comes from
+// the virtual IP.
+func TestCTDNAT(t *testing.T) {
+	h := newHarness(t, 2)
+	h.put("recirc_id(0),in_port(1),"+anyEth+ipTCP, "ct(commit,nat(dst=10.0.0.3)),2")
+	h.put("recirc_id(0),in_port(2),"+anyEth+ipTCP, "ct(nat),1")
+	syn := ctTCP(1, 99, 40000, 80, 0x02, 1, 0) // to the VIP 10.0.0.99
+	h.send(1, syn)
+	got := h.expect(2)
+	if !bytes.Equal(got[14+16:14+20], []byte{10, 0, 0, 3}) {
+		t.Fatalf("DNAT to % x", got[14+16:14+20])
+	}
+	checkIPv4(t, got, 14)
+	sa := ctTCP(3, 1, 80, 40000, 0x12, 100, 2)
+	h.send(2, sa)
+	back := h.expect(1)
+	if !bytes.Equal(back[14+12:14+16], []byte{10, 0, 0, 99}) {
+		t.Fatalf("reply from % x, want the VIP", back[14+12:14+16])
+	}
+	checkIPv4(t, back, 14)
+}
