@@ -223,20 +223,33 @@ func (t *Tracker) SweepBuckets(n int) int {
 	return deleted
 }
 
-// StartSweeper sweeps the whole table once every interval, in steps of
-// at most 1024 buckets, until the returned stop is called.
+// coarseTick is the longest a sweeper sleeps: the packet path's clock
+// is at most this old while a sweeper runs.
+const coarseTick = 10 * time.Millisecond
+
+// StartSweeper sweeps the whole table once every interval, in steps at
+// most coarseTick apart, until the returned stop is called. With the
+// default clock it also keeps the packet path's time (see now).
 func (t *Tracker) StartSweeper(interval time.Duration) (stop func()) {
-	steps := max(1, len(t.tab.buckets)/1024)
-	tick := time.NewTicker(max(time.Millisecond, interval/time.Duration(steps)))
-	done := make(chan struct{})
+	tick := max(time.Millisecond, min(coarseTick, interval))
+	steps := max(1, int(interval/tick))
 	per := (len(t.tab.buckets) + steps - 1) / steps
+	done := make(chan struct{})
+	if t.coarseOK {
+		t.coarse.Store(t.clock())
+	}
+	tk := time.NewTicker(tick)
 	go func() {
-		defer tick.Stop()
+		defer tk.Stop()
 		for {
 			select {
 			case <-done:
+				t.coarse.Store(0)
 				return
-			case <-tick.C:
+			case <-tk.C:
+				if t.coarseOK {
+					t.coarse.Store(t.clock())
+				}
 				t.SweepBuckets(per)
 			}
 		}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"runtime"
 	"testing"
+	"time"
 )
 
 // connTuple is the i-th of a family of distinct UDP tuples.
@@ -77,6 +78,7 @@ func BenchmarkEstablished(b *testing.B) {
 		b.Run(fmt.Sprintf("conns=%d", n), func(b *testing.B) {
 			tr := New(Config{MaxConns: uint32(n)})
 			fill(b, tr, n)
+			defer tr.StartSweeper(time.Hour)() // as a datapath runs it (and its coarse clock)
 			const probes = 1 << 14
 			ps := make([]Packet, probes)
 			step := max(1, n/probes)

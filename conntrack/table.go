@@ -67,7 +67,7 @@ func (t *table) stripe(b int) int { return b & (lockStripes - 1) }
 func (t *table) find(tp *Tuple, zone uint16, now int64) (live, expired *entry) {
 	h := t.seed.hash(tp, zone)
 	for e := t.buckets[t.bucket(h)].Load(); e != nil; e = e.next.Load() {
-		if e.tuple != *tp || e.c.zone != zone {
+		if !e.tuple.equal(tp) || e.c.zone != zone {
 			continue
 		}
 		c := e.c
@@ -108,7 +108,7 @@ func (t *table) unlockPair(s0, s1 int) {
 // or not yet deleted), or nil. The caller holds the tuple's stripe.
 func (t *table) clash(b int, tp *Tuple, zone uint16, c *conn) *conn {
 	for e := t.buckets[b].Load(); e != nil; e = e.next.Load() {
-		if e.c != c && e.tuple == *tp && e.c.zone == zone && !e.c.dead.Load() {
+		if e.c != c && e.tuple.equal(tp) && e.c.zone == zone && !e.c.dead.Load() {
 			return e.c
 		}
 	}

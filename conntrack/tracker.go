@@ -147,6 +147,9 @@ type Tracker struct {
 
 	sweepMu     sync.Mutex
 	sweepCursor int
+
+	coarseOK bool         // the clock is the default one: a sweeper may keep coarse
+	coarse   atomic.Int64 // the sweeper's last clock reading, or 0
 }
 
 // Timeout indices into Tracker.to: the TCP states first.
@@ -185,6 +188,7 @@ func New(cfg Config) *Tracker {
 	if t.clock == nil {
 		start := time.Now()
 		t.clock = func() int64 { return int64(time.Since(start)) + 1 }
+		t.coarseOK = true
 	}
 	t.max.Store(max)
 	to := DefaultTimeouts()
@@ -306,7 +310,15 @@ type Action struct {
 	HasNAT bool
 }
 
-func (t *Tracker) now() int64 { return t.clock() }
+// now is the packet path's clock: while a sweeper runs on the default
+// clock, the time it last stored (at most coarseTick old, as the
+// kernel's jiffies), which costs a load instead of a clock read.
+func (t *Tracker) now() int64 {
+	if n := t.coarse.Load(); n != 0 {
+		return n
+	}
+	return t.clock()
+}
 
 // Execute runs the ct action a on packet p whose conntrack metadata is
 // s: it finds or creates p's connection in a.Zone (unless s already

@@ -137,6 +137,15 @@ func (t *Tuple) invert() (Tuple, bool) {
 	return r, true
 }
 
+// equal is t == *u as word compares (the compiler calls memequal for
+// the struct).
+func (t *Tuple) equal(u *Tuple) bool {
+	le := binary.LittleEndian
+	return le.Uint64(t.Src[:8]) == le.Uint64(u.Src[:8]) && le.Uint64(t.Src[8:]) == le.Uint64(u.Src[8:]) &&
+		le.Uint64(t.Dst[:8]) == le.Uint64(u.Dst[:8]) && le.Uint64(t.Dst[8:]) == le.Uint64(u.Dst[8:]) &&
+		t.SrcPort == u.SrcPort && t.DstPort == u.DstPort && t.Proto == u.Proto && t.V6 == u.V6
+}
+
 // hashSeed keys the table's hash (chosen at random per tracker, so that
 // nobody outside can aim packets at one bucket).
 type hashSeed [6]uint64
