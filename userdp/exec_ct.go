@@ -21,8 +21,8 @@ import (
 //
 // Not done: IP fragments are not reassembled (a ct action on a fragment
 // drops it, counted as an action error, where the kernel would
-// reassemble), and the embedded header of an ICMPv6 error is not
-// NAT-reversed (such a packet is dropped; ICMPv4 errors are rewritten).
+// reassemble), and an ICMPv6 error embedding an IPv6 packet with
+// extension headers is dropped when NAT would rewrite it.
 
 // ctSweepInterval is how often the whole conntrack table is swept.
 const ctSweepInterval = time.Second
@@ -181,24 +181,32 @@ func (w *worker) natRewrite(c *pktCtx, p *conntrack.Packet, h *Headers) error {
 	return nil
 }
 
-// natICMPInner rewrites the packet embedded in an ICMPv4 error to in
-// (addresses with the inner IP checksum, ports with the inner UDP or
-// whole TCP header's checksum) and recomputes the ICMP checksum, as the
-// kernel's nf_nat_icmp_reply_translation.
+// natICMPInner rewrites the packet embedded in an ICMP or ICMPv6 error
+// to in (addresses, with the inner IPv4 header checksum; ports, with the
+// inner UDP or whole TCP header's checksum, which covers the addresses
+// too) and recomputes the ICMP checksum (ICMPv6's over its
+// pseudo-header), as the kernel's nf_nat_icmp_reply_translation and
+// nf_nat_icmpv6_reply_translation. An embedded IPv6 packet with
+// extension headers is refused (dropped).
 func natICMPInner(b []byte, h *Headers, in *conntrack.Tuple) error {
-	if in.V6 {
-		return fmt.Errorf("ct: nat: the header inside an ICMPv6 error: %w", odp.ErrUnsupported)
-	}
 	ic := b[h.L4:]
-	if len(ic) < 8+20 {
+	hl, alen, aoff := 20, 4, 12
+	if in.V6 {
+		hl, alen, aoff = 40, 16, 8
+	}
+	if len(ic) < 8+hl {
 		return fmt.Errorf("ct: nat: icmp error: %w", ErrTooShort)
 	}
 	ip := ic[8:]
-	ihl := int(ip[0]&0x0f) * 4
-	if ihl < 20 || len(ip) < ihl {
-		return fmt.Errorf("ct: nat: icmp error: inner header: %w", ErrTooShort)
+	if !in.V6 {
+		hl = int(ip[0]&0x0f) * 4
+		if hl < 20 || len(ip) < hl {
+			return fmt.Errorf("ct: nat: icmp error: inner header: %w", ErrTooShort)
+		}
+	} else if ip[6] != in.Proto {
+		return fmt.Errorf("ct: nat: the IPv6 packet inside an ICMPv6 error has extension headers: %w", odp.ErrUnsupported)
 	}
-	l4 := ip[ihl:]
+	l4 := ip[hl:]
 	var l4sum []byte // the inner L4 checksum, where the header has it
 	switch in.Proto {
 	case ProtoUDP:
@@ -211,15 +219,19 @@ func natICMPInner(b []byte, h *Headers, in *conntrack.Tuple) error {
 		}
 	}
 	ipsum := binary.BigEndian.Uint16(ip[10:])
-	for i, a := range [2][4]byte{[4]byte(in.Src[:4]), [4]byte(in.Dst[:4])} {
-		f := ip[12+4*i : 16+4*i]
-		ipsum = csumReplaceBytes(ipsum, f, a[:])
-		if l4sum != nil {
-			binary.BigEndian.PutUint16(l4sum, csumReplaceBytes(binary.BigEndian.Uint16(l4sum), f, a[:]))
+	for i, a := range [2]*[16]byte{&in.Src, &in.Dst} {
+		f := ip[aoff+alen*i : aoff+alen*(i+1)]
+		if !in.V6 {
+			ipsum = csumReplaceBytes(ipsum, f, a[:4])
 		}
-		copy(f, a[:])
+		if l4sum != nil {
+			binary.BigEndian.PutUint16(l4sum, csumReplaceBytes(binary.BigEndian.Uint16(l4sum), f, a[:alen]))
+		}
+		copy(f, a[:alen])
 	}
-	binary.BigEndian.PutUint16(ip[10:], ipsum)
+	if !in.V6 {
+		binary.BigEndian.PutUint16(ip[10:], ipsum)
+	}
 	switch in.Proto {
 	case ProtoTCP, ProtoUDP:
 		if len(l4) >= 4 {
@@ -231,18 +243,25 @@ func natICMPInner(b []byte, h *Headers, in *conntrack.Tuple) error {
 				binary.BigEndian.PutUint16(l4[2*i:], v)
 			}
 		}
-	case ProtoICMP:
+	case ProtoICMP, ProtoICMPv6:
 		if len(l4) >= 8 {
 			old := binary.BigEndian.Uint16(l4[4:])
 			binary.BigEndian.PutUint16(l4[4:], in.SrcPort)
 			binary.BigEndian.PutUint16(l4[2:], CsumReplace2(binary.BigEndian.Uint16(l4[2:]), old, in.SrcPort))
 		}
 	}
-	end := len(ic)
-	if tot := int(binary.BigEndian.Uint16(b[h.L3+2:])); h.L3+tot < len(b) && h.L3+tot >= h.L4+8 {
-		end = h.L3 + tot - h.L4 // no link-layer padding
+	// The outer ICMP checksum, from scratch over the ICMP message (the
+	// IP payload, without link-layer padding).
+	pl, _ := ipPayload(b, h)
+	if len(pl) < 8 {
+		return fmt.Errorf("ct: nat: icmp error: %w", ErrTooShort)
 	}
-	binary.BigEndian.PutUint16(ic[2:], 0)
-	binary.BigEndian.PutUint16(ic[2:], Csum(CsumPartial(ic[:end], 0)))
+	binary.BigEndian.PutUint16(pl[2:], 0)
+	var sum uint64
+	if in.V6 {
+		outer := b[h.L3:]
+		sum = CsumPartial(outer[8:40], uint64(len(pl))+ProtoICMPv6)
+	}
+	binary.BigEndian.PutUint16(pl[2:], Csum(CsumPartial(pl, sum)))
 	return nil
 }

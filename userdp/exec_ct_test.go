@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"net/netip"
 	"syscall"
 	"testing"
 
@@ -301,4 +302,55 @@ func TestCTDNAT(t *testing.T) {
 		t.Fatalf("reply from % x, want the VIP", back[14+12:14+16])
 	}
 	checkIPv4(t, back, 14)
+}
+
+// TestCTNATRelatedICMPv6Error is TestCTNATRelatedICMPError over IPv6
+// (packet too big about a source-NATed UDP packet).
+func TestCTNATRelatedICMPv6Error(t *testing.T) {
+	h := newHarness(t, 2)
+	const udp6 = "eth_type(0x86dd),ipv6(proto=17/0xff),udp(src=0/0)"
+	const icmp6 = "eth_type(0x86dd),ipv6(proto=58/0xff),icmpv6(type=0/0,code=0/0)"
+	h.put("recirc_id(0),in_port(1),"+anyEth+udp6, "ct(commit,nat(src=[fd00::100])),2")
+	h.put("recirc_id(0),in_port(2),"+anyEth+icmp6, "ct(nat),1")
+	src, dst, mapped := netip.MustParseAddr("fd00::1").As16(), netip.MustParseAddr("fd00::2").As16(), netip.MustParseAddr("fd00::100").As16()
+	f := testIPv6(newRand(t), ProtoUDP, 16)
+	copy(f[14+8:], src[:])
+	copy(f[14+24:], dst[:])
+	binary.BigEndian.PutUint16(f[54:], 1000)
+	binary.BigEndian.PutUint16(f[56:], 53)
+	fixIPv6(f, 14, 54)
+	h.send(1, f)
+	out := h.expect(2)
+	if !bytes.Equal(out[14+8:14+24], mapped[:]) {
+		t.Fatalf("SNATed source % x", out[14+8:14+24])
+	}
+	checkIPv6(t, out, 14, 54, ProtoUDP)
+	inner := out[14:]
+	e := make([]byte, 14+40+8+len(inner))
+	copy(e[0:6], out[6:12])
+	copy(e[6:12], out[0:6])
+	binary.BigEndian.PutUint16(e[12:], EthTypeIPv6)
+	ip := e[14:]
+	ip[0] = 0x60
+	binary.BigEndian.PutUint16(ip[4:], uint16(8+len(inner)))
+	ip[6], ip[7] = ProtoICMPv6, 64
+	copy(ip[8:], dst[:])
+	copy(ip[24:], mapped[:])
+	ip[40] = 2 // packet too big
+	binary.BigEndian.PutUint32(ip[44:], 1280)
+	copy(ip[48:], inner)
+	fixIPv6(e, 14, 54)
+	h.send(2, e)
+	got := h.expect(1)
+	if !bytes.Equal(got[14+24:14+40], src[:]) {
+		t.Fatalf("outer destination % x, want fd00::1", got[14+24:14+40])
+	}
+	gin := got[14+48:]
+	if !bytes.Equal(gin[8:24], src[:]) || binary.BigEndian.Uint16(gin[40:]) != 1000 {
+		t.Fatalf("inner packet % x: want source [fd00::1]:1000", gin[:48])
+	}
+	checkIPv6(t, got, 14, 54, ProtoICMPv6)
+	if want := refL4Check(gin[8:24], gin[24:40], ProtoUDP, gin[40:], 6); binary.BigEndian.Uint16(gin[46:]) != want {
+		t.Errorf("inner UDP checksum %#04x, want %#04x", binary.BigEndian.Uint16(gin[46:]), want)
+	}
 }
