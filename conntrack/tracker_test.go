@@ -384,3 +384,39 @@ func TestConcurrentLookupsAndWriters(t *testing.T) {
 		}
 	}
 }
+
+// TestCoarseClock: with the default clock, a running sweeper gives the
+// packet path the time it last read (no clock read per packet), kept
+// fresh; stopping it returns to reading the clock.
+func TestCoarseClock(t *testing.T) {
+	tr := New(Config{MaxConns: 1024})
+	if tr.coarse.Load() != 0 {
+		t.Fatal("coarse clock set without a sweeper")
+	}
+	stop := tr.StartSweeper(time.Second)
+	n1 := tr.now()
+	if n1 == 0 || tr.coarse.Load() != n1 {
+		t.Fatalf("now %d, coarse %d: want the sweeper's reading", n1, tr.coarse.Load())
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for tr.now() == n1 {
+		if time.Now().After(deadline) {
+			t.Fatal("the coarse clock did not move in 5 s")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	stop()
+	for tr.coarse.Load() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the coarse clock outlived its sweeper")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	// A fake clock is never replaced.
+	ft, clk := newTestTracker(t, Config{MaxConns: 1024})
+	defer ft.StartSweeper(time.Second)()
+	clk.advance(time.Minute)
+	if ft.now() != clk.now() {
+		t.Fatal("the sweeper overrode a test clock")
+	}
+}
