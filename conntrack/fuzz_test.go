@@ -20,7 +20,8 @@ func FuzzTracker(f *testing.F) {
 	f.Add([]byte("\x11\x01\x02\x03\x00\x35\x00\x35\x00\x08\x00\x00"))
 	f.Add([]byte("\x01\x04\x00\x00\x08\x00\x00\x00\x00\x07\x00\x01\x03\x03\x00\x00\x00\x00\x00\x00\x45\x00\x00\x1c\x00\x00\x00\x00\x40\x11\x00\x00\x0a\x00\x00\x01\x0a\x00\x00\x02\x00\x35\x00\x35"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		clk := &fakeClock{t: 1}
+		clk := &fakeClock{}
+		clk.t.Store(1)
 		tr := New(Config{MaxConns: 64, Clock: clk.now})
 		tr.SetZoneLimit(1, 3)
 		protos := [...]uint8{ProtoTCP, ProtoUDP, ProtoICMP, ProtoICMPv6, 47, 132}

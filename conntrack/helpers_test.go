@@ -3,19 +3,22 @@ package conntrack
 import (
 	"errors"
 	"net/netip"
+	"sync/atomic"
 	"testing"
 	"time"
 )
 
-// fakeClock is a clock the test moves by hand.
-type fakeClock struct{ t int64 }
+// fakeClock is a clock the test moves by hand (atomic: a sweeper
+// goroutine may read it).
+type fakeClock struct{ t atomic.Int64 }
 
-func (c *fakeClock) now() int64              { return c.t }
-func (c *fakeClock) advance(d time.Duration) { c.t += int64(d) }
+func (c *fakeClock) now() int64              { return c.t.Load() }
+func (c *fakeClock) advance(d time.Duration) { c.t.Add(int64(d)) }
 
 func newTestTracker(t testing.TB, cfg Config) (*Tracker, *fakeClock) {
 	t.Helper()
-	clk := &fakeClock{t: int64(time.Hour)}
+	clk := &fakeClock{}
+	clk.t.Store(int64(time.Hour))
 	cfg.Clock = clk.now
 	return New(cfg), clk
 }
