@@ -326,7 +326,7 @@ func (t *Tracker) now() int64 {
 // protocol's state machine, applies NAT (rewriting p.Tuple and p.Inner
 // and setting p.Rewritten), commits when asked, and leaves in s what the
 // kernel leaves in the flow key. An error means the kernel would drop the
-// packet; s is then as before the call but for a forced deletion.
+// packet (s is then not meaningful).
 func (t *Tracker) Execute(p *Packet, a *Action, s *State) error {
 	now := t.now()
 	p.Rewritten = 0
