@@ -35,6 +35,16 @@ func ctTCP(src, dst byte, sport, dport uint16, flags uint8, seq, ack uint32) []b
 	return f
 }
 
+// answer is a zeroed frame of an Ethernet header and n bytes going back
+// to where frame came from.
+func answer(frame []byte, etherType uint16, n int) []byte {
+	f := make([]byte, 14+n)
+	copy(f[0:6], frame[6:12])
+	copy(f[6:12], frame[0:6])
+	binary.BigEndian.PutUint16(f[12:], etherType)
+	return f
+}
+
 const ipTCP = "eth_type(0x0800),ipv4(proto=6/0xff),tcp(src=0/0),tcp_flags(0/0)"
 
 // TestCTStatefulFirewall: port 1 may open TCP to port 2, port 2 may not
@@ -158,16 +168,9 @@ func TestCTValidation(t *testing.T) {
 // ct_state(+est+trk) → 2, with the frame's UDP connection committed and
 // answered already.
 func ctPipelineFixture(tb testing.TB) (*worker, *sinkPort, []byte) {
-	dp, err := New("benchct", WithoutLocalPort())
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { dp.Close() })
-	if _, err := dp.AttachPort(newSinkPort("in"), 1); err != nil {
-		tb.Fatal(err)
-	}
-	sink := newSinkPort("out")
-	if _, err := dp.AttachPort(sink, 2); err != nil {
+	w, sink, _ := pipelineFixture(tb, DefaultCacheEntries)
+	dp := w.dp
+	if err := dp.FlushFlows(tb.Context()); err != nil {
 		tb.Fatal(err)
 	}
 	const udp = "eth_type(0x0800),ipv4(proto=17/0xff),udp(src=0/0)"
@@ -192,21 +195,20 @@ func ctPipelineFixture(tb testing.TB) (*worker, *sinkPort, []byte) {
 			tb.Fatal(err)
 		}
 	}
-	w := newWorker(dp, DefaultCacheEntries)
-	w.now = dp.nowMs()
 	return w, sink, frame
 }
 
 func TestPipelineCTNoAllocs(t *testing.T) {
 	w, sink, frame := ctPipelineFixture(t)
-	buf := make([]byte, BufferSize(1500))
-	run := func() {
-		copy(buf[DefaultHeadroom:], frame)
-		w.process(buf, DefaultHeadroom, len(frame), 1)
-		w.flush()
+	var bufs [pipelineBatch][]byte
+	for i := range bufs {
+		bufs[i] = make([]byte, BufferSize(1500))
 	}
-	if a := testing.AllocsPerRun(1000, run); a != 0 {
-		t.Errorf("extract+lookup+ct+recirc+lookup+output allocates %.1f times per packet", a)
+	n := 0
+	allocs := testing.AllocsPerRun(1000, func() { pumpFrames(w, &bufs, frame, n, n+1); n++ })
+	w.flush()
+	if allocs != 0 {
+		t.Errorf("extract+lookup+ct+recirc+lookup+output allocates %.1f times per packet", allocs)
 	}
 	if got := sink.tx.Load(); got < 1000 {
 		t.Fatalf("sink got %d frames: the established path did not forward", got)
@@ -232,16 +234,24 @@ func BenchmarkPipelineCT(b *testing.B) {
 	}
 }
 
+// icmpNATHarness is a datapath that source-NATs UDP from port 1 to
+// port 2 (to snat) and passes ICMP (icmp: "icmp" or "icmpv6") back
+// through ct(nat).
+func icmpNATHarness(t *testing.T, ethType, ip, icmp, snat string) *harness {
+	h := newHarness(t, 2)
+	proto := map[string]string{"icmp": "1", "icmpv6": "58"}[icmp]
+	l3 := anyEth + "eth_type(" + ethType + ")," + ip
+	h.put("recirc_id(0),in_port(1),"+l3+"(proto=17/0xff),udp(src=0/0)", "ct(commit,nat(src="+snat+")),2")
+	h.put("recirc_id(0),in_port(2),"+l3+"(proto="+proto+"/0xff),"+icmp+"(type=0/0,code=0/0)", "ct(nat),1")
+	return h
+}
+
 // TestCTNATRelatedICMPError: an ICMP error about a source-NATed UDP
 // packet is related to its connection; ct(nat) rewrites the outer
 // destination and the embedded packet back to the original addresses
 // and port, with every checksum correct.
 func TestCTNATRelatedICMPError(t *testing.T) {
-	h := newHarness(t, 2)
-	const udp = "eth_type(0x0800),ipv4(proto=17/0xff),udp(src=0/0)"
-	const icmp = "eth_type(0x0800),ipv4(proto=1/0xff),icmp(type=0/0,code=0/0)"
-	h.put("recirc_id(0),in_port(1),"+anyEth+udp, "ct(commit,nat(src=192.168.0.100:7000)),2")
-	h.put("recirc_id(0),in_port(2),"+anyEth+icmp, "ct(nat),1")
+	h := icmpNATHarness(t, "0x0800", "ipv4", "icmp", "192.168.0.100:7000")
 	h.send(1, udpFrame(1, 2, 1000))
 	out := h.expect(2)
 	if !bytes.Equal(out[14+12:14+16], []byte{192, 168, 0, 100}) || binary.BigEndian.Uint16(out[34:]) != 7000 {
@@ -249,10 +259,7 @@ func TestCTNATRelatedICMPError(t *testing.T) {
 	}
 	// 10.0.0.2 answers port unreachable to the mapped address.
 	inner := out[14 : 14+28]
-	f := make([]byte, 14+20+8+len(inner))
-	copy(f[0:6], out[6:12])
-	copy(f[6:12], out[0:6])
-	binary.BigEndian.PutUint16(f[12:], EthTypeIPv4)
+	f := answer(out, EthTypeIPv4, 20+8+len(inner))
 	ip := f[14:]
 	ip[0], ip[8], ip[9] = 0x45, 64, ProtoICMP
 	binary.BigEndian.PutUint16(ip[2:], uint16(20+8+len(inner)))
@@ -307,11 +314,7 @@ func TestCTDNAT(t *testing.T) {
 // TestCTNATRelatedICMPv6Error is TestCTNATRelatedICMPError over IPv6
 // (packet too big about a source-NATed UDP packet).
 func TestCTNATRelatedICMPv6Error(t *testing.T) {
-	h := newHarness(t, 2)
-	const udp6 = "eth_type(0x86dd),ipv6(proto=17/0xff),udp(src=0/0)"
-	const icmp6 = "eth_type(0x86dd),ipv6(proto=58/0xff),icmpv6(type=0/0,code=0/0)"
-	h.put("recirc_id(0),in_port(1),"+anyEth+udp6, "ct(commit,nat(src=[fd00::100])),2")
-	h.put("recirc_id(0),in_port(2),"+anyEth+icmp6, "ct(nat),1")
+	h := icmpNATHarness(t, "0x86dd", "ipv6", "icmpv6", "[fd00::100]")
 	src, dst, mapped := netip.MustParseAddr("fd00::1").As16(), netip.MustParseAddr("fd00::2").As16(), netip.MustParseAddr("fd00::100").As16()
 	f := testIPv6(newRand(t), ProtoUDP, 16)
 	copy(f[14+8:], src[:])
@@ -326,10 +329,7 @@ func TestCTNATRelatedICMPv6Error(t *testing.T) {
 	}
 	checkIPv6(t, out, 14, 54, ProtoUDP)
 	inner := out[14:]
-	e := make([]byte, 14+40+8+len(inner))
-	copy(e[0:6], out[6:12])
-	copy(e[6:12], out[0:6])
-	binary.BigEndian.PutUint16(e[12:], EthTypeIPv6)
+	e := answer(out, EthTypeIPv6, 40+8+len(inner))
 	ip := e[14:]
 	ip[0] = 0x60
 	binary.BigEndian.PutUint16(ip[4:], uint16(8+len(inner)))
