@@ -18,7 +18,8 @@ type Entry struct {
 	Status uint32
 	// Timeout is the whole seconds left before the entry expires.
 	Timeout uint32
-	// OrigPackets... count each direction's packets and bytes.
+	// OrigPackets... count each direction's packets and bytes (zero
+	// unless the tracker has Config.Accounting).
 	OrigPackets, OrigBytes, ReplyPackets, ReplyBytes uint64
 	// TCP is the state of a TCP connection; WScaleOrig, WScaleReply and
 	// TCPFlagsOrig, TCPFlagsReply each direction's window scale and
@@ -30,7 +31,7 @@ type Entry struct {
 
 func (t *Tracker) entry(c *conn, now int64) Entry {
 	e := Entry{
-		Orig: c.ent[dirOrig].tuple, Reply: c.ent[dirReply].tuple,
+		Orig: c.e0.tuple, Reply: c.e1.tuple,
 		Zone: c.zone, Mark: c.mark.Load(), Labels: c.labelBytes(), Status: c.status.Load(),
 		OrigPackets: c.pkts[dirOrig].Load(), OrigBytes: c.bytes[dirOrig].Load(),
 		ReplyPackets: c.pkts[dirReply].Load(), ReplyBytes: c.bytes[dirReply].Load(),
@@ -84,10 +85,10 @@ func (t *Tracker) Flush(f Filter) int {
 		if !f.zoneOK(c) {
 			return
 		}
-		if f.Orig != nil && c.ent[dirOrig].tuple != *f.Orig {
+		if f.Orig != nil && c.e0.tuple != *f.Orig {
 			return
 		}
-		if f.Reply != nil && c.ent[dirReply].tuple != *f.Reply {
+		if f.Reply != nil && c.e1.tuple != *f.Reply {
 			return
 		}
 		victims = append(victims, c)

@@ -108,7 +108,7 @@ func natPacket(p *Packet, c *conn, dir uint8, manip int) {
 	if c.status.Load()&statusBit(dir, manip) == 0 {
 		return
 	}
-	target, ok := c.ent[1-dir].tuple.invert()
+	target, ok := c.entry(1-dir).tuple.invert()
 	if !ok {
 		return
 	}
@@ -143,7 +143,7 @@ func natICMPError(p *Packet, c *conn, dir uint8, manip int) {
 	if c.status.Load()&statusBit(dir, manip) == 0 {
 		return
 	}
-	tg := c.ent[1-dir].tuple
+	tg := c.entry(1-dir).tuple
 	in := &p.Inner
 	old := *in
 	if manip == manipDst { // the inner packet gets the source manip
@@ -177,7 +177,7 @@ func natICMPError(p *Packet, c *conn, dir uint8, manip int) {
 // natSetup is nf_nat_setup_info: choose a unique tuple for manip within
 // rng and make it c's reply.
 func (t *Tracker) natSetup(c *conn, rng *NATRange, manip int) error {
-	curr, ok := c.ent[dirReply].tuple.invert()
+	curr, ok := c.e1.tuple.invert()
 	if !ok {
 		return nil
 	}
@@ -190,7 +190,7 @@ func (t *Tracker) natSetup(c *conn, rng *NATRange, manip int) error {
 	}
 	if nt != curr {
 		reply, _ := nt.invert()
-		c.ent[dirReply].tuple = reply
+		c.e1.tuple = reply
 		c.status.Or(natStatus[manip])
 	}
 	return nil

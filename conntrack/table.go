@@ -38,6 +38,7 @@ type entry struct {
 	tuple Tuple
 	c     *conn
 	dir   uint8
+	zone  uint16 // the connection's, read without touching it
 }
 
 const lockStripes = 256
@@ -67,7 +68,7 @@ func (t *table) stripe(b int) int { return b & (lockStripes - 1) }
 func (t *table) find(tp *Tuple, zone uint16, now int64) (live, expired *entry) {
 	h := t.seed.hash(tp, zone)
 	for e := t.buckets[t.bucket(h)].Load(); e != nil; e = e.next.Load() {
-		if !e.tuple.equal(tp) || e.c.zone != zone {
+		if e.zone != zone || !e.tuple.equal(tp) {
 			continue
 		}
 		c := e.c
@@ -108,7 +109,7 @@ func (t *table) unlockPair(s0, s1 int) {
 // or not yet deleted), or nil. The caller holds the tuple's stripe.
 func (t *table) clash(b int, tp *Tuple, zone uint16, c *conn) *conn {
 	for e := t.buckets[b].Load(); e != nil; e = e.next.Load() {
-		if e.c != c && e.tuple.equal(tp) && e.c.zone == zone && !e.c.dead.Load() {
+		if e.c != c && e.zone == zone && e.tuple.equal(tp) && !e.c.dead.Load() {
 			return e.c
 		}
 	}
@@ -119,25 +120,25 @@ func (t *table) clash(b int, tp *Tuple, zone uint16, c *conn) *conn {
 // another connection, which it returns (expired or live) without
 // inserting.
 func (t *table) insert(c *conn) *conn {
-	b0 := t.bucket(t.seed.hash(&c.ent[dirOrig].tuple, c.zone))
-	b1 := t.bucket(t.seed.hash(&c.ent[dirReply].tuple, c.zone))
+	b0 := t.bucket(t.seed.hash(&c.e0.tuple, c.zone))
+	b1 := t.bucket(t.seed.hash(&c.e1.tuple, c.zone))
 	s0, s1 := t.lockPair(b0, b1)
 	defer t.unlockPair(s0, s1)
 	for d, b := range [2]int{b0, b1} {
-		if o := t.clash(b, &c.ent[d].tuple, c.zone, c); o != nil {
+		if o := t.clash(b, &c.entry(uint8(d)).tuple, c.zone, c); o != nil {
 			return o
 		}
 	}
-	if c.ent[dirOrig].tuple == c.ent[dirReply].tuple {
+	if c.e0.tuple == c.e1.tuple {
 		// A tuple that is its own reply (same address and port both
 		// ways): one entry, as the kernel would find it in the
 		// original direction first.
-		t.push(b0, &c.ent[dirOrig])
+		t.push(b0, &c.e0)
 		c.single = true
 		return nil
 	}
-	t.push(b0, &c.ent[dirOrig])
-	t.push(b1, &c.ent[dirReply])
+	t.push(b0, &c.e0)
+	t.push(b1, &c.e1)
 	return nil
 }
 
@@ -149,17 +150,17 @@ func (t *table) push(b int, e *entry) {
 // remove unlinks both directions of c and marks it dead; it reports
 // whether this call removed it (false when it was already gone).
 func (t *table) remove(c *conn) bool {
-	b0 := t.bucket(t.seed.hash(&c.ent[dirOrig].tuple, c.zone))
-	b1 := t.bucket(t.seed.hash(&c.ent[dirReply].tuple, c.zone))
+	b0 := t.bucket(t.seed.hash(&c.e0.tuple, c.zone))
+	b1 := t.bucket(t.seed.hash(&c.e1.tuple, c.zone))
 	s0, s1 := t.lockPair(b0, b1)
 	defer t.unlockPair(s0, s1)
 	if c.dead.Load() {
 		return false
 	}
 	c.dead.Store(true)
-	t.unlink(b0, &c.ent[dirOrig])
+	t.unlink(b0, &c.e0)
 	if !c.single {
-		t.unlink(b1, &c.ent[dirReply])
+		t.unlink(b1, &c.e1)
 	}
 	return true
 }

@@ -349,7 +349,7 @@ func (t *Tracker) tcpPacket(c *conn, dir uint8, p *Packet, now int64, isNew bool
 	} else if status&StatusAssured == 0 && (old == TCPSynRecv || old == TCPEstablished) && ns == TCPEstablished {
 		c.status.Or(StatusAssured)
 	}
-	c.expires.Store(now + timeout)
+	c.refresh(now + timeout)
 	return vAccept
 }
 

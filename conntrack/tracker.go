@@ -100,6 +100,10 @@ type Config struct {
 	Clock func() int64
 	// Timeouts; the zero value means DefaultTimeouts.
 	Timeouts *Timeouts
+	// Accounting counts each connection's packets and bytes per
+	// direction (nf_conntrack_acct, off by default as in the kernel:
+	// two locked adds per packet).
+	Accounting bool
 	// TCPLiberal marks only out-of-window RSTs invalid
 	// (nf_conntrack_tcp_be_liberal); TCPNoPickup refuses to pick up
 	// connections from the middle (nf_conntrack_tcp_loose=0).
@@ -130,6 +134,7 @@ type Tracker struct {
 	to       [toCount]int64 // timeouts in ns, see to* indices
 	liberal  bool
 	noPickup bool
+	acct     bool
 
 	max      atomic.Uint32
 	count    atomic.Int64
@@ -182,6 +187,7 @@ func New(cfg Config) *Tracker {
 		clock:    cfg.Clock,
 		liberal:  cfg.TCPLiberal,
 		noPickup: cfg.TCPNoPickup,
+		acct:     cfg.Accounting,
 		zoneConn: make([]atomic.Int32, 1<<16),
 		limits:   map[uint16]uint32{},
 	}
@@ -207,13 +213,18 @@ func New(cfg Config) *Tracker {
 }
 
 // conn is one tracked connection.
+//
+// The fields every lookup reads (dead, expires, status) sit between the
+// two entries, so that they share or neighbour the cache line of the
+// entry a lookup found, in either direction.
 type conn struct {
-	ent     [2]entry
-	zone    uint16
-	single  bool // orig and reply tuples are equal: one entry
-	expires atomic.Int64
-	status  atomic.Uint32
+	e0      entry // original direction
 	dead    atomic.Bool
+	single  bool // orig and reply tuples are equal: one entry
+	zone    uint16
+	status  atomic.Uint32
+	expires atomic.Int64
+	e1      entry // reply direction
 	mark    atomic.Uint32
 	labels  [2]atomic.Uint64
 	start   int64
@@ -225,7 +236,32 @@ type conn struct {
 	tcp tcpConn
 }
 
+// entry returns the entry of direction dir.
+func (c *conn) entry(dir uint8) *entry {
+	if dir == dirOrig {
+		return &c.e0
+	}
+	return &c.e1
+}
+
 func (c *conn) confirmed() bool { return c.status.Load()&StatusConfirmed != 0 }
+
+// refresh sets the expiry time, skipping the (locked) store when it is
+// already that: with the coarse clock most packets of a busy connection
+// find it so.
+func (c *conn) refresh(expires int64) {
+	if c.expires.Load() != expires {
+		c.expires.Store(expires)
+	}
+}
+
+// account counts a packet in direction dir, when the tracker counts.
+func (t *Tracker) account(c *conn, dir uint8, n uint32) {
+	if t.acct {
+		c.pkts[dir].Add(1)
+		c.bytes[dir].Add(uint64(n))
+	}
+}
 
 func (c *conn) labelBytes() (l [16]byte) {
 	a, b := c.labels[0].Load(), c.labels[1].Load()
@@ -340,7 +376,7 @@ func (t *Tracker) Execute(p *Packet, a *Action, s *State) error {
 		if e, _ := t.tab.find(&p.Tuple, a.Zone, now); e != nil {
 			s.c, s.dir = e.c, e.dir
 			s.info = infoOf(e.c, e.dir)
-			s.Orig, s.HasOrig = e.c.ent[dirOrig].tuple, true
+			s.Orig, s.HasOrig = e.c.e0.tuple, true
 			cached = true
 		}
 	}
@@ -415,7 +451,7 @@ func (t *Tracker) fill(s *State, zone uint16) {
 	s.Zone = c.zone
 	s.Mark = c.mark.Load()
 	s.Labels = c.labelBytes()
-	s.Orig = c.ent[dirOrig].tuple
+	s.Orig = c.e0.tuple
 	s.HasOrig = true
 }
 
@@ -463,8 +499,7 @@ func (t *Tracker) track(p *Packet, zone uint16, now int64, s *State) error {
 		case vKill:
 			t.delete(c)
 		}
-		c.pkts[dir].Add(1)
-		c.bytes[dir].Add(uint64(p.Len))
+		t.account(c, dir, p.Len)
 		if dir == dirReply && c.status.Load()&StatusSeenReply == 0 {
 			c.status.Or(StatusSeenReply)
 		}
@@ -487,14 +522,13 @@ func (t *Tracker) trackNew(p *Packet, zone uint16, now int64, s *State) error {
 		return nil
 	}
 	c := &conn{zone: zone, start: now, stream: now + t.to[toUDPStream]}
-	c.ent[dirOrig] = entry{tuple: p.Tuple, c: c, dir: dirOrig}
-	c.ent[dirReply] = entry{tuple: reply, c: c, dir: dirReply}
+	c.e0 = entry{tuple: p.Tuple, c: c, dir: dirOrig, zone: zone}
+	c.e1 = entry{tuple: reply, c: c, dir: dirReply, zone: zone}
 	if t.l4(c, dirOrig, p, now, true) != vAccept {
 		t.invalid.Add(1)
 		return nil
 	}
-	c.pkts[dirOrig].Add(1)
-	c.bytes[dirOrig].Add(uint64(p.Len))
+	t.account(c, dirOrig, p.Len)
 	s.c, s.dir, s.info = c, dirOrig, infoNew
 	return nil
 }
@@ -517,13 +551,13 @@ func (t *Tracker) l4(c *conn, dir uint8, p *Packet, now int64, isNew bool) int {
 	case ProtoGRE:
 		return t.streamPacket(c, now, toGREUnreplied, toGREReplied, false)
 	case ProtoICMP, ProtoICMPv6:
-		if !c.confirmed() && !icmpValidNew(&c.ent[dirOrig].tuple) {
+		if !c.confirmed() && !icmpValidNew(&c.e0.tuple) {
 			return vInvalid
 		}
-		c.expires.Store(now + t.to[toICMP])
+		c.refresh(now + t.to[toICMP])
 		return vAccept
 	}
-	c.expires.Store(now + t.to[toGeneric])
+	c.refresh(now + t.to[toGeneric])
 	return vAccept
 }
 
@@ -534,14 +568,14 @@ func (t *Tracker) l4(c *conn, dir uint8, p *Packet, now int64, isNew bool) int {
 func (t *Tracker) streamPacket(c *conn, now int64, unreplied, replied int, delayed bool) int {
 	st := c.status.Load()
 	if st&StatusSeenReply == 0 {
-		c.expires.Store(now + t.to[unreplied])
+		c.refresh(now + t.to[unreplied])
 		return vAccept
 	}
 	if delayed && now <= c.stream {
-		c.expires.Store(now + t.to[unreplied])
+		c.refresh(now + t.to[unreplied])
 		return vAccept
 	}
-	c.expires.Store(now + t.to[replied])
+	c.refresh(now + t.to[replied])
 	if st&StatusAssured == 0 {
 		c.status.Or(StatusAssured)
 	}
@@ -583,7 +617,7 @@ func (t *Tracker) commit(c *conn, a *Action, now int64) error {
 			}
 			c.status.And(^uint32(StatusConfirmed))
 			t.insertFail.Add(1)
-			return fmt.Errorf("%w: %v", ErrClash, c.ent[dirOrig].tuple)
+			return fmt.Errorf("%w: %v", ErrClash, c.e0.tuple)
 		}
 		t.insert.Add(1)
 		t.count.Add(1)

@@ -12,7 +12,7 @@ func udp(t testing.TB, src, dst string, sport, dport uint16) *Packet {
 }
 
 func TestUDPStatesAndTimeouts(t *testing.T) {
-	tr, clk := newTestTracker(t, Config{})
+	tr, clk := newTestTracker(t, Config{Accounting: true})
 	req := udp(t, "10.0.0.1", "10.0.0.2", 5353, 53)
 	orig := req.Tuple
 	// Uncommitted: new every time, nothing kept.
@@ -44,6 +44,12 @@ func TestUDPStatesAndTimeouts(t *testing.T) {
 	}
 	if e.OrigPackets != 3 || e.ReplyPackets != 2 || e.OrigBytes != 180 {
 		t.Errorf("counters %d/%d packets %d bytes, want 3/2 and 180", e.OrigPackets, e.ReplyPackets, e.OrigBytes)
+	}
+	// Without accounting (the kernel's default) nothing is counted.
+	plain, _ := newTestTracker(t, Config{})
+	mustState(t, plain, udp(t, "10.0.0.1", "10.0.0.2", 5353, 53), commit, trkNew)
+	if e, _ := connOf(t, plain, orig, 0); e.OrigPackets != 0 || e.OrigBytes != 0 {
+		t.Errorf("counted %d packets without accounting", e.OrigPackets)
 	}
 }
 
@@ -265,7 +271,7 @@ func TestMarkAndLabels(t *testing.T) {
 }
 
 func TestCachedStateAcrossRecirculation(t *testing.T) {
-	tr, _ := newTestTracker(t, Config{})
+	tr, _ := newTestTracker(t, Config{Accounting: true})
 	p := udp(t, "10.0.0.1", "10.0.0.2", 1, 2)
 	var s State
 	// ct(zone=3), recirc, ct(commit,zone=3): the second action reuses
