@@ -108,7 +108,7 @@ func natPacket(p *Packet, c *conn, dir uint8, manip int) {
 	if c.status.Load()&statusBit(dir, manip) == 0 {
 		return
 	}
-	target, ok := c.entry(1-dir).tuple.invert()
+	target, ok := c.entry(1 - dir).tuple.invert()
 	if !ok {
 		return
 	}
@@ -143,7 +143,7 @@ func natICMPError(p *Packet, c *conn, dir uint8, manip int) {
 	if c.status.Load()&statusBit(dir, manip) == 0 {
 		return
 	}
-	tg := c.entry(1-dir).tuple
+	tg := c.entry(1 - dir).tuple
 	in := &p.Inner
 	old := *in
 	if manip == manipDst { // the inner packet gets the source manip
