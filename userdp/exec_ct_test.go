@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"net/netip"
+	"runtime"
 	"syscall"
 	"testing"
 
@@ -217,7 +218,8 @@ func TestPipelineCTNoAllocs(t *testing.T) {
 
 // BenchmarkPipelineCT is BenchmarkPipeline's path through an
 // established connection: extract, lookup, ct, recirculation, lookup,
-// output. Compare its ns/packet with BenchmarkPipeline/cache's.
+// output. Compare its cpu-ns/packet with BenchmarkPipeline/cache's (the
+// issue asks for at least half its speed).
 func BenchmarkPipelineCT(b *testing.B) {
 	w, sink, frame := ctPipelineFixture(b)
 	var bufs [pipelineBatch][]byte
@@ -225,10 +227,14 @@ func BenchmarkPipelineCT(b *testing.B) {
 		bufs[i] = make([]byte, BufferSize(1500))
 	}
 	b.ReportAllocs()
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	b.ResetTimer()
+	start := threadCPU()
 	pumpFrames(w, &bufs, frame, 0, b.N)
 	w.flush()
 	b.StopTimer()
+	b.ReportMetric(float64((threadCPU()-start).Nanoseconds())/float64(b.N), "cpu-ns/packet")
 	if sink.tx.Load() < uint64(b.N) {
 		b.Fatalf("sink got %d of %d frames", sink.tx.Load(), b.N)
 	}
