@@ -133,6 +133,15 @@ func TestCTKeyAfterRecirc(t *testing.T) {
 		t.Fatalf("recirculated key: state %#x zone %d mark %d orig %d %v:%d→%v:%d", k.CTState, k.CTZone, k.CTMark,
 			k.CTOrigProto, k.CTOrigIPv4Src, k.CTOrigTpSrc, k.CTOrigIPv4Dst, k.CTOrigTpDst)
 	}
+	// A push_vlan after ct makes the key be extracted again: the ct
+	// fields, the original tuple included, are metadata and stay.
+	h.mustExecute(f, "ct(zone=7),push_vlan(vid=5,pcp=0),recirc(9)")
+	if n, err = rs[0].Recv(t.Context(), ups); err != nil || n != 1 {
+		t.Fatalf("recv: %d %v", n, err)
+	}
+	if k, _ = odp.ToFlowKeysExact(ups[0].Key); k.CTZone != 7 || k.CTOrigIPv4Src != [4]byte{10, 0, 0, 1} || k.CTOrigTpDst != 2000 {
+		t.Fatalf("after push_vlan: zone %d orig %v:%d→%v:%d", k.CTZone, k.CTOrigIPv4Src, k.CTOrigTpSrc, k.CTOrigIPv4Dst, k.CTOrigTpDst)
+	}
 	// ct_clear then recirc: the fields are gone.
 	h.mustExecute(f, "ct(zone=7),ct_clear,recirc(9)")
 	if n, err = rs[0].Recv(t.Context(), ups); err != nil || n != 1 {

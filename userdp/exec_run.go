@@ -157,17 +157,7 @@ func (c *pktCtx) validKey() error {
 		return nil
 	}
 	k := &c.key
-	md := flowkeys.Metadata{
-		InPort: k.InPort, Priority: k.Priority, SkbMark: k.SkbMark,
-		RecircID: k.RecircID, DPHash: k.DPHash,
-		CTState: k.CTState, CTOrigProto: k.CTOrigProto, CTZone: k.CTZone, CTMark: k.CTMark,
-		CTLabels: k.CTLabels,
-	}
-	if k.TunProto != 0 {
-		md.Tunnel = flowkeys.Tunnel{Proto: k.TunProto, ID: k.TunID, IPv4Src: k.TunIPv4Src, IPv4Dst: k.TunIPv4Dst,
-			IPv6Src: k.TunIPv6Src, IPv6Dst: k.TunIPv6Dst, Flags: k.TunFlags, TOS: k.TunTOS, TTL: k.TunTTL,
-			TpSrc: k.TunTpSrc, TpDst: k.TunTpDst, GBP: k.TunGBP}
-	}
+	md := flowkeys.MetadataOf(k)
 	if err := flowkeys.Extract(c.f.Bytes(), &md, k); err != nil {
 		return err
 	}
