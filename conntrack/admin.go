@@ -32,7 +32,7 @@ type Entry struct {
 func (t *Tracker) entry(c *conn, now int64) Entry {
 	e := Entry{
 		Orig: c.e0.tuple, Reply: c.e1.tuple,
-		Zone: c.zone, Mark: c.mark.Load(), Labels: c.labelBytes(), Status: c.status.Load(),
+		Zone: c.zone, Mark: c.mark.Load(), Labels: c.labelBytes(), Status: c.status.Load() &^ statusLiberal,
 		OrigPackets: c.pkts[dirOrig].Load(), OrigBytes: c.bytes[dirOrig].Load(),
 		ReplyPackets: c.pkts[dirReply].Load(), ReplyBytes: c.bytes[dirReply].Load(),
 	}

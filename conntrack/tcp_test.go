@@ -208,10 +208,15 @@ func TestTCPNew(t *testing.T) {
 	mustState(t, tr, tcpPacket(tuple(t, "10.0.0.1", "10.0.0.2", ProtoTCP, 1, 2), seg{flags: TCPAck}), commit, trkInv)
 }
 
+// TestTCPOutOfWindowInvalid: before the connection is established and
+// assured, segments outside what each side announced are invalid and
+// change nothing; liberal tracking accepts them.
 func TestTCPOutOfWindowInvalid(t *testing.T) {
 	tr, _ := newTestTracker(t, Config{})
-	c := handshake(t, tr)
+	c := tuple(t, "10.0.0.1", "10.0.0.2", ProtoTCP, 40000, 80)
 	s := rev(t, c)
+	mustState(t, tr, tcpPacket(c, seg{flags: TCPSyn, seq: 1000, win: 65535}), commit, trkNew)
+	mustState(t, tr, tcpPacket(s, seg{flags: TCPSyn | TCPAck, seq: 5000, ack: 1001, win: 65535}), commit, trkEstRpl)
 	for _, tc := range []struct {
 		name string
 		from Tuple
@@ -226,47 +231,74 @@ func TestTCPOutOfWindowInvalid(t *testing.T) {
 		if st.HasOrig || st.Mark != 0 {
 			t.Errorf("%s: an invalid packet carries connection fields: %+v", tc.name, st)
 		}
-		if got := tcpStateOf(t, tr, c); got != TCPEstablished {
+		if got := tcpStateOf(t, tr, c); got != TCPSynRecv {
 			t.Errorf("%s: state %v after an invalid segment", tc.name, got)
 		}
 	}
-	// In window again: fine.
-	mustState(t, tr, tcpPacket(c, seg{flags: TCPAck, seq: 1001, ack: 5001, win: 65535, data: 10}), Action{}, trkEst)
 	if tr.Stats().Invalid != 4 {
 		t.Errorf("invalid counter %d, want 4", tr.Stats().Invalid)
 	}
+	// In window: the handshake completes.
+	mustState(t, tr, tcpPacket(c, seg{flags: TCPAck, seq: 1001, ack: 5001, win: 65535}), Action{}, trkEst)
 	// The same segments are accepted when tracking is liberal.
 	lib, _ := newTestTracker(t, Config{TCPLiberal: true})
-	c = handshake(t, lib)
+	mustState(t, lib, tcpPacket(c, seg{flags: TCPSyn, seq: 1000, win: 65535}), commit, trkNew)
+	mustState(t, lib, tcpPacket(s, seg{flags: TCPSyn | TCPAck, seq: 5000, ack: 1001, win: 65535}), commit, trkEstRpl)
 	mustState(t, lib, tcpPacket(c, seg{flags: TCPAck, seq: 1001 + 200000, ack: 5001, win: 65535, data: 10}), Action{}, trkEst)
 }
 
-func TestTCPWindowScale(t *testing.T) {
+// TestTCPLiberalOnceEstablished: openvswitch makes a committed TCP
+// connection's window tracking liberal once it is established and
+// assured (checked against the kernel by the crosscheck scenario
+// ct-tcp-handshake-out-of-window): out-of-window data then passes, an
+// out-of-window RST does not.
+func TestTCPLiberalOnceEstablished(t *testing.T) {
 	tr, _ := newTestTracker(t, Config{})
+	c := handshake(t, tr)
+	s := rev(t, c)
+	mustState(t, tr, tcpPacket(s, seg{flags: TCPAck, seq: 5001 + 1<<24, ack: 1001, win: 65535, data: 13}), Action{}, trkEstRpl)
+	mustState(t, tr, tcpPacket(c, seg{flags: TCPAck, seq: 1001 + 1<<24, ack: 5001, win: 65535, data: 13}), Action{}, trkEst)
+	e, _ := connOf(t, tr, c, 0)
+	if e.TCPFlagsOrig&tcpFlagBeLiberal == 0 || e.TCPFlagsReply&tcpFlagBeLiberal == 0 || e.Status&statusLiberal != 0 {
+		t.Fatalf("flags %#x/%#x status %#x: want both directions liberal (and the internal bit hidden)", e.TCPFlagsOrig, e.TCPFlagsReply, e.Status)
+	}
+	// Not before the connection is committed: an uncommitted one is
+	// tracked strictly.
+	un, _ := newTestTracker(t, Config{})
+	var st State
+	p := tcpPacket(c, seg{flags: TCPAck, seq: 1, ack: 1, win: 100})
+	if err := un.Execute(p, &Action{}, &st); err != nil || st.c == nil || st.c.status.Load()&statusLiberal != 0 {
+		t.Fatalf("uncommitted pick-up: %v, liberal bit set: %v", err, st.c != nil && st.c.status.Load()&statusLiberal != 0)
+	}
+}
+
+func TestTCPWindowScale(t *testing.T) {
+	// Scaling applies to the segments after the SYNs; the handshake is
+	// left unfinished (SYN_RECV) so that the windows are checked
+	// strictly (see TestTCPLiberalOnceEstablished).
 	c := tuple(t, "10.0.0.1", "10.0.0.2", ProtoTCP, 40000, 80)
 	s := rev(t, c)
-	syn := tcpPacket(c, seg{flags: TCPSyn, seq: 1000, win: 64240})
-	syn.TCP.HasOptions, syn.TCP.HasWScale, syn.TCP.WScale = true, true, 7
-	mustState(t, tr, syn, commit, trkNew)
-	sa := tcpPacket(s, seg{flags: TCPSyn | TCPAck, seq: 5000, ack: 1001, win: 65160})
-	sa.TCP.HasOptions, sa.TCP.HasWScale, sa.TCP.WScale = true, true, 7
-	mustState(t, tr, sa, commit, trkEstRpl)
-	// The server's window 500<<7 = 64000 bytes: data up to there is in.
-	mustState(t, tr, tcpPacket(c, seg{flags: TCPAck, seq: 1001, ack: 5001, win: 500}), Action{}, trkEst)
-	mustState(t, tr, tcpPacket(s, seg{flags: TCPAck, seq: 5001, ack: 1001, win: 500}), Action{}, trkEstRpl)
-	mustState(t, tr, tcpPacket(c, seg{flags: TCPAck, seq: 1001 + 60000, ack: 5001, win: 500, data: 1000}), Action{}, trkEst)
-	e, _ := connOf(t, tr, c, 0)
-	if e.WScaleOrig != 7 || e.WScaleReply != 7 {
-		t.Errorf("window scales %d, %d, want 7, 7", e.WScaleOrig, e.WScaleReply)
+	for _, tc := range []struct {
+		name        string
+		serverScale bool
+		want        uint8
+	}{{"both scale", true, trkEst}, {"only the client offers scaling", false, trkInv}} {
+		tr, _ := newTestTracker(t, Config{})
+		syn := tcpPacket(c, seg{flags: TCPSyn, seq: 1000, win: 64240})
+		syn.TCP.HasOptions, syn.TCP.HasWScale, syn.TCP.WScale = true, true, 7
+		mustState(t, tr, syn, commit, trkNew)
+		sa := tcpPacket(s, seg{flags: TCPSyn | TCPAck, seq: 5000, ack: 1001, win: 500})
+		sa.TCP.HasOptions, sa.TCP.HasWScale, sa.TCP.WScale = true, tc.serverScale, 7
+		mustState(t, tr, sa, commit, trkEstRpl)
+		// The server's window 500, scaled by 7 when both offered it:
+		// 64000 bytes, else 500.
+		mustState(t, tr, tcpPacket(s, seg{flags: TCPAck, seq: 5001, ack: 1001, win: 500}), Action{}, trkEstRpl)
+		mustState(t, tr, tcpPacket(c, seg{flags: TCPAck, seq: 1001 + 60000, ack: 5001, win: 500, data: 1000}), Action{}, tc.want)
+		e, _ := connOf(t, tr, c, 0)
+		if tc.serverScale && (e.WScaleOrig != 7 || e.WScaleReply != 7) {
+			t.Errorf("%s: window scales %d, %d, want 7, 7", tc.name, e.WScaleOrig, e.WScaleReply)
+		}
 	}
-	// Without scaling on one side, neither is scaled (RFC 1323): the
-	// same segment is beyond the unscaled window.
-	tr2, _ := newTestTracker(t, Config{})
-	mustState(t, tr2, syn, commit, trkNew)
-	sa2 := tcpPacket(s, seg{flags: TCPSyn | TCPAck, seq: 5000, ack: 1001, win: 500})
-	mustState(t, tr2, sa2, commit, trkEstRpl)
-	mustState(t, tr2, tcpPacket(c, seg{flags: TCPAck, seq: 1001, ack: 5001, win: 500}), Action{}, trkEst)
-	mustState(t, tr2, tcpPacket(c, seg{flags: TCPAck, seq: 1001 + 60000, ack: 5001, win: 500, data: 1000}), Action{}, trkInv)
 }
 
 func TestTCPRstWithoutReplyKills(t *testing.T) {

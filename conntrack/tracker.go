@@ -29,6 +29,7 @@ const (
 	StatusDstNATDone = 1 << 8
 	StatusDying      = 1 << 9
 	statusNATMask    = StatusSrcNAT | StatusDstNAT
+	statusLiberal    = 1 << 16 // internal: TCP windows made liberal (see liberalIfEstablished)
 )
 
 // The ct_state bits (OVS_CS_F_*), as flowkeys.Key.CTState holds them.
@@ -246,6 +247,25 @@ func (c *conn) entry(dir uint8) *entry {
 
 func (c *conn) confirmed() bool { return c.status.Load()&StatusConfirmed != 0 }
 
+// liberalIfEstablished is openvswitch's __ovs_ct_lookup quirk: once a
+// committed TCP connection is established and assured, both directions'
+// window tracking becomes liberal (nf_ct_set_tcp_be_liberal, "so that
+// out-of-window packets are not marked invalid"): only out-of-window
+// RSTs are then refused by the window checks.
+func (c *conn) liberalIfEstablished() {
+	st := c.status.Load()
+	if st&statusLiberal != 0 || st&(StatusConfirmed|StatusAssured) != StatusConfirmed|StatusAssured {
+		return
+	}
+	c.mu.Lock()
+	if c.tcp.state == TCPEstablished {
+		c.tcp.seen[0].flags |= tcpFlagBeLiberal
+		c.tcp.seen[1].flags |= tcpFlagBeLiberal
+		c.status.Or(statusLiberal)
+	}
+	c.mu.Unlock()
+}
+
 // refresh sets the expiry time, skipping the (locked) store when it is
 // already that: with the coarse clock most packets of a busy connection
 // find it so.
@@ -397,6 +417,9 @@ func (t *Tracker) Execute(p *Packet, a *Action, s *State) error {
 	c := s.c
 	if c == nil {
 		return nil
+	}
+	if c.e0.tuple.Proto == ProtoTCP {
+		c.liberalIfEstablished()
 	}
 	if a.HasNAT && s.Flags&stateNATMask == 0 && (c.confirmed() || a.Commit) {
 		if err := t.nat(p, a, c, s); err != nil {
