@@ -83,6 +83,51 @@ func ctScenarios(add func(*Scenario)) {
 			{udp4(IPv4Hdr{Src: IP4("10.0.0.3")}, 4000, 53, "no port left")},
 		},
 		misses: 2,
+	}, {
+		// Destination NAT to a virtual IP's server: the kernel marks
+		// the original direction +dnat+snat (its second, null source
+		// pass) and the reply +snat.
+		name:  "ct-dnat-virtual-ip",
+		flows: pair(udp, "ct(commit,nat(dst=10.0.0.2)),recirc(0x4)", "ct(nat),recirc(0x4)"),
+		frames: [][2][]byte{
+			{udp4(IPv4Hdr{Dst: IP4("10.0.0.99")}, 4000, 53, "to the vip")},
+			{nil, from2(ProtoUDP, UDP(53, 4000, []byte("from the server")))},
+			{udp4(IPv4Hdr{Dst: IP4("10.0.0.99")}, 4000, 53, "again")},
+		},
+		misses: 3,
+	}, {
+		// ICMP echo as a connection, and an ICMP error about a
+		// source-NATed UDP flow: related, its embedded packet
+		// NAT-reversed (the upcall's packet bytes are compared).
+		name: "ct-icmp-echo-and-related-error",
+		flows: append(pair(udp, "ct(commit,nat(src=10.0.0.100)),recirc(0x5)", "ct(nat),recirc(0x5)"),
+			pair("eth(),eth_type(0x0800),ipv4(proto=1,frag=no),icmp()", "ct(commit,nat),recirc(0x5)", "ct(nat),recirc(0x5)")...),
+		frames: [][2][]byte{
+			{from1(ProtoICMP, ICMP(8, 0, 0x00070001, []byte("echo")))},
+			{nil, from2(ProtoICMP, ICMP(0, 0, 0x00070001, []byte("echo")))},
+			{udp4(IPv4Hdr{}, 4000, 53, "snat me")},
+			{nil, Eth(Nobody, MAC2, EthIPv4, IPv4(IPv4Hdr{Src: A2, Dst: IP4("10.0.0.100"), Proto: ProtoICMP, TTL: 64},
+				ICMP(3, 3, 0, IPv4(IPv4Hdr{Src: IP4("10.0.0.100"), Dst: A2, Proto: ProtoUDP, TTL: 64}, UDP(4000, 53, []byte("snat me")))[:28])))},
+			// An echo reply that answers nothing: invalid.
+			{nil, from2(ProtoICMP, ICMP(0, 0, 0x00090001, []byte("stray")))},
+		},
+		misses: 5,
+	}, {
+		// force: a connection seen in the reply direction is deleted
+		// and committed anew in this one; ct_clear leaves no ct state.
+		name: "ct-force-commit-and-clear",
+		flows: []FlowSpec{
+			{"recirc_id(0),in_port(1)," + udp, "ct(commit),recirc(0x6)"},
+			{"recirc_id(0),in_port(2),eth(),eth_type(0x0800),ipv4(proto=17,frag=no),udp(dst=4000)", "ct,ct(force_commit),recirc(0x6)"},
+			{"recirc_id(0),in_port(2),eth(),eth_type(0x0800),ipv4(proto=17,frag=no),udp(dst=4001)", "ct,ct_clear,recirc(0x6)"},
+		},
+		frames: [][2][]byte{
+			{udp4(IPv4Hdr{}, 4000, 53, "first")},
+			{nil, from2(ProtoUDP, UDP(53, 4000, []byte("force")))},
+			{udp4(IPv4Hdr{}, 4000, 53, "now the reply")},
+			{nil, from2(ProtoUDP, UDP(53, 4001, []byte("clear")))},
+		},
+		misses: 4,
 	}} {
 		c := c
 		add(&Scenario{
