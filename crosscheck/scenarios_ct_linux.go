@@ -5,7 +5,10 @@ import (
 	"time"
 )
 
-// Conntrack scenarios (issue 15): explicit flows send the packets
+// Conntrack scenarios (issue 15). The kernel's connection table is one
+// per network namespace and outlives each scenario's datapath, so every
+// scenario uses tuples of its own (ports, zone) and finds no connection
+// another left behind. Explicit flows send the packets
 // through ct and recirculate them to a table with no flows, so every
 // packet comes back as a miss whose key carries the ct fields the
 // datapath set (ct_state, ct_zone, ct_mark, ct_tuple4): the comparison
@@ -90,9 +93,9 @@ func ctScenarios(add func(*Scenario)) {
 		name:  "ct-dnat-virtual-ip",
 		flows: pair(udp, "ct(commit,nat(dst=10.0.0.2)),recirc(0x4)", "ct(nat),recirc(0x4)"),
 		frames: [][2][]byte{
-			{udp4(IPv4Hdr{Dst: IP4("10.0.0.99")}, 4000, 53, "to the vip")},
-			{nil, from2(ProtoUDP, UDP(53, 4000, []byte("from the server")))},
-			{udp4(IPv4Hdr{Dst: IP4("10.0.0.99")}, 4000, 53, "again")},
+			{udp4(IPv4Hdr{Dst: IP4("10.0.0.99")}, 4100, 53, "to the vip")},
+			{nil, from2(ProtoUDP, UDP(53, 4100, []byte("from the server")))},
+			{udp4(IPv4Hdr{Dst: IP4("10.0.0.99")}, 4100, 53, "again")},
 		},
 		misses: 3,
 	}, {
@@ -105,9 +108,9 @@ func ctScenarios(add func(*Scenario)) {
 		frames: [][2][]byte{
 			{from1(ProtoICMP, ICMP(8, 0, 0x00070001, []byte("echo")))},
 			{nil, from2(ProtoICMP, ICMP(0, 0, 0x00070001, []byte("echo")))},
-			{udp4(IPv4Hdr{}, 4000, 53, "snat me")},
+			{udp4(IPv4Hdr{}, 4200, 53, "snat me")},
 			{nil, Eth(Nobody, MAC2, EthIPv4, IPv4(IPv4Hdr{Src: A2, Dst: IP4("10.0.0.100"), Proto: ProtoICMP, TTL: 64},
-				ICMP(3, 3, 0, IPv4(IPv4Hdr{Src: IP4("10.0.0.100"), Dst: A2, Proto: ProtoUDP, TTL: 64}, UDP(4000, 53, []byte("snat me")))[:28])))},
+				ICMP(3, 3, 0, IPv4(IPv4Hdr{Src: IP4("10.0.0.100"), Dst: A2, Proto: ProtoUDP, TTL: 64}, UDP(4200, 53, []byte("snat me")))[:28])))},
 			// An echo reply that answers nothing: invalid.
 			{nil, from2(ProtoICMP, ICMP(0, 0, 0x00090001, []byte("stray")))},
 		},
@@ -118,14 +121,14 @@ func ctScenarios(add func(*Scenario)) {
 		name: "ct-force-commit-and-clear",
 		flows: []FlowSpec{
 			{"recirc_id(0),in_port(1)," + udp, "ct(commit),recirc(0x6)"},
-			{"recirc_id(0),in_port(2),eth(),eth_type(0x0800),ipv4(proto=17,frag=no),udp(dst=4000)", "ct,ct(force_commit),recirc(0x6)"},
-			{"recirc_id(0),in_port(2),eth(),eth_type(0x0800),ipv4(proto=17,frag=no),udp(dst=4001)", "ct,ct_clear,recirc(0x6)"},
+			{"recirc_id(0),in_port(2),eth(),eth_type(0x0800),ipv4(proto=17,frag=no),udp(dst=4300)", "ct,ct(force_commit),recirc(0x6)"},
+			{"recirc_id(0),in_port(2),eth(),eth_type(0x0800),ipv4(proto=17,frag=no),udp(dst=4301)", "ct,ct_clear,recirc(0x6)"},
 		},
 		frames: [][2][]byte{
-			{udp4(IPv4Hdr{}, 4000, 53, "first")},
-			{nil, from2(ProtoUDP, UDP(53, 4000, []byte("force")))},
-			{udp4(IPv4Hdr{}, 4000, 53, "now the reply")},
-			{nil, from2(ProtoUDP, UDP(53, 4001, []byte("clear")))},
+			{udp4(IPv4Hdr{}, 4300, 53, "first")},
+			{nil, from2(ProtoUDP, UDP(53, 4300, []byte("force")))},
+			{udp4(IPv4Hdr{}, 4300, 53, "now the reply")},
+			{nil, from2(ProtoUDP, UDP(53, 4301, []byte("clear")))},
 		},
 		misses: 4,
 	}} {
