@@ -40,7 +40,10 @@
 //     connections), tcp_in_window's four bounds with window scaling and
 //     SACK, and the per-state timeouts with the retransmission and
 //     unacknowledged-data caps. Flags combinations the kernel refuses
-//     are invalid.
+//     are invalid. As openvswitch's __ovs_ct_lookup, a committed
+//     connection's window tracking turns liberal once it is established
+//     and assured: later out-of-window segments pass (only out-of-window
+//     RSTs are refused).
 //   - UDP and UDP-Lite: 30 s unreplied, 120 s once replied after its
 //     first 2 s (then assured). GRE: 30 s / 180 s. ICMP and ICMPv6:
 //     queries and their replies are connections (30 s), a reply or a
