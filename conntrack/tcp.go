@@ -391,9 +391,10 @@ func (t *Tracker) tcpInWindow(st *tcpConn, dir uint8, index int, tp *TCPInfo) bo
 				receiver.end++ // a keepalive's reply
 			}
 		}
-	} else if ((st.state == TCPSynSent && dir == dirOrig) || (st.state == TCPSynRecv && dir == dirReply)) &&
-		after(end, sender.end) {
-		// RFC 793: a reinitialised TCP uses higher sequence numbers.
+	} else if syn && after(end, sender.end) && (st.state == TCPSynSent || st.state == TCPSynRecv) {
+		// RFC 793: a reinitialised TCP uses higher sequence numbers
+		// (for SYNs only, as Linux 6.1.8 on: "re-init for syn
+		// packets only").
 		sender.end, sender.maxend = end, end
 		sender.maxwin = nonZero(win)
 		sender.options(tp)

@@ -226,6 +226,8 @@ func TestTCPOutOfWindowInvalid(t *testing.T) {
 		{"seq under the lower bound", c, seg{flags: TCPAck, seq: 1<<32 - 200000 + 1001, ack: 5001, win: 65535, data: 10}},
 		{"ack of data never sent", s, seg{flags: TCPAck, seq: 5001, ack: 1001 + 5000, win: 65535}},
 		{"ack far below", s, seg{flags: TCPAck, seq: 5001, ack: 1<<32 - 100000 + 1001, win: 65535}},
+		// Not a SYN: no re-initialisation of the server's window.
+		{"server seq over the client's window", s, seg{flags: TCPAck, seq: 5001 + 1<<20, ack: 1001, win: 65535}},
 	} {
 		st := mustState(t, tr, tcpPacket(tc.from, tc.seg), Action{}, trkInv)
 		if st.HasOrig || st.Mark != 0 {
@@ -235,8 +237,8 @@ func TestTCPOutOfWindowInvalid(t *testing.T) {
 			t.Errorf("%s: state %v after an invalid segment", tc.name, got)
 		}
 	}
-	if tr.Stats().Invalid != 4 {
-		t.Errorf("invalid counter %d, want 4", tr.Stats().Invalid)
+	if tr.Stats().Invalid != 5 {
+		t.Errorf("invalid counter %d, want 5", tr.Stats().Invalid)
 	}
 	// In window: the handshake completes.
 	mustState(t, tr, tcpPacket(c, seg{flags: TCPAck, seq: 1001, ack: 5001, win: 65535}), Action{}, trkEst)

@@ -68,6 +68,8 @@ func ctScenarios(add func(*Scenario)) {
 			// Before the handshake completes, far beyond the server's
 			// window: invalid.
 			{from1(ProtoTCP, TCP(40000, 80, 1001+1<<24, 5001, TCPAck, []byte("out of window")))},
+			// The server's too (not a SYN: its window is not re-initialised).
+			{nil, from2(ProtoTCP, TCP(80, 40000, 5001+1<<20, 1001, TCPAck, []byte("server out of window")))},
 			{from1(ProtoTCP, TCP(40000, 80, 1001, 5001, TCPAck, nil))},
 			// Established and assured: openvswitch makes the windows
 			// liberal, so far beyond the client's window passes.
@@ -75,7 +77,7 @@ func ctScenarios(add func(*Scenario)) {
 			// A SYN/ACK starting nothing: invalid.
 			{nil, from2(ProtoTCP, TCP(81, 40000, 7, 9, TCPSyn|TCPAck, nil))},
 		},
-		misses: 6,
+		misses: 7,
 	}, {
 		name:  "ct-snat-port-range",
 		flows: pair(udp, "ct(commit,nat(src=10.0.0.100:6000-6000)),recirc(0x3)", "ct(nat),recirc(0x3)"),
