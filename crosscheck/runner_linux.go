@@ -353,7 +353,14 @@ func observeUpcall(u *odp.Upcall) ObservedUpcall {
 		o.Userdata = append([]byte{}, u.Userdata...)
 	}
 	if u.Kind == odp.UpcallMiss {
-		o.Extracted = ExtractedKey(u.Packet, u.Port)
+		md := flowkeys.Metadata{InPort: u.Port}
+		if k, err := odp.ToFlowKeysExact(u.Key); err == nil {
+			// A recirculated miss: the metadata (recirc_id, dp_hash,
+			// the ct fields) comes from the datapath, not the packet.
+			md = flowkeys.MetadataOf(&k)
+			md.InPort = u.Port
+		}
+		o.Extracted = ExtractedKeyMeta(u.Packet, &md)
 	}
 	return o
 }
@@ -362,8 +369,13 @@ func observeUpcall(u *odp.Upcall) ObservedUpcall {
 // converted to attributes as the kernel writes them and formatted, or
 // the error Extract returned.
 func ExtractedKey(packet []byte, port uint32) string {
+	return ExtractedKeyMeta(packet, &flowkeys.Metadata{InPort: port})
+}
+
+// ExtractedKeyMeta is ExtractedKey with the metadata md.
+func ExtractedKeyMeta(packet []byte, md *flowkeys.Metadata) string {
 	var k flowkeys.Key
-	if err := flowkeys.Extract(packet, &flowkeys.Metadata{InPort: port}, &k); err != nil {
+	if err := flowkeys.Extract(packet, md, &k); err != nil {
 		return "extract error: " + err.Error()
 	}
 	return odp.FormatKey(odp.KeyFromFlowKeys(&k), nil, false)

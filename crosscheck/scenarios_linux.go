@@ -502,6 +502,7 @@ func Scenarios() []*Scenario {
 			return checkFrames(o, "h2", 4, true)
 		}),
 	})
+	ctScenarios(add)
 	return ss
 }
 

@@ -49,6 +49,22 @@ type Metadata struct {
 	CTOrigTpDst   uint16
 }
 
+// MetadataOf returns the metadata of k, the fields Extract takes from
+// its Metadata rather than from the packet (all of them but L3 and
+// EthType), to extract a changed packet again with the same metadata.
+func MetadataOf(k *Key) Metadata {
+	md := Metadata{InPort: k.InPort, Priority: k.Priority, SkbMark: k.SkbMark, RecircID: k.RecircID, DPHash: k.DPHash,
+		CTState: k.CTState, CTOrigProto: k.CTOrigProto, CTZone: k.CTZone, CTMark: k.CTMark, CTLabels: k.CTLabels,
+		CTOrigIPv4Src: k.CTOrigIPv4Src, CTOrigIPv4Dst: k.CTOrigIPv4Dst, CTOrigIPv6Src: k.CTOrigIPv6Src,
+		CTOrigIPv6Dst: k.CTOrigIPv6Dst, CTOrigTpSrc: k.CTOrigTpSrc, CTOrigTpDst: k.CTOrigTpDst}
+	if k.TunProto != 0 {
+		md.Tunnel = Tunnel{Proto: k.TunProto, ID: k.TunID, IPv4Src: k.TunIPv4Src, IPv4Dst: k.TunIPv4Dst,
+			IPv6Src: k.TunIPv6Src, IPv6Dst: k.TunIPv6Dst, Flags: k.TunFlags, TOS: k.TunTOS, TTL: k.TunTTL,
+			TpSrc: k.TunTpSrc, TpDst: k.TunTpDst, GBP: k.TunGBP}
+	}
+	return md
+}
+
 // fill writes the metadata fields of k.
 func (md *Metadata) fill(k *Key) {
 	t := &md.Tunnel

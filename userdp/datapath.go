@@ -50,6 +50,8 @@ type Datapath struct {
 	seq       atomic.Uint64
 	monoBase  uint64 // CLOCK_MONOTONIC ms at start
 	startTime time.Time
+
+	ct ctState // the connection tracker (exec_ct.go)
 }
 
 var _ odp.Datapath = (*Datapath)(nil)
@@ -283,6 +285,7 @@ func (dp *Datapath) Close() error {
 		}
 	}
 	dp.wg.Wait()
+	dp.closeConntrack()
 	return errors.Join(errs...)
 }
 

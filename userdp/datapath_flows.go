@@ -6,6 +6,7 @@ import (
 	"os"
 	"syscall"
 
+	"github.com/ovsdp/ovsdp/conntrack"
 	"github.com/ovsdp/ovsdp/flowkeys"
 	"github.com/ovsdp/ovsdp/odp"
 )
@@ -197,7 +198,7 @@ func (dp *Datapath) Execute(ctx context.Context, p *odp.Packet) error {
 	w.now = dp.nowMs()
 	c := &w.ctx
 	*c = pktCtx{f: frameBuf{Buf: buf, Off: DefaultHeadroom, Len: len(p.Data)}, key: key, keyValid: true, steal: true, proto: keyProtocol(&key),
-		acts: &flowActions{odp: p.Actions, prog: prog}}
+		acts: &flowActions{odp: p.Actions, prog: prog}, ct: conntrack.StateFromKey(&key)}
 	w.run(c, prog)
 	w.flush()
 	return nil

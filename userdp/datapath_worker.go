@@ -31,6 +31,8 @@ type worker struct {
 	rng      uint64
 	now      uint64 // CLOCK_MONOTONIC ms of the current batch
 	counters workerCounters
+
+	natArgs setArgs // the ct action's NAT rewrite (exec_ct.go)
 }
 
 // copySlot is one scratch packet copy.
@@ -75,6 +77,9 @@ func (w *worker) process(buf []byte, off, n int, inPort uint32) {
 	c := &w.ctx
 	c.f.Buf, c.f.Off, c.f.Len = buf, off, n
 	c.hValid, c.cutlen, c.recirc, c.steal = false, 0, 0, true
+	if c.ct.Flags != 0 { // only a ct action sets it
+		c.ct.Clear()
+	}
 	l3, err := flowkeys.ExtractPortL3(buf[off:off+n], inPort, &c.key)
 	if err != nil {
 		w.counters.extractErrors++

@@ -33,6 +33,11 @@
 // reader and one writer at a time, as the datapath uses it (port.go).
 // Close stops every goroutine the Datapath started before it returns.
 //
+// The ct action runs the datapath's connection tracker (package
+// conntrack, the kernel's nf_conntrack semantics; Conntrack returns it):
+// the key's ct fields are set after it for the recirculated lookup, and
+// NAT rewrites the packet. IP fragments are not reassembled yet.
+//
 // # Examples
 //
 // Example (example_test.go; shown by pkgsite and godoc, run by go test)

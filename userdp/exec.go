@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/bits"
 
+	"github.com/ovsdp/ovsdp/conntrack"
 	"github.com/ovsdp/ovsdp/flowkeys"
 	"github.com/ovsdp/ovsdp/internal/header"
 	"github.com/ovsdp/ovsdp/odp"
@@ -16,7 +17,7 @@ import (
 // ovs_nla_copy_actions does (EINVAL where the kernel says EINVAL), with
 // every set action's value and mask converted once to the packet
 // operations' types, so that executing allocates nothing. An action the
-// userspace datapath cannot execute (conntrack, Ethernet and NSH
+// userspace datapath cannot execute (a ct helper or timeout policy, Ethernet and NSH
 // push/pop, tunnels, add_mpls, psample, lb_output, set(tunnel),
 // set(nsh), set(ct_mark), set(ct_label), and any action type the odp
 // package does not know) is rejected with an error that names it and
@@ -59,6 +60,7 @@ const (
 	opDecTTL
 	opCTClear
 	opMeter
+	opCT
 )
 
 // op is one compiled action.
@@ -69,6 +71,7 @@ type op struct {
 	c, d uint16 // TPID and TCI, EtherType, packet length
 	set  *setArgs
 	user *userspaceArgs
+	ct   *conntrack.Action
 	// Nested lists: sample, clone, dec_ttl (sub); check_pkt_len
 	// (sub: greater, sub2: less or equal).
 	sub, sub2 []op
@@ -250,6 +253,12 @@ func (c *compiler) action(a odp.Action, depth int, path string, last bool) (op, 
 		return op{kind: opCTClear}, nil
 	case odp.Meter:
 		return op{kind: opMeter, a: a.ID}, nil
+	case odp.CT:
+		ca, err := conntrack.CompileAction(&a, c.key.EthType)
+		if err != nil {
+			return op{}, fmt.Errorf("%s: %w", path, err)
+		}
+		return op{kind: opCT, ct: &ca}, nil
 	}
 	return op{}, unsupported(path, a)
 }

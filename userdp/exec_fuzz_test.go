@@ -16,6 +16,7 @@ func FuzzExecute(f *testing.F) {
 		"clone(set(ipv4(src=1.2.3.4)),2),3", "check_pkt_len(size=50,gt(2),le(3))", "trunc(20),userspace(pid=0)",
 		"push_mpls(label=1,tc=0,ttl=9,bos=1,eth_type=0x8847),pop_mpls(eth_type=0x800),2", "hash(l4(0)),recirc(1)",
 		"set(tcp(src=1)),set(udp(dst=2)),set(icmp(type=0)),set(arp(op=2)),2",
+		"ct(commit,zone=1,nat(src=10.0.0.9:100-101)),2", "ct(commit,nat(dst=10.0.0.8)),ct(nat),2", "ct,ct_clear,recirc(1)",
 	}
 	frames := [][]byte{udpFrame(1, 2, 1000), make([]byte, 14), make([]byte, 60)}
 	for i, s := range seedActs {

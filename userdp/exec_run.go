@@ -3,6 +3,7 @@ package userdp
 import (
 	"encoding/binary"
 
+	"github.com/ovsdp/ovsdp/conntrack"
 	"github.com/ovsdp/ovsdp/flowkeys"
 	"github.com/ovsdp/ovsdp/internal/header"
 	"github.com/ovsdp/ovsdp/odp"
@@ -54,6 +55,9 @@ type pktCtx struct {
 	// the actions that change it in the kernel (push/pop of VLAN tags
 	// and MPLS labels). The parsed pktHeaders carry it.
 	proto uint16
+	// ct is the packet's connection tracking state (the kernel's
+	// skb->_nfct and the key's ct fields), kept across recirculation.
+	ct conntrack.State
 }
 
 // keyProtocol is skb->protocol as the kernel's key_extract sets it: the
@@ -154,17 +158,7 @@ func (c *pktCtx) validKey() error {
 		return nil
 	}
 	k := &c.key
-	md := flowkeys.Metadata{
-		InPort: k.InPort, Priority: k.Priority, SkbMark: k.SkbMark,
-		RecircID: k.RecircID, DPHash: k.DPHash,
-		CTState: k.CTState, CTOrigProto: k.CTOrigProto, CTZone: k.CTZone, CTMark: k.CTMark,
-		CTLabels: k.CTLabels,
-	}
-	if k.TunProto != 0 {
-		md.Tunnel = flowkeys.Tunnel{Proto: k.TunProto, ID: k.TunID, IPv4Src: k.TunIPv4Src, IPv4Dst: k.TunIPv4Dst,
-			IPv6Src: k.TunIPv6Src, IPv6Dst: k.TunIPv6Dst, Flags: k.TunFlags, TOS: k.TunTOS, TTL: k.TunTTL,
-			TpSrc: k.TunTpSrc, TpDst: k.TunTpDst, GBP: k.TunGBP}
-	}
+	md := flowkeys.MetadataOf(k)
 	if err := flowkeys.Extract(c.f.Bytes(), &md, k); err != nil {
 		return err
 	}
@@ -294,7 +288,13 @@ func (w *worker) run(c *pktCtx, ops []op) {
 			if c.keyValid && c.key.IPTTL > 0 {
 				c.key.IPTTL--
 			}
+		case opCT:
+			if err := w.conntrack(c, o.ct); err != nil {
+				w.ctDrop(err)
+				return
+			}
 		case opCTClear:
+			c.ct.Clear()
 			k := &c.key
 			k.CTState, k.CTOrigProto, k.CTZone, k.CTMark = 0, 0, 0, 0
 			k.CTLabels = [16]byte{}

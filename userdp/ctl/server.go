@@ -108,6 +108,7 @@ func (s *Server) serveConn(ctx context.Context, c net.Conn) {
 	r.BeforeRead = func() error { return c.SetReadDeadline(time.Now().Add(s.idle)) }
 	w := bufio.NewWriter(deadlineWriter{c, s.idle})
 	enc := json.NewEncoder(w)
+	deleted := false // a delete was answered: call OnDelete after the flush
 	for {
 		line, _, long, err := r.Next()
 		switch {
@@ -125,10 +126,16 @@ func (s *Server) serveConn(ctx context.Context, c net.Conn) {
 				_ = enc.Encode(errResponse(fmt.Errorf("ctl: bad request: %w", err)))
 			} else if err := s.handle(ctx, &req, enc); err != nil {
 				_ = enc.Encode(errResponse(err))
+			} else if req.Op == "delete" {
+				deleted = true
 			}
 		}
 		if w.Flush() != nil {
 			return
+		}
+		if deleted {
+			go s.OnDelete()
+			deleted = false
 		}
 	}
 }
@@ -215,11 +222,9 @@ func (s *Server) handle(ctx context.Context, req *request, enc *json.Encoder) er
 		if s.OnDelete == nil {
 			return fmt.Errorf("ctl: this process does not allow deleting its datapath: %w", odp.ErrUnsupported)
 		}
-		if err := enc.Encode(&response{}); err != nil {
-			return err
-		}
-		go s.OnDelete()
-		return nil
+		// serveConn calls OnDelete once this answer is flushed: called
+		// here, it could close the connection before the client reads it.
+		return enc.Encode(&response{})
 	case "flush":
 		if err := dp.FlushFlows(ctx); err != nil {
 			return err

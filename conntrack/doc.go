@@ -1,0 +1,90 @@
+// Package conntrack tracks connections as Linux's nf_conntrack does for
+// the openvswitch module's ct action (net/openvswitch/conntrack.c over
+// net/netfilter, Linux 6.1), for the userspace datapath.
+//
+// # Use
+//
+// A datapath compiles each ct action once (CompileAction, which refuses
+// what the kernel refuses), turns each packet into a Packet (FromKey:
+// the flow key plus the L4 bytes; the tracker parses nothing itself),
+// and calls Execute with the packet's State, which the packet carries
+// through recirculation. Afterwards State.ToKey sets the flow key's
+// ct_state, ct_zone, ct_mark, ct_label and original tuple as the kernel
+// sets them, and Packet.Rewritten says which of the packet's addresses
+// and ports NAT changed (to the values now in Packet.Tuple and
+// Packet.Inner); rewriting the bytes, with incremental checksums, is the
+// datapath's job. An error from Execute means the kernel would drop the
+// packet (table full, zone limit, NAT range exhausted, a clash on
+// commit).
+//
+// # What is tracked as the kernel does
+//
+//   - ct_state: +trk always; +new for a connection not yet committed or
+//     committed with no reply seen; +est, +rel and +rpl from the
+//     packet's relation to it; +inv for what the protocol tracker
+//     refuses (and then no mark, labels or original tuple, and the
+//     action's zone); +snat and +dnat for each NAT manipulation the
+//     action executed, including the kernel's quirks: the reply of a
+//     source-NATed connection is +dnat, and the original direction of a
+//     destination-NATed one is +dnat+snat (ovs_ct_nat's second, null
+//     source pass).
+//   - commit confirms the connection (within the zone's limit and the
+//     global maximum); mark and labels are set, masked, only when
+//     committing; force deletes a connection found in the reply
+//     direction and starts a new one; a later ct in the same zone reuses
+//     the packet's connection instead of tracking it again.
+//   - TCP: the kernel's tcp_conntracks table (SYN_SENT to TIME_WAIT,
+//     SYN_SENT2), its special cases (ignored SYNs and the SYN/ACK
+//     resync, reopening from TIME_WAIT and CLOSE, RST checks, RFC 5961
+//     challenge ACKs, simultaneous open, pick-up of established
+//     connections), tcp_in_window's four bounds with window scaling and
+//     SACK, and the per-state timeouts with the retransmission and
+//     unacknowledged-data caps. Flags combinations the kernel refuses
+//     are invalid. As openvswitch's __ovs_ct_lookup, a committed
+//     connection's window tracking turns liberal once it is established
+//     and assured: later out-of-window segments pass (only out-of-window
+//     RSTs are refused).
+//   - UDP and UDP-Lite: 30 s unreplied, 120 s once replied after its
+//     first 2 s (then assured). GRE: 30 s / 180 s. ICMP and ICMPv6:
+//     queries and their replies are connections (30 s), a reply or a
+//     type without an inverse cannot start one, errors are related to
+//     the connection their embedded packet's inverse is the reply of.
+//     Every other protocol (SCTP and DCCP included, which the kernel
+//     tracks with their own state machines) is generic: no ports, 600 s.
+//   - NAT: source and destination, address ranges (chosen by a hash of
+//     the addresses; persistent leaves out the destination), port (or
+//     ICMP identifier) ranges with the kernel's default classes, random
+//     and hash offsets; an established or related packet is rewritten to
+//     the inverse of the other direction's tuple, an ICMP error's
+//     embedded packet back to what it was before NAT. A tuple whose
+//     reply another connection holds is never handed out.
+//
+// Not done (yet): IP fragment reassembly (FromKey returns ErrFragment),
+// helpers and timeout policies (CompileAction refuses them), the TCP
+// checksum check the kernel makes at PRE_ROUTING, early drop of
+// unassured connections when the table is full, the reuse of an
+// existing source mapping for a source outside the range, and NAT
+// sequence adjustment (there is no helper to need it).
+//
+// # The table and the per-packet cost
+//
+// The lookup of an established connection takes no lock and allocates
+// nothing: the table is a fixed array of buckets of singly linked
+// chains whose links are atomic pointers, read as RCU readers read the
+// kernel's hlist_nulls, with the garbage collector as the grace period
+// (see table.go). Writers (commit, delete, the sweeper) take one of 256
+// stripe locks. This was chosen over seqlocked open addressing because
+// a connection has two entries (one per direction) that must appear and
+// disappear together, an entry never moves, and deleted entries stay
+// safe to walk through without a retry loop on the reader's side. The
+// bucket count is fixed when the tracker is made (a power of two at
+// least the maximum of connections), so the chains stay short and no
+// reader ever meets a resize.
+//
+// A TCP segment then takes its connection's own mutex for the state
+// machine, as the kernel takes ct->lock; UDP, ICMP and generic packets
+// only store the new expiry and add to the counters, atomically.
+// Expiry costs the packet path nothing more: expired connections are
+// skipped (and removed) by the lookups that meet them and removed by a
+// sweeper (Sweep, SweepBuckets, StartSweeper) that walks the buckets.
+package conntrack
