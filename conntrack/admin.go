@@ -58,6 +58,9 @@ type Filter struct {
 	// Orig and Reply, when not nil, restrict a flush to the connection
 	// with that original or reply tuple (Dump ignores them).
 	Orig, Reply *Tuple
+	// Match, when not nil, restricts a flush to the connections whose
+	// entry it accepts (a partial tuple, as dpctl flush-conntrack gives).
+	Match func(*Entry) bool
 }
 
 func (f *Filter) zoneOK(c *conn) bool { return !f.HasZone || c.zone == f.Zone }
@@ -81,6 +84,7 @@ func (t *Tracker) Dump(f Filter, fn func(*Entry) error) error {
 // Flush deletes the connections f selects and returns how many.
 func (t *Tracker) Flush(f Filter) int {
 	var victims []*conn
+	now := t.now()
 	t.tab.each(0, len(t.tab.buckets), func(c *conn) {
 		if !f.zoneOK(c) {
 			return
@@ -90,6 +94,11 @@ func (t *Tracker) Flush(f Filter) int {
 		}
 		if f.Reply != nil && c.e1.tuple != *f.Reply {
 			return
+		}
+		if f.Match != nil {
+			if e := t.entry(c, now); !f.Match(&e) {
+				return
+			}
 		}
 		victims = append(victims, c)
 	})

@@ -95,6 +95,47 @@ const (
 	CTTCPMaxNum
 )
 
+// The kernel's TCP conntrack states (enum tcp_conntrack in
+// include/uapi/linux/netfilter/nf_conntrack_tcp.h), which the userspace
+// tracker (package conntrack) numbers the same way.
+const (
+	kTCPNone = iota
+	kTCPSynSent
+	kTCPSynRecv
+	kTCPEstablished
+	kTCPFinWait
+	kTCPCloseWait
+	kTCPLastAck
+	kTCPTimeWait
+	kTCPClose
+	kTCPSynSent2 // TCP_CONNTRACK_LISTEN, which the kernel reuses as SYN_SENT2
+)
+
+// CTTCPStateOfKernel maps a kernel TCP conntrack state (TCP_CONNTRACK_*)
+// to Open vSwitch's numbering, as ovs-dpctl does
+// (nl_ct_tcp_state_to_dpif): unknown states are CLOSED.
+func CTTCPStateOfKernel(s uint8) CTTCPState {
+	switch s {
+	case kTCPSynSent, kTCPSynSent2:
+		return CTTCPSynSent
+	case kTCPSynRecv:
+		return CTTCPSynRecv
+	case kTCPEstablished:
+		return CTTCPEstablished
+	case kTCPFinWait:
+		return CTTCPFinWait1
+	case kTCPCloseWait:
+		return CTTCPCloseWait
+	case kTCPLastAck:
+		return CTTCPLastAck
+	case kTCPTimeWait:
+		return CTTCPTimeWait
+	case kTCPClose:
+		return CTTCPClosing
+	}
+	return CTTCPClosed
+}
+
 // CTTCPFlags are a TCP direction's tracking flags (CT_DPIF_TCPF_*, the
 // kernel's IP_CT_TCP_FLAG_* bits).
 type CTTCPFlags uint8

@@ -60,12 +60,7 @@ func TestCTStatefulFirewall(t *testing.T) {
 	h.put("recirc_id(2),in_port(2),ct_state(-new+est+trk),"+anyEth+ipTCP, "1")
 	h.put("recirc_id(2),in_port(2),ct_state(+new+trk),"+anyEth+ipTCP, "drop")
 
-	syn := ctTCP(1, 2, 40000, 80, 0x02, 1000, 0)
-	h.send(1, syn)
-	h.expectFrame(2, syn)
-	synack := ctTCP(2, 1, 80, 40000, 0x12, 5000, 1001)
-	h.send(2, synack)
-	h.expectFrame(1, synack)
+	h.synAndSynAck()
 	// Out of window before the handshake completes: invalid, matched
 	// by neither flow (a miss).
 	h.send(2, ctTCP(2, 1, 80, 40000, 0x10, 5001+1<<20, 1001))
@@ -85,6 +80,19 @@ func TestCTStatefulFirewall(t *testing.T) {
 	if tr.Count() != 1 {
 		t.Fatalf("%d connections, want 1", tr.Count())
 	}
+}
+
+// synAndSynAck sends a SYN from port 1 (port 40000 to 80, sequence 1000)
+// and its SYN-ACK back from port 2 (sequence 5000), each expected on the
+// other port.
+func (h *harness) synAndSynAck() {
+	h.t.Helper()
+	syn := ctTCP(1, 2, 40000, 80, 0x02, 1000, 0)
+	h.send(1, syn)
+	h.expectFrame(2, syn)
+	synack := ctTCP(2, 1, 80, 40000, 0x12, 5000, 1001)
+	h.send(2, synack)
+	h.expectFrame(1, synack)
 }
 
 // TestCTSNATRewrite: ct(commit,nat(src=...)) rewrites the packet (with

@@ -66,6 +66,12 @@ func kernelNoMeaning(dp odp.Datapath, what, why string) error {
 	return &noMeaningError{fmt.Sprintf("%s (Operation not supported): %s@%s: %s", what, dp.Type(), dp.Name(), why)}
 }
 
+// ctFeatureNotYet is the error on a datapath whose connection tracker
+// lacks what a command needs (what names it).
+func ctFeatureNotYet(dp odp.Datapath, what string) error {
+	return &noMeaningError{fmt.Sprintf("%s (Operation not supported): %s@%s: not available on this datapath's tracker yet", what, dp.Type(), dp.Name())}
+}
+
 // ctNotYet is the error on a datapath without a connection tracker.
 func ctNotYet(dp odp.Datapath) error {
 	return &noMeaningError{fmt.Sprintf("%s@%s: conntrack not available on this datapath yet", dp.Type(), dp.Name())}
@@ -359,8 +365,11 @@ func cmdCTBkts(e *env, args []string) error {
 		}
 		gt, args = uint16(v), args[:n-1]
 	}
-	return withConntracker(e, "ct-bkts", args, 0, "[DP] [gt=N]", func(_ odp.Datapath, ct odp.Conntracker, _ []string) error {
+	return withConntracker(e, "ct-bkts", args, 0, "[DP] [gt=N]", func(dp odp.Datapath, ct odp.Conntracker, _ []string) error {
 		bc, ok := ct.(odp.CTBucketCounter)
+		if !ok && dp.Type() != "system" {
+			return ctFeatureNotYet(dp, "ct-bkts: the tracker's buckets")
+		}
 		if !ok {
 			// ovs-dpctl's answer on the kernel datapath, with success.
 			fmt.Fprintf(e.out, "Command is available for UserSpace ConnTracker only.\n")
@@ -440,6 +449,9 @@ func withFeature[T any](e *env, name string, args []string, tail int, usage, wha
 	}
 	t, has := dp.(T)
 	if !has {
+		if _, tracks := dp.(odp.Conntracker); tracks {
+			return ctFeatureNotYet(dp, what)
+		}
 		return ctNotYet(dp)
 	}
 	if err := fn(t); err != nil {

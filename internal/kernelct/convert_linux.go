@@ -8,45 +8,6 @@ import (
 	"github.com/ovsdp/ovsdp/odp"
 )
 
-// The kernel's TCP conntrack states (enum tcp_conntrack in
-// include/uapi/linux/netfilter/nf_conntrack_tcp.h).
-const (
-	kTCPNone = iota
-	kTCPSynSent
-	kTCPSynRecv
-	kTCPEstablished
-	kTCPFinWait
-	kTCPCloseWait
-	kTCPLastAck
-	kTCPTimeWait
-	kTCPClose
-	kTCPSynSent2 // TCP_CONNTRACK_LISTEN, which the kernel reuses as SYN_SENT2
-)
-
-// tcpState maps a kernel TCP state to Open vSwitch's numbering, as
-// ovs-dpctl does (nl_ct_tcp_state_to_dpif): unknown states are CLOSED.
-func tcpState(s uint8) odp.CTTCPState {
-	switch s {
-	case kTCPSynSent, kTCPSynSent2:
-		return odp.CTTCPSynSent
-	case kTCPSynRecv:
-		return odp.CTTCPSynRecv
-	case kTCPEstablished:
-		return odp.CTTCPEstablished
-	case kTCPFinWait:
-		return odp.CTTCPFinWait1
-	case kTCPCloseWait:
-		return odp.CTTCPCloseWait
-	case kTCPLastAck:
-		return odp.CTTCPLastAck
-	case kTCPTimeWait:
-		return odp.CTTCPTimeWait
-	case kTCPClose:
-		return odp.CTTCPClosing
-	}
-	return odp.CTTCPClosed
-}
-
 // sctpState maps a kernel SCTP state (enum sctp_conntrack: NONE, CLOSED,
 // COOKIE_WAIT...) to Open vSwitch's (CLOSED, COOKIE_WAIT...): the kernel's
 // is one more from COOKIE_WAIT on; NONE, CLOSED and unknown states are
@@ -130,7 +91,7 @@ func Entry(f *conntrack.Flow) odp.CTEntry {
 	switch {
 	case f.ProtoInfo.TCP != nil:
 		t := f.ProtoInfo.TCP
-		s := tcpState(t.State)
+		s := odp.CTTCPStateOfKernel(t.State)
 		// The kernel keeps one state per connection; ovs-dpctl shows it
 		// for both directions. Each direction's flags are the first byte
 		// of struct nf_ct_tcp_flags {flags, mask}.

@@ -171,14 +171,22 @@ func (c *Client) call(ctx context.Context, req *request) (*response, error) {
 
 // Info implements odp.Datapath.
 func (c *Client) Info(ctx context.Context) (odp.DatapathInfo, error) {
-	r, err := c.call(ctx, &request{Op: "info"})
+	return callFor(ctx, c, &request{Op: "info"}, "info", func(r *response) *odp.DatapathInfo { return r.Info })
+}
+
+// callFor sends req and returns the part of its answer that get picks,
+// or an error naming what when the answer lacks it.
+func callFor[T any](ctx context.Context, c *Client, req *request, what string, get func(*response) *T) (T, error) {
+	var zero T
+	r, err := c.call(ctx, req)
 	if err != nil {
-		return odp.DatapathInfo{}, err
+		return zero, err
 	}
-	if r.Info == nil {
-		return odp.DatapathInfo{}, fmt.Errorf("ctl: netdev@%s: info reply without info", c.name)
+	v := get(r)
+	if v == nil {
+		return zero, fmt.Errorf("ctl: netdev@%s: %s reply without %s", c.name, req.Op, what)
 	}
-	return *r.Info, nil
+	return *v, nil
 }
 
 // Ports implements odp.Datapath.
@@ -192,14 +200,7 @@ func (c *Client) Ports(ctx context.Context) ([]odp.Port, error) {
 
 // AddPort implements odp.Datapath.
 func (c *Client) AddPort(ctx context.Context, spec odp.PortSpec) (odp.Port, error) {
-	r, err := c.call(ctx, &request{Op: "add_port", Spec: &spec})
-	if err != nil {
-		return odp.Port{}, err
-	}
-	if r.Port == nil {
-		return odp.Port{}, fmt.Errorf("ctl: netdev@%s: add_port reply without a port", c.name)
-	}
-	return *r.Port, nil
+	return callFor(ctx, c, &request{Op: "add_port", Spec: &spec}, "a port", func(r *response) *odp.Port { return r.Port })
 }
 
 // SetPort implements odp.Datapath.
@@ -284,26 +285,37 @@ func (c *Client) FlushFlows(ctx context.Context) error {
 // a time; if fn fails, the rest of the dump is read and discarded so the
 // connection stays usable.
 func (c *Client) DumpFlows(ctx context.Context, opts odp.DumpOptions, fn func(*odp.Flow) error) error {
+	return c.stream(ctx, &request{Op: "dump", Dump: &opts}, func(r *response) error {
+		if r.Flow == nil {
+			return nil
+		}
+		f, err := fromWireFlow(r.Flow)
+		if err != nil {
+			return err
+		}
+		return fn(f)
+	})
+}
+
+// stream sends req and calls fn with each answer of a streamed reply
+// (More set) until its last one. Once fn fails, the rest is read and
+// discarded, so that the connection stays usable, and fn's error is
+// returned.
+func (c *Client) stream(ctx context.Context, req *request, fn func(*response) error) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	r, err := c.exchange(ctx, &request{Op: "dump", Dump: &opts})
+	r, err := c.exchange(ctx, req)
 	var fnErr error
-	for ; ; r, err = c.recv("dump") {
+	for ; ; r, err = c.recv(req.Op) {
 		if err != nil {
 			return err
 		}
 		if !r.More {
 			return fnErr
 		}
-		if fnErr != nil || r.Flow == nil {
-			continue
+		if fnErr == nil {
+			fnErr = fn(r)
 		}
-		f, err := fromWireFlow(r.Flow)
-		if err != nil {
-			fnErr = err
-			continue
-		}
-		fnErr = fn(f)
 	}
 }
 

@@ -91,6 +91,8 @@ type request struct {
 	Packet *wirePacket      `json:"packet,omitempty"`
 	Meter  *odp.MeterInfo   `json:"meter,omitempty"`
 	Clear  bool             `json:"clear,omitempty"`
+	// CTFilter selects the entries of ct_dump and ct_flush.
+	CTFilter *odp.CTFilter `json:"ct_filter,omitempty"`
 }
 
 // response is one answer from the server. A dump answers with one
@@ -107,6 +109,11 @@ type response struct {
 	Meter *odp.MeterInfo    `json:"meter,omitempty"`
 	// MeterFeatures answers meter_features.
 	MeterFeatures *odp.MeterFeatures `json:"meter_features,omitempty"`
+	// CTEntry is one entry of a ct_dump (More set), CTStats ct_stats's
+	// answer, Count ct_count's and ct_get_max's.
+	CTEntry *odp.CTEntry `json:"ct_entry,omitempty"`
+	CTStats *odp.CTStats `json:"ct_stats,omitempty"`
+	Count   *uint32      `json:"count,omitempty"`
 	// Closed is set on the server's last answer before it closes an
 	// idle connection; the request the client sent, if any, was not
 	// read.

@@ -248,6 +248,8 @@ func (s *Server) handle(ctx context.Context, req *request, enc *json.Encoder) er
 		return enc.Encode(&response{})
 	case "meter_features", "set_meter", "get_meter", "del_meter":
 		return s.handleMeter(ctx, req, enc)
+	case "ct_dump", "ct_flush", "ct_stats", "ct_count", "ct_get_max", "ct_set_max":
+		return s.handleConntrack(ctx, req, enc)
 	case "execute":
 		if req.Packet == nil {
 			return fmt.Errorf("ctl: execute without a packet: %w", errInvalid)
