@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ovsdp/ovsdp/odp"
 	"github.com/ovsdp/ovsdp/testenv"
 )
 
@@ -356,5 +357,109 @@ func TestIntegrationConntrack(t *testing.T) {
 	me.must(t, "flush-conntrack", "ct_ipv6_dst=fc00::2")
 	if got := me.must(t, "dump-conntrack", sdp, "zone=6"); got != "" {
 		t.Errorf("after flushing ct_ipv6_dst=fc00::2: %q", got)
+	}
+}
+
+// TestIntegrationConntrackNetdevMatchesKernel runs the same flows and
+// traffic as TestIntegrationConntrack (TCP, UDP in zone 5, ICMP between
+// two namespaces, committed and recirculated) through a kernel datapath
+// and through a userspace one, each between its own two namespaces, and
+// compares dpctl dump-conntrack of the two trackers: the kernel's table
+// over ctnetlink and the userspace datapath's tracker over its control
+// socket. The client ports and the ping's ID, which differ between the
+// runs, are replaced by names; everything else must be equal.
+func TestIntegrationConntrackNetdevMatchesKernel(t *testing.T) {
+	requireKernel(t)
+	me := ours()
+	ctSysctl(t, "nf_conntrack_udp_timeout", "600")
+	ctSysctl(t, "nf_conntrack_icmp_timeout", "600")
+	flows := func(dp string) {
+		for _, p := range [][2]string{{"1", "2"}, {"2", "1"}} {
+			in, out := p[0], p[1]
+			for _, f := range [][2]string{
+				{"recirc_id(0),in_port(" + in + "),eth(),eth_type(0x0806),arp()", out},
+				{"recirc_id(0),in_port(" + in + "),eth(),eth_type(0x0800),ipv4(proto=6,frag=no)", "ct(commit),recirc(0x1)"},
+				{"recirc_id(0),in_port(" + in + "),eth(),eth_type(0x0800),ipv4(proto=1,frag=no)", "ct(commit),recirc(0x1)"},
+				{"recirc_id(0),in_port(" + in + "),eth(),eth_type(0x0800),ipv4(proto=17,frag=no)", "ct(commit,zone=5),recirc(0x1)"},
+				{"recirc_id(0x1),ct_state(+trk),in_port(" + in + "),eth(),eth_type(0x0800),ipv4(frag=no)", out},
+			} {
+				me.must(t, "add-flow", dp, f[0], f[1])
+			}
+		}
+	}
+	// The kernel's entry ID (-m: after the reply tuple), which the
+	// userspace tracker has not, and the ping's ID.
+	entryIDRE, idRE := regexp.MustCompile(`\),id=\d+`), regexp.MustCompile(`id=\d+`)
+	dump := func(dp string, tcpPort, udpPort int, args ...string) []string {
+		// ours() again: the environment names the control sockets'
+		// directory once the userspace datapath is up.
+		cmd := []string{"dump-conntrack"}
+		for _, a := range args { // options, then the datapath, then zone=
+			if strings.HasPrefix(a, "-") {
+				cmd = append(cmd, a)
+			}
+		}
+		cmd = append(cmd, dp)
+		for _, a := range args {
+			if !strings.HasPrefix(a, "-") {
+				cmd = append(cmd, a)
+			}
+		}
+		out := ours().must(t, cmd...)
+		out = entryIDRE.ReplaceAllString(out, ")")
+		out = strings.NewReplacer(strconv.Itoa(tcpPort), "TCPPORT", strconv.Itoa(udpPort), "UDPPORT").Replace(out)
+		return sortedLines(idRE.ReplaceAllString(out, "id=ID"))
+	}
+
+	// The kernel datapath.
+	ns1, ns2 := testenv.NewNetns(t), testenv.NewNetns(t)
+	va, vb := testenv.NewVeth(t, nil, ns1), testenv.NewVeth(t, nil, ns2)
+	ns1.AddAddr(t, va.PeerName, "10.0.0.1/24")
+	ns2.AddAddr(t, vb.PeerName, "10.0.0.2/24")
+	sdp := "system@" + newDP(t, va.Name, vb.Name)
+	me.must(t, "flush-conntrack", sdp)
+	flows(sdp)
+	kt, ku := ctTraffic(t, ns1, ns2, 8083)
+
+	// The userspace datapath, hosted here behind its control socket.
+	dir, err := os.MkdirTemp("", "dpctl") // short: socket paths are limited to 108 bytes
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	t.Setenv("OVSDP_RUNDIR", dir)
+	ns3, ns4 := testenv.NewNetns(t), testenv.NewNetns(t)
+	vc, vd := testenv.NewVeth(t, nil, ns3), testenv.NewVeth(t, nil, ns4)
+	ns3.AddAddr(t, vc.PeerName, "10.0.0.1/24")
+	ns4.AddAddr(t, vd.PeerName, "10.0.0.2/24")
+	udp := (&harness{t: t}).hostDP("ctnd")
+	for _, name := range []string{vc.Name, vd.Name} {
+		if _, err := udp.AddPort(context.Background(), odp.PortSpec{Name: name, Type: odp.PortNetdev}); err != nil {
+			t.Fatalf("adding %s to netdev@ctnd: %v", name, err)
+		}
+	}
+	ndp := "netdev@ctnd"
+	me = ours()
+	flows(ndp)
+	nt, nu := ctTraffic(t, ns3, ns4, 8083)
+
+	for _, args := range [][]string{nil, {"-m"}, {"zone=5"}} {
+		want, got := dump(sdp, kt, ku, args...), dump(ndp, nt, nu, args...)
+		if strings.Join(want, "\n") != strings.Join(got, "\n") {
+			t.Errorf("dump-conntrack %v differs:\nsystem@ (kernel):\n%s\nnetdev@ (userdp):\n%s", args, strings.Join(want, "\n"), strings.Join(got, "\n"))
+		}
+		if args == nil {
+			t.Logf("dump-conntrack on both datapaths:\n%s", strings.Join(got, "\n"))
+			if len(got) != 3 {
+				t.Errorf("want the TCP, UDP and ICMP connections, got %d lines", len(got))
+			}
+		}
+	}
+	if got := me.must(t, "ct-get-nconns", ndp); got != "3\n" {
+		t.Errorf("ct-get-nconns on netdev@: %q, want 3", got)
+	}
+	me.must(t, "flush-conntrack", ndp, "zone=5")
+	if got := dump(ndp, nt, nu); len(got) != 2 || strings.Contains(strings.Join(got, "\n"), "zone=5") {
+		t.Errorf("after flush-conntrack zone=5 on netdev@:\n%s", strings.Join(got, "\n"))
 	}
 }
