@@ -181,6 +181,25 @@ func ctTraffic(t *testing.T, ns1, ns2 *testenv.Netns, dport int) (tcpPort, udpPo
 	return tc.LocalAddr().(*net.TCPAddr).Port, udpPort
 }
 
+// ctFlows adds the conntrack tests' flows to dp (ports 1 and 2): ARP is
+// forwarded, TCP and ICMP are committed in zone 0 and UDP in zone 5, then
+// recirculated to a flow that forwards every tracked packet.
+func ctFlows(t *testing.T, me tool, dp string) {
+	t.Helper()
+	for _, p := range [][2]string{{"1", "2"}, {"2", "1"}} {
+		in, out := p[0], p[1]
+		for _, f := range [][2]string{
+			{"recirc_id(0),in_port(" + in + "),eth(),eth_type(0x0806),arp()", out},
+			{"recirc_id(0),in_port(" + in + "),eth(),eth_type(0x0800),ipv4(proto=6,frag=no)", "ct(commit),recirc(0x1)"},
+			{"recirc_id(0),in_port(" + in + "),eth(),eth_type(0x0800),ipv4(proto=1,frag=no)", "ct(commit),recirc(0x1)"},
+			{"recirc_id(0),in_port(" + in + "),eth(),eth_type(0x0800),ipv4(proto=17,frag=no)", "ct(commit,zone=5),recirc(0x1)"},
+			{"recirc_id(0x1),ct_state(+trk),in_port(" + in + "),eth(),eth_type(0x0800),ipv4(frag=no)", out},
+		} {
+			me.must(t, "add-flow", dp, f[0], f[1])
+		}
+	}
+}
+
 // TestIntegrationConntrack runs TCP, UDP and ICMP between two namespaces
 // through a kernel datapath whose flows commit them to conntrack (UDP in
 // zone 5) and recirculate, and compares dpctl's conntrack commands with
@@ -205,18 +224,7 @@ func TestIntegrationConntrack(t *testing.T) {
 	dp := newDP(t, va.Name, vb.Name)
 	sdp := "system@" + dp
 	me.must(t, "flush-conntrack", sdp)
-	for _, p := range [][2]string{{"1", "2"}, {"2", "1"}} {
-		in, out := p[0], p[1]
-		for _, f := range [][2]string{
-			{"recirc_id(0),in_port(" + in + "),eth(),eth_type(0x0806),arp()", out},
-			{"recirc_id(0),in_port(" + in + "),eth(),eth_type(0x0800),ipv4(proto=6,frag=no)", "ct(commit),recirc(0x1)"},
-			{"recirc_id(0),in_port(" + in + "),eth(),eth_type(0x0800),ipv4(proto=1,frag=no)", "ct(commit),recirc(0x1)"},
-			{"recirc_id(0),in_port(" + in + "),eth(),eth_type(0x0800),ipv4(proto=17,frag=no)", "ct(commit,zone=5),recirc(0x1)"},
-			{"recirc_id(0x1),ct_state(+trk),in_port(" + in + "),eth(),eth_type(0x0800),ipv4(frag=no)", out},
-		} {
-			me.must(t, "add-flow", sdp, f[0], f[1])
-		}
-	}
+	ctFlows(t, me, sdp)
 	tcpPort, udpPort := ctTraffic(t, ns1, ns2, 8080)
 
 	lines := compareCT(t, []string{"dump-conntrack"}, []string{"dump-conntrack", sdp})
@@ -373,20 +381,6 @@ func TestIntegrationConntrackNetdevMatchesKernel(t *testing.T) {
 	me := ours()
 	ctSysctl(t, "nf_conntrack_udp_timeout", "600")
 	ctSysctl(t, "nf_conntrack_icmp_timeout", "600")
-	flows := func(dp string) {
-		for _, p := range [][2]string{{"1", "2"}, {"2", "1"}} {
-			in, out := p[0], p[1]
-			for _, f := range [][2]string{
-				{"recirc_id(0),in_port(" + in + "),eth(),eth_type(0x0806),arp()", out},
-				{"recirc_id(0),in_port(" + in + "),eth(),eth_type(0x0800),ipv4(proto=6,frag=no)", "ct(commit),recirc(0x1)"},
-				{"recirc_id(0),in_port(" + in + "),eth(),eth_type(0x0800),ipv4(proto=1,frag=no)", "ct(commit),recirc(0x1)"},
-				{"recirc_id(0),in_port(" + in + "),eth(),eth_type(0x0800),ipv4(proto=17,frag=no)", "ct(commit,zone=5),recirc(0x1)"},
-				{"recirc_id(0x1),ct_state(+trk),in_port(" + in + "),eth(),eth_type(0x0800),ipv4(frag=no)", out},
-			} {
-				me.must(t, "add-flow", dp, f[0], f[1])
-			}
-		}
-	}
 	// The kernel's entry ID (-m: after the reply tuple), which the
 	// userspace tracker has not, and the ping's ID.
 	entryIDRE, idRE := regexp.MustCompile(`\),id=\d+`), regexp.MustCompile(`id=\d+`)
@@ -418,7 +412,7 @@ func TestIntegrationConntrackNetdevMatchesKernel(t *testing.T) {
 	ns2.AddAddr(t, vb.PeerName, "10.0.0.2/24")
 	sdp := "system@" + newDP(t, va.Name, vb.Name)
 	me.must(t, "flush-conntrack", sdp)
-	flows(sdp)
+	ctFlows(t, me, sdp)
 	kt, ku := ctTraffic(t, ns1, ns2, 8083)
 
 	// The userspace datapath, hosted here behind its control socket.
@@ -440,7 +434,7 @@ func TestIntegrationConntrackNetdevMatchesKernel(t *testing.T) {
 	}
 	ndp := "netdev@ctnd"
 	me = ours()
-	flows(ndp)
+	ctFlows(t, me, ndp)
 	nt, nu := ctTraffic(t, ns3, ns4, 8083)
 
 	for _, args := range [][]string{nil, {"-m"}, {"zone=5"}} {
