@@ -112,12 +112,27 @@ func TestMaxConnsSysctl(t *testing.T) {
 	if err := tr.SetMaxConns(ctx, 1<<31); err == nil || !strings.Contains(err.Error(), "at most 2147483647") {
 		t.Errorf("2^31: %v", err)
 	}
+	// A write the file refuses. Root writes a read-only file anyway, so
+	// there the refusal is a directory in the file's place (EISDIR, not a
+	// permission error: no namespace hint); others get the read-only
+	// file, as in a network namespace other than the initial one.
+	if os.Geteuid() == 0 {
+		if err := os.Remove(path); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Mkdir(path, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		err := tr.SetMaxConns(ctx, 5)
+		if err == nil || !strings.Contains(err.Error(), "setting the maximum number of connections") || strings.Contains(err.Error(), "namespace") {
+			t.Errorf("unwritable (a directory): %v", err)
+		}
+		return
+	}
 	if err := os.Chmod(path, 0o444); err != nil {
 		t.Fatal(err)
 	}
-	if os.Geteuid() != 0 { // root writes a read-only file anyway
-		if err := tr.SetMaxConns(ctx, 5); err == nil || !strings.Contains(err.Error(), "only the initial network namespace") {
-			t.Errorf("read-only: %v", err)
-		}
+	if err := tr.SetMaxConns(ctx, 5); err == nil || !strings.Contains(err.Error(), "only the initial network namespace") {
+		t.Errorf("read-only: %v", err)
 	}
 }
