@@ -99,9 +99,10 @@ type CompareOptions struct {
 // o.UnorderedFrames.
 func (ob *Observation) Render(o CompareOptions) string {
 	var b strings.Builder
-	received := ob.Received
+	received, mergedName := ob.Received, ""
 	if len(o.MergeHosts) > 0 {
-		merged := Received{Host: strings.Join(o.MergeHosts, "+")}
+		mergedName = strings.Join(o.MergeHosts, "+")
+		merged := Received{Host: mergedName}
 		received = nil
 		for _, r := range ob.Received {
 			if slices.Contains(o.MergeHosts, r.Host) {
@@ -117,7 +118,7 @@ func (ob *Observation) Render(o CompareOptions) string {
 		for _, f := range r.Frames {
 			lines = append(lines, fmt.Sprintf("  %s | %s", f.Summary, hex.EncodeToString(f.Data)))
 		}
-		if o.UnorderedFrames || len(o.MergeHosts) > 0 && r.Host == strings.Join(o.MergeHosts, "+") {
+		if o.UnorderedFrames || r.Host == mergedName && mergedName != "" {
 			sort.Strings(lines)
 		}
 		what := "frames"

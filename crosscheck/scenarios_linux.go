@@ -22,6 +22,15 @@ var (
 	B1, B2 = headertest.IP6("fd00::1"), headertest.IP6("fd00::2")
 )
 
+// stackTCPCompare compares a TCP exchange between the hosts' own stacks.
+// A delayed ACK (sent from a timer, on whichever CPU) and the FIN (sent by
+// the process) may leave in either order, so the frames are compared, not
+// their order. The stacks may also send a duplicate ACK from a timer on a
+// slow run (seen under TCG); which datapath carried it does not matter,
+// so distinct frames are compared, and the per-flow and datapath packet
+// counts that include it are left out.
+var stackTCPCompare = CompareOptions{UnorderedFrames: true, DedupFrames: true, IgnoreFlowStats: true, IgnoreCounters: true}
+
 func hostsV4(n int) []Host {
 	hs := make([]Host, n)
 	for i := range hs {
@@ -156,14 +165,7 @@ func Scenarios() []*Scenario {
 	})
 	add(&Scenario{
 		Name: "tcp-ipv4", Hosts: hostsV4(2), Handler: true, Stack: true,
-		// A delayed ACK (sent from a timer, on whichever CPU) and the
-		// FIN (sent by the process) may leave in either order: compare
-		// the frames, not their order.
-		// The hosts' TCP stacks may also send a duplicate ACK from a timer
-		// on a slow run (seen under TCG); which datapath carried it does
-		// not matter, so distinct frames are compared, and the per-flow
-		// and datapath packet counts that include it are left out.
-		Compare: CompareOptions{UnorderedFrames: true, DedupFrames: true, IgnoreFlowStats: true, IgnoreCounters: true},
+		Compare: stackTCPCompare,
 		Traffic: func(e *Env) error { return e.TCPExchange("h1", "h2", "10.0.0.2", 40001, 8080, trafficTimeout) },
 		Check:   all(checkNoErrors, func(o *Observation) error { return checkFrames(o, "h2", 4, true) }),
 	})
@@ -184,11 +186,7 @@ func Scenarios() []*Scenario {
 	})
 	add(&Scenario{
 		Name: "tcp-ipv6", Hosts: hostsV6(2), Handler: true, Stack: true,
-		// The hosts' TCP stacks may also send a duplicate ACK from a timer
-		// on a slow run (seen under TCG); which datapath carried it does
-		// not matter, so distinct frames are compared, and the per-flow
-		// and datapath packet counts that include it are left out.
-		Compare: CompareOptions{UnorderedFrames: true, DedupFrames: true, IgnoreFlowStats: true, IgnoreCounters: true},
+		Compare: stackTCPCompare,
 		Traffic: func(e *Env) error { return e.TCPExchange("h1", "h2", "fd00::2", 40003, 8080, trafficTimeout) },
 		Check:   all(checkNoErrors, func(o *Observation) error { return checkFrames(o, "h2", 4, true) }),
 	})

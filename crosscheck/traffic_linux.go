@@ -203,11 +203,8 @@ func (e *Env) Ping(host, dst string, timeout time.Duration) error {
 	}
 	buf := make([]byte, 2048)
 	for time.Now().Before(deadline) {
-		n, _, err := unix.Recvfrom(fd, buf, 0)
+		n, _, err := recvfrom(fd, buf, deadline)
 		if err != nil {
-			if err == unix.EINTR {
-				continue
-			}
 			return fmt.Errorf("ping %s from %s: no reply: %w", dst, host, err)
 		}
 		b := buf[:n]
