@@ -11,20 +11,51 @@ import "golang.org/x/sys/cpu"
 //go:noescape
 func equalMaskedSSE2(a, b, m *uint64, n int) bool
 
-// equalMaskedAVX2 is the comparator with 32-byte AVX2 operations, two
-// accumulators, straight-line code for 16 words (128 bytes), 16- and
-// 8-byte tails, and one VPTEST at the end. Only for CPUs with AVX2.
+// equalMaskedAVX2 is the comparator with 32-byte AVX2 operations: up to
+// 16 words (128 bytes) in straight-line code of two or four chunks that
+// start at the first word and end at the last (overlapping), a loop of
+// 64 bytes above that, and one VPTEST at the end. Only for CPUs with
+// AVX2.
 //
 //go:noescape
 func equalMaskedAVX2(a, b, m *uint64, n int) bool
 
-// useAVX2 says whether equalMasked uses the AVX2 comparator (else the
-// SSE2 one). It is set once at start-up, and read by equalMasked's
-// assembly: a predictable branch and a tail jump cost less than a call
-// through a function variable.
-var useAVX2 = cpu.X86.HasAVX2
+// equalMaskedAVX512 is the comparator with 64-byte AVX-512 operations:
+// up to 8 words one load under a mask register, 9-16 words two
+// overlapping chunks, a loop of 64 bytes above that; VPTESTMQ applies
+// the mask and KORTESTW tests the result once. Only for CPUs with
+// AVX-512F (cpu.X86.HasAVX512F, which also checks that the OS saves the
+// ZMM state).
+//
+//go:noescape
+func equalMaskedAVX512(a, b, m *uint64, n int) bool
 
-// equalMasked is equalMaskedAVX2 or equalMaskedSSE2, as useAVX2 says.
+// The comparators equalMasked can dispatch to (the values of cmpImpl;
+// compare_amd64.s defines the same numbers).
+const (
+	cmpSSE2   = 0
+	cmpAVX2   = 1
+	cmpAVX512 = 2
+)
+
+// cmpImpl says which comparator equalMasked uses: the widest this CPU
+// has. It is set once at start-up, and read by equalMasked's assembly:
+// a predictable branch and a direct call cost less than a call through
+// a function variable.
+var cmpImpl = bestCmpImpl()
+
+// bestCmpImpl returns the widest comparator the CPU runs.
+func bestCmpImpl() uint8 {
+	switch {
+	case cpu.X86.HasAVX512F:
+		return cmpAVX512
+	case cpu.X86.HasAVX2:
+		return cmpAVX2
+	}
+	return cmpSSE2
+}
+
+// equalMasked is the comparator cmpImpl chooses.
 //
 //go:noescape
 func equalMasked(a, b, m *uint64, n int) bool
@@ -46,8 +77,21 @@ func equalMaskedImpls() map[string]func(a, b, m *uint64, n int) bool {
 	if cpu.X86.HasAVX2 {
 		impls["avx2"] = equalMaskedAVX2
 	}
+	if cpu.X86.HasAVX512F {
+		impls["avx512"] = equalMaskedAVX512
+	}
 	return impls
 }
 
-// setUseAVX2 sets useAVX2, for tests: true only where the CPU has AVX2.
-func setUseAVX2(on bool) { useAVX2 = on && cpu.X86.HasAVX2 }
+// cmpImpls lists the settings of cmpImpl this CPU allows, by name, for
+// the tests that run the dispatch under each.
+func cmpImpls() map[string]uint8 {
+	s := map[string]uint8{"sse2": cmpSSE2}
+	if cpu.X86.HasAVX2 {
+		s["avx2"] = cmpAVX2
+	}
+	if cpu.X86.HasAVX512F {
+		s["avx512"] = cmpAVX512
+	}
+	return s
+}

@@ -2,6 +2,11 @@
 
 #include "textflag.h"
 
+// The values of cmpImpl (compare_amd64.go).
+#define cmpSSE2 0
+#define cmpAVX2 1
+#define cmpAVX512 2
+
 // The comparators OR together (a^b)&m over n words and test the result
 // once at the end: no early exit (after a hash hit the keys are almost
 // always equal). Their bodies take SI = a, DI = b, DX = m, CX = n and
@@ -61,26 +66,57 @@ sse2done:
 	RET
 
 // avx2Body<>: 32-byte AVX2 operations (VPXOR, VPAND, VPOR on YMM; the
-// caller checks cpu.X86.HasAVX2), straight-line code for 16 words (128
-// bytes), otherwise 64 bytes per iteration with two accumulators and
-// 32-, 16- and 8-byte tails; one VPTEST at the end, then VZEROUPPER.
-// A VEX-encoded XMM load zeroes the upper half of its YMM register, so
-// the 16-byte step can be ORed into a YMM accumulator.
+// caller checks cpu.X86.HasAVX2) and no loop up to 16 words: the range
+// is covered by chunks that start at its first word and end at its last,
+// overlapping in the middle (an overlap tests some words twice, which
+// does not change the OR). 4-8 words are two YMM chunks, 9-16 words
+// four; 1 word is one 8-byte step, 2-3 words two XMM chunks; above 16
+// words a loop of 64 bytes, then the last 64 bytes overlapping. One
+// VPTEST at the end, then VZEROUPPER. A VEX-encoded XMM operation zeroes
+// the upper half of its YMM register, so the XMM path leaves the upper
+// state clean.
 TEXT avx2Body<>(SB), NOSPLIT|NOFRAME, $0
+	CMPQ CX, $4
+	JB   avx2small
+	CMPQ CX, $8
+	JA   avx2over8
+
+	// 4-8 words: [0, 4) and [n-4, n).
+	LEAQ    -32(SI)(CX*8), R8
+	LEAQ    -32(DI)(CX*8), R9
+	LEAQ    -32(DX)(CX*8), R10
+	VMOVDQU 0(SI), Y0
+	VMOVDQU 0(R8), Y1
+	VPXOR   0(DI), Y0, Y0
+	VPXOR   0(R9), Y1, Y1
+	VPAND   0(DX), Y0, Y0
+	VPAND   0(R10), Y1, Y1
+	VPOR    Y1, Y0, Y0
+	VPTEST  Y0, Y0
+	VZEROUPPER
+	SETEQ   AL
+	RET
+
+avx2over8:
 	CMPQ CX, $16
-	JNE  avx2general
+	JA   avx2large
+
+	// 9-16 words: [0, 8) and [n-8, n).
+	LEAQ    -64(SI)(CX*8), R8
+	LEAQ    -64(DI)(CX*8), R9
+	LEAQ    -64(DX)(CX*8), R10
 	VMOVDQU 0(SI), Y0
 	VMOVDQU 32(SI), Y1
-	VMOVDQU 64(SI), Y2
-	VMOVDQU 96(SI), Y3
+	VMOVDQU 0(R8), Y2
+	VMOVDQU 32(R8), Y3
 	VPXOR   0(DI), Y0, Y0
 	VPXOR   32(DI), Y1, Y1
-	VPXOR   64(DI), Y2, Y2
-	VPXOR   96(DI), Y3, Y3
+	VPXOR   0(R9), Y2, Y2
+	VPXOR   32(R9), Y3, Y3
 	VPAND   0(DX), Y0, Y0
 	VPAND   32(DX), Y1, Y1
-	VPAND   64(DX), Y2, Y2
-	VPAND   96(DX), Y3, Y3
+	VPAND   0(R10), Y2, Y2
+	VPAND   32(R10), Y3, Y3
 	VPOR    Y1, Y0, Y0
 	VPOR    Y3, Y2, Y2
 	VPOR    Y2, Y0, Y0
@@ -89,67 +125,153 @@ TEXT avx2Body<>(SB), NOSPLIT|NOFRAME, $0
 	SETEQ   AL
 	RET
 
-avx2general:
-	XORQ  BX, BX
-	VPXOR Y0, Y0, Y0
-	VPXOR Y1, Y1, Y1
+avx2large:
+	// More than 16 words: 8 words at a time while more than 8 remain,
+	// then the last 8 words of the range (overlapping the previous
+	// step).
+	VPXOR Y4, Y4, Y4
+	VPXOR Y5, Y5, Y5
 
 avx2loop8:
-	CMPQ    CX, $8
-	JB      avx2tail4
-	VMOVDQU 0(SI), Y2
-	VMOVDQU 32(SI), Y3
-	VPXOR   0(DI), Y2, Y2
-	VPXOR   32(DI), Y3, Y3
-	VPAND   0(DX), Y2, Y2
-	VPAND   32(DX), Y3, Y3
-	VPOR    Y2, Y0, Y0
-	VPOR    Y3, Y1, Y1
+	VMOVDQU 0(SI), Y0
+	VMOVDQU 32(SI), Y1
+	VPXOR   0(DI), Y0, Y0
+	VPXOR   32(DI), Y1, Y1
+	VPAND   0(DX), Y0, Y0
+	VPAND   32(DX), Y1, Y1
+	VPOR    Y0, Y4, Y4
+	VPOR    Y1, Y5, Y5
 	ADDQ    $64, SI
 	ADDQ    $64, DI
 	ADDQ    $64, DX
 	SUBQ    $8, CX
-	JMP     avx2loop8
-
-avx2tail4:
-	CMPQ    CX, $4
-	JB      avx2tail2
-	VMOVDQU 0(SI), Y2
-	VPXOR   0(DI), Y2, Y2
-	VPAND   0(DX), Y2, Y2
-	VPOR    Y2, Y0, Y0
-	ADDQ    $32, SI
-	ADDQ    $32, DI
-	ADDQ    $32, DX
-	SUBQ    $4, CX
-
-avx2tail2:
-	CMPQ    CX, $2
-	JB      avx2tail1
-	VMOVDQU 0(SI), X2
-	VPXOR   0(DI), X2, X2
-	VPAND   0(DX), X2, X2
-	VPOR    Y2, Y1, Y1
-	ADDQ    $16, SI
-	ADDQ    $16, DI
-	ADDQ    $16, DX
-	SUBQ    $2, CX
-
-avx2tail1:
-	TESTQ CX, CX
-	JZ    avx2done
-	MOVQ  0(SI), BX
-	XORQ  0(DI), BX
-	ANDQ  0(DX), BX
-
-avx2done:
-	VPOR   Y1, Y0, Y0
-	VPTEST Y0, Y0
+	CMPQ    CX, $8
+	JA      avx2loop8
+	LEAQ    -64(SI)(CX*8), SI
+	LEAQ    -64(DI)(CX*8), DI
+	LEAQ    -64(DX)(CX*8), DX
+	VMOVDQU 0(SI), Y0
+	VMOVDQU 32(SI), Y1
+	VPXOR   0(DI), Y0, Y0
+	VPXOR   32(DI), Y1, Y1
+	VPAND   0(DX), Y0, Y0
+	VPAND   32(DX), Y1, Y1
+	VPOR    Y0, Y4, Y4
+	VPOR    Y1, Y5, Y5
+	VPOR    Y5, Y4, Y4
+	VPTEST  Y4, Y4
 	VZEROUPPER
-	SETEQ  AL
-	TESTQ  BX, BX
-	SETEQ  CL
-	ANDB   CL, AL
+	SETEQ   AL
+	RET
+
+avx2small:
+	CMPQ CX, $1
+	JB   avx2empty
+	JA   avx2xmm
+
+	// 1 word.
+	MOVQ  0(SI), AX
+	XORQ  0(DI), AX
+	ANDQ  0(DX), AX
+	SETEQ AL
+	RET
+
+avx2xmm:
+	// 2-3 words: [0, 2) and [n-2, n).
+	LEAQ    -16(SI)(CX*8), R8
+	LEAQ    -16(DI)(CX*8), R9
+	LEAQ    -16(DX)(CX*8), R10
+	VMOVDQU 0(SI), X0
+	VMOVDQU 0(R8), X1
+	VPXOR   0(DI), X0, X0
+	VPXOR   0(R9), X1, X1
+	VPAND   0(DX), X0, X0
+	VPAND   0(R10), X1, X1
+	VPOR    X1, X0, X0
+	VPTEST  X0, X0
+	SETEQ   AL
+	RET
+
+avx2empty:
+	MOVB $1, AX
+	RET
+
+// avx512Body<>: 64-byte AVX-512 operations (VPXORQ on ZMM, and
+// VPTESTMQ, which ANDs with the mask and sets one bit of a mask register
+// per word that differs; the caller checks cpu.X86.HasAVX512F). 1-8
+// words are one chunk loaded under a mask register of n bits (the
+// words past the range are neither compared nor read: a masked-off
+// element of an AVX-512 load does not fault); 9-16 words are two
+// chunks, [0, 8) and [n-8, n), overlapping in the middle; above 16
+// words a loop of 64 bytes, then the last 64 bytes overlapping. One
+// KORTESTW at the end, then VZEROUPPER.
+TEXT avx512Body<>(SB), NOSPLIT|NOFRAME, $0
+	CMPQ CX, $8
+	JBE  avx512small
+	CMPQ CX, $16
+	JA   avx512large
+
+	// 9-16 words.
+	LEAQ      -64(SI)(CX*8), R8
+	LEAQ      -64(DI)(CX*8), R9
+	LEAQ      -64(DX)(CX*8), R10
+	VMOVDQU64 0(SI), Z0
+	VMOVDQU64 0(R8), Z1
+	VPXORQ    0(DI), Z0, Z0
+	VPXORQ    0(R9), Z1, Z1
+	VPTESTMQ  0(DX), Z0, K1
+	VPTESTMQ  0(R10), Z1, K2
+	KORTESTW  K1, K2
+	VZEROUPPER
+	SETEQ     AL
+	RET
+
+avx512small:
+	TESTQ CX, CX
+	JZ    avx512empty
+
+	// 1-8 words: the words [n, 8) are masked off.
+	MOVL      $1, AX
+	SHLL      CX, AX
+	DECL      AX
+	KMOVW     AX, K1
+	VMOVDQU64.Z 0(SI), K1, Z0
+	VPXORQ.Z  0(DI), Z0, K1, Z0
+	VPTESTMQ  0(DX), Z0, K1, K2
+	KORTESTW  K2, K2
+	VZEROUPPER
+	SETEQ     AL
+	RET
+
+avx512large:
+	// More than 16 words: 8 words at a time while more than 8 remain,
+	// then the last 8 words of the range.
+	KXORW K3, K3, K3
+
+avx512loop8:
+	VMOVDQU64 0(SI), Z0
+	VPXORQ    0(DI), Z0, Z0
+	VPTESTMQ  0(DX), Z0, K1
+	KORW      K1, K3, K3
+	ADDQ      $64, SI
+	ADDQ      $64, DI
+	ADDQ      $64, DX
+	SUBQ      $8, CX
+	CMPQ      CX, $8
+	JA        avx512loop8
+	LEAQ      -64(SI)(CX*8), SI
+	LEAQ      -64(DI)(CX*8), DI
+	LEAQ      -64(DX)(CX*8), DX
+	VMOVDQU64 0(SI), Z0
+	VPXORQ    0(DI), Z0, Z0
+	VPTESTMQ  0(DX), Z0, K1
+	KORTESTW  K1, K3
+	VZEROUPPER
+	SETEQ     AL
+	RET
+
+avx512empty:
+	MOVB $1, AX
 	RET
 
 // func equalMaskedSSE2(a, b, m *uint64, n int) bool
@@ -172,14 +294,31 @@ TEXT ·equalMaskedAVX2(SB), NOSPLIT, $0-33
 	MOVB AL, ret+32(FP)
 	RET
 
+// func equalMaskedAVX512(a, b, m *uint64, n int) bool
+TEXT ·equalMaskedAVX512(SB), NOSPLIT, $0-33
+	MOVQ a+0(FP), SI
+	MOVQ b+8(FP), DI
+	MOVQ m+16(FP), DX
+	MOVQ n+24(FP), CX
+	CALL avx512Body<>(SB)
+	MOVB AL, ret+32(FP)
+	RET
+
 // func equalMasked(a, b, m *uint64, n int) bool
 TEXT ·equalMasked(SB), NOSPLIT, $0-33
 	MOVQ a+0(FP), SI
 	MOVQ b+8(FP), DI
 	MOVQ m+16(FP), DX
 	MOVQ n+24(FP), CX
-	CMPB ·useAVX2(SB), $0
-	JEQ  sse2
+	CMPB ·cmpImpl(SB), $cmpAVX512
+	JNE  notavx512
+	CALL avx512Body<>(SB)
+	MOVB AL, ret+32(FP)
+	RET
+
+notavx512:
+	CMPB ·cmpImpl(SB), $cmpAVX2
+	JNE  sse2
 	CALL avx2Body<>(SB)
 	MOVB AL, ret+32(FP)
 	RET
@@ -191,30 +330,142 @@ sse2:
 
 // func equalMaskedRange(a, b, m *Key, r Range) bool
 //
-// EqualMasked's work once it has checked r: compute the words'
-// addresses and CALL the body useAVX2 chooses.
+// EqualMasked's work once it has checked r. The common sizes run here
+// without a further call, addressing the words by index (r.Start for
+// the first chunk, r.End for the last, which overlaps it): 1-16 words
+// with AVX-512, 4-16 with AVX2. Other sizes compute the words'
+// addresses and CALL the body cmpImpl chooses.
 TEXT ·equalMaskedRange(SB), NOSPLIT, $0-41
-	MOVQ r_Start+24(FP), AX
-	MOVQ r_End+32(FP), CX
-	SUBQ AX, CX
-	JLE  empty
 	MOVQ a+0(FP), SI
 	MOVQ b+8(FP), DI
 	MOVQ m+16(FP), DX
+	MOVQ r_Start+24(FP), AX
+	MOVQ r_End+32(FP), BX
+	MOVQ BX, CX
+	SUBQ AX, CX
+	CMPB ·cmpImpl(SB), $cmpAVX512
+	JNE  rnotavx512
+	CMPQ CX, $8
+	JBE  r512small
+	CMPQ CX, $16
+	JA   rcall512
+
+	// AVX-512, 9-16 words: [Start, Start+8) and [End-8, End).
+	VMOVDQU64 (SI)(AX*8), Z0
+	VMOVDQU64 -64(SI)(BX*8), Z1
+	VPXORQ    (DI)(AX*8), Z0, Z0
+	VPXORQ    -64(DI)(BX*8), Z1, Z1
+	VPTESTMQ  (DX)(AX*8), Z0, K1
+	VPTESTMQ  -64(DX)(BX*8), Z1, K2
+	KORTESTW  K1, K2
+	VZEROUPPER
+	SETEQ     ret+40(FP)
+	RET
+
+r512small:
+	// AVX-512, 0-8 words: one chunk under a mask of n bits.
+	TESTQ       CX, CX
+	JZ          rempty
+	MOVL        $1, R8
+	SHLL        CX, R8
+	DECL        R8
+	KMOVW       R8, K1
+	VMOVDQU64.Z (SI)(AX*8), K1, Z0
+	VPXORQ.Z    (DI)(AX*8), Z0, K1, Z0
+	VPTESTMQ    (DX)(AX*8), Z0, K1, K2
+	KORTESTW    K2, K2
+	VZEROUPPER
+	SETEQ       ret+40(FP)
+	RET
+
+rcall512:
 	LEAQ (SI)(AX*8), SI
 	LEAQ (DI)(AX*8), DI
 	LEAQ (DX)(AX*8), DX
-	CMPB ·useAVX2(SB), $0
-	JEQ  rsse2
-	CALL avx2Body<>(SB)
+	CALL avx512Body<>(SB)
 	MOVB AL, ret+40(FP)
+	RET
+
+rnotavx512:
+	CMPB ·cmpImpl(SB), $cmpAVX2
+	JNE  rsse2
+	CMPQ CX, $4
+	JB   rcall2
+	CMPQ CX, $8
+	JA   ravx2over8
+
+	// AVX2, 4-8 words: [Start, Start+4) and [End-4, End). The
+	// addresses are computed first: a VEX operation with an indexed
+	// memory operand costs an extra micro-op.
+	LEAQ    (SI)(AX*8), SI
+	LEAQ    (DI)(AX*8), DI
+	LEAQ    (DX)(AX*8), DX
+	LEAQ    -32(SI)(CX*8), R8
+	LEAQ    -32(DI)(CX*8), R9
+	LEAQ    -32(DX)(CX*8), R10
+	VMOVDQU (SI), Y0
+	VMOVDQU (R8), Y1
+	VPXOR   (DI), Y0, Y0
+	VPXOR   (R9), Y1, Y1
+	VPAND   (DX), Y0, Y0
+	VPAND   (R10), Y1, Y1
+	VPOR    Y1, Y0, Y0
+	VPTEST  Y0, Y0
+	VZEROUPPER
+	SETEQ   ret+40(FP)
+	RET
+
+ravx2over8:
+	CMPQ CX, $16
+	JA   rcall2
+
+	// AVX2, 9-16 words: [Start, Start+8) and [End-8, End).
+	LEAQ    (SI)(AX*8), SI
+	LEAQ    (DI)(AX*8), DI
+	LEAQ    (DX)(AX*8), DX
+	LEAQ    -64(SI)(CX*8), R8
+	LEAQ    -64(DI)(CX*8), R9
+	LEAQ    -64(DX)(CX*8), R10
+	VMOVDQU 0(SI), Y0
+	VMOVDQU 32(SI), Y1
+	VMOVDQU 0(R8), Y2
+	VMOVDQU 32(R8), Y3
+	VPXOR   0(DI), Y0, Y0
+	VPXOR   32(DI), Y1, Y1
+	VPXOR   0(R9), Y2, Y2
+	VPXOR   32(R9), Y3, Y3
+	VPAND   0(DX), Y0, Y0
+	VPAND   32(DX), Y1, Y1
+	VPAND   0(R10), Y2, Y2
+	VPAND   32(R10), Y3, Y3
+	VPOR    Y1, Y0, Y0
+	VPOR    Y3, Y2, Y2
+	VPOR    Y2, Y0, Y0
+	VPTEST  Y0, Y0
+	VZEROUPPER
+	SETEQ   ret+40(FP)
+	RET
+
+rcall2:
+	TESTQ CX, CX
+	JZ    rempty
+	LEAQ  (SI)(AX*8), SI
+	LEAQ  (DI)(AX*8), DI
+	LEAQ  (DX)(AX*8), DX
+	CALL  avx2Body<>(SB)
+	MOVB  AL, ret+40(FP)
 	RET
 
 rsse2:
-	CALL sse2Body<>(SB)
-	MOVB AL, ret+40(FP)
+	TESTQ CX, CX
+	JZ    rempty
+	LEAQ  (SI)(AX*8), SI
+	LEAQ  (DI)(AX*8), DI
+	LEAQ  (DX)(AX*8), DX
+	CALL  sse2Body<>(SB)
+	MOVB  AL, ret+40(FP)
 	RET
 
-empty:
+rempty:
 	MOVB $1, ret+40(FP)
 	RET

@@ -119,36 +119,35 @@ func TestComparatorsRandom(t *testing.T) {
 // TestEqualMaskedEveryImpl runs the exported EqualMasked with each
 // setting of the dispatch this CPU allows, over every range.
 func TestEqualMaskedEveryImpl(t *testing.T) {
-	orig := useAVX2
-	defer func() { useAVX2 = orig }()
-	settings := []bool{false}
-	if _, ok := equalMaskedImpls()["avx2"]; ok {
-		settings = append(settings, true)
-	}
+	orig := cmpImpl
+	defer func() { cmpImpl = orig }()
 	rng := rand.New(rand.NewSource(13))
 	var a, m Key
 	for j := range a.Words() {
 		a.Words()[j] = rng.Uint64()
 		m.Words()[j] = ^uint64(0)
 	}
-	for _, avx2 := range settings {
-		setUseAVX2(avx2)
+	for name, impl := range cmpImpls() {
+		cmpImpl = impl
 		for s := 0; s <= KeyWords; s++ {
 			for e := s; e <= KeyWords; e++ {
 				b := a
 				if !EqualMasked(&a, &b, &m, Range{s, e}) {
-					t.Fatalf("avx2=%v: EqualMasked(equal keys, %d-%d) = false", avx2, s, e)
+					t.Fatalf("%s: EqualMasked(equal keys, %d-%d) = false", name, s, e)
 				}
 				if e > s {
-					b.Words()[e-1] ^= 1 << 63
-					if EqualMasked(&a, &b, &m, Range{s, e}) {
-						t.Fatalf("avx2=%v: EqualMasked(last word differs, %d-%d) = true", avx2, s, e)
+					for _, w := range []int{s, (s + e) / 2, e - 1} {
+						b = a
+						b.Words()[w] ^= 1 << 63
+						if EqualMasked(&a, &b, &m, Range{s, e}) {
+							t.Fatalf("%s: EqualMasked(word %d differs, %d-%d) = true", name, w, s, e)
+						}
 					}
 				}
 				r := Range{s, e}
 				var sink bool
 				if n := testing.AllocsPerRun(3, func() { sink = EqualMasked(&a, &b, &m, r) }); n != 0 {
-					t.Fatalf("avx2=%v: EqualMasked over %v allocates %v times", avx2, r, n)
+					t.Fatalf("%s: EqualMasked over %v allocates %v times", name, r, n)
 				}
 				_ = sink
 			}

@@ -12,8 +12,8 @@ func equalMaskedImpls() map[string]func(a, b, m *uint64, n int) bool {
 	return map[string]func(a, b, m *uint64, n int) bool{"generic": equalMaskedGeneric}
 }
 
-// useAVX2 and setUseAVX2 exist for the tests: this build has no AVX2
-// comparator, so useAVX2 stays false.
-var useAVX2 = false
+// cmpImpl and cmpImpls exist for the tests: this build has one
+// comparator, the generic one, and no dispatch.
+var cmpImpl uint8
 
-func setUseAVX2(bool) {}
+func cmpImpls() map[string]uint8 { return map[string]uint8{"generic": 0} }
