@@ -81,8 +81,10 @@ type subtableList struct {
 
 // megaflow is one flow of the table.
 type megaflow struct {
-	key  flowkeys.Key // the masked key
-	st   *subtable    // its mask
+	key  flowkeys.Key   // the masked key
+	st   *subtable      // its mask
+	mask *flowkeys.Key  // &st.mask, for the cache's one load
+	rng  flowkeys.Range // st.rng
 	ufid odp.UFID
 	// ukey is the key as given, for flows without a UFID (they are
 	// identified by it); nil for flows with a UFID.
@@ -234,7 +236,7 @@ func (t *table) subtableFor(m *flowkeys.Key) (st *subtable, created bool) {
 // holds t.mu and has checked for duplicates.
 func (t *table) insert(f *megaflow, m *flowkeys.Key) {
 	st, created := t.subtableFor(m)
-	f.st = st
+	f.st, f.mask, f.rng = st, &st.mask, st.rng
 	flowkeys.ApplyMask(&f.key, &f.key, m, flowkeys.FullRange)
 	var scratch flowkeys.Key
 	f.hash = st.hashMasked(&f.key, &scratch)
@@ -438,6 +440,9 @@ type cacheEntry struct {
 	flow *megaflow
 }
 
+// cacheSet is the cacheWays entries a packet's hash picks.
+type cacheSet [cacheWays]cacheEntry
+
 // flowCache is an exact-match cache in front of the table, owned by one
 // goroutine (a port's forwarding loop). An entry maps a packet-key hash
 // to the flow that answered it last; a hit is valid only if that flow
@@ -446,10 +451,13 @@ type cacheEntry struct {
 type flowCache struct {
 	t       *table
 	hasher  *flowkeys.KeyedHasher
-	ent     []cacheEntry // nil: cache disabled
+	sets    []cacheSet // nil: cache disabled
+	setMask uint32     // len(sets)-1
 	scratch flowkeys.Key
 
-	// Counters since the last publish (plain: one goroutine).
+	// Counters since the last publish (plain: one goroutine). A cache
+	// hit counts only in cacheHits (it is also a hit and one mask
+	// hit: publish adds it to those).
 	hit, missed, maskHits, cacheHits uint64
 }
 
@@ -462,7 +470,8 @@ func newFlowCache(t *table, n int) *flowCache {
 		for size < n {
 			size <<= 1
 		}
-		c.ent = make([]cacheEntry, size)
+		c.sets = make([]cacheSet, size/cacheWays)
+		c.setMask = uint32(len(c.sets) - 1)
 	}
 	return c
 }
@@ -475,19 +484,20 @@ const cacheWays = 4
 
 // lookup returns the flow for packet key k, or nil on a miss.
 func (c *flowCache) lookup(k *flowkeys.Key) *megaflow {
-	var set *[cacheWays]cacheEntry
+	var set *cacheSet
 	var h uint32
-	if c.ent != nil {
+	if c.sets != nil {
 		h = cacheHash(k, c.hasher)
-		i := int(h) & (len(c.ent) - 1) &^ (cacheWays - 1)
-		set = (*[cacheWays]cacheEntry)(c.ent[i:])
+		set = &c.sets[h&c.setMask]
 		for j := range set {
 			e := &set[j]
-			if f := e.flow; f != nil && e.hash == h && !f.dead.Load() &&
-				flowkeys.EqualMasked(k, &f.key, &f.st.mask, f.st.rng) {
-				c.hit++
+			// The hash first: it is in the set's cache line, the flow
+			// is not.
+			if e.hash != h {
+				continue
+			}
+			if f := e.flow; f != nil && !f.dead.Load() && flowkeys.EqualMasked(k, &f.key, f.mask, f.rng) {
 				c.cacheHits++
-				c.maskHits++
 				return f
 			}
 		}
@@ -520,14 +530,14 @@ type tableCounters struct {
 
 // publish adds the cache's counters to tc and restarts them.
 func (c *flowCache) publish(tc *tableCounters) {
-	if c.hit != 0 {
-		tc.hit.Add(c.hit)
+	if hit := c.hit + c.cacheHits; hit != 0 {
+		tc.hit.Add(hit)
 	}
 	if c.missed != 0 {
 		tc.missed.Add(c.missed)
 	}
-	if c.maskHits != 0 {
-		tc.maskHits.Add(c.maskHits)
+	if mh := c.maskHits + c.cacheHits; mh != 0 {
+		tc.maskHits.Add(mh)
 	}
 	if c.cacheHits != 0 {
 		tc.cacheHits.Add(c.cacheHits)
