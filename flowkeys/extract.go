@@ -93,7 +93,7 @@ func Extract(packet []byte, md *Metadata, key *Key) error {
 			return extractL3L4(packet, 0, key)
 		}
 	}
-	_, err := extractEthernet(packet, key)
+	_, err := extractEthernet(packet, key, false, 0)
 	return err
 }
 
@@ -111,14 +111,18 @@ func ExtractPort(packet []byte, inPort uint32, key *Key) error {
 // the kernel's skb network header is set), which the datapath's actions
 // need. The offset is valid when err is nil.
 func ExtractPortL3(packet []byte, inPort uint32, key *Key) (l3 int, err error) {
-	zeroKey(key)
-	key.InPort = inPort
-	return extractEthernet(packet, key)
+	return extractEthernet(packet, key, true, inPort)
 }
 
-// extractEthernet extracts the key of an Ethernet frame into key, whose
+// extractEthernet extracts the key of an Ethernet frame into key. With
+// port set it first zeroes the key and sets its in_port to inPort (the
+// receive path, without a call of its own); otherwise the key's
 // metadata is already set.
-func extractEthernet(packet []byte, key *Key) (l3 int, err error) {
+func extractEthernet(packet []byte, key *Key, port bool, inPort uint32) (l3 int, err error) {
+	if port {
+		zeroKey(key)
+		key.InPort = inPort
+	}
 	key.MacProto = MacProtoEthernet
 	p := packet
 	if len(p) < 14 {

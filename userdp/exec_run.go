@@ -170,7 +170,9 @@ func (c *pktCtx) validKey() error {
 // invalidate marks key and headers stale after a length-changing action.
 func (c *pktCtx) invalidate() { c.keyValid, c.hValid, c.l3off = false, false, 0 }
 
-// run executes ops on the packet.
+// run executes ops on the packet. The common actions (output, dec_ttl)
+// are handled here; the others in runOp, so that this loop, which every
+// packet runs, keeps its values in registers.
 func (w *worker) run(c *pktCtx, ops []op) {
 	for i := range ops {
 		o := &ops[i]
@@ -189,80 +191,6 @@ func (w *worker) run(c *pktCtx, ops []op) {
 				return
 			}
 			w.output(o.a, frame, false)
-		case opUserspace:
-			w.userspace(c, o)
-			c.cutlen = 0
-		case opDrop:
-			w.counters.explicitDrops++
-			return
-		case opTrunc:
-			// The kernel records how many bytes to cut (cutlen), not
-			// the length to keep, and only when the packet is longer
-			// than max_len; a shorter one keeps the cutlen it had.
-			if sl := uint32(skbLen(c.f.Bytes())); sl > o.a {
-				c.cutlen = sl - o.a
-			}
-		case opPushVLAN:
-			// The kernel's skb_vlan_push moves an out-of-band tag into
-			// the packet and makes skb->protocol its TPID.
-			outer := outerTag(c.f.Bytes())
-			tpid := header.Ethernet(c.f.Bytes()).Type()
-			if err := pushVLAN(&c.f, o.c, o.d); err != nil {
-				w.actionError()
-				return
-			}
-			if outer {
-				c.proto = tpid
-			}
-			c.invalidate()
-		case opPopVLAN:
-			// skb_vlan_pop drops the out-of-band tag, then, if
-			// skb->protocol says another tag follows, takes the 4 bytes
-			// after the addresses as that tag (needing 18 bytes) and
-			// holds it out of band with skb->protocol as its TPID,
-			// setting skb->protocol from what follows it.
-			outer := outerTag(c.f.Bytes())
-			if err := popVLAN(&c.f); err != nil {
-				w.actionError()
-				return
-			}
-			if outer && header.IsVLAN(c.proto) {
-				b := c.f.Bytes()
-				if len(b) < 18 {
-					w.actionError()
-					return
-				}
-				header.Ethernet(b).SetType(c.proto)
-				c.proto = encapProto(b)
-			}
-			c.invalidate()
-		case opPushMPLS, opPopMPLS:
-			h, err := c.headers()
-			if err == nil {
-				if o.kind == opPushMPLS {
-					err = pushMPLS(&c.f, h, o.a, o.c)
-				} else {
-					err = popMPLS(&c.f, h, o.c)
-				}
-			}
-			if err != nil {
-				w.actionError()
-				return
-			}
-			if o.kind == opPushMPLS || header.IsMPLS(c.proto) {
-				c.proto = o.c
-			}
-			c.invalidate()
-		case opSetPriority:
-			c.key.Priority = c.key.Priority&^o.b | o.a&o.b
-		case opSetMark:
-			c.key.SkbMark = c.key.SkbMark&^o.b | o.a&o.b
-		case opSetEth, opSetIPv4, opSetIPv6, opSetTCP, opSetUDP, opSetSCTP,
-			opSetICMP, opSetICMPv6, opSetARP, opSetND, opSetMPLS:
-			if err := c.set(o); err != nil {
-				w.actionError()
-				return
-			}
 		case opDecTTL:
 			l3 := c.l3()
 			if l3 < 0 { // as parseHeaders: no Ethernet header
@@ -271,10 +199,12 @@ func (w *worker) run(c *pktCtx, ops []op) {
 			}
 			var expired bool
 			var err error
-			if b := c.f.Bytes(); c.proto == header.EtherTypeIPv4 && len(b)-l3 >= 20 {
-				expired = decIPv4TTL(b[l3:]) // the common case, inlined
+			if c.proto == header.EtherTypeIPv4 && c.f.Len-l3 >= header.IPv4MinimumSize {
+				// The common case, inlined: the header is inside the
+				// frame, so the buffer need not be cut to it first.
+				expired = decIPv4TTL(c.f.Buf[c.f.Off+l3:])
 			} else {
-				expired, err = decTTL(b, c.proto, l3)
+				expired, err = decTTL(c.f.Bytes(), c.proto, l3)
 			}
 			if err != nil {
 				w.actionError()
@@ -288,73 +218,159 @@ func (w *worker) run(c *pktCtx, ops []op) {
 			if c.keyValid && c.key.IPTTL > 0 {
 				c.key.IPTTL--
 			}
-		case opCT:
-			if err := w.conntrack(c, o.ct); err != nil {
-				w.ctDrop(err)
+		default:
+			if w.runOp(c, o) {
 				return
 			}
-		case opCTClear:
-			c.ct.Clear()
-			k := &c.key
-			k.CTState, k.CTOrigProto, k.CTZone, k.CTMark = 0, 0, 0, 0
-			k.CTLabels = [16]byte{}
-			k.CTOrigIPv4Src, k.CTOrigIPv4Dst = [4]byte{}, [4]byte{}
-			k.CTOrigIPv6Src, k.CTOrigIPv6Dst = [16]byte{}, [16]byte{}
-			k.CTOrigTpSrc, k.CTOrigTpDst = 0, 0
-		case opMeter:
-			// A packet a drop band drops goes no further (the kernel
-			// consumes it, counting it only in the band's statistics);
-			// a meter that does not exist passes it. The cost is the
-			// kernel's skb->len (skbLen: without an outer VLAN tag,
-			// which the kernel holds out of band).
-			if m := w.dp.meters.lookup(o.a); m != nil && m.charge(skbLen(c.f.Bytes()), w.now) {
-				return
-			}
-		case opSample:
-			if o.a != 0xffffffff && (o.a == 0 || w.random() > o.a) {
-				continue
-			}
-			w.nested(c, o.sub, o.last)
-			if o.last {
-				return
-			}
-		case opClone:
-			w.nested(c, o.sub, o.last)
-			if o.last {
-				return
-			}
-		case opCheckPktLen:
-			sub := o.sub2
-			if skbLen(c.f.Bytes()) > int(o.c) {
-				sub = o.sub
-			}
-			w.nested(c, sub, o.last)
-			if o.last {
-				return
-			}
-		case opHash:
-			if err := c.validKey(); err != nil {
-				w.actionError()
-				return
-			}
-			c.key.DPHash = l4Hash(&c.key, o.a == odp.HashSymL4, o.b)
-		case opRecirc:
-			if c.recirc >= maxRecirc {
-				w.counters.recircDrops++
-				return
-			}
-			if o.last {
-				w.recirculate(c, o.a)
-				return
-			}
-			cc := w.copyCtx(c)
-			if cc == nil {
-				return
-			}
-			w.recirculate(cc, o.a)
-			w.releaseCopy()
 		}
 	}
+}
+
+// runOp executes one action other than output and dec_ttl, and reports
+// whether the packet goes no further (it was consumed or dropped).
+func (w *worker) runOp(c *pktCtx, o *op) (stop bool) {
+	switch o.kind {
+	case opUserspace:
+		w.userspace(c, o)
+		c.cutlen = 0
+	case opDrop:
+		w.counters.explicitDrops++
+		return true
+	case opTrunc:
+		// The kernel records how many bytes to cut (cutlen), not
+		// the length to keep, and only when the packet is longer
+		// than max_len; a shorter one keeps the cutlen it had.
+		if sl := uint32(skbLen(c.f.Bytes())); sl > o.a {
+			c.cutlen = sl - o.a
+		}
+	case opPushVLAN:
+		// The kernel's skb_vlan_push moves an out-of-band tag into
+		// the packet and makes skb->protocol its TPID.
+		outer := outerTag(c.f.Bytes())
+		tpid := header.Ethernet(c.f.Bytes()).Type()
+		if err := pushVLAN(&c.f, o.c, o.d); err != nil {
+			w.actionError()
+			return true
+		}
+		if outer {
+			c.proto = tpid
+		}
+		c.invalidate()
+	case opPopVLAN:
+		// skb_vlan_pop drops the out-of-band tag, then, if
+		// skb->protocol says another tag follows, takes the 4 bytes
+		// after the addresses as that tag (needing 18 bytes) and
+		// holds it out of band with skb->protocol as its TPID,
+		// setting skb->protocol from what follows it.
+		outer := outerTag(c.f.Bytes())
+		if err := popVLAN(&c.f); err != nil {
+			w.actionError()
+			return true
+		}
+		if outer && header.IsVLAN(c.proto) {
+			b := c.f.Bytes()
+			if len(b) < 18 {
+				w.actionError()
+				return true
+			}
+			header.Ethernet(b).SetType(c.proto)
+			c.proto = encapProto(b)
+		}
+		c.invalidate()
+	case opPushMPLS, opPopMPLS:
+		h, err := c.headers()
+		if err == nil {
+			if o.kind == opPushMPLS {
+				err = pushMPLS(&c.f, h, o.a, o.c)
+			} else {
+				err = popMPLS(&c.f, h, o.c)
+			}
+		}
+		if err != nil {
+			w.actionError()
+			return true
+		}
+		if o.kind == opPushMPLS || header.IsMPLS(c.proto) {
+			c.proto = o.c
+		}
+		c.invalidate()
+	case opSetPriority:
+		c.key.Priority = c.key.Priority&^o.b | o.a&o.b
+	case opSetMark:
+		c.key.SkbMark = c.key.SkbMark&^o.b | o.a&o.b
+	case opSetEth, opSetIPv4, opSetIPv6, opSetTCP, opSetUDP, opSetSCTP,
+		opSetICMP, opSetICMPv6, opSetARP, opSetND, opSetMPLS:
+		if err := c.set(o); err != nil {
+			w.actionError()
+			return true
+		}
+	case opCT:
+		if err := w.conntrack(c, o.ct); err != nil {
+			w.ctDrop(err)
+			return true
+		}
+	case opCTClear:
+		c.ct.Clear()
+		k := &c.key
+		k.CTState, k.CTOrigProto, k.CTZone, k.CTMark = 0, 0, 0, 0
+		k.CTLabels = [16]byte{}
+		k.CTOrigIPv4Src, k.CTOrigIPv4Dst = [4]byte{}, [4]byte{}
+		k.CTOrigIPv6Src, k.CTOrigIPv6Dst = [16]byte{}, [16]byte{}
+		k.CTOrigTpSrc, k.CTOrigTpDst = 0, 0
+	case opMeter:
+		// A packet a drop band drops goes no further (the kernel
+		// consumes it, counting it only in the band's statistics);
+		// a meter that does not exist passes it. The cost is the
+		// kernel's skb->len (skbLen: without an outer VLAN tag,
+		// which the kernel holds out of band).
+		if m := w.dp.meters.lookup(o.a); m != nil && m.charge(skbLen(c.f.Bytes()), w.now) {
+			return true
+		}
+	case opSample:
+		if o.a != 0xffffffff && (o.a == 0 || w.random() > o.a) {
+			return false
+		}
+		w.nested(c, o.sub, o.last)
+		if o.last {
+			return true
+		}
+	case opClone:
+		w.nested(c, o.sub, o.last)
+		if o.last {
+			return true
+		}
+	case opCheckPktLen:
+		sub := o.sub2
+		if skbLen(c.f.Bytes()) > int(o.c) {
+			sub = o.sub
+		}
+		w.nested(c, sub, o.last)
+		if o.last {
+			return true
+		}
+	case opHash:
+		if err := c.validKey(); err != nil {
+			w.actionError()
+			return true
+		}
+		c.key.DPHash = l4Hash(&c.key, o.a == odp.HashSymL4, o.b)
+	case opRecirc:
+		if c.recirc >= maxRecirc {
+			w.counters.recircDrops++
+			return true
+		}
+		if o.last {
+			w.recirculate(c, o.a)
+			return true
+		}
+		cc := w.copyCtx(c)
+		if cc == nil {
+			return true
+		}
+		w.recirculate(cc, o.a)
+		w.releaseCopy()
+	}
+	return false
 }
 
 // nested runs a nested action list: on the packet itself when the
