@@ -23,8 +23,12 @@ type worker struct {
 	copyStack [maxCloneDepth + maxRecirc + 2]copySlot
 	copies    int
 
-	// Per-flow statistics of the current run of packets of one flow.
-	acc flowAcc
+	// Per-flow statistics of the current run of packets of one flow, at
+	// each recirculation depth: a packet that recirculates meets a
+	// different flow at each depth, and with one accumulator per depth
+	// consecutive packets of one connection keep adding to the same
+	// ones instead of publishing (atomics) at every lookup.
+	acc [maxRecirc + 1]flowAcc
 
 	execBuf  []byte // Execute's packet buffer
 	slab     upcallSlab
@@ -109,27 +113,27 @@ func (w *worker) lookupAndRun(c *pktCtx) {
 		w.miss(c)
 		return
 	}
-	if w.acc.f != f {
-		w.switchAcc(f)
+	acc := &w.acc[c.recirc] // recirculate keeps c.recirc <= maxRecirc
+	if acc.f != f {
+		w.switchAcc(acc, f)
 	}
-	w.acc.packets++
-	w.acc.bytes += uint64(c.f.Len)
-	w.acc.flags |= c.key.TCPFlags
+	acc.packets++
+	acc.bytes += uint64(c.f.Len)
+	acc.flags |= c.key.TCPFlags
 	a := f.acts.Load()
 	c.acts = a
 	w.run(c, a.prog)
 }
 
-// switchAcc publishes the statistics accumulated for the previous flow
-// and starts accumulating for f.
-func (w *worker) switchAcc(f *megaflow) {
-	w.flushAcc()
-	w.acc.f = f
+// switchAcc publishes the statistics accumulated in a for the previous
+// flow and starts accumulating for f.
+func (w *worker) switchAcc(a *flowAcc, f *megaflow) {
+	w.flushAcc(a)
+	a.f = f
 }
 
-// flushAcc publishes the accumulated flow statistics.
-func (w *worker) flushAcc() {
-	a := &w.acc
+// flushAcc publishes the flow statistics accumulated in a.
+func (w *worker) flushAcc(a *flowAcc) {
 	if a.f == nil {
 		return
 	}
@@ -250,7 +254,11 @@ func (w *worker) flushPort(port uint32) {
 // flush ends a batch: transmits the queued frames and publishes the
 // statistics.
 func (w *worker) flush() {
-	w.flushAcc()
+	for i := range w.acc {
+		if w.acc[i].f != nil {
+			w.flushAcc(&w.acc[i])
+		}
+	}
 	for _, p := range w.dirty {
 		w.flushPort(p)
 	}

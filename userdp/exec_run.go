@@ -117,9 +117,19 @@ func encapProto(frame []byte) uint16 {
 }
 
 // headers returns the packet's parsed headers.
+//
+// An IPv4 packet whose network header key extraction located (l3off),
+// with no action since that moved headers, starts from that offset
+// instead of parsing the link layer again: the headers are what
+// parseHeaders would find (the key's EthType is the one parseHeaders
+// takes; a frame with two VLAN tags has another skb->protocol and is
+// parsed).
 func (c *pktCtx) headers() (*pktHeaders, error) {
 	if !c.hValid {
-		if err := parseHeaders(c.f.Bytes(), &c.h); err != nil {
+		if c.l3off > 0 && c.proto == header.EtherTypeIPv4 && c.key.EthType == header.EtherTypeIPv4 {
+			c.h = pktHeaders{MACLen: c.l3off, EthType: header.EtherTypeIPv4, L3: c.l3off, L4: -1}
+			parseIPv4(c.f.Bytes(), &c.h)
+		} else if err := parseHeaders(c.f.Bytes(), &c.h); err != nil {
 			return nil, err
 		}
 		c.h.Protocol = c.proto
