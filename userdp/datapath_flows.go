@@ -199,6 +199,7 @@ func (dp *Datapath) Execute(ctx context.Context, p *odp.Packet) error {
 	c := &w.ctx
 	*c = pktCtx{f: frameBuf{Buf: buf, Off: DefaultHeadroom, Len: len(p.Data)}, key: key, keyValid: true, steal: true, proto: keyProtocol(&key),
 		acts: &flowActions{odp: p.Actions, prog: prog}, ct: conntrack.StateFromKey(&key)}
+	c.hash = w.cache.hashOf(&key) // for a recirc action's lookup (recircHash)
 	w.run(c, prog)
 	w.flush()
 	return nil

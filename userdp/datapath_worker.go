@@ -92,7 +92,7 @@ func (w *worker) process(buf []byte, off, n int, inPort uint32) {
 	c.l3off = l3
 	c.keyValid = true
 	c.proto = keyProtocol(&c.key)
-	w.lookupAndRun(c)
+	w.lookupAndRun(c, w.cache.hashOf(&c.key))
 }
 
 // lookupAndRun looks the packet's key up and executes the flow's actions,
@@ -107,8 +107,13 @@ func (w *worker) process(buf []byte, off, n int, inPort uint32) {
 // are accumulated while packets of one flow follow each other
 // (flowAcc), and published when another flow's packet comes or the
 // batch ends.
-func (w *worker) lookupAndRun(c *pktCtx) {
-	f := w.cache.lookup(&c.key)
+//
+// h is the packet's exact-match cache hash (flowCache.hashOf at the
+// first lookup, recircHash after a recirculation); it is kept in c for
+// the next.
+func (w *worker) lookupAndRun(c *pktCtx, h uint32) {
+	c.hash = h
+	f := w.cache.lookupHashed(&c.key, h)
 	if f == nil {
 		w.miss(c)
 		return

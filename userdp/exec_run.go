@@ -50,6 +50,10 @@ type pktCtx struct {
 	steal  bool
 	acts   *flowActions // the flow's actions (userspace actions=true)
 	recirc int
+	// hash is the exact-match cache hash of the packet's last lookup
+	// (for a packet given to Execute, of its key as given): a
+	// recirculated lookup derives its own from it.
+	hash uint32
 	// proto is the kernel's skb->protocol for the packet: set from the
 	// key whenever the key is extracted (keyProtocol) and changed by
 	// the actions that change it in the kernel (push/pop of VLAN tags
@@ -408,7 +412,11 @@ func (w *worker) recirculate(c *pktCtx, id uint32) {
 	c.key.RecircID = id
 	c.recirc++
 	// cutlen is kept, as the kernel keeps OVS_CB(skb)->cutlen.
-	w.lookupAndRun(c)
+	var h uint32
+	if w.cache.sets != nil {
+		h = recircHash(c.hash, id)
+	}
+	w.lookupAndRun(c, h)
 }
 
 // copyCtx returns a copy of c with its own copy of the packet, from the

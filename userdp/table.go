@@ -483,11 +483,30 @@ func newFlowCache(t *table, n int) *flowCache {
 const cacheWays = 4
 
 // lookup returns the flow for packet key k, or nil on a miss.
-func (c *flowCache) lookup(k *flowkeys.Key) *megaflow {
+func (c *flowCache) lookup(k *flowkeys.Key) *megaflow { return c.lookupHashed(k, c.hashOf(k)) }
+
+// hashOf is the cache hash of packet key k (0 when the cache is
+// disabled: no set to pick).
+func (c *flowCache) hashOf(k *flowkeys.Key) uint32 {
+	if c.sets == nil {
+		return 0
+	}
+	return cacheHash(k, c.hasher)
+}
+
+// recircHash is the cache hash of a packet recirculated with ID id
+// whose previous lookup used hash h: the packet's microflow is the one
+// h was computed for, so its recirculated lookups need no new pass over
+// the key. A bijective mix of (h, id), so that keys that did not share
+// a set before recirculation do not share one after it by more than
+// chance.
+func recircHash(h, id uint32) uint32 { return uint32(flowkeys.Mix64(uint64(h)<<32 | uint64(id))) }
+
+// lookupHashed is lookup with k's cache hash h given (ignored when the
+// cache is disabled).
+func (c *flowCache) lookupHashed(k *flowkeys.Key, h uint32) *megaflow {
 	var set *cacheSet
-	var h uint32
 	if c.sets != nil {
-		h = cacheHash(k, c.hasher)
 		set = &c.sets[h&c.setMask]
 		for j := range set {
 			e := &set[j]
