@@ -35,7 +35,9 @@ func TestComparatorsReadOnlyTheRange(t *testing.T) {
 	for i := range pa {
 		pa[i], pb[i], pm[i] = byte(i*7), byte(i*7), 0xff
 	}
-	words := func(p []byte, off int) *uint64 { return (*uint64)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(p)), off)) }
+	words := func(p []byte, off int) *uint64 {
+		return (*uint64)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(p)), off))
+	}
 	for _, c := range comparators(t) {
 		for n := 0; n <= KeyWords; n++ {
 			for _, off := range []int{len(pa) - 8*n, 0} { // ends at the guard page; starts at it
