@@ -84,7 +84,7 @@ func cpuNow() int64 {
 // UDP state, counters) with 1,000 to 1,000,000 tracked connections: the
 // cost should stay flat (the table is sized to the maximum).
 func BenchmarkEstablished(b *testing.B) {
-	for _, n := range []int{1000, 100000, 1000000} {
+	for _, n := range []int{1000, 10000, 100000, 1000000} {
 		b.Run(fmt.Sprintf("conns=%d", n), func(b *testing.B) {
 			tr := New(Config{MaxConns: uint32(n)})
 			fill(b, tr, n)

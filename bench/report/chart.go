@@ -366,11 +366,14 @@ func (r *Results) Charts(rows []Row, dir string) ([]Chart, error) {
 		}
 		charts = append(charts, c)
 	}
-	// Lookup time against the number of masks.
-	if c, ok, err := r.masksChart(dir); err != nil {
-		return nil, err
-	} else if ok {
-		charts = append(charts, c)
+	// Lookup time against the number of masks, and the tracker's
+	// against the number of connections.
+	for _, chart := range []func(string) (Chart, bool, error){r.masksChart, r.ctChart} {
+		if c, ok, err := chart(dir); err != nil {
+			return nil, err
+		} else if ok {
+			charts = append(charts, c)
+		}
 	}
 	return charts, nil
 }

@@ -94,7 +94,7 @@ func fmtRatio(r Row) string {
 		u = "×"
 	}
 	f := func(v float64) string { return strconv.FormatFloat(v, 'f', precision(v), 64) }
-	return f(r.Ratio.Center) + u + " " + r.Ratio.interval(f)
+	return f(r.Ratio.Center) + u + " " + r.Ratio.interval(f) + r.Ratio.mean(func(v float64) string { return f(v) + u })
 }
 
 func precision(v float64) int {
@@ -197,7 +197,7 @@ func writeReport(b *strings.Builder, r *Results, rows []Row, charts []Chart) {
 
 // statsMethod is the report's paragraph on its statistics.
 const statsMethod = `Every figure is the median of the runs (` + "`-count`" + `) with its confidence interval, computed by golang.org/x/perf's benchmath (distribution-free: the interval lies between two order statistics of the runs). ` +
-	`"± x%" is the larger distance from the median to a bound. With 6 runs or more the intervals are 95% ones; fewer runs cannot give 95%, and the interval shown is then the range of the runs, with the confidence it has (1 − 2·0.5ⁿ: 75% for 3 runs, 93.8% for 5); one run has no interval. ` +
+	`"± x%" is the larger distance from the median to a bound; "mean" after it is the plain mean of the same runs (the median resists a run disturbed by the shared host, the mean shows it; for a rate derived from a time, the rate at the mean time). With 6 runs or more the intervals are 95% ones; fewer runs cannot give 95%, and the interval shown is then the range of the runs, with the confidence it has (1 − 2·0.5ⁿ: 75% for 3 runs, 93.8% for 5); one run has no interval. ` +
 	`A ratio of two figures measured in the same run is the median of the runs' own ratios, with its interval; a ratio of figures from different benchmarks is the ratio of the medians, its interval from the lower bound of one over the upper bound of the other and back (its confidence is at least the sum of the two confidences minus one). ` +
 	`A goal is met (✅) when the whole interval meets it and missed (❌) when the whole interval misses it; when the interval straddles the goal, or there is only one run, the verdict is unclear (❔) and says on which side the median lies.
 

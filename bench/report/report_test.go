@@ -49,7 +49,7 @@ func TestLoadAndRows(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Three runs of Extract (the first split over two events): median.
-	if v, ok := r.Est("flowkeys", "BenchmarkExtract/ours", "ns/op"); !ok || v != (Estimate{Center: 80.5, Lo: 70.5, Hi: 90.5, Confidence: 0.75, N: 3}) {
+	if v, ok := r.Est("flowkeys", "BenchmarkExtract/ours", "ns/op"); !ok || v != (Estimate{Center: 80.5, Mean: 80.5, Lo: 70.5, Hi: 90.5, Confidence: 0.75, N: 3}) {
 		t.Errorf("median ns/op = %+v %v, want 80.5 in [70.5, 90.5]", v, ok)
 	}
 	if n := len(r.Runs("flowkeys", "BenchmarkExtract/ours")); n != 3 {
@@ -67,14 +67,14 @@ func TestLoadAndRows(t *testing.T) {
 	// Its three runs' own ratios are 4.157, 2 and 5: the median meets
 	// the goal (≥ 3×), but the interval (the runs' range, 75% for three
 	// runs) reaches below it.
-	if ex.Met != metUnclear || !ex.MedianMeets || ex.Ratio != (Estimate{Center: 4.157, Lo: 2, Hi: 5, Confidence: 0.75, N: 3}) ||
-		!strings.Contains(ex.Ours, "80.5 ns ± 12%, 0 allocs") {
+	if ex.Met != metUnclear || !ex.MedianMeets || ex.Ratio != (Estimate{Center: 4.157, Mean: (4.157 + 2 + 5) / 3, Lo: 2, Hi: 5, Confidence: 0.75, N: 3}) ||
+		!strings.Contains(ex.Ours, "80.5 ns ± 12%, mean 80.5 ns, 0 allocs") {
 		t.Errorf("extract row %+v", ex)
 	}
 	if h := byWhat["Hash of the longest key, CRC32C (vs Go jhash2)"]; h.Met != "not measured" || !strings.Contains(h.Note, "no benchmark BenchmarkHashLongestKey/ours in flowkeys") {
 		t.Errorf("missing hash row %+v", h)
 	}
-	if h := byWhat["Hash of a 64-byte range (vs hash/crc32 Castagnoli)"]; h.Met != metYes || h.Ratio.Center != 1.6 || h.Baseline != "16 ns ± 6%" {
+	if h := byWhat["Hash of a 64-byte range (vs hash/crc32 Castagnoli)"]; h.Met != metYes || h.Ratio.Center != 1.6 || h.Baseline != "16 ns ± 6%, mean 16 ns" {
 		t.Errorf("hash row %+v", h)
 	}
 	// One run: no interval, so the goal is unclear even though the
@@ -183,11 +183,11 @@ func TestDpctlGoalAt100k(t *testing.T) {
 		t.Fatal(err)
 	}
 	byWhat := r.rowsByWhat()
-	if a := byWhat["dpctl add-flows, 100k flows (vs ovs-dpctl, same VM)"]; a.Met != metYes || a.Goal != "≥ 1.0×" || a.Ours != "10 kflows/s ± 0.0%" || a.Ratio.Center != 2 {
+	if a := byWhat["dpctl add-flows, 100k flows (vs ovs-dpctl, same VM)"]; a.Met != metYes || a.Goal != "≥ 1.0×" || a.Ours != "10 kflows/s ± 0.0%, mean 10 kflows/s" || a.Ratio.Center != 2 {
 		t.Errorf("100k add row %+v", a)
 	}
 	// Four dumps each: 400,000 flows in 40 s.
-	if d := byWhat["dpctl dump-flows, 100k flows (vs ovs-dpctl, same VM)"]; d.Met != metNo || d.Ratio.Center != 0.9 || d.Ours != "10 kflows/s ± 0.0%" || !strings.Contains(d.Note, "4 runs each") {
+	if d := byWhat["dpctl dump-flows, 100k flows (vs ovs-dpctl, same VM)"]; d.Met != metNo || d.Ratio.Center != 0.9 || d.Ours != "10 kflows/s ± 0.0%, mean 10 kflows/s" || !strings.Contains(d.Note, "4 runs each") {
 		t.Errorf("100k dump row %+v", d)
 	}
 }
@@ -328,13 +328,15 @@ func TestSummarize(t *testing.T) {
 		vs   []float64
 		want Estimate
 	}{
-		{[]float64{7}, Estimate{Center: 7, Lo: 7, Hi: 7, N: 1}},
-		{[]float64{12, 10}, Estimate{Center: 11, Lo: 10, Hi: 12, Confidence: 0.5, N: 2}},
-		{[]float64{12, 10, 11}, Estimate{Center: 11, Lo: 10, Hi: 12, Confidence: 0.75, N: 3}},
-		{[]float64{14, 10, 13, 11, 12}, Estimate{Center: 12, Lo: 10, Hi: 14, Confidence: 0.9375, N: 5}},
-		{[]float64{6, 5, 4, 3, 2, 1}, Estimate{Center: 3.5, Lo: 1, Hi: 6, Confidence: 0.96875, N: 6}},
+		{[]float64{7}, Estimate{Center: 7, Mean: 7, Lo: 7, Hi: 7, N: 1}},
+		{[]float64{12, 10}, Estimate{Center: 11, Mean: 11, Lo: 10, Hi: 12, Confidence: 0.5, N: 2}},
+		{[]float64{12, 10, 11}, Estimate{Center: 11, Mean: 11, Lo: 10, Hi: 12, Confidence: 0.75, N: 3}},
+		// The mean is the plain mean: a far run moves it, not the median.
+		{[]float64{10, 11, 30}, Estimate{Center: 11, Mean: 17, Lo: 10, Hi: 30, Confidence: 0.75, N: 3}},
+		{[]float64{14, 10, 13, 11, 12}, Estimate{Center: 12, Mean: 12, Lo: 10, Hi: 14, Confidence: 0.9375, N: 5}},
+		{[]float64{6, 5, 4, 3, 2, 1}, Estimate{Center: 3.5, Mean: 3.5, Lo: 1, Hi: 6, Confidence: 0.96875, N: 6}},
 		// With 8 runs the 95% interval no longer needs the extremes.
-		{[]float64{10, 11, 12, 13, 14, 15, 16, 17}, Estimate{Center: 13.5, Lo: 10, Hi: 16, Confidence: 0.9609375, N: 8}},
+		{[]float64{10, 11, 12, 13, 14, 15, 16, 17}, Estimate{Center: 13.5, Mean: 13.5, Lo: 10, Hi: 16, Confidence: 0.9609375, N: 8}},
 	} {
 		got, ok := summarize(c.vs)
 		if !ok || math.Abs(got.Confidence-c.want.Confidence) > 1e-12 {
@@ -358,7 +360,7 @@ func TestRatioEstimates(t *testing.T) {
 		t.Fatal(err)
 	}
 	// 2, 3 and 4 (the run with b = 0 is left out).
-	if e, ok := r.RatioEst("p", "BenchmarkR", "a", "b"); !ok || e != (Estimate{Center: 3, Lo: 2, Hi: 4, Confidence: 0.75, N: 3}) {
+	if e, ok := r.RatioEst("p", "BenchmarkR", "a", "b"); !ok || e != (Estimate{Center: 3, Mean: 3, Lo: 2, Hi: 4, Confidence: 0.75, N: 3}) {
 		t.Errorf("RatioEst = %+v %v", e, ok)
 	}
 	if _, ok := r.RatioEst("p", "BenchmarkR", "a", "c"); ok {

@@ -109,9 +109,15 @@ func fmtRate(v float64, unit string) string {
 }
 
 // nsE and rateE write an estimate with its interval after it.
-func nsE(e Estimate) string                { return fmtNs(e.Center) + e.spread() }
-func rateE(e Estimate, unit string) string { return fmtRate(e.Center, unit) + e.spread() }
-func mppsE(e Estimate) string              { return fmt.Sprintf("%.3g Mpps", e.Center) + e.spread() }
+// Each is followed by the runs' plain mean.
+func nsE(e Estimate) string { return fmtNs(e.Center) + e.spread() + e.mean(fmtNs) }
+func rateE(e Estimate, unit string) string {
+	return fmtRate(e.Center, unit) + e.spread() + e.mean(func(v float64) string { return fmtRate(v, unit) })
+}
+func mppsE(e Estimate) string { return fmtMpps(e.Center) + e.spread() + e.mean(fmtMpps) }
+
+// fmtMpps formats millions of packets per second.
+func fmtMpps(v float64) string { return fmt.Sprintf("%.3g Mpps", v) }
 
 // pairNote says how a same-run pair's ratio was computed.
 const pairNote = "ratio: median of the runs' own ratios"
@@ -304,7 +310,7 @@ func (r *Results) pipelineRows() []Row {
 			}
 		}
 		note += ")"
-		row := Row{Group: g, What: v.what, Ours: fmt.Sprintf("%s/packet%s = %s", fmtNs(ns.Center), ns.spread(), mppsE(mpps)),
+		row := Row{Group: g, What: v.what, Ours: fmt.Sprintf("%s/packet%s%s = %s", fmtNs(ns.Center), ns.spread(), ns.mean(fmtNs), mppsE(mpps)),
 			Baseline: "—", Ratio: mpps, RatioUnit: " Mpps", Goal: goal, Met: metNone, Note: note}
 		if v.goal {
 			row.setGoal(10, false)
@@ -473,7 +479,7 @@ func (r *Results) upcalldRows() []Row {
 	x, ok3 := r.Est(pkg, name, "x-policy-only")
 	if ok1 && ok2 && ok3 && rate.Lo > 0 {
 		rows = append(rows, Row{Group: g, What: what, Ours: fmt.Sprintf("%s (%s/upcall)", rateE(rate, "upcalls/s"), fmtNs(1e9/rate.Center)),
-			Baseline: fmtNs(base.Center) + "/upcall" + base.spread() + " (decide + translate)", Ratio: x, RatioUnit: "× cost", Goal: "— (report)", Met: metNone,
+			Baseline: fmtNs(base.Center) + "/upcall" + base.spread() + base.mean(fmtNs) + " (decide + translate)", Ratio: x, RatioUnit: "× cost", Goal: "— (report)", Met: metNone,
 			Note: "`" + pkg + "` " + name + ": convert the key, decide, install the megaflow, execute; 20,000 distinct megaflows per run; ratio: the benchmark's own x-policy-only, median over its runs"})
 	} else {
 		rows = append(rows, notMeasured(g, what, "— (report)", r.missing(pkg, name)))
@@ -523,6 +529,7 @@ func (r *Results) AllRows() []Row {
 	var rows []Row
 	rows = append(rows, r.flowkeysRows()...)
 	rows = append(rows, r.userdpRows()...)
+	rows = append(rows, r.ctRows()...)
 	rows = append(rows, r.policyRows()...)
 	rows = append(rows, r.kernelRows()...)
 	rows = append(rows, r.upcalldRows()...)

@@ -14,10 +14,14 @@ import (
 const wantConfidence = 0.95
 
 // Estimate is a figure with its confidence interval: the median of the
-// runs (or of per-run ratios) and the interval benchmath gives for it.
+// runs (or of per-run ratios) and the interval benchmath gives for it,
+// and the plain mean of the same runs beside it.
 type Estimate struct {
 	// Center is the median.
 	Center float64
+	// Mean is the plain mean of the runs (for an estimate derived from
+	// others, the same derivation of their means).
+	Mean float64
 	// Lo and Hi bound the interval; they equal Center when there is
 	// none.
 	Lo, Hi float64
@@ -46,8 +50,13 @@ func summarize(vs []float64) (Estimate, bool) {
 	case 0:
 		return Estimate{}, false
 	case 1:
-		return Estimate{Center: vs[0], Lo: vs[0], Hi: vs[0], N: 1}, true
+		return Estimate{Center: vs[0], Mean: vs[0], Lo: vs[0], Hi: vs[0], N: 1}, true
 	}
+	sum := 0.0
+	for _, v := range vs {
+		sum += v
+	}
+	mean := sum / float64(n)
 	conf := wantConfidence
 	if most := 1 - 2*math.Pow(0.5, float64(n)); most < conf {
 		// Just below the range's confidence, so that rounding cannot
@@ -58,9 +67,9 @@ func summarize(vs []float64) (Estimate, bool) {
 	if math.IsInf(s.Lo, 0) || math.IsInf(s.Hi, 0) || math.IsNaN(s.Center) {
 		// Not reached for finite inputs of 2 or more runs; kept so that
 		// an unbounded interval is never shown as a finite one.
-		return Estimate{Center: s.Center, Lo: s.Center, Hi: s.Center, N: n}, true
+		return Estimate{Center: s.Center, Mean: mean, Lo: s.Center, Hi: s.Center, N: n}, true
 	}
-	return Estimate{Center: s.Center, Lo: s.Lo, Hi: s.Hi, Confidence: s.Confidence, N: n}, true
+	return Estimate{Center: s.Center, Mean: mean, Lo: s.Lo, Hi: s.Hi, Confidence: s.Confidence, N: n}, true
 }
 
 // ratioOfIntervals is num/den estimated conservatively from the two
@@ -74,6 +83,9 @@ func ratioOfIntervals(num, den Estimate) (Estimate, bool) {
 		return Estimate{}, false
 	}
 	e := Estimate{Center: num.Center / den.Center, Lo: num.Lo / den.Hi, Hi: num.Hi / den.Lo, N: min(num.N, den.N)}
+	if den.Mean != 0 {
+		e.Mean = num.Mean / den.Mean
+	}
 	if num.HasInterval() && den.HasInterval() {
 		e.Confidence = math.Max(0, num.Confidence+den.Confidence-1)
 	}
@@ -84,9 +96,24 @@ func ratioOfIntervals(num, den Estimate) (Estimate, bool) {
 }
 
 // inverse is k/x of a positive estimate (for example Mpps from ns per
-// packet): the bounds swap.
+// packet): the bounds swap, and the mean is k over the mean (the rate
+// at the mean time, not the mean of the rates).
 func (e Estimate) inverse(k float64) Estimate {
-	return Estimate{Center: k / e.Center, Lo: k / e.Hi, Hi: k / e.Lo, Confidence: e.Confidence, N: e.N}
+	inv := Estimate{Center: k / e.Center, Lo: k / e.Hi, Hi: k / e.Lo, Confidence: e.Confidence, N: e.N}
+	if e.Mean != 0 {
+		inv.Mean = k / e.Mean
+	}
+	return inv
+}
+
+// mean is the plain mean written after a figure and its interval, with
+// f formatting it: ", mean 4.1 ns"; "" for one run (the mean is the
+// figure).
+func (e Estimate) mean(f func(float64) string) string {
+	if e.N < 2 {
+		return ""
+	}
+	return ", mean " + f(e.Mean)
 }
 
 // spread is the interval written after a figure: " ± 3%", the larger

@@ -1,0 +1,107 @@
+package main
+
+import (
+	"fmt"
+	"image/png"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestCTRows: issue 15's speed rows from a fixture of six runs: the ct
+// pipeline's ratio judged against 0.5, the lookups at each table size
+// with their cost against 1,000 connections, the setup rates and the
+// bytes per connection; a size without a result is "not measured" with
+// the reason; the lookup chart is drawn.
+func TestCTRows(t *testing.T) {
+	var out strings.Builder
+	line := func(pkg, s string) {
+		fmt.Fprintf(&out, `{"Action":"output","Package":"github.com/ovsdp/ovsdp/%s","Output":"%s\n"}`+"\n", pkg, strings.ReplaceAll(s, "\t", `\t`))
+	}
+	for i, x := range []float64{0.52, 0.55, 0.53, 0.6, 0.51, 0.54} {
+		line("userdp", fmt.Sprintf("BenchmarkPipelineCT-2 \t 1000 \t 300 ns/op \t %g cpu-ns/packet \t 40 no-ct-cpu-ns/packet \t %g x-of-no-ct \t 0 B/op \t 0 allocs/op", 40/x, x))
+		for _, n := range []int{1000, 10000, 1000000} { // no 100,000
+			line("conntrack", fmt.Sprintf("BenchmarkEstablished/conns=%d-2 \t 1000 \t 99 ns/op \t %d cpu-ns/op", n, map[int]int{1000: 30, 10000: 40, 1000000: 240}[n]+i))
+		}
+		line("conntrack", fmt.Sprintf("BenchmarkSetup/tcp-2 \t 1000 \t 900 ns/op \t %d conns/s", 1100000+i*1000))
+		line("conntrack", fmt.Sprintf("BenchmarkSetup/udp-2 \t 1000 \t 800 ns/op \t %d conns/s", 1200000+i*1000))
+		line("conntrack", fmt.Sprintf("BenchmarkBytesPerConn-2 \t 1 \t 9 ns/op \t %d bytes/conn", 330+i))
+	}
+	dir := writeFixture(t, map[string]string{"host.json": out.String(), "steps.txt": "host\tok\t\n", "machine.txt": "CPU: x\n"})
+	r, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byWhat := r.rowsByWhat()
+	p := byWhat["Established-connection pipeline (extract, ct, recirc, lookup hit, output) vs the no-ct pipeline"]
+	if p.Met != metYes || p.Ratio.Center != 0.535 || !strings.Contains(p.Baseline, "40 ns") || !strings.Contains(p.Ours, "mean") {
+		t.Errorf("ct pipeline row %+v", p)
+	}
+	for what, want := range map[string]string{
+		"ct lookup of an established connection, 1,000 tracked":     "32.5 ns ± ",
+		"ct lookup of an established connection, 1,000,000 tracked": "242 ns ± ",
+	} {
+		if row := byWhat[what]; !strings.HasPrefix(row.Ours, want) || row.Met != metNone {
+			t.Errorf("%s: %+v, want %q", what, row, want)
+		}
+	}
+	if row := byWhat["ct lookup of an established connection, 1,000,000 tracked"]; !strings.Contains(row.Note, "7.5× the 1,000-connection lookup") || !strings.Contains(row.Note, "misses memory") {
+		t.Errorf("1M lookup note %q", row.Note)
+	}
+	if row := byWhat["ct lookup of an established connection, 100,000 tracked"]; row.Met != metNotRun || !strings.Contains(row.Note, "BenchmarkEstablished/conns=100000") {
+		t.Errorf("missing size: %+v", row)
+	}
+	if row := byWhat["ct setup: new TCP connections committed per second, one core"]; !strings.HasPrefix(row.Ours, "1.1 Mconns/s ± ") {
+		t.Errorf("setup row %+v", row)
+	}
+	if row := byWhat["ct memory per committed connection (heap, 100,000 connections)"]; !strings.HasPrefix(row.Ours, "332 bytes ± ") || !strings.Contains(row.Ours, "mean 332 bytes") {
+		t.Errorf("bytes row %+v", row)
+	}
+	charts := t.TempDir()
+	cs, err := r.Charts(r.AllRows(), charts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, c := range cs {
+		if c.File == "ct_lookup.png" {
+			found = true
+		}
+	}
+	f, err := os.Open(filepath.Join(charts, "ct_lookup.png"))
+	if err != nil || !found {
+		t.Fatalf("no ct lookup chart (%v, listed %v)", err, found)
+	}
+	defer f.Close()
+	if img, err := png.Decode(f); err != nil || img.Bounds().Dx() != lineChartW {
+		t.Errorf("ct chart: %v", err)
+	}
+}
+
+// TestMeanBesideMedian: every figure the report writes has the runs'
+// plain mean after its interval, ratios included, and estimates derived
+// from others derive their means the same way.
+func TestMeanBesideMedian(t *testing.T) {
+	e, _ := summarize([]float64{10, 11, 30})
+	if got := nsE(e); got != "11 ns ± 173%, mean 17 ns" {
+		t.Errorf("nsE = %q", got)
+	}
+	if got := fmtRatio(Row{Ratio: e}); got != "11.0× [10.0, 30.0] (75%, 3 runs), mean 17.0×" {
+		t.Errorf("fmtRatio = %q", got)
+	}
+	if got := mppsE(e); !strings.HasSuffix(got, ", mean 17 Mpps") {
+		t.Errorf("mppsE = %q", got)
+	}
+	one, _ := summarize([]float64{5})
+	if got := nsE(one); got != "5 ns (1 run)" {
+		t.Errorf("one run: %q (no mean: it is the figure)", got)
+	}
+	if inv := e.inverse(1e3); inv.Mean != 1e3/17 {
+		t.Errorf("inverse mean %v", inv.Mean)
+	}
+	den, _ := summarize([]float64{2, 2, 4})
+	if x, ok := ratioOfIntervals(e, den); !ok || x.Mean != 17/(8.0/3) {
+		t.Errorf("ratio of intervals mean %v", x.Mean)
+	}
+}
