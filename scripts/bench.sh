@@ -102,9 +102,10 @@ else
 fi
 
 # 3. Kernel benchmarks, in one VM boot (or directly with a host module):
-# genl's flow install/dump, dpctl vs ovs-dpctl at 10k (and 100k) flows,
+# genl's flow install/dump, the kernel's conntrack setup rate and memory
+# per connection beside ours, dpctl vs ovs-dpctl at 10k (and 100k) flows,
 # and the upcall daemon on system@ and netdev@ in the same guest.
-vm_steps="genl@vm cmd/dpctl@10k upcalld@vm"
+vm_steps="genl@vm genl@vm-ct cmd/dpctl@10k upcalld@vm"
 vm_timeout=15m
 if [ "$BENCH_LARGE" = 1 ]; then
 	vm_steps="$vm_steps genl@100k cmd/dpctl@100k"
@@ -132,6 +133,8 @@ else
 # Runs in the guest (or directly when the host has the module).
 cd "$ROOT/genl" && "$raw/genl.test" -test.run '^\$' -test.bench '^BenchmarkIntegrationFlows\$' -test.benchtime 1x -test.benchmem >"$raw/genl@vm.txt" 2>&1
 echo "genl@vm \$?" >>"$raw/vm-status"
+cd "$ROOT/genl" && "$raw/genl.test" -test.run '^\$' -test.bench '^BenchmarkIntegrationCTSetup\$' -test.benchtime 1x >"$raw/genl@vm-ct.txt" 2>&1
+echo "genl@vm-ct \$?" >>"$raw/vm-status"
 cd "$ROOT/cmd/dpctl" && DPCTL_BULK=10000 "$raw/dpctl.test" -test.run '^\$' -test.bench '^BenchmarkIntegrationFlows\$' -test.benchtime 1x >"$raw/cmd_dpctl@10k.txt" 2>&1
 echo "cmd/dpctl@10k \$?" >>"$raw/vm-status"
 cd "$ROOT/cmd/upcalld/internal/daemon" && "$raw/daemon.test" -test.run '^\$' -test.bench '^BenchmarkIntegrationUpcalls\$' -test.benchtime 2000x -test.count 3 >"$raw/upcalld@vm.txt" 2>&1

@@ -28,7 +28,8 @@ func TestCTRows(t *testing.T) {
 		line("conntrack", fmt.Sprintf("BenchmarkSetup/udp-2 \t 1000 \t 800 ns/op \t %d conns/s", 1200000+i*1000))
 		line("conntrack", fmt.Sprintf("BenchmarkBytesPerConn-2 \t 1 \t 9 ns/op \t %d bytes/conn", 330+i))
 	}
-	dir := writeFixture(t, map[string]string{"host.json": out.String(), "steps.txt": "host\tok\t\n", "machine.txt": "CPU: x\n"})
+	dir := writeFixture(t, map[string]string{"host.json": out.String(), "steps.txt": "host\tok\t\ngenl@vm-ct\tok\t\n", "machine.txt": "CPU: x\n",
+		"genl@vm-ct.txt": "BenchmarkIntegrationCTSetup \t 1 \t 5 ns/op \t 40000 kernel-conns/s \t 200000 ours-conns/s \t 320 kernel-bytes/conn \t 330 ours-bytes/conn\n"})
 	r, err := Load(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -46,7 +47,7 @@ func TestCTRows(t *testing.T) {
 			t.Errorf("%s: %+v, want %q", what, row, want)
 		}
 	}
-	if row := byWhat["ct lookup of an established connection, 1,000,000 tracked"]; !strings.Contains(row.Note, "7.5× the 1,000-connection lookup") || !strings.Contains(row.Note, "misses memory") {
+	if row := byWhat["ct lookup of an established connection, 1,000,000 tracked"]; !strings.Contains(row.Note, "7.5× the 1,000-connection lookup") || !strings.Contains(row.Note, "likely miss to memory") {
 		t.Errorf("1M lookup note %q", row.Note)
 	}
 	if row := byWhat["ct lookup of an established connection, 100,000 tracked"]; row.Met != metNotRun || !strings.Contains(row.Note, "BenchmarkEstablished/conns=100000") {
@@ -57,6 +58,13 @@ func TestCTRows(t *testing.T) {
 	}
 	if row := byWhat["ct memory per committed connection (heap, 100,000 connections)"]; !strings.HasPrefix(row.Ours, "332 bytes ± ") || !strings.Contains(row.Ours, "mean 332 bytes") {
 		t.Errorf("bytes row %+v", row)
+	}
+	if row := byWhat["ct setup in the VM: new TCP connections committed per second, ours vs the kernel's conntrack"]; row.Ours != "200 kconns/s (1 run)" ||
+		row.Baseline != "40 kconns/s (1 run) (kernel)" || row.Ratio.Center != 5 || row.Met != metNone {
+		t.Errorf("kernel setup row %+v", row)
+	}
+	if row := byWhat["ct memory per connection in the VM, ours vs the kernel's conntrack"]; row.Ours != "330 bytes (1 run)" || !strings.HasPrefix(row.Baseline, "320 bytes") {
+		t.Errorf("kernel memory row %+v", row)
 	}
 	charts := t.TempDir()
 	cs, err := r.Charts(r.AllRows(), charts)
