@@ -7,6 +7,29 @@
 #define cmpAVX2 1
 #define cmpAVX512 2
 
+// The bodies' building blocks. ENDS(d) points R8, R9 and R10 at the
+// words' end plus d (d = -8·k: the last k words of a, b and m);
+// ADVANCE(d) moves SI, DI and DX on by d bytes.
+#define ENDS(d) LEAQ d(SI)(CX*8), R8; LEAQ d(DI)(CX*8), R9; LEAQ d(DX)(CX*8), R10
+#define ADVANCE(d) ADDQ $d, SI; ADDQ $d, DI; ADDQ $d, DX
+
+// XAM(load, xor, and, a, b, m, r): r = (a ^ b) & m, one vector.
+#define XAM(load, xor, and, a, b, m, r) load a, r; xor b, r, r; and m, r, r
+
+// XAM2: two YMM chunks, ORed into r0 (r1 is clobbered).
+#define XAM2(a0, b0, m0, a1, b1, m1, r0, r1) XAM(VMOVDQU, VPXOR, VPAND, a0, b0, m0, r0); XAM(VMOVDQU, VPXOR, VPAND, a1, b1, m1, r1); VPOR r1, r0, r0
+
+// AVX2DONE(r): AL = 1 if r is all zero; VZEROUPPER; return.
+#define AVX2DONE(r) VPTEST r, r; VZEROUPPER; SETEQ AL; RET
+
+// CALLBODY(body) is an entry point func(a, b, m *uint64, n int) bool
+// that calls body.
+#define CALLBODY(body) MOVQ a+0(FP), SI; MOVQ b+8(FP), DI; MOVQ m+16(FP), DX; MOVQ n+24(FP), CX; CALL body(SB); MOVB AL, ret+32(FP); RET
+
+// XT512(a, b, m, k): k's bit i is set where word i of (a ^ b) & m, of
+// 8 words, is not zero (Z0 is clobbered).
+#define XT512(a, b, m, k) VMOVDQU64 a, Z0; VPXORQ b, Z0, Z0; VPTESTMQ m, Z0, k
+
 // The comparators OR together (a^b)&m over n words and test the result
 // once at the end: no early exit (after a hash hit the keys are almost
 // always equal). Their bodies take SI = a, DI = b, DX = m, CX = n and
@@ -82,87 +105,41 @@ TEXT avx2Body<>(SB), NOSPLIT|NOFRAME, $0
 	JA   avx2over8
 
 	// 4-8 words: [0, 4) and [n-4, n).
-	LEAQ    -32(SI)(CX*8), R8
-	LEAQ    -32(DI)(CX*8), R9
-	LEAQ    -32(DX)(CX*8), R10
-	VMOVDQU 0(SI), Y0
-	VMOVDQU 0(R8), Y1
-	VPXOR   0(DI), Y0, Y0
-	VPXOR   0(R9), Y1, Y1
-	VPAND   0(DX), Y0, Y0
-	VPAND   0(R10), Y1, Y1
-	VPOR    Y1, Y0, Y0
-	VPTEST  Y0, Y0
-	VZEROUPPER
-	SETEQ   AL
-	RET
+	ENDS(-32)
+	XAM(VMOVDQU, VPXOR, VPAND, 0(SI), 0(DI), 0(DX), Y0)
+	XAM(VMOVDQU, VPXOR, VPAND, 0(R8), 0(R9), 0(R10), Y1)
+	VPOR Y1, Y0, Y0
+	AVX2DONE(Y0)
 
 avx2over8:
 	CMPQ CX, $16
 	JA   avx2large
 
 	// 9-16 words: [0, 8) and [n-8, n).
-	LEAQ    -64(SI)(CX*8), R8
-	LEAQ    -64(DI)(CX*8), R9
-	LEAQ    -64(DX)(CX*8), R10
-	VMOVDQU 0(SI), Y0
-	VMOVDQU 32(SI), Y1
-	VMOVDQU 0(R8), Y2
-	VMOVDQU 32(R8), Y3
-	VPXOR   0(DI), Y0, Y0
-	VPXOR   32(DI), Y1, Y1
-	VPXOR   0(R9), Y2, Y2
-	VPXOR   32(R9), Y3, Y3
-	VPAND   0(DX), Y0, Y0
-	VPAND   32(DX), Y1, Y1
-	VPAND   0(R10), Y2, Y2
-	VPAND   32(R10), Y3, Y3
-	VPOR    Y1, Y0, Y0
-	VPOR    Y3, Y2, Y2
-	VPOR    Y2, Y0, Y0
-	VPTEST  Y0, Y0
-	VZEROUPPER
-	SETEQ   AL
-	RET
+	ENDS(-64)
+	XAM2(0(SI), 0(DI), 0(DX), 32(SI), 32(DI), 32(DX), Y0, Y1)
+	XAM2(0(R8), 0(R9), 0(R10), 32(R8), 32(R9), 32(R10), Y2, Y3)
+	VPOR Y3, Y2, Y2
+	VPOR Y2, Y0, Y0
+	AVX2DONE(Y0)
 
 avx2large:
 	// More than 16 words: 8 words at a time while more than 8 remain,
 	// then the last 8 words of the range (overlapping the previous
-	// step).
+	// step), into the accumulator Y4.
 	VPXOR Y4, Y4, Y4
-	VPXOR Y5, Y5, Y5
 
 avx2loop8:
-	VMOVDQU 0(SI), Y0
-	VMOVDQU 32(SI), Y1
-	VPXOR   0(DI), Y0, Y0
-	VPXOR   32(DI), Y1, Y1
-	VPAND   0(DX), Y0, Y0
-	VPAND   32(DX), Y1, Y1
-	VPOR    Y0, Y4, Y4
-	VPOR    Y1, Y5, Y5
-	ADDQ    $64, SI
-	ADDQ    $64, DI
-	ADDQ    $64, DX
-	SUBQ    $8, CX
-	CMPQ    CX, $8
-	JA      avx2loop8
-	LEAQ    -64(SI)(CX*8), SI
-	LEAQ    -64(DI)(CX*8), DI
-	LEAQ    -64(DX)(CX*8), DX
-	VMOVDQU 0(SI), Y0
-	VMOVDQU 32(SI), Y1
-	VPXOR   0(DI), Y0, Y0
-	VPXOR   32(DI), Y1, Y1
-	VPAND   0(DX), Y0, Y0
-	VPAND   32(DX), Y1, Y1
-	VPOR    Y0, Y4, Y4
-	VPOR    Y1, Y5, Y5
-	VPOR    Y5, Y4, Y4
-	VPTEST  Y4, Y4
-	VZEROUPPER
-	SETEQ   AL
-	RET
+	XAM2(0(SI), 0(DI), 0(DX), 32(SI), 32(DI), 32(DX), Y0, Y1)
+	VPOR  Y0, Y4, Y4
+	ADVANCE(64)
+	SUBQ  $8, CX
+	CMPQ  CX, $8
+	JA    avx2loop8
+	ENDS(-64)
+	XAM2(0(R8), 0(R9), 0(R10), 32(R8), 32(R9), 32(R10), Y0, Y1)
+	VPOR  Y0, Y4, Y4
+	AVX2DONE(Y4)
 
 avx2small:
 	CMPQ CX, $1
@@ -177,19 +154,14 @@ avx2small:
 	RET
 
 avx2xmm:
-	// 2-3 words: [0, 2) and [n-2, n).
-	LEAQ    -16(SI)(CX*8), R8
-	LEAQ    -16(DI)(CX*8), R9
-	LEAQ    -16(DX)(CX*8), R10
-	VMOVDQU 0(SI), X0
-	VMOVDQU 0(R8), X1
-	VPXOR   0(DI), X0, X0
-	VPXOR   0(R9), X1, X1
-	VPAND   0(DX), X0, X0
-	VPAND   0(R10), X1, X1
-	VPOR    X1, X0, X0
-	VPTEST  X0, X0
-	SETEQ   AL
+	// 2-3 words: [0, 2) and [n-2, n), in XMM registers (no VZEROUPPER
+	// needed).
+	ENDS(-16)
+	XAM(VMOVDQU, VPXOR, VPAND, 0(SI), 0(DI), 0(DX), X0)
+	XAM(VMOVDQU, VPXOR, VPAND, 0(R8), 0(R9), 0(R10), X1)
+	VPOR   X1, X0, X0
+	VPTEST X0, X0
+	SETEQ  AL
 	RET
 
 avx2empty:
@@ -212,18 +184,12 @@ TEXT avx512Body<>(SB), NOSPLIT|NOFRAME, $0
 	JA   avx512large
 
 	// 9-16 words.
-	LEAQ      -64(SI)(CX*8), R8
-	LEAQ      -64(DI)(CX*8), R9
-	LEAQ      -64(DX)(CX*8), R10
-	VMOVDQU64 0(SI), Z0
-	VMOVDQU64 0(R8), Z1
-	VPXORQ    0(DI), Z0, Z0
-	VPXORQ    0(R9), Z1, Z1
-	VPTESTMQ  0(DX), Z0, K1
-	VPTESTMQ  0(R10), Z1, K2
-	KORTESTW  K1, K2
+	ENDS(-64)
+	XT512(0(SI), 0(DI), 0(DX), K1)
+	XT512(0(R8), 0(R9), 0(R10), K2)
+	KORTESTW K1, K2
 	VZEROUPPER
-	SETEQ     AL
+	SETEQ    AL
 	RET
 
 avx512small:
@@ -231,43 +197,35 @@ avx512small:
 	JZ    avx512empty
 
 	// 1-8 words: the words [n, 8) are masked off.
-	MOVL      $1, AX
-	SHLL      CX, AX
-	DECL      AX
-	KMOVW     AX, K1
+	MOVL        $1, AX
+	SHLL        CX, AX
+	DECL        AX
+	KMOVW       AX, K1
 	VMOVDQU64.Z 0(SI), K1, Z0
-	VPXORQ.Z  0(DI), Z0, K1, Z0
-	VPTESTMQ  0(DX), Z0, K1, K2
-	KORTESTW  K2, K2
+	VPXORQ.Z    0(DI), Z0, K1, Z0
+	VPTESTMQ    0(DX), Z0, K1, K2
+	KORTESTW    K2, K2
 	VZEROUPPER
-	SETEQ     AL
+	SETEQ       AL
 	RET
 
 avx512large:
 	// More than 16 words: 8 words at a time while more than 8 remain,
-	// then the last 8 words of the range.
+	// then the last 8 words of the range, into K3.
 	KXORW K3, K3, K3
 
 avx512loop8:
-	VMOVDQU64 0(SI), Z0
-	VPXORQ    0(DI), Z0, Z0
-	VPTESTMQ  0(DX), Z0, K1
-	KORW      K1, K3, K3
-	ADDQ      $64, SI
-	ADDQ      $64, DI
-	ADDQ      $64, DX
-	SUBQ      $8, CX
-	CMPQ      CX, $8
-	JA        avx512loop8
-	LEAQ      -64(SI)(CX*8), SI
-	LEAQ      -64(DI)(CX*8), DI
-	LEAQ      -64(DX)(CX*8), DX
-	VMOVDQU64 0(SI), Z0
-	VPXORQ    0(DI), Z0, Z0
-	VPTESTMQ  0(DX), Z0, K1
-	KORTESTW  K1, K3
+	XT512(0(SI), 0(DI), 0(DX), K1)
+	KORW  K1, K3, K3
+	ADVANCE(64)
+	SUBQ  $8, CX
+	CMPQ  CX, $8
+	JA    avx512loop8
+	ENDS(-64)
+	XT512(0(R8), 0(R9), 0(R10), K1)
+	KORTESTW K1, K3
 	VZEROUPPER
-	SETEQ     AL
+	SETEQ    AL
 	RET
 
 avx512empty:
@@ -276,33 +234,15 @@ avx512empty:
 
 // func equalMaskedSSE2(a, b, m *uint64, n int) bool
 TEXT ·equalMaskedSSE2(SB), NOSPLIT, $0-33
-	MOVQ a+0(FP), SI
-	MOVQ b+8(FP), DI
-	MOVQ m+16(FP), DX
-	MOVQ n+24(FP), CX
-	CALL sse2Body<>(SB)
-	MOVB AL, ret+32(FP)
-	RET
+	CALLBODY(sse2Body<>)
 
 // func equalMaskedAVX2(a, b, m *uint64, n int) bool
 TEXT ·equalMaskedAVX2(SB), NOSPLIT, $0-33
-	MOVQ a+0(FP), SI
-	MOVQ b+8(FP), DI
-	MOVQ m+16(FP), DX
-	MOVQ n+24(FP), CX
-	CALL avx2Body<>(SB)
-	MOVB AL, ret+32(FP)
-	RET
+	CALLBODY(avx2Body<>)
 
 // func equalMaskedAVX512(a, b, m *uint64, n int) bool
 TEXT ·equalMaskedAVX512(SB), NOSPLIT, $0-33
-	MOVQ a+0(FP), SI
-	MOVQ b+8(FP), DI
-	MOVQ m+16(FP), DX
-	MOVQ n+24(FP), CX
-	CALL avx512Body<>(SB)
-	MOVB AL, ret+32(FP)
-	RET
+	CALLBODY(avx512Body<>)
 
 // func equalMasked(a, b, m *uint64, n int) bool
 TEXT ·equalMasked(SB), NOSPLIT, $0-33
@@ -311,30 +251,30 @@ TEXT ·equalMasked(SB), NOSPLIT, $0-33
 	MOVQ m+16(FP), DX
 	MOVQ n+24(FP), CX
 	CMPB ·cmpImpl(SB), $cmpAVX512
-	JNE  notavx512
-	CALL avx512Body<>(SB)
-	MOVB AL, ret+32(FP)
-	RET
-
-notavx512:
+	JEQ  use512
 	CMPB ·cmpImpl(SB), $cmpAVX2
-	JNE  sse2
-	CALL avx2Body<>(SB)
-	MOVB AL, ret+32(FP)
-	RET
-
-sse2:
+	JEQ  use2
 	CALL sse2Body<>(SB)
+	JMP  done
+
+use512:
+	CALL avx512Body<>(SB)
+	JMP  done
+
+use2:
+	CALL avx2Body<>(SB)
+
+done:
 	MOVB AL, ret+32(FP)
 	RET
 
 // func equalMaskedRange(a, b, m *Key, r Range) bool
 //
-// EqualMasked's work once it has checked r. The common sizes run here
-// without a further call, addressing the words by index (r.Start for
-// the first chunk, r.End for the last, which overlaps it): 1-16 words
-// with AVX-512, 4-16 with AVX2. Other sizes compute the words'
-// addresses and CALL the body cmpImpl chooses.
+// EqualMasked's work once it has checked r. With AVX-512, 1-16 words
+// run here without a further call, addressing the words by index
+// (r.Start for the first chunk, r.End for the last, which overlaps it);
+// otherwise it computes the words' addresses and CALLs the body cmpImpl
+// chooses. (Inlining AVX2's chunks here as well measured no faster.)
 TEXT ·equalMaskedRange(SB), NOSPLIT, $0-41
 	MOVQ a+0(FP), SI
 	MOVQ b+8(FP), DI
@@ -387,81 +327,18 @@ rcall512:
 	RET
 
 rnotavx512:
-	CMPB ·cmpImpl(SB), $cmpAVX2
-	JNE  rsse2
-	CMPQ CX, $4
-	JB   rcall2
-	CMPQ CX, $8
-	JA   ravx2over8
-
-	// AVX2, 4-8 words: [Start, Start+4) and [End-4, End). The
-	// addresses are computed first: a VEX operation with an indexed
-	// memory operand costs an extra micro-op.
-	LEAQ    (SI)(AX*8), SI
-	LEAQ    (DI)(AX*8), DI
-	LEAQ    (DX)(AX*8), DX
-	LEAQ    -32(SI)(CX*8), R8
-	LEAQ    -32(DI)(CX*8), R9
-	LEAQ    -32(DX)(CX*8), R10
-	VMOVDQU (SI), Y0
-	VMOVDQU (R8), Y1
-	VPXOR   (DI), Y0, Y0
-	VPXOR   (R9), Y1, Y1
-	VPAND   (DX), Y0, Y0
-	VPAND   (R10), Y1, Y1
-	VPOR    Y1, Y0, Y0
-	VPTEST  Y0, Y0
-	VZEROUPPER
-	SETEQ   ret+40(FP)
-	RET
-
-ravx2over8:
-	CMPQ CX, $16
-	JA   rcall2
-
-	// AVX2, 9-16 words: [Start, Start+8) and [End-8, End).
-	LEAQ    (SI)(AX*8), SI
-	LEAQ    (DI)(AX*8), DI
-	LEAQ    (DX)(AX*8), DX
-	LEAQ    -64(SI)(CX*8), R8
-	LEAQ    -64(DI)(CX*8), R9
-	LEAQ    -64(DX)(CX*8), R10
-	VMOVDQU 0(SI), Y0
-	VMOVDQU 32(SI), Y1
-	VMOVDQU 0(R8), Y2
-	VMOVDQU 32(R8), Y3
-	VPXOR   0(DI), Y0, Y0
-	VPXOR   32(DI), Y1, Y1
-	VPXOR   0(R9), Y2, Y2
-	VPXOR   32(R9), Y3, Y3
-	VPAND   0(DX), Y0, Y0
-	VPAND   32(DX), Y1, Y1
-	VPAND   0(R10), Y2, Y2
-	VPAND   32(R10), Y3, Y3
-	VPOR    Y1, Y0, Y0
-	VPOR    Y3, Y2, Y2
-	VPOR    Y2, Y0, Y0
-	VPTEST  Y0, Y0
-	VZEROUPPER
-	SETEQ   ret+40(FP)
-	RET
-
-rcall2:
 	TESTQ CX, CX
 	JZ    rempty
 	LEAQ  (SI)(AX*8), SI
 	LEAQ  (DI)(AX*8), DI
 	LEAQ  (DX)(AX*8), DX
+	CMPB  ·cmpImpl(SB), $cmpAVX2
+	JNE   rsse2
 	CALL  avx2Body<>(SB)
 	MOVB  AL, ret+40(FP)
 	RET
 
 rsse2:
-	TESTQ CX, CX
-	JZ    rempty
-	LEAQ  (SI)(AX*8), SI
-	LEAQ  (DI)(AX*8), DI
-	LEAQ  (DX)(AX*8), DX
 	CALL  sse2Body<>(SB)
 	MOVB  AL, ret+40(FP)
 	RET
