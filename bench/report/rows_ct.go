@@ -21,7 +21,8 @@ func (r *Results) ctRows() []Row {
 	noct, ok2 := r.Est("userdp", pname, "no-ct-cpu-ns/packet")
 	x, ok3 := r.Est("userdp", pname, "x-of-no-ct")
 	if ok1 && ok2 && ok3 {
-		row := Row{Group: g, What: what, Ours: nsE(ct) + "/packet", Baseline: nsE(noct) + "/packet (no ct)",
+		perPacket := func(e Estimate) string { return fmtNs(e.Center) + "/packet" + e.spread() + e.mean(fmtNs) }
+		row := Row{Group: g, What: what, Ours: perPacket(ct), Baseline: perPacket(noct) + " (no ct)",
 			Ratio: x, RatioUnit: "× of no-ct", Goal: "≥ 0.5× of no-ct", ChartRatio: true,
 			Note: fmt.Sprintf("`userdp` %s (in-memory ports, one core, CPU time of the benchmark's thread): the two paths interleaved in chunks of 4,096 packets; ratio: median of the runs' own no-ct/ct ratios (%d runs)", pname, x.N)}
 		row.setGoal(0.5, false)
