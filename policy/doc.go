@@ -175,5 +175,11 @@
 // modifications with no output after them are dropped. mod_vlan_vid on
 // a tagged packet is pop_vlan then push_vlan; on an untagged one
 // push_vlan with TPID 0x8100 and PCP 0. controller is a userspace action
-// to Env.ControllerPID.
+// to Env.ControllerPID (with the userdata, if any, as its cookie): every
+// packet the megaflow matches comes up to upcalld, which hands it and
+// its key to the packet-in subscribers of its status socket (`dpctl
+// monitor --packet-ins`) at most at --packet-in-rate a second (a token
+// bucket of --packet-in-burst, as Open vSwitch's controller_rate_limit
+// and controller_burst_limit), counting the rest in
+// upcalld_packet_ins_dropped_total{reason}.
 package policy

@@ -77,6 +77,8 @@ func runFlags() []cli.Flag {
 		&cli.IntFlag{Name: "handlers", Usage: "upcall handler count (default: one per CPU)"},
 		&cli.DurationFlag{Name: "revalidate-interval", Value: daemon.DefaultRevalidateInterval, Usage: "period of revalidation passes"},
 		&cli.DurationFlag{Name: "mac-aging", Value: policy.DefaultMaxAge, Usage: "learning switch: forget addresses not seen for this long"},
+		&cli.Float64Flag{Name: "packet-in-rate", Value: daemon.DefaultPacketInRate, Usage: "send at most `N` packet-ins (upcalls of controller actions) a second to the status socket's subscribers (dpctl monitor --packet-ins); the rest are counted in upcalld_packet_ins_dropped_total"},
+		&cli.IntFlag{Name: "packet-in-burst", Usage: "packet-ins sent at once after a quiet spell (default: a quarter of --packet-in-rate, at least 1)"},
 		&cli.BoolFlag{Name: "del-dp-on-exit", Usage: "delete the datapath when exiting"},
 		&cli.BoolFlag{Name: "no-handlers", Usage: "handle no upcalls (misses are lost): only host a netdev@ datapath for dpctl"},
 		&cli.StringFlag{Name: "log-level", Value: "info", Usage: "debug, info, warn or error"},
@@ -155,6 +157,12 @@ func parseOptions(c *cli.Context, stderr io.Writer) (*options, error) {
 	if c.Int("flow-limit") <= 0 {
 		return nil, fmt.Errorf("--flow-limit %d: must be positive", c.Int("flow-limit"))
 	}
+	if c.Float64("packet-in-rate") <= 0 {
+		return nil, fmt.Errorf("--packet-in-rate %v: must be positive", c.Float64("packet-in-rate"))
+	}
+	if c.Int("packet-in-burst") < 0 || c.IsSet("packet-in-burst") && c.Int("packet-in-burst") == 0 {
+		return nil, fmt.Errorf("--packet-in-burst %d: must be positive", c.Int("packet-in-burst"))
+	}
 	if c.Int("handlers") < 0 {
 		return nil, fmt.Errorf("--handlers %d: must not be negative", c.Int("handlers"))
 	}
@@ -174,6 +182,8 @@ func parseOptions(c *cli.Context, stderr io.Writer) (*options, error) {
 		FlowLimit:          c.Int("flow-limit"),
 		RevalidateInterval: c.Duration("revalidate-interval"),
 		Learning:           policy.LearningOptions{MaxAge: c.Duration("mac-aging")},
+		PacketInRate:       c.Float64("packet-in-rate"),
+		PacketInBurst:      c.Int("packet-in-burst"),
 		Logger:             o.logger,
 	}
 	if o.access, err = runsock.LookupGroup(c.String("group")); err != nil {

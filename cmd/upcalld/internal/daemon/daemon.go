@@ -106,6 +106,12 @@ type Config struct {
 	Logger *slog.Logger
 	// Registry, when set, gets the daemon's Prometheus metrics.
 	Registry prometheus.Registerer
+	// PacketInRate is how many packet-ins (the upcalls of controller
+	// actions) a second the daemon sends its packet-in subscribers at
+	// most (DefaultPacketInRate); PacketInBurst how many it may send at
+	// once after a quiet spell (0: max(1, PacketInRate/4)).
+	PacketInRate  float64
+	PacketInBurst int
 	// MonoMillis is the clock of odp.FlowStats.Used: milliseconds of
 	// CLOCK_MONOTONIC (the default when nil). Tests inject their own.
 	MonoMillis func() uint64
@@ -144,7 +150,8 @@ type Daemon struct {
 	flows *flowTable
 	m     *metrics
 	lat   Latency
-	taps  tapSet // upcall subscribers (tap.go)
+	taps  tapSet    // upcall subscribers (tap.go)
+	pins  packetIns // packet-in subscribers and their rate limit (packetin.go)
 
 	flowLimit atomic.Int64
 	maxLimit  int64
@@ -218,6 +225,15 @@ func New(cfg Config) (*Daemon, error) {
 	if cfg.IdleTimeout < 0 || cfg.FlowLimit < 0 || cfg.RevalidateInterval < 0 || cfg.MaxLag < 0 {
 		return nil, errors.New("daemon: negative idle timeout, flow limit, revalidation interval or maximum lag")
 	}
+	if cfg.PacketInRate < 0 || cfg.PacketInBurst < 0 {
+		return nil, fmt.Errorf("daemon: packet-in rate %v and burst %d: want positive values (or 0 for the defaults)", cfg.PacketInRate, cfg.PacketInBurst)
+	}
+	if cfg.PacketInRate == 0 {
+		cfg.PacketInRate = DefaultPacketInRate
+	}
+	if cfg.PacketInBurst == 0 {
+		cfg.PacketInBurst = max(1, int(cfg.PacketInRate/defaultBurstDivisor))
+	}
 	if cfg.MaxLag == 0 {
 		cfg.MaxLag = DefaultMaxLag
 	}
@@ -245,6 +261,8 @@ func New(cfg Config) (*Daemon, error) {
 		started:  time.Now(),
 		shedLog:  rateLimit{max: 1},
 	}
+	d.pins.bucket = newTokenBucket(cfg.PacketInRate, cfg.PacketInBurst)
+	d.pins.now = func() int64 { return time.Now().UnixNano() }
 	if d.mono == nil {
 		d.mono = monoclock.Millis
 	}
