@@ -714,6 +714,7 @@ func (w *walker) emitOutput(port uint32) {
 	if w.tr != nil {
 		w.commit()
 		w.tr.output(port)
+		w.tr.mirrorEgress(port)
 	}
 }
 

@@ -69,6 +69,7 @@ func runFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "datapath", Aliases: []string{"d"}, Usage: "datapath to drive: system@NAME (kernel) or netdev@NAME (userspace, hosted in this process)"},
 		&cli.StringSliceFlag{Name: "port", Aliases: []string{"p"}, Usage: "network device `IFACE[,OPTIONS]` to add as a port (repeat, or comma-separate); options: vlan=N (access port of VLAN N), trunks=N,... (trunk of those VLANs), vlan_mode=native-tagged|native-untagged with tag=N (native VLAN N)"},
+		&cli.StringSliceFlag{Name: "mirror", Usage: "copy selected traffic to a port, as Open vSwitch's mirrors: `SELECT:PORT`, SELECT a comma-separated list of IFACE (received on or sent to it), in=IFACE, out=IFACE, all, vlan=N (only those VLANs); repeat for more mirrors"},
 		&cli.StringFlag{Name: "rules", Usage: "rules `FILE` (ovs-ofctl syntax subset); reloaded on SIGHUP. Default: L2 learning switch"},
 		&cli.StringFlag{Name: "metrics", Usage: "serve Prometheus metrics on `ADDR` (host:port) at /metrics"},
 		&cli.DurationFlag{Name: "idle", Value: daemon.DefaultIdleTimeout, Usage: "delete flows idle for this long"},
@@ -129,6 +130,17 @@ func parseOptions(c *cli.Context, stderr io.Writer) (*options, error) {
 			vlans[s.Name] = s.VLAN
 		}
 	}
+	var mirrors []policy.MirrorSpec
+	for _, s := range c.StringSlice("mirror") {
+		m, err := policy.ParseMirror(s)
+		if err != nil {
+			return nil, fmt.Errorf("--mirror: %w", err)
+		}
+		mirrors = append(mirrors, m)
+	}
+	if len(mirrors) > policy.MaxMirrors {
+		return nil, fmt.Errorf("--mirror: %d mirrors: at most %d", len(mirrors), policy.MaxMirrors)
+	}
 	var lvl slog.Level
 	if err := lvl.UnmarshalText([]byte(c.String("log-level"))); err != nil {
 		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", c.String("log-level"))
@@ -174,6 +186,7 @@ func parseOptions(c *cli.Context, stderr io.Writer) (*options, error) {
 	o.cfg = daemon.Config{
 		Ports:              o.ports,
 		PortVLANs:          vlans,
+		Mirrors:            mirrors,
 		Rules:              o.rules,
 		RulesFile:          o.rulesFile,
 		Handlers:           c.Int("handlers"),

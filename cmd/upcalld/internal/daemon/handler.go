@@ -326,7 +326,7 @@ func (d *Daemon) decide(ctx context.Context, h *handlerState, i int, up *odp.Upc
 	ps := d.pol.Load()
 	seq := d.macSeq.Load()
 	dec := &h.dec
-	ps.rules.DecideInto(&k, dec)
+	ps.env.DecideInto(ps.rules, &k, dec)
 	ps.env.Learn(dec, &k)
 	w := &h.work[i]
 	w.acts = policy.Translate(dec, &k, ps.env)

@@ -41,6 +41,13 @@ func hostIP(i int) string { return fmt.Sprintf("10.9.0.%d", i+1) }
 // newTopo builds n hosts on the datapath made by open, and runs a daemon
 // with cfg on it.
 func newTopo(t testing.TB, n int, open func(t testing.TB) odp.Datapath, cfg Config) *topo {
+	return newTopoWith(t, n, open, cfg, nil)
+}
+
+// newTopoWith is newTopo where prep, if not nil, may change cfg knowing
+// the datapath's port names (host i's is names[i]) before the daemon
+// starts.
+func newTopoWith(t testing.TB, n int, open func(t testing.TB) odp.Datapath, cfg Config, prep func(names []string, cfg *Config)) *topo {
 	testenv.RequireRoot(t)
 	tp := &topo{t: t}
 	var names []string
@@ -49,6 +56,9 @@ func newTopo(t testing.TB, n int, open func(t testing.TB) odp.Datapath, cfg Conf
 		tp.hosts = append(tp.hosts, ns)
 		tp.veths = append(tp.veths, v)
 		names = append(names, v.PeerName)
+	}
+	if prep != nil {
+		prep(names, &cfg)
 	}
 	tp.dp = open(t)
 	cfg.Datapath = tp.dp
