@@ -54,10 +54,10 @@ import (
 // frame sent to the last delivered), first-packet latency p50 and p99
 // (send to arrival at the sink, per new flow: the upcall's whole round
 // trip), undelivered frames, the datapath's lost upcalls (its
-// statistics: upcalld's Status, `ovs-dpctl show` or `ovs-appctl
-// dpctl/show`), and megaflows (the datapath's flow count after the
-// traffic: upcalld's dump, `ovs-dpctl dump-flows | wc -l` or `ovs-appctl
-// dpctl/dump-flows`). upcalld also reports its own handler latency
+// statistics: upcalld's Status or `ovs-appctl dpctl/show`), delivered
+// (new flows that reached the sink), and megaflows (the datapath's flow count after the
+// traffic: upcalld's dump, or the lines of `ovs-appctl dpctl/dump-flows`,
+// which for system@ is what `ovs-dpctl dump-flows | wc -l` counts). upcalld also reports its own handler latency
 // (handler-p50-ns, handler-p99-ns); ovs-vswitchd exposes none for the
 // kernel datapath.
 //
@@ -293,6 +293,7 @@ func (c *cmpCase) run(b *testing.B, ownNS bool, start func(*cmpNet) cmpSwitch) {
 	b.ReportMetric(float64(q(0.5).Nanoseconds()), "p50-ns")
 	b.ReportMetric(float64(q(0.99).Nanoseconds()), "p99-ns")
 	b.ReportMetric(float64(c.flows-got), "undelivered")
+	b.ReportMetric(float64(got), "delivered")
 	b.ReportMetric(float64(sw.lost()-lost0), "lost")
 	b.ReportMetric(float64(sw.flows()), "megaflows")
 	b.ReportMetric(float64(c.rate), "offered/s")
