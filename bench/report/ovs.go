@@ -33,13 +33,8 @@ const vsOVSNote = "`cmd/upcalld/internal/daemon` BenchmarkIntegrationVsOVS: a se
 // ratio upcalld/ovs-vswitchd, goal ≥ 1.0× with nothing lost by upcalld.
 func (r *Results) vsOVSSetup(g, what, pkg, ours, ref string) Row {
 	const goal = "≥ 1.0×, 0 lost"
-	o, ok1 := r.Est(pkg, ours, "setup/s")
-	b, ok2 := r.Est(pkg, ref, "setup/s")
-	if !ok1 || !ok2 {
-		why := r.missing(pkg, ours)
-		if ok1 {
-			why = r.missing(pkg, ref)
-		}
+	o, b, why := r.estPair(pkg, ours, ref, "setup/s")
+	if why != "" {
 		return notMeasured(g, what, goal, why)
 	}
 	loss := func(bench string) (float64, string) {
@@ -91,13 +86,8 @@ func (r *Results) vsOVSSetup(g, what, pkg, ours, ref string) Row {
 // megaflows than ovs-vswitchd installs for the same flows).
 func (r *Results) vsOVSMegaflows(g, what, pkg, ours, ref string) Row {
 	const goal = "≤ 1.0×"
-	o, ok1 := r.Est(pkg, ours, "megaflows")
-	b, ok2 := r.Est(pkg, ref, "megaflows")
-	if !ok1 || !ok2 {
-		why := r.missing(pkg, ours)
-		if ok1 {
-			why = r.missing(pkg, ref)
-		}
+	o, b, why := r.estPair(pkg, ours, ref, "megaflows")
+	if why != "" {
 		return notMeasured(g, what, goal, why)
 	}
 	row := Row{Group: g, What: what, Goal: goal, RatioUnit: "× megaflows",
@@ -115,6 +105,20 @@ func (r *Results) vsOVSMegaflows(g, what, pkg, ours, ref string) Row {
 		row.setGoal(1, true)
 	}
 	return row
+}
+
+// estPair is unit of benchmarks ours and ref of pkg, or why one is
+// missing.
+func (r *Results) estPair(pkg, ours, ref, unit string) (o, b Estimate, why string) {
+	o, ok1 := r.Est(pkg, ours, unit)
+	b, ok2 := r.Est(pkg, ref, unit)
+	switch {
+	case !ok1:
+		why = r.missing(pkg, ours)
+	case !ok2:
+		why = r.missing(pkg, ref)
+	}
+	return o, b, why
 }
 
 // scaled is e times k > 0.

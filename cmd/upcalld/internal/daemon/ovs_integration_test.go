@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -195,16 +196,11 @@ func (c *cmpCase) run(b *testing.B, ownNS bool, start func(*cmpNet) cmpSwitch) {
 	arrived := make([]time.Time, c.flows)
 	var mu sync.Mutex
 	delivered := 0
-	stop := make(chan struct{})
+	var stop atomic.Bool
 	done := make(chan struct{})
-	go func() {
+	go func() { // the sink: when each new flow's first frame arrived
 		defer close(done)
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
+		for !stop.Load() {
 			f, err := capt.Next(50 * time.Millisecond)
 			now := time.Now()
 			if err != nil || f.Outgoing || len(f.Data) < 50 || binary.BigEndian.Uint32(f.Data[42:]) != 0x0cf0cf0c {
@@ -220,7 +216,7 @@ func (c *cmpCase) run(b *testing.B, ownNS bool, start func(*cmpNet) cmpSwitch) {
 		}
 	}()
 	defer func() {
-		close(stop)
+		stop.Store(true)
 		<-done
 	}()
 
@@ -301,20 +297,6 @@ func (c *cmpCase) run(b *testing.B, ownNS bool, start func(*cmpNet) cmpSwitch) {
 	if sw.extra != nil {
 		sw.extra(b)
 	}
-}
-
-// rawSenderOn opens an AF_PACKET socket in ns that sends on ifname.
-func rawSenderOn(tb testing.TB, ns *testenv.Netns, ifname string) (int, *unix.SockaddrLinklayer) {
-	var fd int
-	if err := ns.Do(func() error {
-		var err error
-		fd, err = unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0)
-		return err
-	}); err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { unix.Close(fd) })
-	return fd, &unix.SockaddrLinklayer{Ifindex: ns.Index(tb, ifname), Protocol: 0x0008, Halen: 6}
 }
 
 // upcalld starts a daemon on a new datapath with the two ports.
