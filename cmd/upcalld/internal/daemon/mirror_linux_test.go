@@ -14,10 +14,6 @@ import (
 	"github.com/ovsdp/ovsdp/testenv"
 )
 
-// TestNamespaceMirror is scenarioMirror on the userspace datapath (as
-// root; TestIntegrationMirror runs it on the kernel's, in the VM).
-func TestNamespaceMirror(t *testing.T) { scenarioMirror(t, openUserdp) }
-
 // scenarioMirror: three hosts on a learning switch, the third the
 // output port of a mirror of the first's port (--mirror PORT0:PORT2).
 // A ping from host 0 to host 1 works, and host 2 sees its echo requests

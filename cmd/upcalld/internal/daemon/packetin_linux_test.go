@@ -15,10 +15,6 @@ import (
 	"github.com/ovsdp/ovsdp/odp"
 )
 
-// TestNamespacePacketIns is scenarioPacketIns on the userspace datapath
-// (as root; TestIntegrationPacketIns runs it on the kernel's, in the VM).
-func TestNamespacePacketIns(t *testing.T) { scenarioPacketIns(t, openUserdp) }
-
 // scenarioPacketIns: a rule sends UDP to port 7777 to the controller
 // and on (normal). Host 0 sends a burst of such datagrams to host 1:
 // every one arrives, and the packet-in subscriber on the status socket
