@@ -165,6 +165,22 @@
 // configuration or the MAC table, which Translate reads: a change of
 // either is a new policy (the daemon re-decides its flows).
 //
+// # Mirrors
+//
+// Env.Mirrors copy selected traffic to a port, with Open vSwitch's
+// semantics (its Mirror table: select_src_port, select_dst_port,
+// select_all, select_vlan, output_port); upcalld's --mirror SELECT:PORT
+// configures them (ParseMirror: SELECT is IFACE for both directions,
+// in=IFACE, out=IFACE, all, and vlan=N to narrow). A packet received on
+// a selected port is copied first, as it came; one sent to a selected
+// port is copied right after that output, as it went. Each mirror copies
+// a packet once, never to its input port. normal neither learns on nor
+// sends to a mirror's output port, and drops what arrives on it;
+// explicit outputs still may. The megaflows carry the copies: decide
+// with Env.DecideInto, which adds to the mask the input port and, when a
+// mirror selects VLANs, the outer tag's present bit and VID (the VLAN is
+// the packet's VLAN on its input port).
+//
 // # Datapath actions
 //
 // Translate produces odp actions: modifications are collected and
@@ -175,5 +191,11 @@
 // modifications with no output after them are dropped. mod_vlan_vid on
 // a tagged packet is pop_vlan then push_vlan; on an untagged one
 // push_vlan with TPID 0x8100 and PCP 0. controller is a userspace action
-// to Env.ControllerPID.
+// to Env.ControllerPID (with the userdata, if any, as its cookie): every
+// packet the megaflow matches comes up to upcalld, which hands it and
+// its key to the packet-in subscribers of its status socket (`dpctl
+// monitor --packet-ins`) at most at --packet-in-rate a second (a token
+// bucket of --packet-in-burst, as Open vSwitch's controller_rate_limit
+// and controller_burst_limit), counting the rest in
+// upcalld_packet_ins_dropped_total{reason}.
 package policy

@@ -243,6 +243,35 @@ func randRule(r *rand.Rand, table int) string {
 	return strings.Join(parts, ",") + ",actions=" + strings.Join(acts, ",")
 }
 
+// randMirrors returns one to three random mirrors of poolPorts: by
+// source, destination or both, sometimes all, sometimes narrowed to
+// VLANs the keys use.
+func randMirrors(r *rand.Rand) []Mirror {
+	var ms []Mirror
+	for i := range 1 + r.IntN(3) {
+		m := Mirror{Name: fmt.Sprint("m", i), Out: pick(r, poolPorts)}
+		for _, p := range poolPorts {
+			if p == m.Out {
+				continue
+			}
+			switch r.IntN(4) {
+			case 0:
+				m.SrcPorts = append(m.SrcPorts, p)
+			case 1:
+				m.DstPorts = append(m.DstPorts, p)
+			case 2:
+				m.SrcPorts, m.DstPorts = append(m.SrcPorts, p), append(m.DstPorts, p)
+			}
+		}
+		m.All = r.IntN(8) == 0
+		if r.IntN(2) == 0 {
+			m.VLANs = []uint16{pick(r, []uint16{0, 10, 20})}
+		}
+		ms = append(ms, m)
+	}
+	return ms
+}
+
 type megaflow struct {
 	key, mask flowkeys.Key
 	d         Decision
@@ -264,6 +293,9 @@ func checkSoundness(t *testing.T, seed uint64, sets, packets int, b fault) (fail
 		}
 	}()
 	r := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	// Mirrors come from a stream of their own, so that the rules and
+	// packets are those of the tests before mirrors.
+	rm := rand.New(rand.NewPCG(seed, 0x6d6972726f7273))
 	for set := range sets {
 		var text strings.Builder
 		for range 1 + r.IntN(8) {
@@ -291,11 +323,15 @@ func checkSoundness(t *testing.T, seed uint64, sets, packets int, b fault) (fail
 		if r.IntN(2) > 0 {
 			env.VLANs = randVLANs(r)
 		}
+		if rm.IntN(3) == 0 {
+			env.Mirrors = randMirrors(rm)
+		}
 		var cache []megaflow
 		for pkt := range packets {
 			k := randKey(r)
 			var d Decision
 			rs.decide(&k, &d)
+			env.mirrorMask(&d, &k)
 			direct := Translate(&d, &k, env).String()
 			if b == faultNone {
 				// Translation consults nothing outside the mask (it
@@ -304,7 +340,7 @@ func checkSoundness(t *testing.T, seed uint64, sets, packets int, b fault) (fail
 				var w walker
 				w.init(&k, &tm, &translator{ports: env.Ports, sw: sw, vlans: env.VLANs})
 				w.rs = rs
-				w.run(d.Actions)
+				w.translate(&d, env)
 				tm = w.mask
 				for i, x := range tm.Words() {
 					if x&^d.Mask.Words()[i] != 0 {
@@ -370,6 +406,8 @@ func TestSoundnessCatchesBugs(t *testing.T) {
 		{"normal does not mask the VLAN ID", faultNoVLANMask},
 		{"the tag restored after normal is not masked", faultNoRestoreMask},
 		{"lookups after table 0 add nothing to the mask", faultNoTableMask},
+		{"mirrors do not mask in_port", faultNoMirrorMask},
+		{"mirrors selecting VLANs do not mask the VLAN", faultNoMirrorVLANMask},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := checkSoundness(t, 1, 3000, 150, tc.b)

@@ -21,6 +21,9 @@ type Env struct {
 	// VLANs is the ports' VLAN configuration that normal follows (nil:
 	// every port is a trunk of every VLAN).
 	VLANs *VLANTable
+	// Mirrors copy selected traffic to their output ports (mirror.go; at
+	// most MaxMirrors). Decide with Env.DecideInto when there are any.
+	Mirrors []Mirror
 }
 
 // Learn teaches the learning switch what decision d for key k saw: when
@@ -28,7 +31,7 @@ type Env struct {
 // VLAN the port maps d.NormalTCI to (nothing is learned from a frame the
 // port drops). It reports the change, if any.
 func (e *Env) Learn(d *Decision, k *flowkeys.Key) (Event, bool) {
-	if !d.Normal || e.Switch == nil {
+	if !d.Normal || e.Switch == nil || e.isMirrorOut(k.InPort) {
 		return Event{}, false
 	}
 	vlan, ok := e.VLANs.InputVLAN(k.InPort, d.NormalTCI)
@@ -62,7 +65,7 @@ func AppendTranslate(dst odp.Actions, d *Decision, k *flowkeys.Key, env *Env) od
 	w.init(k, &d.Mask, &tr)
 	w.rs = d.rs
 	n := len(dst)
-	w.run(d.Actions)
+	w.translate(d, env)
 	if w.overflow {
 		return tr.out[:n] // a pipeline past its bounds drops the packet
 	}
@@ -79,13 +82,25 @@ func AppendTranslate(dst odp.Actions, d *Decision, k *flowkeys.Key, env *Env) od
 	return out
 }
 
+// translate runs d's actions, with env's ingress mirrors first.
+func (w *walker) translate(d *Decision, env *Env) {
+	w.mirrorIngress(env)
+	w.run(d.Actions)
+}
+
 // translator collects the datapath actions a walker emits.
 type translator struct {
-	ports []uint32
-	sw    *LearningSwitch
-	pid   uint32
-	vlans *VLANTable
-	out   odp.Actions
+	ports   []uint32
+	sw      *LearningSwitch
+	pid     uint32
+	vlans   *VLANTable
+	out     odp.Actions
+	mirrors mirrorState
+}
+
+// skip reports whether normal leaves port p out: a mirror's output port.
+func (t *translator) skip(p uint32) bool {
+	return t.mirrors.env != nil && t.mirrors.env.isMirrorOut(p)
 }
 
 // normal emits what the learning switch does with the packet, whose
@@ -98,13 +113,13 @@ type translator struct {
 // normal changes the tag at most once.
 func (t *translator) normal(w *walker, inPort uint32, tci uint16) {
 	vlan, ok := t.vlans.InputVLAN(inPort, tci)
-	if !ok {
+	if !ok || t.skip(inPort) {
 		return
 	}
 	dst := w.cur.EthDst
 	if dst[0]&1 == 0 && t.sw != nil {
 		if port, ok := t.sw.LookupVLAN(vlan, dst); ok {
-			if pv := t.vlans.port(port); port != inPort && pv.includes(vlan) {
+			if pv := t.vlans.port(port); port != inPort && pv.includes(vlan) && !t.skip(port) {
 				w.setForm(w.outputForm(pv.outputVID(vlan)))
 				w.emitOutput(port)
 			}
@@ -119,7 +134,7 @@ func (t *translator) normal(w *walker, inPort uint32, tci uint16) {
 		found := false
 		for _, p := range t.ports {
 			pv := t.vlans.port(p)
-			if p == inPort || !pv.includes(vlan) {
+			if p == inPort || !pv.includes(vlan) || t.skip(p) {
 				continue
 			}
 			f := w.outputForm(pv.outputVID(vlan))
@@ -141,7 +156,7 @@ func (t *translator) normal(w *walker, inPort uint32, tci uint16) {
 		done[n] = next
 		for _, p := range t.ports {
 			pv := t.vlans.port(p)
-			if p != inPort && pv.includes(vlan) && w.outputForm(pv.outputVID(vlan)) == next {
+			if p != inPort && pv.includes(vlan) && !t.skip(p) && w.outputForm(pv.outputVID(vlan)) == next {
 				w.setForm(next)
 				w.emitOutput(p)
 			}

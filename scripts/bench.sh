@@ -101,15 +101,29 @@ else
 	step cmd/upcalld/internal/daemon fail "go test failed: $(grep -o '"Output":"[^"]*\(panic\|signal\|timed out\|FAIL\)[^"]*' "$raw/upcalld.json" | sed 's/"Output":"//; s/\\[nt]/ /g' | head -3 | tr '\n' ' ')$(head -c 300 "$raw/upcalld.err" | tr '\n\t' '  ') (results of the runs that finished are used)"
 fi
 
+# 2b. upcalld against ovs-vswitchd on the userspace datapath (issue 17.3):
+# the same new-flow traffic through upcalld's netdev@ and a private
+# ovs-vswitchd's datapath_type=netdev, on the host (as root, with Debian's
+# openvswitch-switch installed).
+say "upcalld vs ovs-vswitchd, userspace datapath (-count $COUNT)"
+if ! $GO test -c -tags integration -o "$raw/daemon-host.test" ./cmd/upcalld/internal/daemon 2>"$raw/build-daemon-host.err"; then
+	step vsovs@host fail "building the test binary failed: $(head -c 300 "$raw/build-daemon-host.err" | tr '\n\t' '  ')"
+elif (cd cmd/upcalld/internal/daemon && timeout -k 10 900 "$raw/daemon-host.test" -test.run '^$' -test.bench '^BenchmarkIntegrationVsOVS$/^netdev$' -test.benchtime 1x -test.count "$COUNT" >"$raw/vsovs@host.txt" 2>&1); then
+	step vsovs@host ok ""
+else
+	step vsovs@host fail "exit $?: $(grep -E 'FAIL|Error|error' "$raw/vsovs@host.txt" | head -3 | tr '\n\t' '  ')"
+fi
+
 # 3. Kernel benchmarks, in one VM boot (or directly with a host module):
 # genl's flow install/dump, the kernel's conntrack setup rate and memory
 # per connection beside ours, dpctl vs ovs-dpctl at 10k (and 100k) flows,
-# and the upcall daemon on system@ and netdev@ in the same guest.
-vm_steps="genl@vm genl@vm-ct cmd/dpctl@10k upcalld@vm"
-vm_timeout=15m
+# the upcall daemon on system@ and netdev@ in the same guest, and upcalld
+# against ovs-vswitchd on system@ (once: TCG makes it slow).
+vm_steps="genl@vm genl@vm-ct cmd/dpctl@10k upcalld@vm vsovs@vm"
+vm_timeout=30m
 if [ "$BENCH_LARGE" = 1 ]; then
 	vm_steps="$vm_steps genl@100k cmd/dpctl@100k"
-	vm_timeout=75m
+	vm_timeout=85m
 else
 	for s in genl@100k cmd/dpctl@100k; do
 		step $s skipped "BENCH_LARGE=0 (100,000 flows take several minutes per tool under TCG; BENCH_LARGE=1 runs them)"
@@ -139,6 +153,8 @@ cd "$ROOT/cmd/dpctl" && DPCTL_BULK=10000 "$raw/dpctl.test" -test.run '^\$' -test
 echo "cmd/dpctl@10k \$?" >>"$raw/vm-status"
 cd "$ROOT/cmd/upcalld/internal/daemon" && "$raw/daemon.test" -test.run '^\$' -test.bench '^BenchmarkIntegrationUpcalls\$' -test.benchtime 2000x -test.count 3 >"$raw/upcalld@vm.txt" 2>&1
 echo "upcalld@vm \$?" >>"$raw/vm-status"
+cd "$ROOT/cmd/upcalld/internal/daemon" && "$raw/daemon.test" -test.run '^\$' -test.bench '^BenchmarkIntegrationVsOVS\$/^system\$' -test.benchtime 1x >"$raw/vsovs@vm.txt" 2>&1
+echo "vsovs@vm \$?" >>"$raw/vm-status"
 if [ "$BENCH_LARGE" = 1 ]; then
 	cd "$ROOT/genl" && GENL_BENCH_FLOWS=100000 "$raw/genl.test" -test.run '^\$' -test.bench '^BenchmarkIntegrationFlows\$' -test.benchtime 1x -test.benchmem >"$raw/genl@100k.txt" 2>&1
 	echo "genl@100k \$?" >>"$raw/vm-status"

@@ -31,11 +31,14 @@ func monitorCommand() *cli.Command {
 			"status socket); otherwise dpctl registers its own upcall socket with a kernel datapath.\n" +
 			"With --pcap FILE (- for standard output, the text then going to standard error) the\n" +
 			"packets are also written as pcapng: one interface per port, the flow key as each\n" +
-			"packet's comment.",
+			"packet's comment. With --packet-ins it prints, instead of the upcalls, upcalld's\n" +
+			"packet-ins (the upcalls of its rules' controller actions, within its --packet-in-rate):\n" +
+			"PACKET_IN[SEQ/yes]: KEY port P: PACKET userdata(HEX).",
 		ArgsUsage: "[DP]",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "pcap", Usage: "also write the packets to `FILE` (pcapng; - for standard output)"},
 			&cli.IntFlag{Name: "count", Usage: "stop after `N` upcalls (0: run until interrupted)"},
+			&cli.BoolFlag{Name: "packet-ins", Usage: "print upcalld's packet-ins (controller actions) instead of the upcalls"},
 		},
 		Action: action(cmdMonitor),
 	}
@@ -51,6 +54,10 @@ type monitored struct {
 	userdata []byte
 	time     time.Time
 	dropped  uint64
+	// packetIn marks a packet-in; limited counts those upcalld's rate
+	// limit dropped before it.
+	packetIn bool
+	limited  uint64
 }
 
 // upcallSource yields upcalls until ctx ends.
@@ -65,7 +72,7 @@ func cmdMonitor(e *env, args []string) error {
 		return err
 	}
 	defer dp.Close()
-	src, how, err := openUpcallSource(e.ctx, dp, e.c.Bool("read-only"))
+	src, how, err := openUpcallSource(e.ctx, dp, e.c.Bool("read-only"), e.c.Bool("packet-ins"))
 	if err != nil {
 		return err
 	}
@@ -106,8 +113,15 @@ func cmdMonitor(e *env, args []string) error {
 			names, _ = portMaps(e, dp)
 		}
 		keyText := odp.FormatKeyWith(m.key, nil, opts)
+		what := "upcalls"
+		if m.packetIn {
+			what = "packet-ins"
+		}
 		if m.dropped > 0 {
-			fmt.Fprintf(bw, "(%d upcalls dropped: monitor read too slowly)\n", m.dropped)
+			fmt.Fprintf(bw, "(%d %s dropped: monitor read too slowly)\n", m.dropped, what)
+		}
+		if m.limited > 0 {
+			fmt.Fprintf(bw, "(%d packet-ins dropped by upcalld's rate limit)\n", m.limited)
 		}
 		bw.WriteString(monitorLine(m, keyText, names[m.port]))
 		bw.WriteByte('\n')
@@ -123,17 +137,20 @@ func cmdMonitor(e *env, args []string) error {
 
 // monitorLine formats one upcall in the kernel selftest tool's form
 // (ovs-dpctl.py: "MISS upcall[SEQ/yes]: KEY"), followed by the port and
-// a summary of the packet.
+// a summary of the packet; a packet-in is "PACKET_IN[SEQ/yes]: ...".
 func monitorLine(m monitored, keyText, portName string) string {
-	kind := "MISS"
-	if m.kind == odp.UpcallAction {
-		kind = "ACTION"
+	kind := "MISS upcall"
+	switch {
+	case m.packetIn:
+		kind = "PACKET_IN"
+	case m.kind == odp.UpcallAction:
+		kind = "ACTION upcall"
 	}
 	pres := "yes"
 	if m.packet == nil {
 		pres = "no"
 	}
-	s := fmt.Sprintf("%s upcall[%d/%s]: %s", kind, m.seq, pres, keyText)
+	s := fmt.Sprintf("%s[%d/%s]: %s", kind, m.seq, pres, keyText)
 	port := fmt.Sprint(m.port)
 	if portName != "" {
 		port = portName + "(" + port + ")"
@@ -190,16 +207,24 @@ func packetSummary(b []byte) string {
 // openUpcallSource subscribes to upcalld's stream where upcalld serves
 // the datapath, and otherwise (a kernel datapath) opens dpctl's own
 // upcall socket, which points the datapath's upcalls at it (refused with
-// --read-only); how says which.
-func openUpcallSource(ctx context.Context, dp odp.Datapath, readOnly bool) (upcallSource, string, error) {
+// --read-only); how says which. With packetIns it subscribes to
+// upcalld's packet-ins, which only upcalld has.
+func openUpcallSource(ctx context.Context, dp odp.Datapath, readOnly, packetIns bool) (upcallSource, string, error) {
 	path := ctl.StatusSocket(dp.Type(), dp.Name())
 	if c, err := net.Dial("unix", path); err == nil {
-		s, err := subscribe(c)
+		line, what := statusaddr.SubscribeUpcalls, "upcalls"
+		if packetIns {
+			line, what = statusaddr.SubscribePacketIns, "packet-ins"
+		}
+		s, err := subscribe(c, line)
 		if err != nil {
 			c.Close()
-			return nil, "", fmt.Errorf("monitor: subscribing to upcalld on %s: %w", path, err)
+			return nil, "", fmt.Errorf("monitor: subscribing to upcalld's %s on %s: %w", what, path, err)
 		}
-		return s, "upcalls from upcalld on " + path, nil
+		s.packetIns = packetIns
+		return s, what + " from upcalld on " + path, nil
+	} else if packetIns {
+		return nil, "", fmt.Errorf("monitor --packet-ins: no upcalld answers on %s (packet-ins come from upcalld's rules): %w", path, err)
 	}
 	if dp.Type() != "system" {
 		return nil, "", fmt.Errorf("monitor: no upcalld answers on %s, and the upcalls of %s@%s can only come from the process hosting it", path, dp.Type(), dp.Name())
@@ -216,12 +241,15 @@ func openUpcallSource(ctx context.Context, dp odp.Datapath, readOnly bool) (upca
 
 // subSource reads upcalld's subscription stream.
 type subSource struct {
-	c   net.Conn
-	dec *json.Decoder
+	c         net.Conn
+	dec       *json.Decoder
+	packetIns bool
 }
 
-func subscribe(c net.Conn) (*subSource, error) {
-	if _, err := io.WriteString(c, statusaddr.SubscribeUpcalls+"\n"); err != nil {
+// subscribe writes line (statusaddr.SubscribeUpcalls or
+// SubscribePacketIns) on c and reads the status that comes first.
+func subscribe(c net.Conn, line string) (*subSource, error) {
+	if _, err := io.WriteString(c, line+"\n"); err != nil {
 		return nil, err
 	}
 	dec := json.NewDecoder(bufio.NewReader(c))
@@ -263,7 +291,7 @@ func (s *subSource) next(ctx context.Context) (monitored, error) {
 		return monitored{}, fmt.Errorf("upcall %d: key: %w", ev.Seq, err)
 	}
 	return monitored{seq: ev.Seq, kind: odp.UpcallKind(ev.Kind), port: ev.Port, key: key, packet: ev.Packet,
-		userdata: ev.Userdata, time: time.Unix(0, ev.TimeNS), dropped: ev.Dropped}, nil
+		userdata: ev.Userdata, time: time.Unix(0, ev.TimeNS), dropped: ev.Dropped, packetIn: s.packetIns, limited: ev.RateLimited}, nil
 }
 
 func (s *subSource) close() error { return s.c.Close() }

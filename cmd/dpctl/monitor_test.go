@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/google/gopacket/pcapgo"
 
+	"github.com/ovsdp/ovsdp/cmd/upcalld/statusaddr"
 	"github.com/ovsdp/ovsdp/odp"
 	"github.com/ovsdp/ovsdp/userdp/ctl"
 )
@@ -51,45 +53,21 @@ func TestMonitorNetdev(t *testing.T) {
 	frame := []byte("\x00\x00\x00\x00\x00\x02\x00\x00\x00\x00\x00\x01\x08\x00" +
 		"\x45\x00\x00\x1c\x00\x00\x00\x00\x40\x11\x66\xcf\x0a\x00\x00\x01\x0a\x00\x00\x02\x03\xe8\x00\x35\x00\x08\x00\x00")
 	pcap := filepath.Join(t.TempDir(), "up.pcapng")
-	var out, errb bytes.Buffer
-	done := make(chan error, 1)
-	go func() {
-		app := newApp(strings.NewReader(""), &out, &errb)
-		done <- app.Run(permuteFlags([]string{"dpctl", "monitor", "--count", "4", "--pcap", pcap, "netdev@mon"}))
-	}()
 	ctx := context.Background()
 	pkt := &odp.Packet{Data: frame, Key: odp.FlowKey{odp.InPort(2)}, Actions: odp.Actions{odp.Recirc{ID: 9}}}
-	var runErr error
-wait:
-	for deadline := time.Now().Add(20 * time.Second); ; {
-		if err := c.Execute(ctx, pkt); err != nil {
-			t.Fatal(err)
-		}
-		select {
-		case runErr = <-done:
-			break wait
-		case <-time.After(100 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("monitor saw no 2 upcalls within 20 s; stderr: %s", errb.String())
-		}
-	}
-	resetGlobals()
-	if runErr != nil {
-		t.Fatalf("monitor: %v; stderr %s", runErr, errb.String())
-	}
+	outs, errs := monitorWhileExecuting(t, ctx, c, pkt, "--count", "4", "--pcap", pcap, "netdev@mon")
 	// The datapath's local port (a tap device when run as root) may
 	// add misses of its own (IPv6 neighbour discovery): only those on
 	// p2 are the test's.
 	var lines []string
-	all := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+	all := strings.Split(strings.TrimSuffix(outs, "\n"), "\n")
 	for _, l := range all {
 		if strings.Contains(l, " port p2(2): ") {
 			lines = append(lines, l)
 		}
 	}
 	if len(all) != 4 || len(lines) < 2 {
-		t.Fatalf("monitor printed %d lines (%d on p2), want 4 with at least 2 on p2:\n%s", len(all), len(lines), out.String())
+		t.Fatalf("monitor printed %d lines (%d on p2), want 4 with at least 2 on p2:\n%s", len(all), len(lines), outs)
 	}
 	for _, l := range lines {
 		for _, want := range []string{"MISS upcall[", "/yes]: ", "recirc_id(0x9)", "in_port(2)", "udp(src=1000,dst=53)", " port p2(2): UDP 10.0.0.1:1000 > 10.0.0.2:53, 42 bytes"} {
@@ -98,8 +76,8 @@ wait:
 			}
 		}
 	}
-	if !strings.Contains(errb.String(), "upcalls from upcalld on ") {
-		t.Errorf("stderr %q does not say the upcalls come from upcalld", errb.String())
+	if !strings.Contains(errs, "upcalls from upcalld on ") {
+		t.Errorf("stderr %q does not say the upcalls come from upcalld", errs)
 	}
 
 	f, err := os.Open(pcap)
@@ -144,6 +122,76 @@ wait:
 	key := lines[0][strings.Index(lines[0], "]: ")+3 : strings.Index(lines[0], " port p2")]
 	if bytes.Count(raw, []byte(key)) != len(lines) {
 		t.Errorf("the key %q is not the comment of the packets on p2", key)
+	}
+}
+
+// monitorWhileExecuting runs dpctl monitor with args, executing pkt on
+// c every 100 ms until monitor ends (it must within 20 s), and returns
+// what it printed on standard output and error.
+func monitorWhileExecuting(t *testing.T, ctx context.Context, c *ctl.Client, pkt *odp.Packet, args ...string) (stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	done := make(chan error, 1)
+	go func() {
+		app := newApp(strings.NewReader(""), &out, &errb)
+		done <- app.Run(permuteFlags(append([]string{"dpctl", "monitor"}, args...)))
+	}()
+	var runErr error
+wait:
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		if err := c.Execute(ctx, pkt); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case runErr = <-done:
+			break wait
+		case <-time.After(100 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("monitor %v did not end within 20 s; stderr: %s", args, errb.String())
+		}
+	}
+	resetGlobals()
+	if runErr != nil {
+		t.Fatalf("monitor: %v; stderr %s", runErr, errb.String())
+	}
+	return out.String(), errb.String()
+}
+
+// TestMonitorPacketIns runs dpctl monitor --packet-ins on a netdev@
+// datapath hosted by upcalld: packets executed with a userspace action
+// come as PACKET_IN lines with their key, port, packet and userdata
+// (misses, which the plain monitor shows, do not).
+func TestMonitorPacketIns(t *testing.T) {
+	h := newHarness(t)
+	buildUpcalld(t)
+	h.mustRun("", "add-dp", "netdev@pin")
+	t.Cleanup(func() { h.run("", "del-dp", "netdev@pin") })
+	h.addMemPorts("pin", "p1", "p2")
+	c, err := ctl.Dial("pin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	frame := []byte("\x00\x00\x00\x00\x00\x02\x00\x00\x00\x00\x00\x01\x08\x00" +
+		"\x45\x00\x00\x1c\x00\x00\x00\x00\x40\x11\x66\xcf\x0a\x00\x00\x01\x0a\x00\x00\x02\x03\xe8\x00\x35\x00\x08\x00\x00")
+	pkt := &odp.Packet{Data: frame, Key: odp.FlowKey{odp.InPort(2)},
+		Actions: odp.Actions{odp.Userspace{PID: 1, Userdata: []byte{0xbe, 0xef}}, odp.Recirc{ID: 9}}}
+	outs, errs := monitorWhileExecuting(t, context.Background(), c, pkt, "--count", "2", "--packet-ins", "netdev@pin")
+	lines := strings.Split(strings.TrimSuffix(outs, "\n"), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("monitor --packet-ins printed %d lines, want 2:\n%s", len(lines), outs)
+	}
+	for i, l := range lines {
+		for _, want := range []string{fmt.Sprintf("PACKET_IN[%d/yes]: ", i+1), "in_port(2)", "udp(src=1000,dst=53)",
+			" port p2(2): UDP 10.0.0.1:1000 > 10.0.0.2:53, 42 bytes", " userdata(beef)"} {
+			if !strings.Contains(l, want) {
+				t.Errorf("line %q lacks %q", l, want)
+			}
+		}
+	}
+	if !strings.Contains(errs, "packet-ins from upcalld on ") {
+		t.Errorf("stderr %q does not say the packet-ins come from upcalld", errs)
 	}
 }
 
@@ -236,7 +284,7 @@ func TestSubscribeRefused(t *testing.T) {
 		server.Read(line)
 		server.Write([]byte(`{"error":"permission denied: netdev@x is driven by root"}` + "\n"))
 	}()
-	if _, err := subscribe(client); err == nil || !strings.Contains(err.Error(), "upcalld: permission denied: netdev@x is driven by root") {
+	if _, err := subscribe(client, statusaddr.SubscribeUpcalls); err == nil || !strings.Contains(err.Error(), "upcalld: permission denied: netdev@x is driven by root") {
 		t.Errorf("subscribe: %v", err)
 	}
 }

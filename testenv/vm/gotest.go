@@ -35,6 +35,34 @@ func testFlag(args []string, name string) (string, bool) {
 // ./... would otherwise boot one for every package). Any doubt (not a test
 // binary, -test.list failing) answers false.
 func SelectsNothing(argv, env []string, dir string) bool {
+	return selectsNothing(argv, env, dir)
+}
+
+// topLevel is the first '/'-separated element of a -test.run or
+// -test.bench pattern, as the testing package splits it (a '/' inside
+// brackets or parentheses does not split).
+func topLevel(p string) string {
+	depth := 0
+	for i := 0; i < len(p); i++ {
+		switch p[i] {
+		case '[', '(':
+			depth++
+		case ']', ')':
+			if depth > 0 {
+				depth--
+			}
+		case '\\':
+			i++
+		case '/':
+			if depth == 0 {
+				return p[:i]
+			}
+		}
+	}
+	return p
+}
+
+func selectsNothing(argv, env []string, dir string) bool {
 	if len(argv) == 0 || !strings.HasSuffix(argv[0], ".test") {
 		return false
 	}
@@ -52,7 +80,9 @@ func SelectsNothing(argv, env []string, dir string) bool {
 	}
 	for _, p := range patterns {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		cmd := exec.CommandContext(ctx, argv[0], "-test.list="+p)
+		// -test.list matches top-level names only: of a pattern for
+		// subtests ("^BenchmarkX$/^sub$"), its first element.
+		cmd := exec.CommandContext(ctx, argv[0], "-test.list="+topLevel(p))
 		cmd.Dir, cmd.Env = dir, env
 		out, err := cmd.Output()
 		cancel()

@@ -352,6 +352,22 @@ func TestSelectsNothing(t *testing.T) {
 	if SelectsNothing([]string{bin, "-test.run=^TestNoSuchThing$", "-test.bench=."}, env, "") {
 		t.Errorf("benchmarks selected by -test.bench were ignored")
 	}
+	// Subtest patterns: their first element names the top-level test.
+	if SelectsNothing([]string{bin, "-test.run=^TestTestFlag$/^sub$"}, env, "") {
+		t.Errorf("a subtest pattern of an existing test was taken for nothing")
+	}
+	if SelectsNothing([]string{bin, "-test.run=^$", "-test.bench=^BenchmarkNoSuch$|^TestTestFlag$/x"}, env, "") {
+		t.Errorf("a subtest pattern in -test.bench was taken for nothing")
+	}
+	if !SelectsNothing([]string{bin, "-test.run=^TestNoSuchThing$/^sub$"}, env, "") {
+		t.Errorf("a subtest pattern of no test was not recognised")
+	}
+	if got := topLevel(`^A$/[/]x/y`); got != "^A$" {
+		t.Errorf("topLevel: %q", got)
+	}
+	if got := topLevel(`^(A/B)$/c`); got != "^(A/B)$" {
+		t.Errorf("topLevel: %q", got)
+	}
 	if SelectsNothing([]string{bin}, env, "") || SelectsNothing([]string{"/bin/true", "-test.run=x"}, env, "") {
 		t.Errorf("no -test.run, or not a test binary, must go to the VM")
 	}

@@ -9,6 +9,12 @@ package statusaddr
 // status: one JSON Upcall a line, until either side closes.
 const SubscribeUpcalls = "subscribe upcalls"
 
+// SubscribePacketIns is the line a client writes instead to receive the
+// packet-ins: the upcalls of the rules' controller actions, as Upcalls
+// of kind 2 (their Seq numbering the packet-ins), at most at the
+// daemon's packet-in rate (upcalld --packet-in-rate, --packet-in-burst).
+const SubscribePacketIns = "subscribe packet-ins"
+
 // Upcall is one upcall as the subscription streams it.
 type Upcall struct {
 	// Seq numbers the upcalls the daemon received, from 1.
@@ -29,4 +35,8 @@ type Upcall struct {
 	// Dropped counts the upcalls this subscriber missed before this one
 	// (it read too slowly).
 	Dropped uint64 `json:"dropped,omitempty"`
+	// RateLimited counts, on the packet-in stream, the packet-ins the
+	// daemon's rate limit dropped (for every subscriber) since the one
+	// before this.
+	RateLimited uint64 `json:"rate_limited,omitempty"`
 }

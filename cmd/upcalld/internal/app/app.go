@@ -69,6 +69,7 @@ func runFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "datapath", Aliases: []string{"d"}, Usage: "datapath to drive: system@NAME (kernel) or netdev@NAME (userspace, hosted in this process)"},
 		&cli.StringSliceFlag{Name: "port", Aliases: []string{"p"}, Usage: "network device `IFACE[,OPTIONS]` to add as a port (repeat, or comma-separate); options: vlan=N (access port of VLAN N), trunks=N,... (trunk of those VLANs), vlan_mode=native-tagged|native-untagged with tag=N (native VLAN N)"},
+		&cli.StringSliceFlag{Name: "mirror", Usage: "copy selected traffic to a port, as Open vSwitch's mirrors: `SELECT:PORT`, SELECT a comma-separated list of IFACE (received on or sent to it), in=IFACE, out=IFACE, all, vlan=N (only those VLANs); repeat for more mirrors"},
 		&cli.StringFlag{Name: "rules", Usage: "rules `FILE` (ovs-ofctl syntax subset); reloaded on SIGHUP. Default: L2 learning switch"},
 		&cli.StringFlag{Name: "metrics", Usage: "serve Prometheus metrics on `ADDR` (host:port) at /metrics"},
 		&cli.DurationFlag{Name: "idle", Value: daemon.DefaultIdleTimeout, Usage: "delete flows idle for this long"},
@@ -77,6 +78,8 @@ func runFlags() []cli.Flag {
 		&cli.IntFlag{Name: "handlers", Usage: "upcall handler count (default: one per CPU)"},
 		&cli.DurationFlag{Name: "revalidate-interval", Value: daemon.DefaultRevalidateInterval, Usage: "period of revalidation passes"},
 		&cli.DurationFlag{Name: "mac-aging", Value: policy.DefaultMaxAge, Usage: "learning switch: forget addresses not seen for this long"},
+		&cli.Float64Flag{Name: "packet-in-rate", Value: daemon.DefaultPacketInRate, Usage: "send at most `N` packet-ins (upcalls of controller actions) a second to the status socket's subscribers (dpctl monitor --packet-ins); the rest are counted in upcalld_packet_ins_dropped_total"},
+		&cli.IntFlag{Name: "packet-in-burst", Usage: "packet-ins sent at once after a quiet spell (default: a quarter of --packet-in-rate, at least 1)"},
 		&cli.BoolFlag{Name: "del-dp-on-exit", Usage: "delete the datapath when exiting"},
 		&cli.BoolFlag{Name: "no-handlers", Usage: "handle no upcalls (misses are lost): only host a netdev@ datapath for dpctl"},
 		&cli.StringFlag{Name: "log-level", Value: "info", Usage: "debug, info, warn or error"},
@@ -127,6 +130,17 @@ func parseOptions(c *cli.Context, stderr io.Writer) (*options, error) {
 			vlans[s.Name] = s.VLAN
 		}
 	}
+	var mirrors []policy.MirrorSpec
+	for _, s := range c.StringSlice("mirror") {
+		m, err := policy.ParseMirror(s)
+		if err != nil {
+			return nil, fmt.Errorf("--mirror: %w", err)
+		}
+		mirrors = append(mirrors, m)
+	}
+	if len(mirrors) > policy.MaxMirrors {
+		return nil, fmt.Errorf("--mirror: %d mirrors: at most %d", len(mirrors), policy.MaxMirrors)
+	}
 	var lvl slog.Level
 	if err := lvl.UnmarshalText([]byte(c.String("log-level"))); err != nil {
 		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", c.String("log-level"))
@@ -155,6 +169,12 @@ func parseOptions(c *cli.Context, stderr io.Writer) (*options, error) {
 	if c.Int("flow-limit") <= 0 {
 		return nil, fmt.Errorf("--flow-limit %d: must be positive", c.Int("flow-limit"))
 	}
+	if c.Float64("packet-in-rate") <= 0 {
+		return nil, fmt.Errorf("--packet-in-rate %v: must be positive", c.Float64("packet-in-rate"))
+	}
+	if c.Int("packet-in-burst") < 0 || c.IsSet("packet-in-burst") && c.Int("packet-in-burst") == 0 {
+		return nil, fmt.Errorf("--packet-in-burst %d: must be positive", c.Int("packet-in-burst"))
+	}
 	if c.Int("handlers") < 0 {
 		return nil, fmt.Errorf("--handlers %d: must not be negative", c.Int("handlers"))
 	}
@@ -166,6 +186,7 @@ func parseOptions(c *cli.Context, stderr io.Writer) (*options, error) {
 	o.cfg = daemon.Config{
 		Ports:              o.ports,
 		PortVLANs:          vlans,
+		Mirrors:            mirrors,
 		Rules:              o.rules,
 		RulesFile:          o.rulesFile,
 		Handlers:           c.Int("handlers"),
@@ -174,6 +195,8 @@ func parseOptions(c *cli.Context, stderr io.Writer) (*options, error) {
 		FlowLimit:          c.Int("flow-limit"),
 		RevalidateInterval: c.Duration("revalidate-interval"),
 		Learning:           policy.LearningOptions{MaxAge: c.Duration("mac-aging")},
+		PacketInRate:       c.Float64("packet-in-rate"),
+		PacketInBurst:      c.Int("packet-in-burst"),
 		Logger:             o.logger,
 	}
 	if o.access, err = runsock.LookupGroup(c.String("group")); err != nil {

@@ -38,6 +38,10 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"--datapath", "netdev@x", "--port", "veth0,vlan=4096"}, "--port: port veth0: vlan=4096: want a VLAN ID 0-4095"},
 		{[]string{"--datapath", "netdev@x", "--port", "veth0,vlan=10,trunks=20"}, "--port: port veth0: trunks= on an access port"},
 		{[]string{"--datapath", "netdev@x", "--port", "vlan=10"}, `--port: port option "vlan=10" comes before any interface name`},
+		{[]string{"--datapath", "netdev@x", "--mirror", "veth0"}, `--mirror: mirror "veth0": want SELECT:OUTPUT_PORT`},
+		{[]string{"--datapath", "netdev@x", "--mirror", "in=a,vlan=5000:m"}, `--mirror: mirror "in=a,vlan=5000:m": vlan="5000"`},
+		{[]string{"--datapath", "netdev@x", "--packet-in-rate", "0"}, "--packet-in-rate 0: must be positive"},
+		{[]string{"--datapath", "netdev@x", "--packet-in-burst", "0"}, "--packet-in-burst 0: must be positive"},
 	} {
 		var out, errb bytes.Buffer
 		if code := Main(append([]string{"upcalld"}, c.args...), &out, &errb); code == 0 || !strings.Contains(errb.String(), c.want) {

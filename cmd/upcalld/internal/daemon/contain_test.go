@@ -117,7 +117,7 @@ func TestStatusPanicContained(t *testing.T) {
 	logs := &logCapture{}
 	h := newHarness(t, 2, Config{Logger: slog.New(logs)})
 	h.start()
-	ctx, path := serveStatus(t, h)
+	ctx, path := serveStatus(t, h.d)
 	forced := func() { panic("forced by the test") }
 	testHookStatus.Store(&forced)
 	t.Cleanup(func() { testHookStatus.Store(nil) })

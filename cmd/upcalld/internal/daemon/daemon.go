@@ -60,6 +60,10 @@ type Config struct {
 	// not in it is a trunk of every VLAN. The names are resolved to port
 	// numbers whenever the port list changes.
 	PortVLANs map[string]policy.PortVLAN
+	// Mirrors copy selected traffic to a port (upcalld's --mirror; see
+	// policy.Mirror), by port name, resolved whenever the port list
+	// changes; at most policy.MaxMirrors.
+	Mirrors []policy.MirrorSpec
 	// Rules is the policy; nil means the L2 learning switch
 	// (policy.DefaultRules).
 	Rules *policy.RuleSet
@@ -106,6 +110,12 @@ type Config struct {
 	Logger *slog.Logger
 	// Registry, when set, gets the daemon's Prometheus metrics.
 	Registry prometheus.Registerer
+	// PacketInRate is how many packet-ins (the upcalls of controller
+	// actions) a second the daemon sends its packet-in subscribers at
+	// most (DefaultPacketInRate); PacketInBurst how many it may send at
+	// once after a quiet spell (0: max(1, PacketInRate/4)).
+	PacketInRate  float64
+	PacketInBurst int
 	// MonoMillis is the clock of odp.FlowStats.Used: milliseconds of
 	// CLOCK_MONOTONIC (the default when nil). Tests inject their own.
 	MonoMillis func() uint64
@@ -144,7 +154,8 @@ type Daemon struct {
 	flows *flowTable
 	m     *metrics
 	lat   Latency
-	taps  tapSet // upcall subscribers (tap.go)
+	taps  tapSet    // upcall subscribers (tap.go)
+	pins  packetIns // packet-in subscribers and their rate limit (packetin.go)
 
 	flowLimit atomic.Int64
 	maxLimit  int64
@@ -218,6 +229,18 @@ func New(cfg Config) (*Daemon, error) {
 	if cfg.IdleTimeout < 0 || cfg.FlowLimit < 0 || cfg.RevalidateInterval < 0 || cfg.MaxLag < 0 {
 		return nil, errors.New("daemon: negative idle timeout, flow limit, revalidation interval or maximum lag")
 	}
+	if len(cfg.Mirrors) > policy.MaxMirrors {
+		return nil, fmt.Errorf("daemon: %d mirrors: at most %d", len(cfg.Mirrors), policy.MaxMirrors)
+	}
+	if cfg.PacketInRate < 0 || cfg.PacketInBurst < 0 {
+		return nil, fmt.Errorf("daemon: packet-in rate %v and burst %d: want positive values (or 0 for the defaults)", cfg.PacketInRate, cfg.PacketInBurst)
+	}
+	if cfg.PacketInRate == 0 {
+		cfg.PacketInRate = DefaultPacketInRate
+	}
+	if cfg.PacketInBurst == 0 {
+		cfg.PacketInBurst = max(1, int(cfg.PacketInRate/defaultBurstDivisor))
+	}
 	if cfg.MaxLag == 0 {
 		cfg.MaxLag = DefaultMaxLag
 	}
@@ -245,6 +268,8 @@ func New(cfg Config) (*Daemon, error) {
 		started:  time.Now(),
 		shedLog:  rateLimit{max: 1},
 	}
+	d.pins.bucket = newTokenBucket(cfg.PacketInRate, cfg.PacketInBurst)
+	d.pins.now = func() int64 { return time.Now().UnixNano() }
 	if d.mono == nil {
 		d.mono = monoclock.Millis
 	}
@@ -455,18 +480,37 @@ func (d *Daemon) refreshPorts(ctx context.Context) (bool, error) {
 	for n := range gone {
 		d.sw.ForgetPort(n)
 	}
+	mirrors := d.resolveMirrors(byName)
 	d.updatePolicy(func(ps *policyState) {
 		env := *ps.env
 		env.Ports = nums
 		if len(d.cfg.PortVLANs) > 0 {
 			env.VLANs = policy.NewVLANTable(vlans)
 		}
+		env.Mirrors = mirrors
 		ps.env = &env
 		ps.ports = byName
 		d.resolve(ps)
 	})
 	d.log.Info("ports", "numbers", nums)
 	return true, nil
+}
+
+// resolveMirrors gives the configured mirrors with the port numbers of
+// ports (by name), and logs what they name that is not a port: a mirror
+// without its output port copies nothing.
+func (d *Daemon) resolveMirrors(ports map[string]uint32) []policy.Mirror {
+	var ms []policy.Mirror
+	for i := range d.cfg.Mirrors {
+		m, missing, ok := d.cfg.Mirrors[i].Resolve(ports)
+		if len(missing) > 0 {
+			d.log.Warn("a mirror names ports the datapath does not have", "mirror", m.Name, "ports", missing, "usable", ok)
+		}
+		if ok {
+			ms = append(ms, m)
+		}
+	}
+	return ms
 }
 
 // portNames is a canonical text of the port list's numbers and names:

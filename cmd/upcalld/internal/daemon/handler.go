@@ -251,7 +251,7 @@ func (d *Daemon) shedMiss(up *odp.Upcall, mode shedMode) bool {
 // HandleUpcall processes one upcall as a handler does: for a miss it
 // decides, installs the megaflow (unless the flow limit is reached) and
 // executes the packet; a controller (userspace action) upcall is counted
-// and logged. It is exported for tests and benchmarks.
+// and goes to the packet-in subscribers (packetin.go). It is exported for tests and benchmarks.
 func (d *Daemon) HandleUpcall(ctx context.Context, up *odp.Upcall) error {
 	h := newHandlerState(-1, 1)
 	return d.handleUpcall(ctx, h, up)
@@ -308,6 +308,7 @@ func (d *Daemon) decide(ctx context.Context, h *handlerState, i int, up *odp.Upc
 		if d.log.Enabled(ctx, slog.LevelDebug) {
 			d.log.Debug("controller upcall", "port", up.Port, "len", len(up.Packet), "userdata", hex.EncodeToString(up.Userdata))
 		}
+		d.packetIn(up)
 		return nil
 	case odp.UpcallMiss:
 	default:
@@ -325,7 +326,7 @@ func (d *Daemon) decide(ctx context.Context, h *handlerState, i int, up *odp.Upc
 	ps := d.pol.Load()
 	seq := d.macSeq.Load()
 	dec := &h.dec
-	ps.rules.DecideInto(&k, dec)
+	ps.env.DecideInto(ps.rules, &k, dec)
 	ps.env.Learn(dec, &k)
 	w := &h.work[i]
 	w.acts = policy.Translate(dec, &k, ps.env)

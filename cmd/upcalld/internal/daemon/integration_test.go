@@ -42,6 +42,14 @@ func TestIntegrationLearningSwitch(t *testing.T) { scenarioLearning(t, openKerne
 
 func TestIntegrationRewrite(t *testing.T) { scenarioRewrite(t, openKernel) }
 
+// TestIntegrationMirror: scenarioMirror (mirror_linux_test.go).
+func TestIntegrationMirror(t *testing.T) { scenarioMirror(t, openKernel) }
+
+// TestIntegrationPacketIns: scenarioPacketIns (packetin_linux_test.go);
+// the controller action is a userspace action to the daemon's first
+// upcall socket.
+func TestIntegrationPacketIns(t *testing.T) { scenarioPacketIns(t, openKernel) }
+
 // The flood is 20,000 new flows per second for 10 s
 // (TestNamespaceOverload runs it on the host). Under TCG the generator
 // itself cannot send that many (it managed 3,000-6,000 frames/s while

@@ -55,16 +55,7 @@ func pinTruncatedMPLS(t *testing.T, open func(testing.TB) odp.Datapath) truncate
 		t.Fatalf("Upcalls: %v", err)
 	}
 	t.Cleanup(func() { rxs[0].Close() })
-	var fd int
-	if err := ns.Do(func() error {
-		var err error
-		fd, err = unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0)
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { unix.Close(fd) })
-	sa := &unix.SockaddrLinklayer{Ifindex: ns.Index(t, v.Name), Protocol: 0x0008, Halen: 6}
+	fd, sa := rawSenderOn(t, ns, v.Name)
 	src, dst := macN(0x51), macN(0x52)
 	frame := mplsFrame(src, dst, 100<<12|64, 200<<12|63) // no bottom of stack
 	whole := mplsFrame(src, dst, 300<<12|0x100|64)       // one label, bottom of stack

@@ -27,6 +27,9 @@ type metrics struct {
 	handledOK        prometheus.Counter
 	handledFail      prometheus.Counter
 	shed             prometheus.Counter
+	packetInsSent    prometheus.Counter
+	packetInDrop     *prometheus.CounterVec // by reason
+	packetInDrops    [numPinDrops]prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer, d *Daemon) *metrics {
@@ -40,6 +43,8 @@ func newMetrics(reg prometheus.Registerer, d *Daemon) *metrics {
 		shed:            newCounter("upcalld_upcalls_shed_total", "Misses a lagging handler dropped without handling them (overload: the upcall had waited longer than the maximum lag)."),
 		flowsRefused:    newCounterVec("upcalld_megaflows_refused_total", "Misses that installed no megaflow for a reason other than the flow limit, by reason: key (the upcall's key could not be read), inexpressible (no flow the kernel accepts can match the decision's mask for that packet), actions (the actions could not be encoded), put (the datapath refused the flow).", "reason"),
 		panics:          newCounterVec("upcalld_panics_contained_total", "Panics contained and logged with their stack, by where: handler (one upcall, or one batch, failed; the handler goes on), control (one control-socket connection closed; the socket goes on), status (one status connection answered with an error; the status socket goes on).", "where"),
+		packetInsSent:   newCounter("upcalld_packet_ins_total", "Packet-ins (upcalls of controller actions) sent to the status socket's packet-in subscribers."),
+		packetInDrop:    newCounterVec("upcalld_packet_ins_dropped_total", "Packet-ins not sent, by reason: no_subscriber (nobody subscribed), rate_limit (over --packet-in-rate and --packet-in-burst), queue_full (one per subscriber that read too slowly).", "reason"),
 		flowLimitHits:   newCounter("upcalld_flow_limit_hits_total", "Misses executed without installing a flow because the flow limit was reached."),
 		revalidations:   newCounter("upcalld_revalidation_runs_total", "Revalidation passes (flow dumps) run."),
 		revalDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
@@ -57,6 +62,9 @@ func newMetrics(reg prometheus.Registerer, d *Daemon) *metrics {
 	m.handledFail = m.upcallsHandled.WithLabelValues("error")
 	m.panics.WithLabelValues(panicHandler)
 	m.panics.WithLabelValues(panicControl)
+	for i, r := range pinDropNames {
+		m.packetInDrops[i] = m.packetInDrop.WithLabelValues(r)
+	}
 	for i, r := range refusedNames {
 		m.refusedBy[i] = m.flowsRefused.WithLabelValues(r)
 	}
@@ -67,7 +75,7 @@ func newMetrics(reg prometheus.Registerer, d *Daemon) *metrics {
 		return m
 	}
 	reg.MustRegister(m.upcallsReceived, m.upcallsHandled, m.controller, m.flowsInstalled, m.flowsModified,
-		m.flowsDeleted, m.shed, m.flowLimitHits, m.flowsRefused, m.panics, m.revalidations, m.revalDuration, m.handlerLatency,
+		m.flowsDeleted, m.shed, m.packetInsSent, m.packetInDrop, m.flowLimitHits, m.flowsRefused, m.panics, m.revalidations, m.revalDuration, m.handlerLatency,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "upcalld_flows", Help: "Flows the daemon currently tracks in the datapath.",
 		}, func() float64 { return float64(d.flows.len()) }),

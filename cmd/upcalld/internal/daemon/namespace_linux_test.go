@@ -27,6 +27,12 @@ func TestNamespaceLearningSwitch(t *testing.T) { scenarioLearning(t, openUserdp)
 
 func TestNamespaceRewrite(t *testing.T) { scenarioRewrite(t, openUserdp) }
 
+// TestNamespaceMirror: scenarioMirror (mirror_linux_test.go).
+func TestNamespaceMirror(t *testing.T) { scenarioMirror(t, openUserdp) }
+
+// TestNamespacePacketIns: scenarioPacketIns (packetin_linux_test.go).
+func TestNamespacePacketIns(t *testing.T) { scenarioPacketIns(t, openUserdp) }
+
 func TestNamespaceOverload(t *testing.T) {
 	scenarioOverload(t, openUserdp, 20000, 10*time.Second)
 }

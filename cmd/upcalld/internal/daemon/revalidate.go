@@ -420,7 +420,7 @@ const (
 func (d *Daemon) redecide(ctx context.Context, r *record, ps *policyState) outcome {
 	seq := d.macSeq.Load()
 	var dec policy.Decision
-	ps.rules.DecideInto(&r.key, &dec)
+	ps.env.DecideInto(ps.rules, &r.key, &dec)
 	mask := megaflowMask(&dec)
 	if !maskSubset(&mask, &r.mask) {
 		d.delFlow(ctx, r.id, r, reasonRevalidate)
@@ -480,7 +480,7 @@ func (d *Daemon) seedLearning() {
 	})
 	for _, r := range seeds {
 		var dec policy.Decision
-		ps.rules.DecideInto(&r.key, &dec)
+		ps.env.DecideInto(ps.rules, &r.key, &dec)
 		ps.env.Learn(&dec, &r.key)
 	}
 }

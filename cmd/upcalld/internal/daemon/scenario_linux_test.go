@@ -41,6 +41,13 @@ func hostIP(i int) string { return fmt.Sprintf("10.9.0.%d", i+1) }
 // newTopo builds n hosts on the datapath made by open, and runs a daemon
 // with cfg on it.
 func newTopo(t testing.TB, n int, open func(t testing.TB) odp.Datapath, cfg Config) *topo {
+	return newTopoWith(t, n, open, cfg, nil)
+}
+
+// newTopoWith is newTopo where prep, if not nil, may change cfg knowing
+// the datapath's port names (host i's is names[i]) before the daemon
+// starts.
+func newTopoWith(t testing.TB, n int, open func(t testing.TB) odp.Datapath, cfg Config, prep func(names []string, cfg *Config)) *topo {
 	testenv.RequireRoot(t)
 	tp := &topo{t: t}
 	var names []string
@@ -49,6 +56,9 @@ func newTopo(t testing.TB, n int, open func(t testing.TB) odp.Datapath, cfg Conf
 		tp.hosts = append(tp.hosts, ns)
 		tp.veths = append(tp.veths, v)
 		names = append(names, v.PeerName)
+	}
+	if prep != nil {
+		prep(names, &cfg)
 	}
 	tp.dp = open(t)
 	cfg.Datapath = tp.dp
@@ -151,16 +161,22 @@ func testLogger(t testing.TB) *slogLogger { return newTestLogger(t) }
 // rawSender opens an AF_PACKET socket in host i's namespace, closed when
 // the test ends, and its address for sendto out of the host's veth.
 func (tp *topo) rawSender(i int) (int, *unix.SockaddrLinklayer) {
+	return rawSenderOn(tp.t, tp.hosts[i], tp.veths[i].Name)
+}
+
+// rawSenderOn opens an AF_PACKET socket in ns that sends on ifname,
+// closed when the test ends.
+func rawSenderOn(tb testing.TB, ns *testenv.Netns, ifname string) (int, *unix.SockaddrLinklayer) {
 	var fd int
-	if err := tp.hosts[i].Do(func() error {
+	if err := ns.Do(func() error {
 		var err error
 		fd, err = unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0)
 		return err
 	}); err != nil {
-		tp.t.Fatal(err)
+		tb.Fatal(err)
 	}
-	tp.t.Cleanup(func() { unix.Close(fd) })
-	return fd, &unix.SockaddrLinklayer{Ifindex: tp.hosts[i].Index(tp.t, tp.veths[i].Name), Protocol: 0x0008, Halen: 6}
+	tb.Cleanup(func() { unix.Close(fd) })
+	return fd, &unix.SockaddrLinklayer{Ifindex: ns.Index(tb, ifname), Protocol: 0x0008, Halen: 6}
 }
 
 // dumpFlows returns the datapath's flows as text lines.

@@ -33,6 +33,8 @@ type Status struct {
 	Failed        uint64   `json:"upcalls_failed"`
 	Shed          uint64   `json:"upcalls_shed"`
 	Controller    uint64   `json:"controller_upcalls"`
+	PacketIns     uint64   `json:"packet_ins_sent"`
+	PacketInDrops uint64   `json:"packet_ins_dropped"`
 	Lost          uint64   `json:"upcalls_lost"`
 	Installed     uint64   `json:"flows_installed"`
 	MACs          int      `json:"mac_entries"`
@@ -67,6 +69,8 @@ func (d *Daemon) Status() Status {
 		Failed:        d.failed.Load(),
 		Shed:          d.shed.Load(),
 		Controller:    d.ctrl.Load(),
+		PacketIns:     d.pins.sent.Load(),
+		PacketInDrops: d.pins.dropped.Load(),
 		Lost:          d.lost.Load(),
 		Installed:     d.installed.Load(),
 		MACs:          d.sw.Stats().Entries,
@@ -88,6 +92,7 @@ func (s *Status) Format(w io.Writer) error {
   ports: %v
   handlers: %d, upcall mode: %s
   upcalls: handled %d, failed %d, controller %d, shed %d, lost %d
+  packet-ins: sent %d, dropped %d
   handler latency: p50 %s, p99 %s
   flows: %d tracked, %d in the datapath, installed %d
   flow limit: %d (max %d), idle timeout %s
@@ -95,6 +100,7 @@ func (s *Status) Format(w io.Writer) error {
   mac entries: %d
   uptime: %s
 `, s.Datapath, s.Policy, s.PolicyGen, s.Ports, s.Handlers, mode, s.Handled, s.Failed, s.Controller, s.Shed, s.Lost,
+		s.PacketIns, s.PacketInDrops,
 		s.LatencyP50, s.LatencyP99, s.Flows, s.DatapathFlows, s.Installed, s.FlowLimit, s.MaxFlowLimit, s.IdleTimeout,
 		s.Revalidations, s.LastDump, s.MACs, s.Uptime)
 	return err

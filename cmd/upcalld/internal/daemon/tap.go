@@ -49,24 +49,27 @@ type tap struct {
 // is full.
 func (s *tapSet) publish(ups []odp.Upcall) {
 	now := time.Now().UnixNano()
+	for i := range ups {
+		ev := upcallEvent(&ups[i], now)
+		s.publishEvent(&ev)
+	}
+}
+
+// publishEvent numbers ev and queues it for every subscriber; it returns
+// how many subscribers' queues were full (they count it as dropped).
+func (s *tapSet) publishEvent(ev *statusaddr.Upcall) (full int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for i := range ups {
-		up := &ups[i]
-		key, err := odp.MarshalKey(up.Key)
-		if err != nil {
-			key = nil
-		}
-		ev := statusaddr.Upcall{Seq: s.seq.Add(1), Kind: uint8(up.Kind), Port: up.Port, Key: key,
-			Packet: append([]byte(nil), up.Packet...), Userdata: append([]byte(nil), up.Userdata...), TimeNS: now}
-		for t := range s.subs {
-			select {
-			case t.ch <- ev:
-			default:
-				t.dropped.Add(1)
-			}
+	ev.Seq = s.seq.Add(1)
+	for t := range s.subs {
+		select {
+		case t.ch <- *ev:
+		default:
+			t.dropped.Add(1)
+			full++
 		}
 	}
+	return full
 }
 
 func (s *tapSet) add() *tap {
@@ -92,23 +95,33 @@ func (s *tapSet) remove(t *tap) {
 }
 
 // afterStatus handles a status connection once its status is written:
-// a client that wrote statusaddr.SubscribeUpcalls gets the upcall stream
-// until it closes or ctx ends; any other is closed (a status client
+// a client that wrote statusaddr.SubscribeUpcalls gets the upcall stream,
+// one that wrote statusaddr.SubscribePacketIns the packet-in stream
+// (packetin.go), until it closes or ctx ends; any other is closed (a status client
 // closes after reading, or writes nothing within the deadline).
 func (d *Daemon) afterStatus(ctx context.Context, c net.Conn) {
 	defer c.Close()
 	c.SetReadDeadline(time.Now().Add(time.Second))
 	line, err := bufio.NewReader(io.LimitReader(c, 64)).ReadString('\n')
-	if err != nil || strings.TrimSpace(line) != statusaddr.SubscribeUpcalls {
+	if err != nil {
+		return
+	}
+	var set *tapSet
+	switch strings.TrimSpace(line) {
+	case statusaddr.SubscribeUpcalls:
+		set = &d.taps
+	case statusaddr.SubscribePacketIns:
+		set = &d.pins.subs
+	default:
 		return
 	}
 	d.monitorReceiver(ctx)
-	t := d.taps.add()
+	t := set.add()
 	if t == nil {
-		json.NewEncoder(c).Encode(map[string]string{"error": "too many upcall subscribers"})
+		json.NewEncoder(c).Encode(map[string]string{"error": "too many subscribers"})
 		return
 	}
-	defer d.taps.remove(t)
+	defer set.remove(t)
 	c.SetReadDeadline(time.Time{})
 	gone := make(chan struct{})
 	go func() { // the client closing ends the stream
@@ -135,7 +148,8 @@ func (d *Daemon) afterStatus(ctx context.Context, c net.Conn) {
 // monitorReceiver gives a daemon that only hosts a userspace datapath
 // (Config.NoHandlers, as dpctl add-dp starts it) one upcall receiver once
 // somebody subscribes, whose upcalls only go to the subscribers: misses
-// are lost as before, but they can be watched.
+// are lost as before, but they can be watched, and the upcalls of
+// userspace actions go to the packet-in subscribers.
 func (d *Daemon) monitorReceiver(ctx context.Context) {
 	if !d.cfg.NoHandlers || d.dp.Type() != "netdev" {
 		return
@@ -156,6 +170,11 @@ func (d *Daemon) monitorReceiver(ctx context.Context) {
 				}
 				if n > 0 && d.taps.n.Load() > 0 {
 					d.taps.publish(ups[:n])
+				}
+				for i := range ups[:n] {
+					if ups[i].Kind == odp.UpcallAction {
+						d.packetIn(&ups[i])
+					}
 				}
 				clear(ups[:n])
 				if err != nil && n == 0 {

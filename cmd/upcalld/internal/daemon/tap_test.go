@@ -35,27 +35,10 @@ func testUpcallSubscription(t *testing.T, cfg Config, handlers int) {
 	} else {
 		h.start()
 	}
-	ctx, path := serveStatus(t, h)
-	c, err := net.Dial("unix", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if _, err := c.Write([]byte(statusaddr.SubscribeUpcalls + "\n")); err != nil {
-		t.Fatal(err)
-	}
-	c.SetReadDeadline(time.Now().Add(10 * time.Second))
-	dec := json.NewDecoder(bufio.NewReader(c))
-	var st Status
-	if err := dec.Decode(&st); err != nil || st.Handlers != handlers {
-		t.Fatalf("status: %+v %v", st, err)
-	}
-	// Wait until the subscription is registered, then send a miss.
-	for deadline := time.Now().Add(5 * time.Second); h.d.taps.n.Load() == 0; {
-		if time.Now().After(deadline) {
-			t.Fatal("the subscription was not registered")
-		}
-		time.Sleep(time.Millisecond)
+	ctx, path := serveStatus(t, h.d)
+	c, dec, st := subscribeStatus(t, path, statusaddr.SubscribeUpcalls, &h.d.taps)
+	if st.Handlers != handlers {
+		t.Fatalf("status: %+v", st)
 	}
 	frame := udpFrame(macN(1), macN(2), ip4(10, 0, 0, 1), ip4(10, 0, 0, 2), 1, 2, 0)
 	h.send(1, frame)
@@ -84,12 +67,40 @@ func testUpcallSubscription(t *testing.T, cfg Config, handlers int) {
 	}
 }
 
-// serveStatus serves h's status on a socket in a temporary directory
+// subscribeStatus connects to the status socket at path, writes the
+// subscription line, reads the status and waits until set has the
+// subscriber; the connection closes when the test ends.
+func subscribeStatus(t *testing.T, path, line string, set *tapSet) (net.Conn, *json.Decoder, Status) {
+	t.Helper()
+	c, err := net.Dial("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	if _, err := c.Write([]byte(line + "\n")); err != nil {
+		t.Fatal(err)
+	}
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	dec := json.NewDecoder(bufio.NewReader(c))
+	var st Status
+	if err := dec.Decode(&st); err != nil {
+		t.Fatalf("status: %v", err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); set.n.Load() == 0; {
+		if time.Now().After(deadline) {
+			t.Fatal("the subscription was not registered")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return c, dec, st
+}
+
+// serveStatus serves d's status on a socket in a temporary directory
 // until the test ends, and returns the context it runs in and its path.
-func serveStatus(t *testing.T, h *harness) (context.Context, string) {
+func serveStatus(t *testing.T, d *Daemon) (context.Context, string) {
 	t.Helper()
 	path := t.TempDir() + "/status.sock"
-	s, err := h.d.ListenStatus(path, runsock.RootOnly)
+	s, err := d.ListenStatus(path, runsock.RootOnly)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,492 @@
+//go:build integration
+
+package daemon
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/ovsdp/ovsdp/internal/header"
+	"github.com/ovsdp/ovsdp/odp"
+	"github.com/ovsdp/ovsdp/testenv"
+)
+
+// BenchmarkIntegrationVsOVS handles the same traffic of new flows once
+// with upcalld and once with a private ovs-vswitchd (Debian's, started
+// under a temporary directory: ovsdb-tool create, ovsdb-server
+// --remote=punix:, ovs-vswitchd --pidfile --detach), on the same kind of
+// datapath: "system" (the kernel's; in the VM) or "netdev" (the
+// userspace one: upcalld's netdev@ and ovs-vswitchd's
+// datapath_type=netdev, on the host). The topology is the same for both:
+// a sender namespace and a sink namespace, each with a veth whose other
+// end is a port of the switch (OpenFlow ports 1 and 2 for OVS). The
+// workloads:
+//
+//   - macs: the learning switch (upcalld's default rules, OVS's NORMAL);
+//     OVSCMP_FLOWS frames (default 1000), each from a new source MAC to
+//     the sink (whose address both learned first);
+//   - tuples: OVSCMP_FLOWS rules, each an exact UDP 5-tuple to port 2
+//     (the same text as upcalld rules and as OpenFlow flows, megaflows
+//     exact on the 5-tuple), and one frame of each 5-tuple;
+//   - pipeline: a typical VLAN pipeline in both languages (table 0 tags
+//     port 1's untagged frames with VLAN 10 and resubmits to table 1,
+//     which forwards VLAN 10 frames to the sink's MAC on port 2 with the
+//     tag stripped, and drops the rest), and frames with new source MACs
+//     and new source ports: the megaflows should be few.
+//
+// The frames are sent from an AF_PACKET socket at OVSCMP_RATE frames a
+// second (default: 1000 on system, under QEMU TCG; 10000 on netdev), in bursts of 16: the
+// same offered load for both. Reported, measured the same way for both:
+// setup/s (new flows delivered to the sink per second, from the first
+// frame sent to the last delivered), first-packet latency p50 and p99
+// (send to arrival at the sink, per new flow: the upcall's whole round
+// trip), undelivered frames, the datapath's lost upcalls (its
+// statistics: upcalld's Status or `ovs-appctl dpctl/show`), delivered
+// (new flows that reached the sink), and megaflows (the datapath's flow count after the
+// traffic: upcalld's dump, or the lines of `ovs-appctl dpctl/dump-flows`,
+// which for system@ is what `ovs-dpctl dump-flows | wc -l` counts). upcalld also reports its own handler latency
+// (handler-p50-ns, handler-p99-ns); ovs-vswitchd exposes none for the
+// kernel datapath.
+//
+//	go test -c -tags integration -o /tmp/daemon.test ./cmd/upcalld/internal/daemon
+//	bin/vmrun /tmp/daemon.test -test.run '^$' -test.bench '^BenchmarkIntegrationVsOVS$/^system$' -test.benchtime 1x
+//	/tmp/daemon.test -test.run '^$' -test.bench '^BenchmarkIntegrationVsOVS$/^netdev$' -test.benchtime 1x   # host, as root
+func BenchmarkIntegrationVsOVS(b *testing.B) {
+	for _, dp := range []struct {
+		name string
+		open func(testing.TB) odp.Datapath
+		rate int
+	}{{"system", openKernel, 1000}, {"netdev", openUserdp, 10000}} {
+		b.Run(dp.name, func(b *testing.B) {
+			for _, w := range []string{"macs", "tuples", "pipeline"} {
+				b.Run(w, func(b *testing.B) {
+					c := cmpCase{dpType: dp.name, workload: w, flows: envInt("OVSCMP_FLOWS", 1000), rate: envInt("OVSCMP_RATE", dp.rate)}
+					b.Run("upcalld", func(b *testing.B) { c.run(b, false, func(n *cmpNet) cmpSwitch { return c.upcalld(b, n, dp.open) }) })
+					// ovs-vswitchd's userspace datapath is one per process,
+					// with a tap device "ovs-netdev": in a namespace of its
+					// own, it cannot meet another instance on this host.
+					b.Run("ovs", func(b *testing.B) { c.run(b, dp.name == "netdev", func(n *cmpNet) cmpSwitch { return c.ovs(b, n) }) })
+				})
+			}
+		})
+	}
+}
+
+func envInt(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
+		return v
+	}
+	return def
+}
+
+// cmpCase is one workload on one kind of datapath.
+type cmpCase struct {
+	dpType, workload string
+	flows, rate      int
+}
+
+// cmpNet is the sender and the sink, and their veths' switch ends (in
+// sw, or the test's namespace when nil).
+type cmpNet struct {
+	src, dst       *testenv.Netns
+	srcV, dstV     *testenv.Veth
+	srcMAC, dstMAC [6]byte
+	sw             *testenv.Netns
+}
+
+// cmpHost is newHost with the veth's other end in sw (nil: here).
+func cmpHost(tb testing.TB, ip string, sw *testenv.Netns) (*testenv.Netns, *testenv.Veth) {
+	if sw == nil {
+		return newHost(tb, ip)
+	}
+	ns := testenv.NewNetns(tb)
+	ns.MustRun(tb, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1", "net.ipv6.conf.default.disable_ipv6=1")
+	v := testenv.NewVeth(tb, ns, sw)
+	ns.AddAddr(tb, v.Name, ip+"/24")
+	for _, side := range []struct {
+		ns   *testenv.Netns
+		name string
+	}{{ns, v.Name}, {sw, v.PeerName}} {
+		if err := side.ns.Do(func() error { return disableOffloads(side.name) }); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	return ns, v
+}
+
+// cmpSwitch is the switch under test, as the measurement sees it.
+type cmpSwitch struct {
+	// lost returns the datapath's lost upcalls so far.
+	lost func() uint64
+	// flows returns the datapath's flow count.
+	flows func() int
+	// extra reports the switch's own metrics once the traffic is done.
+	extra func(b *testing.B)
+}
+
+// rules returns the workload's rules, with in1 and out2 as the names of
+// ports 1 and 2 ("" for macs: the learning switch).
+func (c *cmpCase) rules(n *cmpNet, in1, out2 string) string {
+	var s strings.Builder
+	switch c.workload {
+	case "tuples":
+		for i := range c.flows {
+			fmt.Fprintf(&s, "priority=10,udp,nw_src=10.9.0.1,nw_dst=10.9.0.2,tp_src=%d,tp_dst=9,actions=output:%s\n", 1024+i, out2)
+		}
+		s.WriteString("priority=0,actions=drop\n")
+	case "pipeline":
+		fmt.Fprintf(&s, "table=0,priority=10,in_port=%s,dl_vlan=0xffff,actions=mod_vlan_vid:10,resubmit(,1)\n", in1)
+		s.WriteString("table=0,priority=0,actions=drop\n")
+		fmt.Fprintf(&s, "table=1,priority=10,dl_vlan=10,dl_dst=%s,actions=strip_vlan,output:%s\n", fmtMAC(n.dstMAC), out2)
+		s.WriteString("table=1,priority=0,actions=drop\n")
+	}
+	return s.String()
+}
+
+// frame is the workload's i-th frame, carrying its sequence number.
+func (c *cmpCase) frame(n *cmpNet, i int) []byte {
+	src, sport := n.srcMAC, uint16(1000)
+	switch c.workload {
+	case "macs":
+		src = [6]byte{0x02, 0xaa}
+		binary.BigEndian.PutUint32(src[2:], uint32(i+1))
+	case "tuples":
+		sport = uint16(1024 + i)
+	case "pipeline":
+		src = [6]byte{0x02, 0xab}
+		binary.BigEndian.PutUint32(src[2:], uint32(i+1))
+		sport = uint16(1024 + i%30000)
+	}
+	f := udpFrame(src, n.dstMAC, ip4(10, 9, 0, 1), ip4(10, 9, 0, 2), sport, 9, 0)
+	// The payload (8 bytes after the UDP header) carries a mark and i.
+	binary.BigEndian.PutUint32(f[42:], 0x0cf0cf0c)
+	binary.BigEndian.PutUint32(f[46:], uint32(i))
+	return f
+}
+
+// run builds the network, starts the switch, learns the sink, sends the
+// workload and reports.
+func (c *cmpCase) run(b *testing.B, ownNS bool, start func(*cmpNet) cmpSwitch) {
+	testenv.RequireRoot(b)
+	n := &cmpNet{}
+	if ownNS {
+		n.sw = testenv.NewNetns(b)
+	}
+	n.src, n.srcV = cmpHost(b, hostIP(0), n.sw)
+	n.dst, n.dstV = cmpHost(b, hostIP(1), n.sw)
+	n.srcMAC = [6]byte(n.src.MAC(b, n.srcV.Name))
+	n.dstMAC = [6]byte(n.dst.MAC(b, n.dstV.Name))
+	sw := start(n)
+
+	sink := rawSinkOn(b, n.dst, n.dstV.Name)
+	arrived := make([]time.Time, c.flows)
+	var mu sync.Mutex
+	delivered := 0
+	var stop atomic.Bool
+	done := make(chan struct{})
+	go func() { // the sink: when each new flow's first frame arrived
+		defer close(done)
+		// One buffer and a read that allocates nothing: in upcalld's
+		// runs the sink shares the daemon's process (and its GC).
+		buf := make([]byte, 2048)
+		for !stop.Load() {
+			nr, err := unix.Read(sink, buf)
+			now := time.Now()
+			// The sink's own frames carry no mark.
+			if err != nil || nr < 50 || binary.BigEndian.Uint32(buf[42:]) != 0x0cf0cf0c {
+				continue
+			}
+			i := int(binary.BigEndian.Uint32(buf[46:]))
+			mu.Lock()
+			if i < len(arrived) && arrived[i].IsZero() {
+				arrived[i] = now
+				delivered++
+			}
+			mu.Unlock()
+		}
+	}()
+	defer func() {
+		stop.Store(true)
+		<-done
+	}()
+
+	// The sink speaks first, so that both switches know where it is.
+	fd, sa := rawSenderOn(b, n.dst, n.dstV.Name)
+	hello := udpFrame(n.dstMAC, mac{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, ip4(10, 9, 0, 2), ip4(10, 9, 0, 255), 9, 9, 0)
+	for range 3 {
+		unix.Sendto(fd, hello, 0, sa)
+		time.Sleep(100 * time.Millisecond)
+	}
+	fd, sa = rawSenderOn(b, n.src, n.srcV.Name)
+	frames := make([][]byte, c.flows)
+	for i := range frames {
+		frames[i] = c.frame(n, i)
+	}
+	lost0 := sw.lost()
+	sent := make([]time.Time, c.flows)
+	const burst = 16
+	gap := time.Duration(float64(time.Second) * burst / float64(c.rate))
+	sendErrs := 0
+	b.ResetTimer()
+	t0 := time.Now()
+	for i := 0; i < c.flows; {
+		due := t0.Add(time.Duration(i/burst) * gap)
+		if d := time.Until(due); d > 0 {
+			time.Sleep(d)
+		}
+		now := time.Now()
+		for end := min(i+burst, c.flows); i < end; i++ {
+			sent[i] = now
+			if err := unix.Sendto(fd, frames[i], 0, sa); err != nil {
+				sendErrs++
+			}
+		}
+	}
+	// Wait for the stragglers: until all arrived, or none did for 2 s.
+	last, lastN := time.Now(), -1
+	for time.Since(last) < 2*time.Second {
+		mu.Lock()
+		d := delivered
+		mu.Unlock()
+		if d == c.flows {
+			break
+		}
+		if d != lastN {
+			last, lastN = time.Now(), d
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	b.StopTimer()
+	mu.Lock()
+	var lat []time.Duration
+	var end time.Time
+	for i, a := range arrived {
+		if !a.IsZero() {
+			lat = append(lat, a.Sub(sent[i]))
+			if a.After(end) {
+				end = a
+			}
+		}
+	}
+	got := delivered
+	mu.Unlock()
+	if got == 0 {
+		b.Fatalf("%s/%s: no frame of %d reached the sink (%d send errors)", c.dpType, c.workload, c.flows, sendErrs)
+	}
+	slices.Sort(lat)
+	q := func(p float64) time.Duration { return lat[min(len(lat)-1, int(p*float64(len(lat))))] }
+	b.ReportMetric(float64(got)/end.Sub(t0).Seconds(), "setup/s")
+	b.ReportMetric(float64(q(0.5).Nanoseconds()), "p50-ns")
+	b.ReportMetric(float64(q(0.99).Nanoseconds()), "p99-ns")
+	b.ReportMetric(float64(c.flows-got), "undelivered")
+	b.ReportMetric(float64(got), "delivered")
+	b.ReportMetric(float64(sw.lost()-lost0), "lost")
+	b.ReportMetric(float64(sw.flows()), "megaflows")
+	b.ReportMetric(float64(c.rate), "offered/s")
+	b.ReportMetric(float64(sendErrs), "send-errors")
+	if sw.extra != nil {
+		sw.extra(b)
+	}
+}
+
+// rawSinkOn opens an AF_PACKET socket in ns that receives what ifname
+// receives (and sends), with reads that time out after 50 ms; it is
+// closed when the test ends.
+func rawSinkOn(tb testing.TB, ns *testenv.Netns, ifname string) int {
+	var fd int
+	if err := ns.Do(func() error {
+		var err error
+		fd, err = unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0)
+		return err
+	}); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { unix.Close(fd) })
+	if err := unix.Bind(fd, &unix.SockaddrLinklayer{Protocol: header.Htons(unix.ETH_P_ALL), Ifindex: ns.Index(tb, ifname)}); err != nil {
+		tb.Fatalf("binding the sink to %s: %v", ifname, err)
+	}
+	unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, 8<<20)
+	tv := unix.NsecToTimeval(int64(50 * time.Millisecond))
+	if err := unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv); err != nil {
+		tb.Fatal(err)
+	}
+	return fd
+}
+
+// upcalld starts a daemon on a new datapath with the two ports.
+func (c *cmpCase) upcalld(b *testing.B, n *cmpNet, open func(testing.TB) odp.Datapath) cmpSwitch {
+	dp := open(b)
+	cfg := Config{Datapath: dp, Ports: []string{n.srcV.PeerName, n.dstV.PeerName}, Handlers: 2, Logger: discardLogger(),
+		IdleTimeout: time.Minute, FlowLimit: 200000}
+	if r := c.rules(n, n.srcV.PeerName, n.dstV.PeerName); r != "" {
+		cfg.Rules = mustRules(b, r)
+	}
+	d, _ := startDaemon(b, cfg)
+	d.Latency().Reset()
+	shed0 := d.Status().Shed
+	return cmpSwitch{
+		lost: func() uint64 {
+			d.pollDatapath(context.Background())
+			return d.Status().Lost
+		},
+		flows: func() int { return len(dumpFlows(b, dp)) },
+		extra: func(b *testing.B) {
+			b.ReportMetric(float64(d.Latency().Quantile(0.5).Nanoseconds()), "handler-p50-ns")
+			b.ReportMetric(float64(d.Latency().Quantile(0.99).Nanoseconds()), "handler-p99-ns")
+			b.ReportMetric(float64(d.Status().Shed-shed0), "shed")
+		},
+	}
+}
+
+// ovs starts a private ovs-vswitchd with a bridge of the two ports.
+func (c *cmpCase) ovs(b *testing.B, n *cmpNet) cmpSwitch {
+	o := startOVS(b, n.sw)
+	dpType := c.dpType
+	o.vsctl("add-br", "br0", "--", "set", "bridge", "br0", "datapath_type="+dpType,
+		"other_config:max-idle=60000", "other_config:mac-table-size=100000")
+	o.vsctl("add-port", "br0", n.srcV.PeerName, "--", "set", "interface", n.srcV.PeerName, "ofport_request=1")
+	o.vsctl("add-port", "br0", n.dstV.PeerName, "--", "set", "interface", n.dstV.PeerName, "ofport_request=2")
+	if r := c.rules(n, "1", "2"); r != "" {
+		file := filepath.Join(o.dir, "flows.txt")
+		if err := os.WriteFile(file, []byte(r), 0o644); err != nil {
+			b.Fatal(err)
+		}
+		o.ofctl("del-flows", "br0")
+		o.ofctl("add-flows", "br0", file)
+	}
+	dpName := "system@ovs-system"
+	if dpType == "netdev" {
+		dpName = "netdev@ovs-netdev"
+	}
+	lostRE := regexp.MustCompile(`lost:(\d+)`)
+	return cmpSwitch{
+		lost: func() uint64 {
+			m := lostRE.FindStringSubmatch(o.appctl("dpctl/show", dpName))
+			if m == nil {
+				b.Fatalf("no lost count in dpctl/show %s", dpName)
+			}
+			v, _ := strconv.ParseUint(m[1], 10, 64)
+			return v
+		},
+		flows: func() int {
+			return strings.Count(o.appctl("dpctl/dump-flows", dpName), "\n")
+		},
+		extra: func(b *testing.B) {
+			b.Logf("ovs-appctl upcall/show:\n%s", o.appctl("upcall/show"))
+		},
+	}
+}
+
+// ovsInstance is a private ovsdb-server and ovs-vswitchd under dir.
+type ovsInstance struct {
+	tb  testing.TB
+	dir string
+	env []string
+	ns  *testenv.Netns // where ovs-vswitchd runs (nil: here)
+}
+
+// startOVS starts ovsdb-server and ovs-vswitchd (in ns, unless nil)
+// under a temporary directory, stopped (and their datapaths deleted)
+// when the test ends.
+func startOVS(tb testing.TB, ns *testenv.Netns) *ovsInstance {
+	for _, p := range []string{"ovsdb-tool", "ovsdb-server", "ovs-vswitchd", "ovs-vsctl", "ovs-ofctl", "ovs-appctl"} {
+		if _, err := exec.LookPath(p); err != nil {
+			tb.Fatalf("%s is not installed (Debian's openvswitch-switch): %v", p, err)
+		}
+	}
+	schema := "/usr/share/openvswitch/vswitch.ovsschema"
+	dir, err := os.MkdirTemp("", "ovscmp")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	o := &ovsInstance{tb: tb, dir: dir, env: append(os.Environ(), "OVS_RUNDIR="+dir, "OVS_DBDIR="+dir, "OVS_LOGDIR="+dir), ns: ns}
+	o.run("ovsdb-tool", "create", filepath.Join(dir, "conf.db"), schema)
+	o.run("ovsdb-server", filepath.Join(dir, "conf.db"), "--remote=punix:"+filepath.Join(dir, "db.sock"),
+		"--pidfile="+filepath.Join(dir, "ovsdb.pid"), "--detach", "--log-file="+filepath.Join(dir, "ovsdb.log"),
+		"--unixctl="+filepath.Join(dir, "ovsdb.ctl"))
+	tb.Cleanup(func() {
+		o.stop("ovsdb.ctl", "ovsdb.pid")
+		os.RemoveAll(dir)
+	})
+	o.vsctl("--no-wait", "init")
+	vswitchd := []string{"ovs-vswitchd"}
+	if ns != nil {
+		vswitchd = []string{"nsenter", "--net=" + ns.Path(), "ovs-vswitchd"}
+	}
+	o.run(vswitchd[0], append(vswitchd[1:], "unix:"+filepath.Join(dir, "db.sock"), "--pidfile="+filepath.Join(dir, "vswitchd.pid"), "--detach",
+		"--log-file="+filepath.Join(dir, "vswitchd.log"), "--unixctl="+filepath.Join(dir, "vswitchd.ctl"))...)
+	tb.Cleanup(func() {
+		exec.Command("ovs-vsctl", "--db=unix:"+filepath.Join(dir, "db.sock"), "--timeout=5", "del-br", "br0").Run()
+		o.stop("vswitchd.ctl", "vswitchd.pid")
+		exec.Command("ovs-dpctl", "del-dp", "ovs-system").Run()
+		if tb.Failed() {
+			if log, err := os.ReadFile(filepath.Join(dir, "vswitchd.log")); err == nil {
+				tb.Logf("ovs-vswitchd.log:\n%s", log)
+			}
+		}
+	})
+	return o
+}
+
+func (o *ovsInstance) run(name string, args ...string) string {
+	o.tb.Helper()
+	cmd := exec.Command(name, args...)
+	cmd.Env, cmd.Dir = o.env, o.dir
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		o.tb.Fatalf("%s %s: %v\n%s%s", name, strings.Join(args, " "), err, out.String(), errb.String())
+	}
+	return out.String()
+}
+
+func (o *ovsInstance) vsctl(args ...string) string {
+	return o.run("ovs-vsctl", append([]string{"--db=unix:" + filepath.Join(o.dir, "db.sock"), "--timeout=30"}, args...)...)
+}
+
+func (o *ovsInstance) ofctl(cmd, br string, args ...string) string {
+	return o.run("ovs-ofctl", append([]string{cmd, "unix:" + filepath.Join(o.dir, br+".mgmt")}, args...)...)
+}
+
+func (o *ovsInstance) appctl(args ...string) string {
+	return o.run("ovs-appctl", append([]string{"-t", filepath.Join(o.dir, "vswitchd.ctl")}, args...)...)
+}
+
+// stop asks the daemon at ctl to exit, and kills it by its pid file if
+// it has not within 5 s.
+func (o *ovsInstance) stop(ctl, pidFile string) {
+	args := []string{"-t", filepath.Join(o.dir, ctl), "exit"}
+	if strings.HasPrefix(ctl, "vswitchd") {
+		args = append(args, "--cleanup")
+	}
+	exec.Command("ovs-appctl", args...).Run()
+	raw, err := os.ReadFile(filepath.Join(o.dir, pidFile))
+	if err != nil {
+		return
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(raw)))
+	if err != nil || pid <= 1 {
+		return
+	}
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if unix.Kill(pid, 0) != nil {
+			return
+		}
+	}
+	unix.Kill(pid, unix.SIGKILL)
+}
