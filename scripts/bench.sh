@@ -123,7 +123,7 @@ vm_steps="genl@vm genl@vm-ct cmd/dpctl@10k upcalld@vm vsovs@vm"
 vm_timeout=30m
 if [ "$BENCH_LARGE" = 1 ]; then
 	vm_steps="$vm_steps genl@100k cmd/dpctl@100k"
-	vm_timeout=85m
+	vm_timeout=90m
 else
 	for s in genl@100k cmd/dpctl@100k; do
 		step $s skipped "BENCH_LARGE=0 (100,000 flows take several minutes per tool under TCG; BENCH_LARGE=1 runs them)"
