@@ -52,6 +52,8 @@ type Datapath struct {
 	startTime time.Time
 
 	ct ctState // the connection tracker (exec_ct.go)
+
+	tunnels atomic.Int32 // the number of tunnel ports (exec_tnl.go)
 }
 
 var _ odp.Datapath = (*Datapath)(nil)
@@ -291,6 +293,9 @@ func (dp *Datapath) Close() error {
 
 // closePort closes a port removed from the table (and its memory peer).
 func (dp *Datapath) closePort(p *dpPort) error {
+	if _, ok := p.port.(tunnelOut); ok {
+		dp.tunnels.Add(-1)
+	}
 	err := p.port.Close()
 	if peer := dp.memPeer[p.name]; peer != nil {
 		peer.Close()
@@ -335,6 +340,8 @@ func (p *dpPort) info() odp.Port {
 
 // AddPort adds a port: type "netdev" (or empty) opens the existing Linux
 // interface spec.Name through AF_PACKET; "internal" creates a tap device;
+// "geneve", "vxlan" and "gre" open a tunnel port on the host's stack
+// (options "dst_port" and, for vxlan, "exts=gbp"; see tunnel.go);
 // PortMemory ("memory") creates an in-memory pipe (options "mtu" and
 // "queue" size it; MemoryPeer returns its other end). Other types wrap
 // odp.ErrUnsupported. A name in use gives EEXIST, a number in use EBUSY.
@@ -354,6 +361,12 @@ func (dp *Datapath) AddPort(ctx context.Context, spec odp.PortSpec) (odp.Port, e
 		p, err = openNetdevPort(spec.Name)
 	case odp.PortInternal:
 		p, err = openInternalPort(spec.Name)
+	case odp.PortGeneve, odp.PortVXLAN, odp.PortGRE:
+		var cfg tunnelConfig
+		if cfg, spec.Options, err = parseTunnelOptions(spec.Name, tunnelKindOf(spec.Type), spec.Options); err != nil {
+			return odp.Port{}, err
+		}
+		p, err = openTunnel(spec.Name, cfg)
 	case PortMemory:
 		mtu, depth := dp.opts.memMTU, dp.opts.memDepth
 		if v, ok := spec.Options["mtu"]; ok {
@@ -456,6 +469,9 @@ func (dp *Datapath) attach(p Port, typ odp.PortType, number uint32, opts map[str
 		cp[k] = v
 	}
 	dpp := &dpPort{number: number, name: p.Name(), typ: typ, opts: cp, port: p, done: make(chan struct{})}
+	if _, ok := p.(tunnelOut); ok {
+		dp.tunnels.Add(1)
+	}
 	byNumber[number] = dpp
 	dp.ports.Store(&portTable{byNumber: byNumber})
 	if peer != nil {
@@ -529,6 +545,10 @@ func (dp *Datapath) rxLoop(p *dpPort) {
 	defer dp.wg.Done()
 	defer close(p.done)
 	w := newWorker(dp, dp.opts.cacheEntries)
+	if t, ok := p.port.(tunnelOut); ok {
+		dp.tunnelRxLoop(w, p, t)
+		return
+	}
 	batch := dp.opts.batch
 	size := BufferSize(p.port.MTU())
 	backing := make([]byte, batch*size)

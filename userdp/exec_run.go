@@ -58,6 +58,11 @@ type pktCtx struct {
 	// ct is the packet's connection tracking state (the kernel's
 	// skb->_nfct and the key's ct fields), kept across recirculation.
 	ct conntrack.State
+	// egress is the tunnel metadata of the last set(tunnel) (the
+	// kernel's skb tunnel dst), nil before one; tunOpts are the Geneve
+	// options the packet was received with (exec_tnl.go).
+	egress  *tunnelInfo
+	tunOpts []byte
 }
 
 // keyProtocol is skb->protocol as the kernel's key_extract sets it: the
@@ -182,6 +187,13 @@ func (w *worker) run(c *pktCtx, ops []op) {
 				c.cutlen = 0
 			}
 			frame := c.f.Buf[c.f.Off : c.f.Off+n]
+			if tp := w.tunnelPortOf(o.a); tp != nil {
+				w.outputTunnel(c, o.a, tp, frame)
+				if o.last {
+					return
+				}
+				continue
+			}
 			if o.last {
 				if !c.steal || !w.tryQueue(o.a, frame) {
 					w.output(o.a, frame, c.steal)
@@ -253,6 +265,8 @@ func (w *worker) run(c *pktCtx, ops []op) {
 				c.proto = o.c
 			}
 			c.invalidate()
+		case opSetTunnel:
+			c.egress = o.tnl
 		case opSetPriority:
 			c.key.Priority = c.key.Priority&^o.b | o.a&o.b
 		case opSetMark:

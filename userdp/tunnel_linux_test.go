@@ -1,0 +1,226 @@
+package userdp
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"io"
+	"fmt"
+	"net"
+	"testing"
+	"time"
+	"unsafe"
+
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+
+	"github.com/ovsdp/ovsdp/odp"
+	"github.com/ovsdp/ovsdp/testenv"
+)
+
+// tunnelTopo is a userspace datapath with a tunnel port talking to a
+// Linux tunnel netdevice:
+//
+//	nsH (host, 192.168.77.1) --veth-- nsU (the datapath's ports: the veth end, the tunnel)
+//	nsU (10.78.0.1) --veth underlay-- nsK (10.78.0.2, Linux's vxlan device, 192.168.77.2)
+type tunnelTopo struct {
+	h, u, k *testenv.Netns
+	dp      *Datapath
+	local   odp.Port // the netdev port to nsH
+	tun     odp.Port // the tunnel port
+}
+
+// newTunnelTopo builds the namespaces and the datapath, with the tunnel
+// port of type typ and options opts opened in nsU.
+func newTunnelTopo(t *testing.T, typ odp.PortType, opts map[string]string) *tunnelTopo {
+	t.Helper()
+	testenv.RequireRoot(t)
+	tt := &tunnelTopo{h: testenv.NewNetns(t), u: testenv.NewNetns(t), k: testenv.NewNetns(t)}
+	hv := testenv.NewVeth(t, tt.h, tt.u)
+	uv := testenv.NewVeth(t, tt.u, tt.k)
+	tt.h.AddAddr(t, hv.Name, "192.168.77.1/24")
+	// The inner MTU leaves room for the outer headers on the 1500-byte
+	// underlay (the host's stack does not fragment what a raw socket
+	// sends).
+	tt.h.SetMTU(t, hv.Name, 1400)
+	// Checksums complete on the underlay: a raw socket cannot see the
+	// offload state of a packet from another namespace, whose inner
+	// checksum a veth with tx checksumming leaves unfinished.
+	txChecksumOff(t, tt.k, uv.PeerName)
+	txChecksumOff(t, tt.u, uv.Name)
+	tt.u.AddAddr(t, uv.Name, "10.78.0.1/24")
+	tt.k.AddAddr(t, uv.PeerName, "10.78.0.2/24")
+	dp, err := New(testenv.NewName(), WithoutLocalPort())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { dp.Close() })
+	tt.dp = dp
+	ctx := context.Background()
+	if err := tt.u.Do(func() (err error) {
+		if tt.local, err = dp.AddPort(ctx, odp.PortSpec{Name: hv.PeerName, Type: odp.PortNetdev}); err != nil {
+			return err
+		}
+		tt.tun, err = dp.AddPort(ctx, odp.PortSpec{Name: "tun0", Type: typ, Options: opts})
+		return err
+	}); err != nil {
+		t.Fatalf("ports in namespace %s: %v", tt.u, err)
+	}
+	return tt
+}
+
+// put installs a flow.
+func (tt *tunnelTopo) put(t *testing.T, key, acts string) {
+	t.Helper()
+	f := parseFlow(t, key, acts)
+	if _, err := tt.dp.PutFlow(context.Background(), f, odp.PutCreate); err != nil {
+		t.Fatalf("put %s %s: %v", key, acts, err)
+	}
+}
+
+// putBoth installs flows for ARP and IPv4 packets from port in.
+func (tt *tunnelTopo) putBoth(t *testing.T, in uint32, acts string) {
+	t.Helper()
+	tt.put(t, "in_port("+itoa(in)+"),"+anyEth+"eth_type(0x0806),arp(sip=0.0.0.0/0.0.0.0)", acts)
+	tt.put(t, "in_port("+itoa(in)+"),"+anyEth+"eth_type(0x0800)"+anyIPv4, acts)
+}
+
+// TestNamespaceTunnelLinuxVXLAN: ping and TCP pass between a host behind
+// the userspace datapath's vxlan port and Linux's own vxlan netdevice
+// (the host kernel has the vxlan module), with and without UDP
+// checksums; the upcall of a decapsulated packet carries the tunnel key
+// the kernel would give it.
+func TestNamespaceTunnelLinuxVXLAN(t *testing.T) {
+	tt := newTunnelTopo(t, odp.PortVXLAN, nil)
+	vx := &netlink.Vxlan{LinkAttrs: netlink.LinkAttrs{Name: "vx0", MTU: 1400}, VxlanId: 42, Port: 4789,
+		SrcAddr: net.IPv4(10, 78, 0, 2), Group: net.IPv4(10, 78, 0, 1), UDPCSum: true, Learning: true}
+	if err := tt.k.Handle().LinkAdd(vx); err != nil {
+		t.Fatalf("creating a vxlan device in namespace %s: %v", tt.k, err)
+	}
+	tt.k.AddAddr(t, "vx0", "192.168.77.2/24")
+	tt.k.LinkUp(t, "vx0")
+
+	// A miss first: the upcall's key has the kernel's tunnel attributes.
+	ups, err := tt.dp.Upcalls(context.Background(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go tt.k.Ping("192.168.77.1", time.Second) // ARP from vx0, through the tunnel
+	var u [1]odp.Upcall
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var tun odp.Tunnel
+	for found := false; !found; {
+		if _, err := ups[0].Recv(ctx, u[:]); err != nil {
+			t.Fatalf("no upcall from the tunnel port: %v", err)
+		}
+		if u[0].Port != tt.tun.Number {
+			continue // the host's own IPv6 chatter on the netdev port
+		}
+		for _, a := range u[0].Key {
+			if v, ok := a.(odp.Tunnel); ok {
+				tun, found = v, true
+			}
+		}
+		if !found {
+			t.Fatalf("upcall from the tunnel port with key %s: no tunnel attribute", odp.FormatKey(u[0].Key, nil, false))
+		}
+	}
+	// Linux's vxlan: VNI 42, TTL 64 (a unicast remote without a TTL:
+	// ip4_dst_hoplimit), TOS 0, UDP checksum, source port from the
+	// local port range, destination 4789.
+	want := fmt.Sprintf("tunnel(tun_id=0x2a,src=10.78.0.2,dst=10.78.0.1,ttl=64,tp_src=%d,tp_dst=4789,flags(csum|key))", tun.TPSrc)
+	if got := odp.FormatKey(odp.FlowKey{tun}, nil, false); got != want {
+		t.Errorf("tunnel key %s, want %s", got, want)
+	}
+	if tun.TPSrc < 32768 || tun.TPSrc > 60999 {
+		t.Errorf("vxlan source port %d outside the local port range", tun.TPSrc)
+	}
+	ups[0].Close()
+
+	for _, csum := range []string{"csum|", ""} {
+		t.Run("flags="+csum+"key", func(t *testing.T) {
+			tt.dp.FlushFlows(context.Background())
+			tt.putBoth(t, tt.local.Number, fmt.Sprintf("set(tunnel(tun_id=0x2a,dst=10.78.0.2,ttl=64,flags(%skey))),%d", csum, tt.tun.Number))
+			tt.putBoth(t, tt.tun.Number, itoa(tt.local.Number))
+			if err := tt.h.Ping("192.168.77.2", 10*time.Second); err != nil {
+				t.Fatalf("ping through the vxlan tunnel: %v", err)
+			}
+			if err := tt.k.Ping("192.168.77.1", 10*time.Second); err != nil {
+				t.Fatalf("ping from Linux's vxlan device: %v", err)
+			}
+			tcpTransfer(t, tt.h, tt.k, "192.168.77.2:5001", 256<<10)
+		})
+	}
+	st := tt.dp.portByNumber(tt.tun.Number).port.Stats()
+	if st.RxPackets == 0 || st.TxPackets == 0 || st.RxErrors != 0 {
+		t.Errorf("tunnel port stats %+v: want packets both ways and no errors", st)
+	}
+}
+
+// tcpTransfer sends n random bytes by TCP from namespace a to the
+// listener it opens at addr in namespace b, and checks what arrived.
+func tcpTransfer(t *testing.T, a, b *testenv.Netns, addr string, n int) {
+	t.Helper()
+	data := make([]byte, n)
+	rand.Read(data)
+	var ln net.Listener
+	if err := b.Do(func() (err error) { ln, err = net.Listen("tcp4", addr); return err }); err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	got := make(chan []byte, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			got <- nil
+			return
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(30 * time.Second))
+		d, _ := io.ReadAll(c)
+		got <- d
+	}()
+	var conn net.Conn
+	if err := a.Do(func() (err error) {
+		conn, err = (&net.Dialer{Timeout: 10 * time.Second}).Dial("tcp4", addr)
+		return err
+	}); err != nil {
+		t.Fatalf("TCP connect to %s: %v", addr, err)
+	}
+	conn.SetDeadline(time.Now().Add(30 * time.Second))
+	if _, err := conn.Write(data); err != nil {
+		t.Fatalf("TCP write to %s: %v", addr, err)
+	}
+	conn.Close()
+	if d := <-got; !bytes.Equal(d, data) {
+		t.Fatalf("TCP transfer to %s: received %d bytes, want the %d sent", addr, len(d), len(data))
+	}
+}
+
+// txChecksumOff turns off tx checksumming (and so TSO) on a device in
+// namespace ns (ETHTOOL_STXCSUM).
+func txChecksumOff(t testing.TB, ns *testenv.Netns, dev string) {
+	t.Helper()
+	if err := ns.Do(func() error {
+		fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			return err
+		}
+		defer unix.Close(fd)
+		val := struct{ cmd, data uint32 }{cmd: 0x17} // ETHTOOL_STXCSUM, off
+		var ifr struct {
+			name [unix.IFNAMSIZ]byte
+			data *struct{ cmd, data uint32 }
+			_    [16]byte
+		}
+		copy(ifr.name[:], dev)
+		ifr.data = &val
+		if _, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), unix.SIOCETHTOOL, uintptr(unsafe.Pointer(&ifr))); e != 0 {
+			return e
+		}
+		return nil
+	}); err != nil {
+		t.Fatalf("turning tx checksumming off on %s in namespace %s: %v", dev, ns, err)
+	}
+}

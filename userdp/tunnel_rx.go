@@ -1,0 +1,98 @@
+package userdp
+
+import (
+	"errors"
+	"time"
+
+	"github.com/ovsdp/ovsdp/flowkeys"
+	"github.com/ovsdp/ovsdp/odp"
+)
+
+// tunnelRxLoop is a tunnel port's forwarding goroutine: it reads outer
+// packets, decapsulates them (decapTunnel) and looks the inner frames up
+// with their tunnel metadata. A packet the kernel would drop is counted
+// as the port's rx error; what it decapsulates as received (the inner
+// frame's bytes, as the kernel's tunnel devices count).
+func (dp *Datapath) tunnelRxLoop(w *worker, p *dpPort, t tunnelOut) {
+	batch := dp.opts.batch
+	size := BufferSize(p.port.MTU())
+	backing := make([]byte, batch*size)
+	bufs := make([][]byte, batch)
+	for i := range bufs {
+		bufs[i] = backing[i*size : (i+1)*size : (i+1)*size]
+	}
+	sizes := make([]int, batch)
+	st := t.counters()
+	cfg := t.tunnelConfig()
+	md := flowkeys.Metadata{InPort: p.number}
+	for {
+		n, err := p.port.ReadBatch(bufs, sizes, DefaultHeadroom)
+		if err != nil {
+			if errors.Is(err, ErrPortClosed) || dp.portByNumber(p.number) != p {
+				return
+			}
+			select {
+			case <-dp.stop:
+				return
+			case <-time.After(10 * time.Millisecond):
+			}
+			continue
+		}
+		w.now = dp.nowMs()
+		for i := 0; i < n; i++ {
+			pkt := bufs[i][DefaultHeadroom : DefaultHeadroom+sizes[i]]
+			off, ln, nopts, err := decapTunnel(pkt, cfg, &md.Tunnel, &w.tunOpts)
+			if err != nil {
+				st.RxErrors.Add(1)
+				continue
+			}
+			st.rx(1, uint64(ln))
+			w.processTunnel(bufs[i], DefaultHeadroom+off, ln, &md, nopts)
+		}
+		w.flush()
+	}
+}
+
+// processTunnel runs a decapsulated frame, at buf[off:off+n], with its
+// metadata md and nopts bytes of Geneve options in w.tunOpts.
+func (w *worker) processTunnel(buf []byte, off, n int, md *flowkeys.Metadata, nopts int) {
+	c := &w.ctx
+	w.start(c, buf, off, n)
+	if nopts > 0 {
+		c.tunOpts = w.tunOpts[:nopts]
+	}
+	if err := flowkeys.Extract(buf[off:off+n], md, &c.key); err != nil {
+		w.counters.extractErrors++
+		return
+	}
+	c.l3off = 0
+	c.keyValid = true
+	c.proto = keyProtocol(&c.key)
+	w.lookupAndRun(c)
+}
+
+// optsCopy returns a copy of the packet's Geneve options for an upcall,
+// or nil.
+func (w *worker) optsCopy(c *pktCtx) []byte {
+	if len(c.tunOpts) == 0 {
+		return nil
+	}
+	return w.slab.copyOf(c.tunOpts)
+}
+
+// withGeneveOpts adds Geneve options to the tunnel attribute of an
+// upcall's key, as the kernel puts them (flowkeys.Key has no room for
+// them).
+func withGeneveOpts(k odp.FlowKey, opts []byte) odp.FlowKey {
+	if len(opts) == 0 {
+		return k
+	}
+	for i, a := range k {
+		if t, ok := a.(odp.Tunnel); ok {
+			t.Present |= odp.TunnelHasGeneve
+			t.Geneve = opts
+			k[i] = t
+		}
+	}
+	return k
+}
