@@ -9,10 +9,8 @@ import (
 	"net"
 	"testing"
 	"time"
-	"unsafe"
 
 	"github.com/vishvananda/netlink"
-	"golang.org/x/sys/unix"
 
 	"github.com/ovsdp/ovsdp/odp"
 	"github.com/ovsdp/ovsdp/testenv"
@@ -46,8 +44,8 @@ func newTunnelTopo(t *testing.T, typ odp.PortType, opts map[string]string) *tunn
 	// Checksums complete on the underlay: a raw socket cannot see the
 	// offload state of a packet from another namespace, whose inner
 	// checksum a veth with tx checksumming leaves unfinished.
-	txChecksumOff(t, tt.k, uv.PeerName)
-	txChecksumOff(t, tt.u, uv.Name)
+	tt.k.TxChecksumOff(t, uv.PeerName)
+	tt.u.TxChecksumOff(t, uv.Name)
 	tt.u.AddAddr(t, uv.Name, "10.78.0.1/24")
 	tt.k.AddAddr(t, uv.PeerName, "10.78.0.2/24")
 	dp, err := New(testenv.NewName(), WithoutLocalPort())
@@ -195,32 +193,5 @@ func tcpTransfer(t *testing.T, a, b *testenv.Netns, addr string, n int) {
 	conn.Close()
 	if d := <-got; !bytes.Equal(d, data) {
 		t.Fatalf("TCP transfer to %s: received %d bytes, want the %d sent", addr, len(d), len(data))
-	}
-}
-
-// txChecksumOff turns off tx checksumming (and so TSO) on a device in
-// namespace ns (ETHTOOL_STXCSUM).
-func txChecksumOff(t testing.TB, ns *testenv.Netns, dev string) {
-	t.Helper()
-	if err := ns.Do(func() error {
-		fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
-		if err != nil {
-			return err
-		}
-		defer unix.Close(fd)
-		val := struct{ cmd, data uint32 }{cmd: 0x17} // ETHTOOL_STXCSUM, off
-		var ifr struct {
-			name [unix.IFNAMSIZ]byte
-			data *struct{ cmd, data uint32 }
-			_    [16]byte
-		}
-		copy(ifr.name[:], dev)
-		ifr.data = &val
-		if _, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), unix.SIOCETHTOOL, uintptr(unsafe.Pointer(&ifr))); e != 0 {
-			return e
-		}
-		return nil
-	}); err != nil {
-		t.Fatalf("turning tx checksumming off on %s in namespace %s: %v", dev, ns, err)
 	}
 }
