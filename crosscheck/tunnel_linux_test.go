@@ -33,6 +33,13 @@ var tunnelCases = []tunnelCase{
 	{"vxlan-gbp", "vxlan", map[string]string{"dst_port": "4789", "exts": "gbp"},
 		"tun_id=0x2a,dst=DST,ttl=64,vxlan(gbp(id=10,flags=0x40)),flags(csum|key)"},
 	{"gre-key", "gre", nil, "tun_id=0x7,dst=DST,ttl=32,flags(key)"},
+	// TOS, OAM, a non-critical option, no checksum.
+	{"geneve-oam-tos", "geneve", nil,
+		"tun_id=0x6,dst=DST,tos=0x10,ttl=17,geneve({class=0xffff,type=0x1,len=8,0x1122334455667788}),flags(oam|key)"},
+	// TTL 0: the route's hop limit.
+	{"vxlan-ttl0", "vxlan", nil, "tun_id=0x3,dst=DST,tos=0x28,ttl=0,flags(key)"},
+	// TOS 1 and TTL 0 inherit the inner packet's; no key.
+	{"gre-inherit", "gre", nil, "dst=DST,tos=0x1,ttl=0,flags()"},
 }
 
 // TestNamespaceTunnelNetdevPair is the interop test between two
