@@ -671,7 +671,7 @@ func encapTunnel(dst []byte, frame []byte, c *tunnelConfig, ti *tunnelInfo, p *e
 		}
 	}
 
-	ip := header.IPv4(dst)
+	ip := header.IPv4(dst[:ipv4HeaderLen])
 	ip[0] = 0x45
 	ip[1] = tos
 	ip.SetTotalLength(uint16(total))
@@ -698,7 +698,7 @@ func encapTunnel(dst []byte, frame []byte, c *tunnelConfig, ti *tunnelInfo, p *e
 		}
 	default:
 		ip.SetProtocol(header.IPProtoUDP)
-		u := header.UDP(dst[ipv4HeaderLen:])
+		u := header.UDP(dst[ipv4HeaderLen:total])
 		header.Ports(u).SetSource(udpSourcePort(p.hash, c, p))
 		dport := c.dstPort
 		if c.kind == tunnelVXLAN && ti.tpDst != 0 {
