@@ -36,8 +36,9 @@ type worker struct {
 
 	natArgs setArgs // the ct action's NAT rewrite (exec_ct.go)
 
-	tunOpts   [256]byte // the Geneve options of the received packet (tunnel_rx.go)
-	wall      time.Time // the batch's wall-clock time, for tunnel routes (exec_tnl.go)
+	tunOpts   [256]byte   // the Geneve options of the received packet (tunnel_rx.go)
+	encap     encapParams // an encapsulation's parameters (exec_tnl.go)
+	wall      time.Time   // the batch's wall-clock time, for tunnel routes (exec_tnl.go)
 	wallValid bool
 }
 

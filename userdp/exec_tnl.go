@@ -18,8 +18,9 @@ import (
 type tunnelOut interface {
 	Port
 	tunnelConfig() *tunnelConfig
-	// route returns the source address of the route to dst.
-	route(dst [4]byte, now time.Time) ([4]byte, error)
+	// route sets p's source address (src or src6) to the route's to
+	// the metadata's destination, when the metadata has none.
+	route(ti *tunnelInfo, now time.Time, p *encapParams) error
 	counters() *Counters
 	defaultHopLimit() uint8
 	localPortRange() (uint16, uint32)
@@ -48,10 +49,9 @@ func (w *worker) outputTunnel(c *pktCtx, n uint32, tp tunnelOut, frame []byte) {
 		return
 	}
 	cfg := tp.tunnelConfig()
-	now := w.wallNow()
-	src, err := tp.route(ti.dst, now)
-	if err != nil && ti.src == ([4]byte{}) {
-		st.TxErrors.Add(1)
+	if ti.v6 && cfg.kind == tunnelGRE {
+		// The kernel's gretap is IPv4 only (gre_fb_xmit drops).
+		st.TxDropped.Add(1)
 		return
 	}
 	var hash uint32
@@ -63,7 +63,13 @@ func (w *worker) outputTunnel(c *pktCtx, n uint32, tp tunnelOut, frame []byte) {
 	if c.key.MacProto == flowkeys.MacProtoEthernet {
 		l3 = c.l3()
 	}
-	p := encapParams{src: src, hopLimit: tp.defaultHopLimit(), hash: hash, proto: c.proto, l3: l3, portMin: lo, portMax: hi}
+	// In the worker: the interface call would make a local escape.
+	p := &w.encap
+	*p = encapParams{hopLimit: tp.defaultHopLimit(), hash: hash, proto: c.proto, l3: l3, portMin: lo, portMax: hi}
+	if err := tp.route(ti, w.wallNow(), p); err != nil {
+		st.TxErrors.Add(1)
+		return
+	}
 	size := ti.encapOverhead(cfg) + len(frame)
 	if size > 65535 {
 		st.TxErrors.Add(1)
@@ -73,7 +79,7 @@ func (w *worker) outputTunnel(c *pktCtx, n uint32, tp tunnelOut, frame []byte) {
 	if buf == nil {
 		return
 	}
-	w.commit(n, encapTunnel(buf, frame, cfg, ti, &p))
+	w.commit(n, encapTunnel(buf, frame, cfg, ti, p))
 }
 
 // wallNow returns the time for the route cache, read once per batch.

@@ -99,13 +99,11 @@ const (
 // Header sizes.
 const (
 	ipv4HeaderLen   = 20
+	ipv6HeaderLen   = 40
 	udpHeaderLen    = 8
 	geneveHeaderLen = 8
 	vxlanHeaderLen  = 8
 	greBaseLen      = 4
-	// tunnelMaxOverhead is the largest outer header: IPv4, UDP and
-	// Geneve with 252 bytes of options.
-	tunnelMaxOverhead = ipv4HeaderLen + udpHeaderLen + geneveHeaderLen + 252
 )
 
 // tunnelConfig is a tunnel port's configuration.
@@ -192,6 +190,9 @@ func tunnelDrop(format string, args ...any) error {
 // outer CE mark is copied to the inner IP header). The error, which
 // wraps errTunnelDrop, says why a packet is dropped.
 func decapTunnel(pkt []byte, c *tunnelConfig, t *flowkeys.Tunnel, opts *[256]byte) (off, n, nopts int, err error) {
+	if len(pkt) > 0 && pkt[0]>>4 == 6 {
+		return decapTunnel6(pkt, c, t, opts)
+	}
 	if len(pkt) < ipv4HeaderLen {
 		return 0, 0, 0, tunnelDrop("outer IPv4 header: %d bytes", len(pkt))
 	}
@@ -205,12 +206,42 @@ func decapTunnel(pkt []byte, c *tunnelConfig, t *flowkeys.Tunnel, opts *[256]byt
 	}
 	*t = flowkeys.Tunnel{Proto: flowkeys.TunProtoIPv4, IPv4Src: ip.SourceAddress(), IPv4Dst: ip.DestinationAddress(),
 		TOS: ip.TOS(), TTL: ip.TTL()}
+	return decapPayload(pkt, hl, ip.Protocol(), func(ul int) uint64 { return ip.PseudoHeaderSum(header.IPProtoUDP, ul) }, c, t, opts)
+}
+
+// decapTunnel6 is decapTunnel for an outer IPv6 packet (as the tunnel
+// port's IPv6 socket gives it: a fixed header, no extension headers).
+// Geneve, as the openvswitch module creates its devices, wants UDP
+// checksums over IPv6 (use_udp6_rx_checksums); vxlan accepts a zero one
+// (VXLAN_F_UDP_ZERO_CSUM6_RX). GRE ports are IPv4 only.
+func decapTunnel6(pkt []byte, c *tunnelConfig, t *flowkeys.Tunnel, opts *[256]byte) (off, n, nopts int, err error) {
+	if len(pkt) < ipv6HeaderLen {
+		return 0, 0, 0, tunnelDrop("outer IPv6 header: %d bytes", len(pkt))
+	}
+	ip := header.IPv6(pkt)
+	if pl := int(binary.BigEndian.Uint16(pkt[4:])); ipv6HeaderLen+pl < len(pkt) {
+		pkt = pkt[:ipv6HeaderLen+pl]
+	}
+	if c.kind == tunnelGRE {
+		return 0, 0, 0, tunnelDrop("GRE over IPv6 on a gre port")
+	}
+	*t = flowkeys.Tunnel{Proto: flowkeys.TunProtoIPv6, IPv6Src: [16]byte(pkt[8:24]), IPv6Dst: [16]byte(pkt[24:40]),
+		TOS: uint8(binary.BigEndian.Uint16(pkt) >> 4), TTL: pkt[7]}
+	if c.kind == tunnelGeneve && len(pkt) >= ipv6HeaderLen+udpHeaderLen && header.UDP(pkt[ipv6HeaderLen:]).Checksum() == 0 {
+		return 0, 0, 0, tunnelDrop("zero UDP checksum over IPv6 on a geneve port")
+	}
+	return decapPayload(pkt, ipv6HeaderLen, pkt[6], func(ul int) uint64 { return ip.PseudoHeaderSum(header.IPProtoUDP, ul) }, c, t, opts)
+}
+
+// decapPayload decapsulates what follows the outer IP header (hl bytes,
+// protocol proto; pseudo returns the UDP pseudo-header sum).
+func decapPayload(pkt []byte, hl int, proto uint8, pseudo func(int) uint64, c *tunnelConfig, t *flowkeys.Tunnel, opts *[256]byte) (off, n, nopts int, err error) {
 	p := pkt[hl:]
 	var inner int
 	switch c.kind {
 	case tunnelGeneve, tunnelVXLAN:
-		if ip.Protocol() != header.IPProtoUDP {
-			return 0, 0, 0, tunnelDrop("outer IP protocol %d is not UDP", ip.Protocol())
+		if proto != header.IPProtoUDP {
+			return 0, 0, 0, tunnelDrop("outer IP protocol %d is not UDP", proto)
 		}
 		if len(p) < udpHeaderLen {
 			return 0, 0, 0, tunnelDrop("UDP header: %d bytes", len(p))
@@ -231,7 +262,7 @@ func decapTunnel(pkt []byte, c *tunnelConfig, t *flowkeys.Tunnel, opts *[256]byt
 			// pseudo-header sum, CHECKSUM_PARTIAL), which the host
 			// trusts and a raw socket cannot tell apart: that value is
 			// taken as good too.
-			ps := ip.PseudoHeaderSum(header.IPProtoUDP, ul)
+			ps := pseudo(ul)
 			if header.Checksum(p, ps) != 0 && cs != header.Fold(ps) {
 				return 0, 0, 0, tunnelDrop("bad UDP checksum %#04x", cs)
 			}
@@ -249,8 +280,8 @@ func decapTunnel(pkt []byte, c *tunnelConfig, t *flowkeys.Tunnel, opts *[256]byt
 		}
 		inner = hl + udpHeaderLen + hlen
 	case tunnelGRE:
-		if ip.Protocol() != ipProtoGRE {
-			return 0, 0, 0, tunnelDrop("outer IP protocol %d is not GRE", ip.Protocol())
+		if proto != ipProtoGRE {
+			return 0, 0, 0, tunnelDrop("outer IP protocol %d is not GRE", proto)
 		}
 		hlen, err := decapGRE(p, t)
 		if err != nil {
@@ -428,13 +459,15 @@ func ecnDecap(outer uint8, frame []byte) error {
 // tunnelInfo is the egress tunnel metadata of a set(tunnel(...))
 // action, the kernel's ip_tunnel_info in TX mode, compiled once.
 type tunnelInfo struct {
-	id       uint64
-	src, dst [4]byte
-	tos, ttl uint8
-	flags    uint16 // kernel TUNNEL_* bits
-	tpDst    uint16
-	gbp      uint32
-	opts     []byte // Geneve options
+	id         uint64
+	src, dst   [4]byte
+	v6         bool // an IPv6 underlay: src6 and dst6
+	src6, dst6 [16]byte
+	tos, ttl   uint8
+	flags      uint16 // kernel TUNNEL_* bits
+	tpDst      uint16
+	gbp        uint32
+	opts       []byte // Geneve options
 
 	// The tunnel headers after the outer UDP header (Geneve, VXLAN)
 	// or IP header (GRE), built once; the GRE checksum is filled per
@@ -446,11 +479,9 @@ type tunnelInfo struct {
 // the kernel's rules (validate_and_copy_set_tun: ip_tun_from_nlattr,
 // then validate_geneve_opts).
 func compileSetTunnel(t odp.Tunnel, path string) (*tunnelInfo, error) {
-	if t.Present&(odp.TunnelHasIPv6Src|odp.TunnelHasIPv6Dst) != 0 {
-		if t.Present&(odp.TunnelHasIPv4Src|odp.TunnelHasIPv4Dst) != 0 {
-			return nil, einval("%s: mixed IPv4 and IPv6 tunnel attributes", path)
-		}
-		return nil, fmt.Errorf("%s: set(tunnel) with an IPv6 underlay: %w", path, odp.ErrUnsupported)
+	v6 := t.Present&(odp.TunnelHasIPv6Src|odp.TunnelHasIPv6Dst) != 0
+	if v6 && t.Present&(odp.TunnelHasIPv4Src|odp.TunnelHasIPv4Dst) != 0 {
+		return nil, einval("%s: mixed IPv4 and IPv6 tunnel attributes", path)
 	}
 	if t.Present&(odp.TunnelHasERSPAN|odp.TunnelHasGTPU) != 0 || len(t.Unknown) > 0 {
 		return nil, fmt.Errorf("%s: set(tunnel) with ERSPAN, GTP-U or unknown attributes: %w", path, odp.ErrUnsupported)
@@ -458,18 +489,28 @@ func compileSetTunnel(t odp.Tunnel, path string) (*tunnelInfo, error) {
 	if t.Present&odp.TunnelHasGeneve != 0 && t.Present&odp.TunnelHasVXLAN != 0 {
 		return nil, einval("%s: multiple metadata blocks provided", path)
 	}
-	if t.Present&odp.TunnelHasIPv4Dst == 0 {
+	ti := &tunnelInfo{ttl: t.TTL, v6: v6}
+	switch {
+	case v6 && t.Present&odp.TunnelHasIPv6Dst == 0, !v6 && t.Present&odp.TunnelHasIPv4Dst == 0:
 		return nil, einval("%s: IP tunnel dst address not specified", path)
-	}
-	if t.IPv4Dst == ([4]byte{}) {
+	case v6 && t.IPv6Dst == [16]byte{}:
+		return nil, einval("%s: IPv6 tunnel dst address is zero", path)
+	case !v6 && t.IPv4Dst == [4]byte{}:
 		return nil, einval("%s: IPv4 tunnel dst address is zero", path)
 	}
 	if t.Present&odp.TunnelHasTTL == 0 {
 		return nil, einval("%s: IP tunnel TTL not specified", path)
 	}
-	ti := &tunnelInfo{dst: t.IPv4Dst, ttl: t.TTL}
-	if t.Present&odp.TunnelHasIPv4Src != 0 {
-		ti.src = t.IPv4Src
+	if v6 {
+		ti.dst6 = t.IPv6Dst
+		if t.Present&odp.TunnelHasIPv6Src != 0 {
+			ti.src6 = t.IPv6Src
+		}
+	} else {
+		ti.dst = t.IPv4Dst
+		if t.Present&odp.TunnelHasIPv4Src != 0 {
+			ti.src = t.IPv4Src
+		}
 	}
 	if t.Present&odp.TunnelHasID != 0 {
 		ti.id = t.ID
@@ -595,23 +636,32 @@ func (ti *tunnelInfo) tunnelHeader(c *tunnelConfig) []byte {
 
 // encapOverhead returns the outer header's length for a port.
 func (ti *tunnelInfo) encapOverhead(c *tunnelConfig) int {
-	n := ipv4HeaderLen + len(ti.tunnelHeader(c))
+	n := ti.ipHeaderLen() + len(ti.tunnelHeader(c))
 	if c.kind != tunnelGRE {
 		n += udpHeaderLen
 	}
 	return n
 }
 
+// ipHeaderLen is the outer IP header's length.
+func (ti *tunnelInfo) ipHeaderLen() int {
+	if ti.v6 {
+		return ipv6HeaderLen
+	}
+	return ipv4HeaderLen
+}
+
 // encapParams are what encapTunnel needs besides the metadata: the
 // source address and hop limit of the route to the destination, and the
 // packet's flow hash and protocol (skb->protocol).
 type encapParams struct {
-	src      [4]byte // the route's preferred source, when the metadata has none
-	hopLimit uint8   // the route's hop limit (ip4_dst_hoplimit)
-	hash     uint32  // the flow hash, for the UDP source port
-	proto    uint16  // the kernel's skb->protocol of the inner frame
-	l3       int     // offset of the inner network header in the frame, or -1
-	portMin  uint16  // vxlan's UDP source port range [portMin, portMax)
+	src      [4]byte  // the route's preferred source, when the metadata has none
+	src6     [16]byte // the same for an IPv6 underlay
+	hopLimit uint8    // the route's hop limit (ip4_dst_hoplimit)
+	hash     uint32   // the flow hash, for the UDP source port
+	proto    uint16   // the kernel's skb->protocol of the inner frame
+	l3       int      // offset of the inner network header in the frame, or -1
+	portMin  uint16   // vxlan's UDP source port range [portMin, portMax)
 	portMax  uint32
 }
 
@@ -622,7 +672,8 @@ type encapParams struct {
 // It does not allocate.
 func encapTunnel(dst []byte, frame []byte, c *tunnelConfig, ti *tunnelInfo, p *encapParams) int {
 	th := ti.tunnelHeader(c)
-	hl := ipv4HeaderLen
+	ipl := ti.ipHeaderLen()
+	hl := ipl
 	if c.kind != tunnelGRE {
 		hl += udpHeaderLen
 	}
@@ -671,53 +722,75 @@ func encapTunnel(dst []byte, frame []byte, c *tunnelConfig, ti *tunnelInfo, p *e
 		}
 	}
 
-	ip := header.IPv4(dst[:ipv4HeaderLen])
-	ip[0] = 0x45
-	ip[1] = tos
-	ip.SetTotalLength(uint16(total))
-	ip.SetID(0)
-	var frag uint16
-	if ti.flags&odp.KernelTunnelDF != 0 {
-		frag = 0x4000
+	var pseudo uint64
+	var ip4 header.IPv4
+	if ti.v6 {
+		ip := header.IPv6(dst[:ipv6HeaderLen])
+		binary.BigEndian.PutUint32(ip, 6<<28|uint32(tos)<<20)
+		binary.BigEndian.PutUint16(ip[4:], uint16(total-ipv6HeaderLen))
+		ip[6] = header.IPProtoUDP
+		ip[7] = ttl
+		src := ti.src6
+		if src == ([16]byte{}) {
+			src = p.src6
+		}
+		copy(ip[8:24], src[:])
+		copy(ip[24:40], ti.dst6[:])
+		pseudo = ip.PseudoHeaderSum(header.IPProtoUDP, total-ipv6HeaderLen)
+	} else {
+		ip := header.IPv4(dst[:ipv4HeaderLen])
+		ip[0] = 0x45
+		ip[1] = tos
+		ip.SetTotalLength(uint16(total))
+		ip.SetID(0)
+		var frag uint16
+		if ti.flags&odp.KernelTunnelDF != 0 {
+			frag = 0x4000
+		}
+		ip.SetFlagsFragmentOffset(frag)
+		ip.SetTTL(ttl)
+		src := ti.src
+		if src == ([4]byte{}) {
+			src = p.src
+		}
+		ip.SetSourceAddress(src)
+		ip.SetDestinationAddress(ti.dst)
+		ip.SetProtocol(header.IPProtoUDP)
+		if c.kind == tunnelGRE {
+			ip.SetProtocol(ipProtoGRE)
+		}
+		pseudo = ip.PseudoHeaderSum(header.IPProtoUDP, total-ipv4HeaderLen)
+		ip4 = ip
 	}
-	ip.SetFlagsFragmentOffset(frag)
-	ip.SetTTL(ttl)
-	src := ti.src
-	if src == ([4]byte{}) {
-		src = p.src
-	}
-	ip.SetSourceAddress(src)
-	ip.SetDestinationAddress(ti.dst)
 	switch c.kind {
 	case tunnelGRE:
-		ip.SetProtocol(ipProtoGRE)
 		if ti.flags&odp.KernelTunnelCSUM != 0 {
 			g := dst[hl : hl+len(th)]
 			binary.BigEndian.PutUint16(g[4:], 0)
 			binary.BigEndian.PutUint16(g[4:], header.Checksum(dst[hl:total], 0))
 		}
 	default:
-		ip.SetProtocol(header.IPProtoUDP)
-		u := header.UDP(dst[ipv4HeaderLen:total])
+		u := header.UDP(dst[ipl:total])
 		header.Ports(u).SetSource(udpSourcePort(p.hash, c, p))
 		dport := c.dstPort
 		if c.kind == tunnelVXLAN && ti.tpDst != 0 {
 			dport = ti.tpDst
 		}
 		header.Ports(u).SetDestination(dport)
-		ul := total - ipv4HeaderLen
-		u.SetLength(uint16(ul))
+		u.SetLength(uint16(total - ipl))
 		u.SetChecksum(0)
 		if ti.flags&odp.KernelTunnelCSUM != 0 {
-			cs := header.Checksum(dst[ipv4HeaderLen:total], ip.PseudoHeaderSum(header.IPProtoUDP, ul))
+			cs := header.Checksum(u, pseudo)
 			if cs == 0 {
 				cs = 0xffff
 			}
 			u.SetChecksum(cs)
 		}
 	}
-	ip.SetChecksum(0)
-	ip.SetChecksum(ip.CalculateChecksum())
+	if ip4 != nil {
+		ip4.SetChecksum(0)
+		ip4.SetChecksum(ip4.CalculateChecksum())
+	}
 	return total
 }
 

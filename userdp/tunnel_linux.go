@@ -43,7 +43,7 @@ type tunnelPort struct {
 	// Route cache: destination -> source address.
 	nl       *netlink.Handle
 	routeMu  sync.RWMutex
-	routes   map[[4]byte]tunnelRoute
+	routes   map[[16]byte]tunnelRoute
 	hopLimit uint8
 	portMin  uint16
 	portMax  uint32
@@ -53,7 +53,7 @@ type tunnelPort struct {
 
 // tunnelRoute is a cached route lookup.
 type tunnelRoute struct {
-	src     [4]byte
+	src     [16]byte // IPv4-mapped for IPv4
 	err     error
 	expires time.Time
 }
@@ -65,7 +65,7 @@ const tunnelRouteTTL = time.Second
 // the calling thread's network namespace.
 func openTunnelPort(name string, c tunnelConfig) (*tunnelPort, error) {
 	p := &tunnelPort{fdPort: fdPort{name: name, minRoom: ipv4HeaderLen}, cfg: c, udp: -1, tx: -1,
-		routes: map[[4]byte]tunnelRoute{}, hopLimit: 64, portMin: 32768, portMax: 61000}
+		routes: map[[16]byte]tunnelRoute{}, hopLimit: 64, portMin: 32768, portMax: 61000}
 	ok := false
 	defer func() {
 		if !ok {
@@ -245,24 +245,48 @@ func (p *tunnelPort) WriteBatch(pkts [][]byte) (int, error) {
 	return n, first
 }
 
-// route returns the source address of the route to dst, from the cache
-// or rtnetlink.
-func (p *tunnelPort) route(dst [4]byte, now time.Time) ([4]byte, error) {
+// route implements tunnelOut: the source address of the route to the
+// metadata's destination, from the cache or rtnetlink, when the
+// metadata has none.
+func (p *tunnelPort) route(ti *tunnelInfo, now time.Time, ep *encapParams) error {
+	if ti.v6 {
+		if ti.src6 != ([16]byte{}) {
+			return nil
+		}
+		r := p.lookup(ti.dst6, now)
+		ep.src6 = r.src
+		return r.err
+	}
+	if ti.src != ([4]byte{}) {
+		return nil
+	}
+	var d [16]byte
+	copy(d[12:], ti.dst[:])
+	d[10], d[11] = 0xff, 0xff // IPv4-mapped
+	r := p.lookup(d, now)
+	ep.src = [4]byte(r.src[12:])
+	return r.err
+}
+
+// lookup returns the cached route to dst (an IPv6 or IPv4-mapped
+// address), looking it up when missing or stale.
+func (p *tunnelPort) lookup(dst [16]byte, now time.Time) tunnelRoute {
 	p.routeMu.RLock()
 	r, ok := p.routes[dst]
 	p.routeMu.RUnlock()
 	if ok && now.Before(r.expires) {
-		return r.src, r.err
+		return r
 	}
 	r = tunnelRoute{expires: now.Add(tunnelRouteTTL)}
-	rs, err := p.nl.RouteGet(net.IP(dst[:]))
+	ip := net.IP(dst[:])
+	rs, err := p.nl.RouteGet(ip)
 	switch {
 	case err != nil:
-		r.err = fmt.Errorf("userdp: %s: no route to %v: %w", p.name, net.IP(dst[:]), err)
-	case len(rs) == 0 || rs[0].Src.To4() == nil:
-		r.err = fmt.Errorf("userdp: %s: the route to %v has no IPv4 source address", p.name, net.IP(dst[:]))
+		r.err = fmt.Errorf("userdp: %s: no route to %v: %w", p.name, ip, err)
+	case len(rs) == 0 || rs[0].Src == nil:
+		r.err = fmt.Errorf("userdp: %s: the route to %v has no source address", p.name, ip)
 	default:
-		r.src = [4]byte(rs[0].Src.To4())
+		copy(r.src[:], rs[0].Src.To16())
 	}
 	p.routeMu.Lock()
 	if len(p.routes) > 4096 {
@@ -270,7 +294,7 @@ func (p *tunnelPort) route(dst [4]byte, now time.Time) ([4]byte, error) {
 	}
 	p.routes[dst] = r
 	p.routeMu.Unlock()
-	return r.src, r.err
+	return r
 }
 
 // Close closes the sockets and unblocks a pending ReadBatch.
@@ -284,7 +308,10 @@ func (p *tunnelPort) Close() error {
 	return nil
 }
 
-var _ Port = (*tunnelPort)(nil)
+var (
+	_ Port      = (*tunnelPort)(nil)
+	_ tunnelOut = (*tunnelPort)(nil)
+)
 
 // openTunnel opens a tunnel port for AddPort.
 func openTunnel(name string, c tunnelConfig) (Port, error) {

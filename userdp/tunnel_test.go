@@ -59,10 +59,13 @@ func (f *fakeTunnel) Close() error         { f.once.Do(func() { close(f.done) })
 func (f *fakeTunnel) tunnelConfig() *tunnelConfig {
 	return &f.cfg
 }
-func (f *fakeTunnel) route(dst [4]byte, now time.Time) ([4]byte, error) { return f.src, nil }
-func (f *fakeTunnel) counters() *Counters                              { return &f.stats }
-func (f *fakeTunnel) defaultHopLimit() uint8                           { return 64 }
-func (f *fakeTunnel) localPortRange() (uint16, uint32)                 { return 32768, 61000 }
+func (f *fakeTunnel) route(ti *tunnelInfo, now time.Time, p *encapParams) error {
+	p.src, p.src6 = f.src, [16]byte{0xfd, 15: 1}
+	return nil
+}
+func (f *fakeTunnel) counters() *Counters              { return &f.stats }
+func (f *fakeTunnel) defaultHopLimit() uint8           { return 64 }
+func (f *fakeTunnel) localPortRange() (uint16, uint32) { return 32768, 61000 }
 
 func (f *fakeTunnel) packets() [][]byte {
 	f.mu.Lock()
@@ -385,7 +388,9 @@ func TestSetTunnelValidation(t *testing.T) {
 		{"set(tunnel(tun_id=0x1,dst=0.0.0.0,ttl=64,flags(key))),1", syscall.EINVAL},
 		{"set(tunnel(tun_id=0x1,dst=1.1.1.1,flags(key))),1", syscall.EINVAL},
 		{"set(tunnel(tun_id=0x1,dst=1.1.1.1,ttl=64,geneve({class=0x1,type=0x2,len=8,0xa}),flags(key))),1", nil},
-		{"set(tunnel(tun_id=0x1,ipv6_dst=::1,ttl=64,flags(key))),1", odp.ErrUnsupported},
+		{"set(tunnel(tun_id=0x1,ipv6_dst=::1,ttl=64,flags(key))),1", nil},
+		{"set(tunnel(tun_id=0x1,ipv6_dst=::,ttl=64,flags(key))),1", syscall.EINVAL},
+		{"set(tunnel(tun_id=0x1,src=1.1.1.1,ipv6_dst=::1,ttl=64,flags(key))),1", syscall.EINVAL},
 	} {
 		_, err := h.dp.PutFlow(t.Context(), parseFlow(t, key, c.acts), odp.PutCreate)
 		if (c.want == nil) != (err == nil) || c.want != nil && !errors.Is(err, c.want) {
@@ -446,4 +451,6 @@ func TestTunnelPortOptions(t *testing.T) {
 
 func fmtTunnel(t flowkeys.Tunnel) string { return fmt.Sprintf("%+v", t) }
 
-func fmtConfig(c tunnelConfig, shown map[string]string) string { return fmt.Sprintf("%+v %v", c, shown) }
+func fmtConfig(c tunnelConfig, shown map[string]string) string {
+	return fmt.Sprintf("%+v %v", c, shown)
+}
