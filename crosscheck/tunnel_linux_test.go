@@ -23,23 +23,27 @@ type tunnelCase struct {
 	name, typ string
 	opts      map[string]string
 	tunnel    string // set(tunnel(...)), DST for the peer's underlay address
+	ipv6      bool   // an IPv6 underlay
 }
 
 // tunnelCases are the interop test's tunnels.
 var tunnelCases = []tunnelCase{
 	{"geneve-option", "geneve", map[string]string{"dst_port": "6081"},
-		"tun_id=0x5,dst=DST,ttl=64,geneve({class=0x102,type=0x80,len=4,0xa1b2c3d4}),flags(df|csum|key)"},
-	{"vxlan", "vxlan", map[string]string{"dst_port": "4789"}, "tun_id=0x2a,dst=DST,ttl=64,flags(key)"},
+		"tun_id=0x5,dst=DST,ttl=64,geneve({class=0x102,type=0x80,len=4,0xa1b2c3d4}),flags(df|csum|key)", false},
+	{"vxlan", "vxlan", map[string]string{"dst_port": "4789"}, "tun_id=0x2a,dst=DST,ttl=64,flags(key)", false},
 	{"vxlan-gbp", "vxlan", map[string]string{"dst_port": "4789", "exts": "gbp"},
-		"tun_id=0x2a,dst=DST,ttl=64,vxlan(gbp(id=10,flags=0x40)),flags(csum|key)"},
-	{"gre-key", "gre", nil, "tun_id=0x7,dst=DST,ttl=32,flags(key)"},
+		"tun_id=0x2a,dst=DST,ttl=64,vxlan(gbp(id=10,flags=0x40)),flags(csum|key)", false},
+	{"gre-key", "gre", nil, "tun_id=0x7,dst=DST,ttl=32,flags(key)", false},
 	// TOS, OAM, a non-critical option, no checksum.
 	{"geneve-oam-tos", "geneve", nil,
-		"tun_id=0x6,dst=DST,tos=0x10,ttl=17,geneve({class=0xffff,type=0x1,len=8,0x1122334455667788}),flags(oam|key)"},
+		"tun_id=0x6,dst=DST,tos=0x10,ttl=17,geneve({class=0xffff,type=0x1,len=8,0x1122334455667788}),flags(oam|key)", false},
 	// TTL 0: the route's hop limit.
-	{"vxlan-ttl0", "vxlan", nil, "tun_id=0x3,dst=DST,tos=0x28,ttl=0,flags(key)"},
+	{"vxlan-ttl0", "vxlan", nil, "tun_id=0x3,dst=DST,tos=0x28,ttl=0,flags(key)", false},
 	// TOS 1 and TTL 0 inherit the inner packet's; no key.
-	{"gre-inherit", "gre", nil, "dst=DST,tos=0x1,ttl=0,flags()"},
+	{"gre-inherit", "gre", nil, "dst=DST,tos=0x1,ttl=0,flags()", false},
+	// IPv6 underlays.
+	{"geneve-ipv6", "geneve", nil, "tun_id=0x9,ipv6_dst=DST,tos=0x8,ttl=64,geneve({class=0x102,type=0x80,len=4,0xa1b2c3d4}),flags(csum|key)", true},
+	{"vxlan-ipv6-nocsum", "vxlan", nil, "tun_id=0x2b,ipv6_dst=DST,ttl=0,flags(key)", true},
 }
 
 // TestNamespaceTunnelNetdevPair is the interop test between two
@@ -68,8 +72,12 @@ func tunnelInterop(t *testing.T, openA Opener, c tunnelCase) {
 	k := &tunnelSide{name: "A", host: testenv.NewNetns(t), under: testenv.NewNetns(t), underIP: "10.80.0.1", hostIP: "192.168.80.1"}
 	u := &tunnelSide{name: "netdev@ B", host: testenv.NewNetns(t), under: testenv.NewNetns(t), underIP: "10.80.0.2", hostIP: "192.168.80.2"}
 	uv := testenv.NewVeth(t, k.under, u.under)
-	k.under.AddAddr(t, uv.Name, k.underIP+"/24")
-	u.under.AddAddr(t, uv.PeerName, u.underIP+"/24")
+	plen := "/24"
+	if c.ipv6 {
+		k.underIP, u.underIP, plen = "fd80::1", "fd80::2", "/64"
+	}
+	k.under.AddAddr(t, uv.Name, k.underIP+plen)
+	u.under.AddAddr(t, uv.PeerName, u.underIP+plen)
 	// Whole checksums on the underlay: the userspace tunnel port reads
 	// it with a raw socket, which cannot see offload state.
 	k.under.TxChecksumOff(t, uv.Name)

@@ -24,6 +24,8 @@ type tunnelOut interface {
 	counters() *Counters
 	defaultHopLimit() uint8
 	localPortRange() (uint16, uint32)
+	// ipv6Reader returns the reader of outer IPv6 packets, or nil.
+	ipv6Reader() Port
 }
 
 // tunnelPortOf returns port n if it is a tunnel port.

@@ -40,6 +40,13 @@ type tunnelPort struct {
 	udp int // the placeholder UDP socket, or -1
 	tx  int // the raw send socket
 
+	// IPv6 (geneve and vxlan): the receive socket, whose reads become
+	// whole outer IPv6 packets (rx6), the placeholder and the send
+	// socket; nil and -1 when the host has no IPv6.
+	rx6       *tunnelRx6
+	udp6, tx6 int
+	sa6       unix.RawSockaddrInet6 // WriteBatch's destination (wrMu)
+
 	// Route cache: destination -> source address.
 	nl       *netlink.Handle
 	routeMu  sync.RWMutex
@@ -64,7 +71,7 @@ const tunnelRouteTTL = time.Second
 // openTunnelPort opens a tunnel port called name of configuration c in
 // the calling thread's network namespace.
 func openTunnelPort(name string, c tunnelConfig) (*tunnelPort, error) {
-	p := &tunnelPort{fdPort: fdPort{name: name, minRoom: ipv4HeaderLen}, cfg: c, udp: -1, tx: -1,
+	p := &tunnelPort{fdPort: fdPort{name: name, minRoom: ipv4HeaderLen}, cfg: c, udp: -1, tx: -1, udp6: -1, tx6: -1,
 		routes: map[[16]byte]tunnelRoute{}, hopLimit: 64, portMin: 32768, portMax: 61000}
 	ok := false
 	defer func() {
@@ -121,6 +128,11 @@ func openTunnelPort(name string, c tunnelConfig) (*tunnelPort, error) {
 	if p.nl, err = netlink.NewHandle(unix.NETLINK_ROUTE); err != nil {
 		return nil, fmt.Errorf("userdp: tunnel %s: rtnetlink: %w", name, err)
 	}
+	if c.kind != tunnelGRE {
+		if err := p.openIPv6(); err != nil {
+			return nil, err
+		}
+	}
 	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_default_ttl"); err == nil {
 		if v, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && v > 0 && v < 256 {
 			p.hopLimit = uint8(v)
@@ -147,6 +159,15 @@ func attachFilter(fd int, f []unix.SockFilter) error {
 }
 
 func (p *tunnelPort) closeSockets() {
+	for _, fd := range []*int{&p.udp6, &p.tx6} {
+		if *fd >= 0 {
+			unix.Close(*fd)
+			*fd = -1
+		}
+	}
+	if p.rx6 != nil {
+		p.rx6.Close()
+	}
 	if p.udp >= 0 {
 		unix.Close(p.udp)
 		p.udp = -1
@@ -214,15 +235,22 @@ func (p *tunnelPort) WriteBatch(pkts [][]byte) (int, error) {
 	var first error
 	n := 0
 	p.sa.Family = unix.AF_INET
+	p.sa6.Family = unix.AF_INET6
 	for _, b := range pkts {
-		if len(b) < ipv4HeaderLen {
+		fd, sa, salen := p.tx, unsafe.Pointer(&p.sa), unsafe.Sizeof(p.sa)
+		switch {
+		case len(b) >= ipv4HeaderLen && b[0]>>4 == 4:
+			copy(p.sa.Addr[:], b[16:20])
+		case len(b) >= ipv6HeaderLen && b[0]>>4 == 6 && p.tx6 >= 0:
+			copy(p.sa6.Addr[:], b[24:40])
+			fd, sa, salen = p.tx6, unsafe.Pointer(&p.sa6), unsafe.Sizeof(p.sa6)
+		default:
 			p.stats.TxErrors.Add(1)
 			continue
 		}
-		copy(p.sa.Addr[:], b[16:20])
 		for {
-			_, _, e := unix.Syscall6(unix.SYS_SENDTO, uintptr(p.tx), uintptr(unsafe.Pointer(unsafe.SliceData(b))), uintptr(len(b)),
-				unix.MSG_DONTWAIT, uintptr(unsafe.Pointer(&p.sa)), unsafe.Sizeof(p.sa))
+			_, _, e := unix.Syscall6(unix.SYS_SENDTO, uintptr(fd), uintptr(unsafe.Pointer(unsafe.SliceData(b))), uintptr(len(b)),
+				unix.MSG_DONTWAIT, uintptr(sa), salen)
 			if e == unix.EINTR {
 				continue
 			}
@@ -326,3 +354,176 @@ func (p *tunnelPort) tunnelConfig() *tunnelConfig            { return &p.cfg }
 func (p *tunnelPort) counters() *Counters                    { return &p.stats }
 func (p *tunnelPort) defaultHopLimit() uint8                 { return p.hopLimit }
 func (p *tunnelPort) localPortRange() (lo uint16, hi uint32) { return p.portMin, p.portMax }
+
+// openIPv6 opens the IPv6 sockets of a UDP tunnel. A host without IPv6
+// (EAFNOSUPPORT) gets an IPv4-only port, as the kernel's tunnels.
+func (p *tunnelPort) openIPv6() error {
+	fd, err := unix.Socket(unix.AF_INET6, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC|unix.SOCK_NONBLOCK, 0)
+	if err == unix.EAFNOSUPPORT {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("userdp: tunnel %s: UDP IPv6 socket: %w", p.name, err)
+	}
+	p.udp6 = fd
+	if err := unix.SetsockoptInt(fd, unix.IPPROTO_IPV6, unix.IPV6_V6ONLY, 1); err != nil {
+		return fmt.Errorf("userdp: tunnel %s: IPV6_V6ONLY: %w", p.name, err)
+	}
+	if err := attachFilter(fd, []unix.SockFilter{{Code: unix.BPF_RET | unix.BPF_K, K: 0}}); err != nil {
+		return fmt.Errorf("userdp: tunnel %s: UDP IPv6 socket filter: %w", p.name, err)
+	}
+	if err := unix.Bind(fd, &unix.SockaddrInet6{Port: int(p.cfg.dstPort)}); err != nil {
+		return fmt.Errorf("userdp: tunnel %s: binding UDP port %d over IPv6 (another tunnel or program has it?): %w", p.name, p.cfg.dstPort, err)
+	}
+	rx, err := openTunnelRx6(p.name, p.cfg.dstPort)
+	if err != nil {
+		return err
+	}
+	p.rx6 = rx
+	if p.tx6, err = unix.Socket(unix.AF_INET6, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.IPPROTO_RAW); err != nil {
+		return fmt.Errorf("userdp: tunnel %s: raw IPv6 send socket: %w", p.name, err)
+	}
+	if err := unix.SetsockoptInt(p.tx6, unix.IPPROTO_IPV6, unix.IPV6_HDRINCL, 1); err != nil {
+		return fmt.Errorf("userdp: tunnel %s: IPV6_HDRINCL: %w", p.name, err)
+	}
+	return nil
+}
+
+// ipv6Reader implements tunnelOut.
+func (p *tunnelPort) ipv6Reader() Port {
+	if p.rx6 == nil {
+		return nil
+	}
+	return p.rx6
+}
+
+// tunnelRx6 is a tunnel port's IPv6 receive socket: a raw IPv6 UDP
+// socket, which gives the UDP header onward, with the outer header's
+// addresses, traffic class and hop limit as control messages; ReadBatch
+// rebuilds the 40-byte outer header in front of what it read, so that
+// the receive loop sees whole outer packets (with the payload length
+// and next header as delivered; extension headers are gone).
+type tunnelRx6 struct {
+	fdPort
+	oob  [128]byte
+	name unix.RawSockaddrInet6
+	iov  unix.Iovec
+	msg  unix.Msghdr
+}
+
+func openTunnelRx6(name string, port uint16) (*tunnelRx6, error) {
+	fd, err := unix.Socket(unix.AF_INET6, unix.SOCK_RAW|unix.SOCK_CLOEXEC|unix.SOCK_NONBLOCK, unix.IPPROTO_UDP)
+	if err != nil {
+		return nil, fmt.Errorf("userdp: tunnel %s: raw IPv6 socket: %w", name, err)
+	}
+	for _, o := range []int{unix.IPV6_RECVPKTINFO, unix.IPV6_RECVHOPLIMIT, unix.IPV6_RECVTCLASS} {
+		if err := unix.SetsockoptInt(fd, unix.IPPROTO_IPV6, o, 1); err != nil {
+			unix.Close(fd)
+			return nil, fmt.Errorf("userdp: tunnel %s: raw IPv6 socket option %d: %w", name, o, err)
+		}
+	}
+	// The filter sees the UDP header first.
+	f := []unix.SockFilter{
+		{Code: unix.BPF_LD | unix.BPF_H | unix.BPF_ABS, K: 2},
+		{Code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, Jt: 0, Jf: 1, K: uint32(port)},
+		{Code: unix.BPF_RET | unix.BPF_K, K: 0xffffffff},
+		{Code: unix.BPF_RET | unix.BPF_K, K: 0},
+	}
+	if err := attachFilter(fd, f); err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("userdp: tunnel %s: raw IPv6 socket filter: %w", name, err)
+	}
+	_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF, 4<<20)
+	r := &tunnelRx6{fdPort: fdPort{name: name, minRoom: ipv6HeaderLen + udpHeaderLen}}
+	if err := r.adopt(fd, "tunnel6"); err != nil {
+		return nil, fmt.Errorf("userdp: tunnel %s: %w", name, err)
+	}
+	r.readFn = r.doRead
+	return r, nil
+}
+
+// doRead reads datagrams, each after room for the outer header that it
+// then writes.
+func (r *tunnelRx6) doRead(fd uintptr) bool {
+	for r.rdN < len(r.rdBufs) {
+		b := r.rdBufs[r.rdN][r.rdOff:]
+		pl := b[ipv6HeaderLen:]
+		r.iov.Base = unsafe.SliceData(pl)
+		r.iov.SetLen(len(pl))
+		r.msg = unix.Msghdr{Name: (*byte)(unsafe.Pointer(&r.name)), Namelen: uint32(unsafe.Sizeof(r.name)), Iov: &r.iov, Iovlen: 1,
+			Control: &r.oob[0]}
+		r.msg.SetControllen(len(r.oob))
+		n, _, e := unix.Syscall(unix.SYS_RECVMSG, fd, uintptr(unsafe.Pointer(&r.msg)), unix.MSG_TRUNC)
+		if e == unix.EAGAIN {
+			break
+		}
+		if e == unix.EINTR {
+			continue
+		}
+		if e != 0 {
+			r.rdErr = fmt.Errorf("recvmsg: %w", e)
+			break
+		}
+		if int(n) > len(pl) || r.msg.Flags&unix.MSG_CTRUNC != 0 {
+			r.stats.RxErrors.Add(1)
+			continue
+		}
+		h := b[:ipv6HeaderLen]
+		clear(h)
+		var tclass, hlim uint32
+		oob := r.oob[:r.msg.Controllen]
+		for len(oob) >= unix.SizeofCmsghdr {
+			cm := (*unix.Cmsghdr)(unsafe.Pointer(&oob[0]))
+			l := int(cm.Len)
+			if l < unix.SizeofCmsghdr || l > len(oob) {
+				break
+			}
+			d := oob[unix.SizeofCmsghdr:l]
+			if cm.Level == unix.IPPROTO_IPV6 {
+				switch cm.Type {
+				case unix.IPV6_PKTINFO:
+					if len(d) >= 16 {
+						copy(h[24:40], d[:16])
+					}
+				case unix.IPV6_TCLASS:
+					if len(d) >= 4 {
+						tclass = *(*uint32)(unsafe.Pointer(&d[0]))
+					}
+				case unix.IPV6_HOPLIMIT:
+					if len(d) >= 4 {
+						hlim = *(*uint32)(unsafe.Pointer(&d[0]))
+					}
+				}
+			}
+			al := (l + unix.SizeofPtr - 1) &^ (unix.SizeofPtr - 1)
+			if al >= len(oob) {
+				break
+			}
+			oob = oob[al:]
+		}
+		h[0] = 6<<4 | uint8(tclass>>4)&0xf
+		h[1] = uint8(tclass << 4)
+		h[4], h[5] = uint8(n>>8), uint8(n)
+		h[6] = unix.IPPROTO_UDP
+		h[7] = uint8(hlim)
+		copy(h[8:24], r.name.Addr[:])
+		r.rdSizes[r.rdN] = ipv6HeaderLen + int(n)
+		r.rdN++
+	}
+	return r.rdN > 0 || r.rdErr != nil
+}
+
+func (r *tunnelRx6) Type() odp.PortType   { return "tunnel-ipv6" }
+func (r *tunnelRx6) MTU() int             { return 65535 }
+func (r *tunnelRx6) Stats() odp.PortStats { return r.stats.Snapshot() }
+func (r *tunnelRx6) WriteBatch(pkts [][]byte) (int, error) {
+	return 0, r.writeErr(errors.ErrUnsupported)
+}
+
+// Close closes the socket.
+func (r *tunnelRx6) Close() error {
+	if !r.markClosed() {
+		return nil
+	}
+	return r.file.Close()
+}

@@ -14,8 +14,21 @@ import (
 // as the port's rx error; what it decapsulates as received (the inner
 // frame's bytes, as the kernel's tunnel devices count).
 func (dp *Datapath) tunnelRxLoop(w *worker, p *dpPort, t tunnelOut) {
+	if r6 := t.ipv6Reader(); r6 != nil {
+		done := make(chan struct{})
+		defer func() { <-done }()
+		go func() {
+			defer close(done)
+			dp.tunnelRx(newWorker(dp, dp.opts.cacheEntries), p, t, r6)
+		}()
+	}
+	dp.tunnelRx(w, p, t, p.port)
+}
+
+// tunnelRx is the loop of one of a tunnel port's receive sockets, r.
+func (dp *Datapath) tunnelRx(w *worker, p *dpPort, t tunnelOut, r Port) {
 	batch := dp.opts.batch
-	size := BufferSize(p.port.MTU())
+	size := BufferSize(r.MTU())
 	backing := make([]byte, batch*size)
 	bufs := make([][]byte, batch)
 	for i := range bufs {
@@ -26,7 +39,7 @@ func (dp *Datapath) tunnelRxLoop(w *worker, p *dpPort, t tunnelOut) {
 	cfg := t.tunnelConfig()
 	md := flowkeys.Metadata{InPort: p.number}
 	for {
-		n, err := p.port.ReadBatch(bufs, sizes, DefaultHeadroom)
+		n, err := r.ReadBatch(bufs, sizes, DefaultHeadroom)
 		if err != nil {
 			if errors.Is(err, ErrPortClosed) || dp.portByNumber(p.number) != p {
 				return

@@ -63,6 +63,7 @@ func (f *fakeTunnel) route(ti *tunnelInfo, now time.Time, p *encapParams) error 
 	p.src, p.src6 = f.src, [16]byte{0xfd, 15: 1}
 	return nil
 }
+func (f *fakeTunnel) ipv6Reader() Port                 { return nil }
 func (f *fakeTunnel) counters() *Counters              { return &f.stats }
 func (f *fakeTunnel) defaultHopLimit() uint8           { return 64 }
 func (f *fakeTunnel) localPortRange() (uint16, uint32) { return 32768, 61000 }
