@@ -38,7 +38,10 @@ type worker struct {
 
 	tunOpts   [256]byte   // the Geneve options of the received packet (tunnel_rx.go)
 	encap     encapParams // an encapsulation's parameters (exec_tnl.go)
-	wall      time.Time   // the batch's wall-clock time, for tunnel routes (exec_tnl.go)
+	pushBuf   []byte      // tnl_push's packet buffer (exec_tnl.go)
+	popOpts   [256]byte   // tnl_pop's Geneve options
+	popMD     flowkeys.Metadata
+	wall      time.Time // the batch's wall-clock time, for tunnel routes (exec_tnl.go)
 	wallValid bool
 }
 

@@ -267,6 +267,23 @@ func (w *worker) run(c *pktCtx, ops []op) {
 			c.invalidate()
 		case opSetTunnel:
 			c.egress = o.tnl
+		case opTnlPush:
+			if o.last { // as Open vSwitch: nothing would use the result
+				return
+			}
+			if !w.tnlPush(c, o.push) {
+				w.actionError()
+				return
+			}
+		case opTnlPop:
+			if o.last {
+				w.tnlPop(c, o.a)
+				return
+			}
+			if cc := w.copyCtx(c); cc != nil {
+				w.tnlPop(cc, o.a)
+				w.releaseCopy()
+			}
 		case opSetPriority:
 			c.key.Priority = c.key.Priority&^o.b | o.a&o.b
 		case opSetMark:

@@ -455,3 +455,108 @@ func fmtTunnel(t flowkeys.Tunnel) string { return fmt.Sprintf("%+v", t) }
 func fmtConfig(c tunnelConfig, shown map[string]string) string {
 	return fmt.Sprintf("%+v %v", c, shown)
 }
+
+// TestTnlPushPop: Open vSwitch's userspace tunnel actions. tnl_push with
+// a header as Open vSwitch prints it (tests/tunnel-push-pop.at's vxlan
+// header) gives the outer packet byte for byte, its lengths, checksum
+// and UDP source port filled in; tnl_pop of that packet on the vxlan
+// port gives back the inner frame, received on the tunnel port with the
+// outer header's metadata.
+func TestTnlPushPop(t *testing.T) {
+	h := newHarness(t, 3)
+	ft := newFakeTunnel(tunnelVXLAN, 4789, false)
+	if _, err := h.dp.AttachPort(ft, 4); err != nil {
+		t.Fatal(err)
+	}
+	const hdr = "header(size=50,type=4,eth(dst=f8:bc:12:44:34:b6,src=aa:55:aa:55:00:00,dl_type=0x0800)," +
+		"ipv4(src=1.1.2.88,dst=1.1.2.92,proto=17,tos=0,ttl=64,frag=0x4000),udp(src=0,dst=4789,csum=0x0),vxlan(flags=0x8000000,vni=0x7b))"
+	h.put("in_port(1),"+anyEth+"eth_type(0x0800)"+anyIPv4, "tnl_push(tnl_port(4),"+hdr+",out_port(100)),2")
+	h.put("in_port(3),"+anyEth+"eth_type(0x0800)"+anyIPv4, "tnl_pop(4)")
+	ups, err := h.dp.Upcalls(context.Background(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	frame := udpFrame(1, 2, 1000)
+	h.send(1, frame)
+	got := h.expect(2)
+	want := mustHex(t, "f8bc124434b6 aa55aa550000 0800 4500 0060 0000 4000 4011 0000 01010258 0101025c 0000 12b5 004c 0000 08000000 00007b00")
+	want = append(want, frame...)
+	if len(got) != len(want) {
+		t.Fatalf("tnl_push gave %d bytes, want %d", len(got), len(want))
+	}
+	sport := binary.BigEndian.Uint16(got[34:])
+	if sport < 32768 || sport >= 61000 {
+		t.Errorf("UDP source port %d outside 32768-60999", sport)
+	}
+	ih := header.IPv4(got[14:34])
+	if ih.CalculateChecksum() != ih.Checksum() {
+		t.Errorf("bad outer IPv4 checksum %#04x", ih.Checksum())
+	}
+	copy(want[24:26], got[24:26])
+	copy(want[34:36], got[34:36])
+	if !bytes.Equal(got, want) {
+		t.Errorf("tnl_push output\n% x, want\n% x", got, want)
+	}
+
+	h.send(3, got)
+	var u [1]odp.Upcall
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := ups[0].Recv(ctx, u[:]); err != nil {
+		t.Fatalf("no miss after tnl_pop: %v", err)
+	}
+	if u[0].Port != 4 || !bytes.Equal(u[0].Packet, frame) {
+		t.Errorf("miss on port %d with % x: want port 4 with the inner frame % x", u[0].Port, u[0].Packet, frame)
+	}
+	var tun string
+	for _, a := range u[0].Key {
+		if _, ok := a.(odp.Tunnel); ok {
+			tun = odp.FormatKey(odp.FlowKey{a}, nil, false)
+		}
+	}
+	if w := "tunnel(tun_id=0x7b,src=1.1.2.88,dst=1.1.2.92,ttl=64,tp_src=" + itoa(uint32(sport)) + ",tp_dst=4789,flags(key))"; tun != w {
+		t.Errorf("tunnel key after tnl_pop %s, want %s", tun, w)
+	}
+
+	// A bad outer IPv4 checksum, or a tnl_pop on a port that is not a
+	// tunnel, drops.
+	bad := append([]byte(nil), got...)
+	bad[24] ^= 0xff
+	before := h.dp.Drops().ActionErrors
+	h.send(3, bad)
+	for deadline := time.Now().Add(5 * time.Second); h.dp.Drops().ActionErrors < before+1 && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
+	h.dp.FlushFlows(context.Background())
+	h.put("in_port(1),"+anyEth+"eth_type(0x0800)"+anyIPv4, "tnl_pop(2)")
+	h.send(1, frame)
+	for deadline := time.Now().Add(5 * time.Second); h.dp.Drops().ActionErrors < before+2 && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
+	if n := h.dp.Drops().ActionErrors - before; n != 2 {
+		t.Errorf("%d action errors, want 2 (a bad checksum, a port that is no tunnel)", n)
+	}
+}
+
+// TestTnlPushValidation: headers tnl_push cannot use are refused.
+func TestTnlPushValidation(t *testing.T) {
+	eth := mustHex(t, "f8bc124434b6 aa55aa550000 0800")
+	ip := mustHex(t, "4500 0000 0000 4000 4011 0000 01010258 0101025c")
+	udp := mustHex(t, "0000 12b5 0000 0000 08000000 00007b00")
+	for _, c := range []struct {
+		name string
+		a    odp.TunnelPush
+		want error
+	}{
+		{"ok", odp.TunnelPush{TnlType: odp.VportVXLAN, Header: append(append(append([]byte(nil), eth...), ip...), udp...)}, nil},
+		{"short", odp.TunnelPush{TnlType: odp.VportVXLAN, Header: eth}, syscall.EINVAL},
+		{"no UDP", odp.TunnelPush{TnlType: odp.VportVXLAN, Header: append(append([]byte(nil), eth...), ip...)}, syscall.EINVAL},
+		{"gre type, UDP header", odp.TunnelPush{TnlType: odp.VportGRE, Header: append(append(append([]byte(nil), eth...), ip...), udp...)}, syscall.EINVAL},
+		{"gtpu", odp.TunnelPush{TnlType: odp.VportGTPU, Header: append(append(append([]byte(nil), eth...), ip...), udp...)}, odp.ErrUnsupported},
+	} {
+		_, err := compileTnlPush(c.a, "a")
+		if (c.want == nil) != (err == nil) || c.want != nil && !errors.Is(err, c.want) {
+			t.Errorf("%s: %v, want %v", c.name, err, c.want)
+		}
+	}
+}
