@@ -195,3 +195,63 @@ func tcpTransfer(t *testing.T, a, b *testenv.Netns, addr string, n int) {
 		t.Fatalf("TCP transfer to %s: received %d bytes, want the %d sent", addr, len(d), len(data))
 	}
 }
+
+// TestNamespaceTnlPushPopLinuxVXLAN: Open vSwitch's native tunnelling
+// with tnl_push and tnl_pop, the underlay being a netdev port of the
+// datapath: a host behind the datapath talks to Linux's vxlan device
+// (ping and TCP) through flows of the form ovs-vswitchd installs in its
+// userspace datapath.
+func TestNamespaceTnlPushPopLinuxVXLAN(t *testing.T) {
+	testenv.RequireRoot(t)
+	h, u, k := testenv.NewNetns(t), testenv.NewNetns(t), testenv.NewNetns(t)
+	hv := testenv.NewVeth(t, h, u)
+	uv := testenv.NewVeth(t, u, k)
+	h.AddAddr(t, hv.Name, "192.168.79.1/24")
+	h.SetMTU(t, hv.Name, 1400)
+	k.TxChecksumOff(t, uv.PeerName)
+	k.AddAddr(t, uv.PeerName, "10.79.0.2/24")
+	uMAC, kMAC := u.MAC(t, uv.Name), k.MAC(t, uv.PeerName)
+	k.AddNeigh(t, uv.PeerName, "10.79.0.1", uMAC.String())
+	vx := &netlink.Vxlan{LinkAttrs: netlink.LinkAttrs{Name: "vx0", MTU: 1400}, VxlanId: 123, Port: 4789,
+		SrcAddr: net.IPv4(10, 79, 0, 2), Group: net.IPv4(10, 79, 0, 1), Learning: true}
+	if err := k.Handle().LinkAdd(vx); err != nil {
+		t.Fatalf("creating a vxlan device in namespace %s: %v", k, err)
+	}
+	k.AddAddr(t, "vx0", "192.168.79.2/24")
+	k.LinkUp(t, "vx0")
+
+	dp, err := New(testenv.NewName(), WithoutLocalPort())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dp.Close()
+	ctx := context.Background()
+	var hp, up, tp odp.Port
+	if err := u.Do(func() (err error) {
+		if hp, err = dp.AddPort(ctx, odp.PortSpec{Name: hv.PeerName, Type: odp.PortNetdev}); err != nil {
+			return err
+		}
+		if up, err = dp.AddPort(ctx, odp.PortSpec{Name: uv.Name, Type: odp.PortNetdev}); err != nil {
+			return err
+		}
+		tp, err = dp.AddPort(ctx, odp.PortSpec{Name: "vxlan_sys_4789", Type: odp.PortVXLAN})
+		return err
+	}); err != nil {
+		t.Fatalf("ports in namespace %s: %v", u, err)
+	}
+	tt := &tunnelTopo{dp: dp}
+	push := fmt.Sprintf("tnl_push(tnl_port(%d),header(size=50,type=4,eth(dst=%s,src=%s,dl_type=0x0800),"+
+		"ipv4(src=10.79.0.1,dst=10.79.0.2,proto=17,tos=0,ttl=64,frag=0x4000),udp(src=0,dst=4789,csum=0x0),"+
+		"vxlan(flags=0x8000000,vni=0x7b)),out_port(%d)),%d", tp.Number, kMAC, uMAC, up.Number, up.Number)
+	tt.putBoth(t, hp.Number, push)
+	tt.put(t, "in_port("+itoa(up.Number)+"),"+anyEth+"eth_type(0x0800),ipv4(proto=17,frag=no),udp(dst=4789)", fmt.Sprintf("tnl_pop(%d)", tp.Number))
+	tt.putBoth(t, tp.Number, itoa(hp.Number))
+	if err := h.Ping("192.168.79.2", 10*time.Second); err != nil {
+		t.Fatalf("ping through tnl_push/tnl_pop: %v", err)
+	}
+	if err := k.Ping("192.168.79.1", 10*time.Second); err != nil {
+		t.Fatalf("ping from Linux's vxlan device through tnl_pop/tnl_push: %v", err)
+	}
+	tcpTransfer(t, h, k, "192.168.79.2:5002", 256<<10)
+	tcpTransfer(t, k, h, "192.168.79.1:5003", 256<<10)
+}
