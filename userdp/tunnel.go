@@ -374,6 +374,18 @@ const (
 	greVersionMask = 0x0007
 )
 
+// greHeaderLen is gre_calc_hlen: 4 bytes and 4 for each of the
+// checksum, key and sequence number.
+func greHeaderLen(flags uint16) int {
+	n := greBaseLen
+	for _, f := range [...]uint16{greFlagCSUM, greFlagKey, greFlagSeq} {
+		if flags&f != 0 {
+			n += 4
+		}
+	}
+	return n
+}
+
 // decapGRE parses a GRE header (gre_parse_header and the gretap
 // collect-metadata receive of ipgre_rcv and ip_tunnel_rcv).
 func decapGRE(b []byte, t *flowkeys.Tunnel) (int, error) {
@@ -384,12 +396,7 @@ func decapGRE(b []byte, t *flowkeys.Tunnel) (int, error) {
 	if flags&(greVersionMask|greFlagRouting) != 0 {
 		return 0, tunnelDrop("GRE flags %#04x: version or routing bits", flags)
 	}
-	hlen := greBaseLen
-	for _, f := range []uint16{greFlagCSUM, greFlagKey, greFlagSeq} {
-		if flags&f != 0 {
-			hlen += 4
-		}
-	}
+	hlen := greHeaderLen(flags)
 	if len(b) < hlen {
 		return 0, tunnelDrop("GRE header of %d bytes in %d", hlen, len(b))
 	}
@@ -803,4 +810,27 @@ func udpSourcePort(hash uint32, c *tunnelConfig, p *encapParams) uint16 {
 	}
 	hash ^= hash << 16
 	return uint16(uint64(hash)*uint64(hi-lo)>>32 + uint64(lo))
+}
+
+// innerL3Len returns the length of the inner packet from its network
+// header on, in an outer packet that encapTunnel built for a port of
+// configuration c (what the kernel's tunnel devices count as bytes).
+func innerL3Len(b []byte, c *tunnelConfig) int {
+	n := ipv4HeaderLen
+	if len(b) > 0 && b[0]>>4 == 6 {
+		n = ipv6HeaderLen
+	}
+	switch c.kind {
+	case tunnelGeneve:
+		if len(b) >= n+udpHeaderLen+geneveHeaderLen {
+			n += udpHeaderLen + geneveHeaderLen + int(b[n+udpHeaderLen]&0x3f)*4
+		}
+	case tunnelVXLAN:
+		n += udpHeaderLen + vxlanHeaderLen
+	case tunnelGRE:
+		if len(b) >= n+greBaseLen {
+			n += greHeaderLen(binary.BigEndian.Uint16(b[n:]))
+		}
+	}
+	return max(len(b)-n-header.EthernetMinimumSize, 0)
 }

@@ -193,8 +193,9 @@ func (p *tunnelPort) Type() odp.PortType { return odp.PortType(p.cfg.kind.String
 func (p *tunnelPort) MTU() int { return 65535 }
 
 // Stats returns the port's counters: decapsulated frames received and
-// frames sent, with the inner frame's length, as the kernel's tunnel
-// devices count them.
+// frames sent, with the length of the inner frame from its network
+// header on, as the kernel's tunnel devices count them (after
+// eth_type_trans on receive; iptunnel_xmit_stats on transmit).
 func (p *tunnelPort) Stats() odp.PortStats { return p.stats.Snapshot() }
 
 // doRead reads outer packets until none is left. The receive loop
@@ -256,7 +257,7 @@ func (p *tunnelPort) WriteBatch(pkts [][]byte) (int, error) {
 			}
 			if e == 0 {
 				n++
-				p.stats.tx(1, uint64(len(b)))
+				p.stats.tx(1, uint64(innerL3Len(b, &p.cfg)))
 			} else {
 				if e == unix.EAGAIN || e == unix.ENOBUFS {
 					p.stats.TxDropped.Add(1)

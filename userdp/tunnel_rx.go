@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/ovsdp/ovsdp/flowkeys"
+	"github.com/ovsdp/ovsdp/internal/header"
 	"github.com/ovsdp/ovsdp/odp"
 )
 
@@ -59,7 +60,8 @@ func (dp *Datapath) tunnelRx(w *worker, p *dpPort, t tunnelOut, r Port) {
 				st.RxErrors.Add(1)
 				continue
 			}
-			st.rx(1, uint64(ln))
+			st.rx(1, uint64(ln-header.EthernetMinimumSize)) // from the inner network header, as the kernel
+
 			w.processTunnel(bufs[i], DefaultHeadroom+off, ln, &md, nopts)
 		}
 		w.flush()
