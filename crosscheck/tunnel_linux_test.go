@@ -3,12 +3,8 @@
 package crosscheck
 
 import (
-	"bytes"
 	"context"
-	"crypto/rand"
 	"fmt"
-	"io"
-	"net"
 	"regexp"
 	"strings"
 	"testing"
@@ -164,7 +160,7 @@ func tunnelInterop(t *testing.T, openA Opener, c tunnelCase) {
 		}
 	}
 	for _, s := range []*tunnelSide{k, u} {
-		tunnelTCP(t, s.host, peer[s].host, peer[s].hostIP+":5001", 128<<10)
+		testenv.TCPTransfer(t, s.host, peer[s].host, peer[s].hostIP+":5001", 128<<10)
 	}
 }
 
@@ -193,42 +189,3 @@ func tunnelUpcall(s *tunnelSide) (odp.Tunnel, error) {
 	}
 }
 
-// tunnelTCP sends n bytes by TCP from namespace a to a listener at addr
-// in namespace b.
-func tunnelTCP(t *testing.T, a, b *testenv.Netns, addr string, n int) {
-	t.Helper()
-	data := make([]byte, n)
-	rand.Read(data)
-	var ln net.Listener
-	if err := b.Do(func() (err error) { ln, err = net.Listen("tcp4", addr); return err }); err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	got := make(chan []byte, 1)
-	go func() {
-		c, err := ln.Accept()
-		if err != nil {
-			got <- nil
-			return
-		}
-		defer c.Close()
-		c.SetDeadline(time.Now().Add(60 * time.Second))
-		d, _ := io.ReadAll(c)
-		got <- d
-	}()
-	var conn net.Conn
-	if err := a.Do(func() (err error) {
-		conn, err = (&net.Dialer{Timeout: 20 * time.Second}).Dial("tcp4", addr)
-		return err
-	}); err != nil {
-		t.Fatalf("TCP connect to %s: %v", addr, err)
-	}
-	conn.SetDeadline(time.Now().Add(60 * time.Second))
-	if _, err := conn.Write(data); err != nil {
-		t.Fatalf("TCP write to %s: %v", addr, err)
-	}
-	conn.Close()
-	if d := <-got; !bytes.Equal(d, data) {
-		t.Fatalf("TCP to %s: received %d bytes, want the %d sent", addr, len(d), len(data))
-	}
-}

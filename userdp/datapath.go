@@ -549,8 +549,19 @@ func (dp *Datapath) rxLoop(p *dpPort) {
 		dp.tunnelRxLoop(w, p, t)
 		return
 	}
+	dp.readLoop(p, p.port, w, func(bufs [][]byte, sizes []int, n int) {
+		for i := 0; i < n; i++ {
+			w.process(bufs[i], DefaultHeadroom, sizes[i], p.number)
+		}
+	})
+}
+
+// readLoop reads batches of frames from r (port p's device, or one of
+// its sockets) into buffers it owns, hands each batch to run and ends
+// it (w.flush), until the port is closed or removed.
+func (dp *Datapath) readLoop(p *dpPort, r Port, w *worker, run func(bufs [][]byte, sizes []int, n int)) {
 	batch := dp.opts.batch
-	size := BufferSize(p.port.MTU())
+	size := BufferSize(r.MTU())
 	backing := make([]byte, batch*size)
 	bufs := make([][]byte, batch)
 	for i := range bufs {
@@ -558,7 +569,7 @@ func (dp *Datapath) rxLoop(p *dpPort) {
 	}
 	sizes := make([]int, batch)
 	for {
-		n, err := p.port.ReadBatch(bufs, sizes, DefaultHeadroom)
+		n, err := r.ReadBatch(bufs, sizes, DefaultHeadroom)
 		if err != nil {
 			if errors.Is(err, ErrPortClosed) || dp.portByNumber(p.number) != p {
 				return
@@ -573,9 +584,7 @@ func (dp *Datapath) rxLoop(p *dpPort) {
 			continue
 		}
 		w.now = dp.nowMs()
-		for i := 0; i < n; i++ {
-			w.process(bufs[i], DefaultHeadroom, sizes[i], p.number)
-		}
+		run(bufs, sizes, n)
 		w.flush()
 	}
 }

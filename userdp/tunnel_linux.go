@@ -101,16 +101,7 @@ func openTunnelPort(name string, c tunnelConfig) (*tunnelPort, error) {
 		return nil, fmt.Errorf("userdp: tunnel %s: raw socket for IP protocol %d (needs CAP_NET_RAW): %w", name, proto, err)
 	}
 	if c.kind != tunnelGRE {
-		// Keep UDP packets to the port: X = IP header length, then
-		// the UDP destination port.
-		f := []unix.SockFilter{
-			{Code: unix.BPF_LDX | unix.BPF_B | unix.BPF_MSH, K: 0},
-			{Code: unix.BPF_LD | unix.BPF_H | unix.BPF_IND, K: 2},
-			{Code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, Jt: 0, Jf: 1, K: uint32(c.dstPort)},
-			{Code: unix.BPF_RET | unix.BPF_K, K: 0xffffffff},
-			{Code: unix.BPF_RET | unix.BPF_K, K: 0},
-		}
-		if err := attachFilter(fd, f); err != nil {
+		if err := attachPortFilter(fd, true, c.dstPort); err != nil {
 			unix.Close(fd)
 			return nil, fmt.Errorf("userdp: tunnel %s: raw socket filter: %w", name, err)
 		}
@@ -150,6 +141,23 @@ func openTunnelPort(name string, c tunnelConfig) (*tunnelPort, error) {
 	}
 	ok = true
 	return p, nil
+}
+
+// attachPortFilter attaches a socket filter that keeps the UDP packets
+// to port: after an IPv4 header (ipv4: X = its length) or, for a raw
+// IPv6 socket whose filter sees the UDP header first, at the start.
+func attachPortFilter(fd int, ipv4 bool, port uint16) error {
+	ld := unix.SockFilter{Code: unix.BPF_LD | unix.BPF_H | unix.BPF_ABS, K: 2}
+	x := unix.SockFilter{Code: unix.BPF_LDX | unix.BPF_W | unix.BPF_IMM, K: 0}
+	if ipv4 {
+		ld.Code = unix.BPF_LD | unix.BPF_H | unix.BPF_IND
+		x = unix.SockFilter{Code: unix.BPF_LDX | unix.BPF_B | unix.BPF_MSH, K: 0}
+	}
+	return attachFilter(fd, []unix.SockFilter{x, ld,
+		{Code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, Jt: 0, Jf: 1, K: uint32(port)},
+		{Code: unix.BPF_RET | unix.BPF_K, K: 0xffffffff},
+		{Code: unix.BPF_RET | unix.BPF_K, K: 0},
+	})
 }
 
 // attachFilter attaches a classic BPF program to a socket.
@@ -423,14 +431,7 @@ func openTunnelRx6(name string, port uint16) (*tunnelRx6, error) {
 			return nil, fmt.Errorf("userdp: tunnel %s: raw IPv6 socket option %d: %w", name, o, err)
 		}
 	}
-	// The filter sees the UDP header first.
-	f := []unix.SockFilter{
-		{Code: unix.BPF_LD | unix.BPF_H | unix.BPF_ABS, K: 2},
-		{Code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, Jt: 0, Jf: 1, K: uint32(port)},
-		{Code: unix.BPF_RET | unix.BPF_K, K: 0xffffffff},
-		{Code: unix.BPF_RET | unix.BPF_K, K: 0},
-	}
-	if err := attachFilter(fd, f); err != nil {
+	if err := attachPortFilter(fd, false, port); err != nil {
 		unix.Close(fd)
 		return nil, fmt.Errorf("userdp: tunnel %s: raw IPv6 socket filter: %w", name, err)
 	}

@@ -1,11 +1,8 @@
 package userdp
 
 import (
-	"bytes"
 	"context"
-	"crypto/rand"
 	"fmt"
-	"io"
 	"net"
 	"testing"
 	"time"
@@ -147,52 +144,12 @@ func TestNamespaceTunnelLinuxVXLAN(t *testing.T) {
 			if err := tt.k.Ping("192.168.77.1", 10*time.Second); err != nil {
 				t.Fatalf("ping from Linux's vxlan device: %v", err)
 			}
-			tcpTransfer(t, tt.h, tt.k, "192.168.77.2:5001", 256<<10)
+			testenv.TCPTransfer(t, tt.h, tt.k, "192.168.77.2:5001", 256<<10)
 		})
 	}
 	st := tt.dp.portByNumber(tt.tun.Number).port.Stats()
 	if st.RxPackets == 0 || st.TxPackets == 0 || st.RxErrors != 0 {
 		t.Errorf("tunnel port stats %+v: want packets both ways and no errors", st)
-	}
-}
-
-// tcpTransfer sends n random bytes by TCP from namespace a to the
-// listener it opens at addr in namespace b, and checks what arrived.
-func tcpTransfer(t *testing.T, a, b *testenv.Netns, addr string, n int) {
-	t.Helper()
-	data := make([]byte, n)
-	rand.Read(data)
-	var ln net.Listener
-	if err := b.Do(func() (err error) { ln, err = net.Listen("tcp4", addr); return err }); err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	got := make(chan []byte, 1)
-	go func() {
-		c, err := ln.Accept()
-		if err != nil {
-			got <- nil
-			return
-		}
-		defer c.Close()
-		c.SetDeadline(time.Now().Add(30 * time.Second))
-		d, _ := io.ReadAll(c)
-		got <- d
-	}()
-	var conn net.Conn
-	if err := a.Do(func() (err error) {
-		conn, err = (&net.Dialer{Timeout: 10 * time.Second}).Dial("tcp4", addr)
-		return err
-	}); err != nil {
-		t.Fatalf("TCP connect to %s: %v", addr, err)
-	}
-	conn.SetDeadline(time.Now().Add(30 * time.Second))
-	if _, err := conn.Write(data); err != nil {
-		t.Fatalf("TCP write to %s: %v", addr, err)
-	}
-	conn.Close()
-	if d := <-got; !bytes.Equal(d, data) {
-		t.Fatalf("TCP transfer to %s: received %d bytes, want the %d sent", addr, len(d), len(data))
 	}
 }
 
@@ -252,6 +209,6 @@ func TestNamespaceTnlPushPopLinuxVXLAN(t *testing.T) {
 	if err := k.Ping("192.168.79.1", 10*time.Second); err != nil {
 		t.Fatalf("ping from Linux's vxlan device through tnl_pop/tnl_push: %v", err)
 	}
-	tcpTransfer(t, h, k, "192.168.79.2:5002", 256<<10)
-	tcpTransfer(t, k, h, "192.168.79.1:5003", 256<<10)
+	testenv.TCPTransfer(t, h, k, "192.168.79.2:5002", 256<<10)
+	testenv.TCPTransfer(t, k, h, "192.168.79.1:5003", 256<<10)
 }

@@ -1,9 +1,6 @@
 package userdp
 
 import (
-	"errors"
-	"time"
-
 	"github.com/ovsdp/ovsdp/flowkeys"
 	"github.com/ovsdp/ovsdp/internal/header"
 	"github.com/ovsdp/ovsdp/odp"
@@ -28,31 +25,10 @@ func (dp *Datapath) tunnelRxLoop(w *worker, p *dpPort, t tunnelOut) {
 
 // tunnelRx is the loop of one of a tunnel port's receive sockets, r.
 func (dp *Datapath) tunnelRx(w *worker, p *dpPort, t tunnelOut, r Port) {
-	batch := dp.opts.batch
-	size := BufferSize(r.MTU())
-	backing := make([]byte, batch*size)
-	bufs := make([][]byte, batch)
-	for i := range bufs {
-		bufs[i] = backing[i*size : (i+1)*size : (i+1)*size]
-	}
-	sizes := make([]int, batch)
 	st := t.counters()
 	cfg := t.tunnelConfig()
 	md := flowkeys.Metadata{InPort: p.number}
-	for {
-		n, err := r.ReadBatch(bufs, sizes, DefaultHeadroom)
-		if err != nil {
-			if errors.Is(err, ErrPortClosed) || dp.portByNumber(p.number) != p {
-				return
-			}
-			select {
-			case <-dp.stop:
-				return
-			case <-time.After(10 * time.Millisecond):
-			}
-			continue
-		}
-		w.now = dp.nowMs()
+	dp.readLoop(p, r, w, func(bufs [][]byte, sizes []int, n int) {
 		for i := 0; i < n; i++ {
 			pkt := bufs[i][DefaultHeadroom : DefaultHeadroom+sizes[i]]
 			off, ln, nopts, err := decapTunnel(pkt, cfg, &md.Tunnel, &w.tunOpts)
@@ -61,11 +37,9 @@ func (dp *Datapath) tunnelRx(w *worker, p *dpPort, t tunnelOut, r Port) {
 				continue
 			}
 			st.rx(1, uint64(ln-header.EthernetMinimumSize)) // from the inner network header, as the kernel
-
 			w.processTunnel(bufs[i], DefaultHeadroom+off, ln, &md, nopts)
 		}
-		w.flush()
-	}
+	})
 }
 
 // processTunnel runs a decapsulated frame, at buf[off:off+n], with its
