@@ -188,4 +188,3 @@ func tunnelUpcall(s *tunnelSide) (odp.Tunnel, error) {
 		}
 	}
 }
-
