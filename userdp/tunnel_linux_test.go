@@ -45,6 +45,8 @@ func newTunnelTopo(t *testing.T, typ odp.PortType, opts map[string]string) *tunn
 	tt.u.TxChecksumOff(t, uv.Name)
 	tt.u.AddAddr(t, uv.Name, "10.78.0.1/24")
 	tt.k.AddAddr(t, uv.PeerName, "10.78.0.2/24")
+	tt.u.AddAddr(t, uv.Name, "fd78::1/64")
+	tt.k.AddAddr(t, uv.PeerName, "fd78::2/64")
 	dp, err := New(testenv.NewName(), WithoutLocalPort())
 	if err != nil {
 		t.Fatal(err)
@@ -211,4 +213,55 @@ func TestNamespaceTnlPushPopLinuxVXLAN(t *testing.T) {
 	}
 	testenv.TCPTransfer(t, h, k, "192.168.79.2:5002", 256<<10)
 	testenv.TCPTransfer(t, k, h, "192.168.79.1:5003", 256<<10)
+}
+
+// TestNamespaceTunnelLinuxVXLANIPv6: the same over an IPv6 underlay, with
+// and without UDP checksums (Linux's vxlan with udp6zerocsumrx accepts
+// none), and the upcall's key has the IPv6 tunnel attributes.
+func TestNamespaceTunnelLinuxVXLANIPv6(t *testing.T) {
+	tt := newTunnelTopo(t, odp.PortVXLAN, nil)
+	vx := &netlink.Vxlan{LinkAttrs: netlink.LinkAttrs{Name: "vx0", MTU: 1400}, VxlanId: 43, Port: 4789,
+		SrcAddr: net.ParseIP("fd78::2"), Group: net.ParseIP("fd78::1"), UDP6ZeroCSumRx: true, Learning: true}
+	if err := tt.k.Handle().LinkAdd(vx); err != nil {
+		t.Fatalf("creating a vxlan device in namespace %s: %v", tt.k, err)
+	}
+	tt.k.AddAddr(t, "vx0", "192.168.77.2/24")
+	tt.k.LinkUp(t, "vx0")
+	ups, err := tt.dp.Upcalls(context.Background(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go tt.k.Ping("192.168.77.1", time.Second)
+	var u [1]odp.Upcall
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var tun odp.Tunnel
+	for found := false; !found; {
+		if _, err := ups[0].Recv(ctx, u[:]); err != nil {
+			t.Fatalf("no upcall from the tunnel port: %v", err)
+		}
+		for _, a := range u[0].Key {
+			if v, ok := a.(odp.Tunnel); ok && u[0].Port == tt.tun.Number {
+				tun, found = v, true
+			}
+		}
+	}
+	// Linux's vxlan over IPv6 sends a UDP checksum unless
+	// udp6zerocsumtx; the hop limit is the route's (64).
+	want := fmt.Sprintf("tunnel(tun_id=0x2b,ipv6_src=fd78::2,ipv6_dst=fd78::1,ttl=64,tp_src=%d,tp_dst=4789,flags(csum|key))", tun.TPSrc)
+	if got := odp.FormatKey(odp.FlowKey{tun}, nil, false); got != want {
+		t.Errorf("tunnel key %s, want %s", got, want)
+	}
+	ups[0].Close()
+	for _, csum := range []string{"csum|", ""} {
+		t.Run("flags="+csum+"key", func(t *testing.T) {
+			tt.dp.FlushFlows(context.Background())
+			tt.putBoth(t, tt.local.Number, fmt.Sprintf("set(tunnel(tun_id=0x2b,ipv6_dst=fd78::2,ttl=64,flags(%skey))),%d", csum, tt.tun.Number))
+			tt.putBoth(t, tt.tun.Number, itoa(tt.local.Number))
+			if err := tt.h.Ping("192.168.77.2", 10*time.Second); err != nil {
+				t.Fatalf("ping through the vxlan tunnel over IPv6: %v", err)
+			}
+			testenv.TCPTransfer(t, tt.h, tt.k, "192.168.77.2:5001", 256<<10)
+		})
+	}
 }
