@@ -500,6 +500,10 @@ func (dp *Datapath) SetPort(ctx context.Context, spec odp.PortSpec) error {
 	if spec.Type != "" && spec.Type != p.typ {
 		return fmt.Errorf("userdp: set port %s: type %s cannot change to %s: %w", p.name, p.typ, spec.Type, syscall.EINVAL)
 	}
+	if _, ok := p.port.(tunnelOut); ok && len(spec.Options) > 0 {
+		// As the kernel's tunnel vports, which have no set_options.
+		return fmt.Errorf("userdp: set port %s: the options of a %s port cannot change: %w", p.name, p.typ, syscall.EOPNOTSUPP)
+	}
 	// Publish a new dpPort value rather than write the shared one.
 	np := *p
 	np.opts = make(map[string]string, len(spec.Options))

@@ -239,6 +239,20 @@ func TestTunnelEncapBytes(t *testing.T) {
 	}
 }
 
+// TestTunnelSetPortOptions: a tunnel port's options cannot change (the
+// kernel's tunnel vports have no set_options: EOPNOTSUPP).
+func TestTunnelSetPortOptions(t *testing.T) {
+	ft := newFakeTunnel(tunnelGeneve, 6081, false)
+	dp := tunnelFixture(t, ft, "")
+	err := dp.SetPort(context.Background(), odp.PortSpec{Number: 2, Options: map[string]string{"dst_port": "7000"}})
+	if !errors.Is(err, syscall.EOPNOTSUPP) {
+		t.Errorf("set-if dst_port on a geneve port: %v, want EOPNOTSUPP", err)
+	}
+	if err := dp.SetPort(context.Background(), odp.PortSpec{Number: 2}); err != nil {
+		t.Errorf("set-if without options: %v", err)
+	}
+}
+
 // TestTunnelNoMetadataDrops: output to a tunnel port without
 // set(tunnel) sends nothing and counts a tx drop, as the kernel.
 func TestTunnelNoMetadataDrops(t *testing.T) {
