@@ -20,26 +20,34 @@ type tunnelCase struct {
 	opts      map[string]string
 	tunnel    string // set(tunnel(...)), DST for the peer's underlay address
 	ipv6      bool   // an IPv6 underlay
+	// dropped: what each side sends is dropped by the other's tunnel
+	// receive (neither sees a miss from its tunnel port).
+	dropped bool
 }
 
 // tunnelCases are the interop test's tunnels.
 var tunnelCases = []tunnelCase{
 	{"geneve-option", "geneve", map[string]string{"dst_port": "6081"},
-		"tun_id=0x5,dst=DST,ttl=64,geneve({class=0x102,type=0x80,len=4,0xa1b2c3d4}),flags(df|csum|key)", false},
-	{"vxlan", "vxlan", map[string]string{"dst_port": "4789"}, "tun_id=0x2a,dst=DST,ttl=64,flags(key)", false},
+		"tun_id=0x5,dst=DST,ttl=64,geneve({class=0x102,type=0x80,len=4,0xa1b2c3d4}),flags(df|csum|key)", false, false},
+	{"vxlan", "vxlan", map[string]string{"dst_port": "4789"}, "tun_id=0x2a,dst=DST,ttl=64,flags(key)", false, false},
 	{"vxlan-gbp", "vxlan", map[string]string{"dst_port": "4789", "exts": "gbp"},
-		"tun_id=0x2a,dst=DST,ttl=64,vxlan(gbp(id=10,flags=0x40)),flags(csum|key)", false},
-	{"gre-key", "gre", nil, "tun_id=0x7,dst=DST,ttl=32,flags(key)", false},
+		"tun_id=0x2a,dst=DST,ttl=64,vxlan(gbp(id=10,flags=0x40)),flags(csum|key)", false, false},
+	{"gre-key", "gre", nil, "tun_id=0x7,dst=DST,ttl=32,flags(key)", false, false},
 	// TOS, OAM, a non-critical option, no checksum.
 	{"geneve-oam-tos", "geneve", nil,
-		"tun_id=0x6,dst=DST,tos=0x10,ttl=17,geneve({class=0xffff,type=0x1,len=8,0x1122334455667788}),flags(oam|key)", false},
+		"tun_id=0x6,dst=DST,tos=0x10,ttl=17,geneve({class=0xffff,type=0x1,len=8,0x1122334455667788}),flags(oam|key)", false, false},
 	// TTL 0: the route's hop limit.
-	{"vxlan-ttl0", "vxlan", nil, "tun_id=0x3,dst=DST,tos=0x28,ttl=0,flags(key)", false},
+	{"vxlan-ttl0", "vxlan", nil, "tun_id=0x3,dst=DST,tos=0x28,ttl=0,flags(key)", false, false},
 	// TOS 1 and TTL 0 inherit the inner packet's; no key.
-	{"gre-inherit", "gre", nil, "dst=DST,tos=0x1,ttl=0,flags()", false},
+	{"gre-inherit", "gre", nil, "dst=DST,tos=0x1,ttl=0,flags()", false, false},
 	// IPv6 underlays.
-	{"geneve-ipv6", "geneve", nil, "tun_id=0x9,ipv6_dst=DST,tos=0x8,ttl=64,geneve({class=0x102,type=0x80,len=4,0xa1b2c3d4}),flags(csum|key)", true},
-	{"vxlan-ipv6-nocsum", "vxlan", nil, "tun_id=0x2b,ipv6_dst=DST,ttl=0,flags(key)", true},
+	{"geneve-ipv6", "geneve", nil, "tun_id=0x9,ipv6_dst=DST,tos=0x8,ttl=64,geneve({class=0x102,type=0x80,len=4,0xa1b2c3d4}),flags(csum|key)", true, false},
+	{"vxlan-ipv6-nocsum", "vxlan", nil, "tun_id=0x2b,ipv6_dst=DST,ttl=0,flags(key)", true, false},
+	// Dropped on receive: a GRE checksum on a gre port (the kernel's
+	// gretap has none configured), a zero UDP checksum over IPv6 on a
+	// geneve port (use_udp6_rx_checksums).
+	{"gre-csum-dropped", "gre", nil, "tun_id=0x7,dst=DST,ttl=32,flags(csum|key)", false, true},
+	{"geneve-ipv6-nocsum-dropped", "geneve", nil, "tun_id=0x9,ipv6_dst=DST,ttl=64,flags(key)", true, true},
 }
 
 // TestNamespaceTunnelNetdevPair is the interop test between two
@@ -120,6 +128,20 @@ func tunnelInterop(t *testing.T, openA Opener, c tunnelCase) {
 	for _, s := range []*tunnelSide{k, u} {
 		put(s, s.local.Number, fmt.Sprintf("set(tunnel(%s)),%d", strings.Replace(tunnel, "DST", peer[s].underIP, 1), s.tun.Number))
 	}
+	if c.dropped {
+		for _, s := range []*tunnelSide{k, u} {
+			go peer[s].host.Ping(s.hostIP, 2*time.Second)
+		}
+		wait := 3 * time.Second // the pings run meanwhile; then the other side's queue is checked
+		for _, s := range []*tunnelSide{k, u} {
+			tun, err := tunnelUpcallWithin(s, wait)
+			wait = 200 * time.Millisecond
+			if err == nil {
+				t.Errorf("%s received %s, want it dropped", s.name, odp.FormatKey(odp.FlowKey{tun}, nil, false))
+			}
+		}
+		return
+	}
 	keys := map[*tunnelSide]odp.Tunnel{}
 	for _, s := range []*tunnelSide{k, u} {
 		go peer[s].host.Ping(s.hostIP, 2*time.Second) // its ARP request crosses the tunnel to s
@@ -166,8 +188,11 @@ func tunnelInterop(t *testing.T, openA Opener, c tunnelCase) {
 
 // tunnelUpcall waits for a miss from s's tunnel port and returns its
 // tunnel attribute.
-func tunnelUpcall(s *tunnelSide) (odp.Tunnel, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+func tunnelUpcall(s *tunnelSide) (odp.Tunnel, error) { return tunnelUpcallWithin(s, 10*time.Second) }
+
+// tunnelUpcallWithin is tunnelUpcall waiting at most d.
+func tunnelUpcallWithin(s *tunnelSide, d time.Duration) (odp.Tunnel, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
 	var ups [8]odp.Upcall
 	for {
