@@ -184,10 +184,12 @@ func (p *tunnelPort) closeSockets() {
 		unix.Close(p.tx)
 		p.tx = -1
 	}
+	p.routeMu.Lock()
 	if p.nl != nil {
 		p.nl.Close()
 		p.nl = nil
 	}
+	p.routeMu.Unlock()
 	if p.file != nil {
 		p.file.Close()
 	}
@@ -316,6 +318,13 @@ func (p *tunnelPort) lookup(dst [16]byte, now time.Time) tunnelRoute {
 	}
 	r = tunnelRoute{expires: now.Add(tunnelRouteTTL)}
 	ip := net.IP(dst[:])
+	// Under the write lock: Close may take the handle away meanwhile.
+	p.routeMu.Lock()
+	defer p.routeMu.Unlock()
+	if p.nl == nil {
+		r.err = fmt.Errorf("userdp: %s: port closed", p.name)
+		return r
+	}
 	rs, err := p.nl.RouteGet(ip)
 	switch {
 	case err != nil:
@@ -325,12 +334,10 @@ func (p *tunnelPort) lookup(dst [16]byte, now time.Time) tunnelRoute {
 	default:
 		copy(r.src[:], rs[0].Src.To16())
 	}
-	p.routeMu.Lock()
 	if len(p.routes) > 4096 {
 		clear(p.routes)
 	}
 	p.routes[dst] = r
-	p.routeMu.Unlock()
 	return r
 }
 
