@@ -23,31 +23,36 @@ type tunnelCase struct {
 	// dropped: what each side sends is dropped by the other's tunnel
 	// receive (neither sees a miss from its tunnel port).
 	dropped bool
+	// fragments: the hosts keep a 1500-byte MTU, so that full-sized
+	// packets make outer packets that each side must fragment (no DF).
+	fragments bool
 }
 
 // tunnelCases are the interop test's tunnels.
 var tunnelCases = []tunnelCase{
 	{"geneve-option", "geneve", map[string]string{"dst_port": "6081"},
-		"tun_id=0x5,dst=DST,ttl=64,geneve({class=0x102,type=0x80,len=4,0xa1b2c3d4}),flags(df|csum|key)", false, false},
-	{"vxlan", "vxlan", map[string]string{"dst_port": "4789"}, "tun_id=0x2a,dst=DST,ttl=64,flags(key)", false, false},
+		"tun_id=0x5,dst=DST,ttl=64,geneve({class=0x102,type=0x80,len=4,0xa1b2c3d4}),flags(df|csum|key)", false, false, false},
+	{"vxlan", "vxlan", map[string]string{"dst_port": "4789"}, "tun_id=0x2a,dst=DST,ttl=64,flags(key)", false, false, false},
 	{"vxlan-gbp", "vxlan", map[string]string{"dst_port": "4789", "exts": "gbp"},
-		"tun_id=0x2a,dst=DST,ttl=64,vxlan(gbp(id=10,flags=0x40)),flags(csum|key)", false, false},
-	{"gre-key", "gre", nil, "tun_id=0x7,dst=DST,ttl=32,flags(key)", false, false},
+		"tun_id=0x2a,dst=DST,ttl=64,vxlan(gbp(id=10,flags=0x40)),flags(csum|key)", false, false, false},
+	{"gre-key", "gre", nil, "tun_id=0x7,dst=DST,ttl=32,flags(key)", false, false, false},
 	// TOS, OAM, a non-critical option, no checksum.
 	{"geneve-oam-tos", "geneve", nil,
-		"tun_id=0x6,dst=DST,tos=0x10,ttl=17,geneve({class=0xffff,type=0x1,len=8,0x1122334455667788}),flags(oam|key)", false, false},
+		"tun_id=0x6,dst=DST,tos=0x10,ttl=17,geneve({class=0xffff,type=0x1,len=8,0x1122334455667788}),flags(oam|key)", false, false, false},
 	// TTL 0: the route's hop limit.
-	{"vxlan-ttl0", "vxlan", nil, "tun_id=0x3,dst=DST,tos=0x28,ttl=0,flags(key)", false, false},
+	{"vxlan-ttl0", "vxlan", nil, "tun_id=0x3,dst=DST,tos=0x28,ttl=0,flags(key)", false, false, false},
 	// TOS 1 and TTL 0 inherit the inner packet's; no key.
-	{"gre-inherit", "gre", nil, "dst=DST,tos=0x1,ttl=0,flags()", false, false},
+	{"gre-inherit", "gre", nil, "dst=DST,tos=0x1,ttl=0,flags()", false, false, false},
 	// IPv6 underlays.
-	{"geneve-ipv6", "geneve", nil, "tun_id=0x9,ipv6_dst=DST,tos=0x8,ttl=64,geneve({class=0x102,type=0x80,len=4,0xa1b2c3d4}),flags(csum|key)", true, false},
-	{"vxlan-ipv6-nocsum", "vxlan", nil, "tun_id=0x2b,ipv6_dst=DST,ttl=0,flags(key)", true, false},
+	{"geneve-ipv6", "geneve", nil, "tun_id=0x9,ipv6_dst=DST,tos=0x8,ttl=64,geneve({class=0x102,type=0x80,len=4,0xa1b2c3d4}),flags(csum|key)", true, false, false},
+	{"vxlan-ipv6-nocsum", "vxlan", nil, "tun_id=0x2b,ipv6_dst=DST,ttl=0,flags(key)", true, false, false},
 	// Dropped on receive: a GRE checksum on a gre port (the kernel's
 	// gretap has none configured), a zero UDP checksum over IPv6 on a
 	// geneve port (use_udp6_rx_checksums).
-	{"gre-csum-dropped", "gre", nil, "tun_id=0x7,dst=DST,ttl=32,flags(csum|key)", false, true},
-	{"geneve-ipv6-nocsum-dropped", "geneve", nil, "tun_id=0x9,ipv6_dst=DST,ttl=64,flags(key)", true, true},
+	{"gre-csum-dropped", "gre", nil, "tun_id=0x7,dst=DST,ttl=32,flags(csum|key)", false, true, false},
+	{"geneve-ipv6-nocsum-dropped", "geneve", nil, "tun_id=0x9,ipv6_dst=DST,ttl=64,flags(key)", true, true, false},
+	// Outer packets longer than the underlay's MTU, fragmented.
+	{"vxlan-fragments", "vxlan", nil, "tun_id=0x2a,dst=DST,ttl=64,flags(csum|key)", false, false, true},
 }
 
 // TestNamespaceTunnelNetdevPair is the interop test between two
@@ -90,7 +95,9 @@ func tunnelInterop(t *testing.T, openA Opener, c tunnelCase) {
 		s := s
 		hv := testenv.NewVeth(t, s.host, s.under)
 		s.host.AddAddr(t, hv.Name, s.hostIP+"/24")
-		s.host.SetMTU(t, hv.Name, 1400)
+		if !c.fragments {
+			s.host.SetMTU(t, hv.Name, 1400)
+		}
 		open := NetdevOpener
 		if s == k {
 			open = openA
@@ -183,6 +190,12 @@ func tunnelInterop(t *testing.T, openA Opener, c tunnelCase) {
 	}
 	for _, s := range []*tunnelSide{k, u} {
 		testenv.TCPTransfer(t, s.host, peer[s].host, peer[s].hostIP+":5001", 128<<10)
+		if c.fragments {
+			// 1500-byte inner packets: 1550-byte outer ones.
+			if out, err := s.host.Run("ping", "-c", "2", "-s", "1472", "-W", "5", peer[s].hostIP); err != nil {
+				t.Errorf("full-sized ping from behind %s: %v\n%s", s.name, err, out)
+			}
+		}
 	}
 }
 

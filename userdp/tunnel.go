@@ -54,11 +54,12 @@ import (
 // OAM and critical bits; the VXLAN group policy when the port has the gbp
 // extension and the policy is not zero.
 //
-// Not done: IPv6 underlays (set(tunnel) with IPv6 addresses is refused
-// with odp.ErrUnsupported), fragmentation of an outer packet longer than
-// the route's MTU (it is dropped and counted as a tx error; the kernel
-// fragments it unless DF is set), the skb mark in the route lookup, and
-// ERSPAN and GTP-U.
+// An IPv4 outer packet longer than the route's MTU is fragmented unless
+// the metadata has DF (tunnel_linux.go), as the kernel's ip_fragment.
+// Not done: such a packet with DF, or over IPv6, is dropped and counted
+// as a tx error (the kernel fragments IPv6 ones too, and answers DF ones
+// with an ICMP "fragmentation needed" to the inner sender); the skb mark
+// in the route lookup; ERSPAN and GTP-U.
 
 // ipProtoGRE is IPPROTO_GRE.
 const ipProtoGRE = 47

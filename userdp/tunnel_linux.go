@@ -1,6 +1,7 @@
 package userdp
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
@@ -14,6 +15,7 @@ import (
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
+	"github.com/ovsdp/ovsdp/internal/header"
 	"github.com/ovsdp/ovsdp/odp"
 )
 
@@ -55,12 +57,15 @@ type tunnelPort struct {
 	portMin  uint16
 	portMax  uint32
 
-	sa unix.RawSockaddrInet4 // WriteBatch's destination (wrMu)
+	sa      unix.RawSockaddrInet4 // WriteBatch's destination (wrMu)
+	fragBuf []byte                // sendFragments' fragment (wrMu)
+	fragID  uint16                // the IPv4 ID of the next fragmented packet (wrMu)
 }
 
 // tunnelRoute is a cached route lookup.
 type tunnelRoute struct {
 	src     [16]byte // IPv4-mapped for IPv4
+	mtu     int      // the route's MTU (its own, else its device's), 0 if unknown
 	err     error
 	expires time.Time
 }
@@ -265,6 +270,9 @@ func (p *tunnelPort) WriteBatch(pkts [][]byte) (int, error) {
 			if e == unix.EINTR {
 				continue
 			}
+			if e == unix.EMSGSIZE && p.sendFragments(b) {
+				e = 0
+			}
 			if e == 0 {
 				n++
 				p.stats.tx(1, uint64(innerL3Len(b, &p.cfg)))
@@ -333,6 +341,10 @@ func (p *tunnelPort) lookup(dst [16]byte, now time.Time) tunnelRoute {
 		r.err = fmt.Errorf("userdp: %s: the route to %v has no source address", p.name, ip)
 	default:
 		copy(r.src[:], rs[0].Src.To16())
+		r.mtu = rs[0].MTU
+		if l, err := p.nl.LinkByIndex(rs[0].LinkIndex); r.mtu == 0 && err == nil {
+			r.mtu = l.Attrs().MTU
+		}
 	}
 	if len(p.routes) > 4096 {
 		clear(p.routes)
@@ -535,4 +547,54 @@ func (r *tunnelRx6) Close() error {
 		return nil
 	}
 	return r.file.Close()
+}
+
+// sendFragments sends an IPv4 packet that is longer than its route's
+// MTU, without DF, as fragments (the kernel's tunnels fragment it in
+// ip_fragment; a raw socket refuses it with EMSGSIZE). It reports
+// whether every fragment was sent. A packet with DF is not sent (the
+// kernel would answer the inner sender with "fragmentation needed";
+// that is not done here).
+func (p *tunnelPort) sendFragments(b []byte) bool {
+	if b[0]>>4 != 4 || binary.BigEndian.Uint16(b[6:])&0x4000 != 0 {
+		return false
+	}
+	hl := int(b[0]&0xf) * 4
+	var d [16]byte
+	copy(d[12:], b[16:20])
+	d[10], d[11] = 0xff, 0xff
+	r := p.lookup(d, time.Now())
+	chunk := (r.mtu - hl) &^ 7
+	if r.err != nil || chunk < 8 || hl > len(b) {
+		return false
+	}
+	if p.fragBuf == nil {
+		p.fragBuf = make([]byte, 65535)
+	}
+	p.fragID++
+	if p.fragID == 0 {
+		p.fragID = 1
+	}
+	payload := b[hl:]
+	for off := 0; off < len(payload); off += chunk {
+		end := min(off+chunk, len(payload))
+		f := p.fragBuf[:hl+end-off]
+		copy(f, b[:hl])
+		copy(f[hl:], payload[off:end])
+		ip := header.IPv4(f[:hl])
+		ip.SetTotalLength(uint16(len(f)))
+		ip.SetID(p.fragID)
+		fo := uint16(off / 8)
+		if end < len(payload) {
+			fo |= 0x2000 // more fragments
+		}
+		ip.SetFlagsFragmentOffset(fo)
+		ip.SetChecksum(0)
+		ip.SetChecksum(ip.CalculateChecksum())
+		if _, _, e := unix.Syscall6(unix.SYS_SENDTO, uintptr(p.tx), uintptr(unsafe.Pointer(unsafe.SliceData(f))), uintptr(len(f)),
+			unix.MSG_DONTWAIT, uintptr(unsafe.Pointer(&p.sa)), unsafe.Sizeof(p.sa)); e != 0 {
+			return false
+		}
+	}
+	return true
 }
