@@ -288,6 +288,31 @@ func TestTunnelEncapNoAllocs(t *testing.T) {
 	if st := ft.Stats(); st.TxPackets < 1000 {
 		t.Errorf("the tunnel port sent %d packets, want every one", st.TxPackets)
 	}
+	// And decapsulating what it sent, then extracting, looking up and
+	// running a flow for the tunnel port.
+	if _, err := dp.PutFlow(t.Context(), parseFlow(t, "in_port(2),"+anyEth+"eth_type(0x0800)"+anyIPv4, "drop"), odp.PutCreate); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := dp.Info(t.Context())
+	pkt := ft.packets()[0]
+	buf := make([]byte, len(pkt))
+	md := flowkeys.Metadata{InPort: 2}
+	allocs = testing.AllocsPerRun(1000, func() {
+		copy(buf, pkt)
+		off, n, nopts, err := decapTunnel(buf, &ft.cfg, &md.Tunnel, &w.tunOpts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.processTunnel(buf, off, n, &md, nopts)
+	})
+	w.flush()
+	if allocs != 0 {
+		t.Errorf("decapsulate+extract+lookup allocates %.1f times per packet", allocs)
+	}
+	after, _ := dp.Info(t.Context())
+	if n := after.Stats.Hit - before.Stats.Hit; n < 1000 || after.Stats.Missed != before.Stats.Missed {
+		t.Errorf("%d hits and %d misses from the tunnel port, want every packet a hit", n, after.Stats.Missed-before.Stats.Missed)
+	}
 }
 
 // outer builds an outer IPv4 packet of protocol proto around payload.
