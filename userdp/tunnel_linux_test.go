@@ -82,22 +82,19 @@ func (tt *tunnelTopo) putBoth(t *testing.T, in uint32, acts string) {
 	tt.put(t, "in_port("+itoa(in)+"),"+anyEth+"eth_type(0x0800)"+anyIPv4, acts)
 }
 
-// TestNamespaceTunnelLinuxVXLAN: ping and TCP pass between a host behind
-// the userspace datapath's vxlan port and Linux's own vxlan netdevice
-// (the host kernel has the vxlan module), with and without UDP
-// checksums; the upcall of a decapsulated packet carries the tunnel key
-// the kernel would give it.
-func TestNamespaceTunnelLinuxVXLAN(t *testing.T) {
-	tt := newTunnelTopo(t, odp.PortVXLAN, nil)
-	vx := &netlink.Vxlan{LinkAttrs: netlink.LinkAttrs{Name: "vx0", MTU: 1400}, VxlanId: 42, Port: 4789,
-		SrcAddr: net.IPv4(10, 78, 0, 2), Group: net.IPv4(10, 78, 0, 1), UDPCSum: true, Learning: true}
+// linuxVXLANMiss creates Linux's vxlan device vx0 (vx with the name,
+// MTU 1400, port 4789 and learning set) in nsK with 192.168.77.2, makes
+// it send to the datapath's tunnel port, and returns the tunnel
+// attribute of the miss that causes, with the upcall receiver.
+func (tt *tunnelTopo) linuxVXLANMiss(t *testing.T, vx *netlink.Vxlan) (odp.Tunnel, odp.UpcallReceiver) {
+	t.Helper()
+	vx.LinkAttrs = netlink.LinkAttrs{Name: "vx0", MTU: 1400}
+	vx.Port, vx.Learning = 4789, true
 	if err := tt.k.Handle().LinkAdd(vx); err != nil {
 		t.Fatalf("creating a vxlan device in namespace %s: %v", tt.k, err)
 	}
 	tt.k.AddAddr(t, "vx0", "192.168.77.2/24")
 	tt.k.LinkUp(t, "vx0")
-
-	// A miss first: the upcall's key has the kernel's tunnel attributes.
 	ups, err := tt.dp.Upcalls(context.Background(), 1)
 	if err != nil {
 		t.Fatal(err)
@@ -106,8 +103,7 @@ func TestNamespaceTunnelLinuxVXLAN(t *testing.T) {
 	var u [1]odp.Upcall
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	var tun odp.Tunnel
-	for found := false; !found; {
+	for {
 		if _, err := ups[0].Recv(ctx, u[:]); err != nil {
 			t.Fatalf("no upcall from the tunnel port: %v", err)
 		}
@@ -116,13 +112,21 @@ func TestNamespaceTunnelLinuxVXLAN(t *testing.T) {
 		}
 		for _, a := range u[0].Key {
 			if v, ok := a.(odp.Tunnel); ok {
-				tun, found = v, true
+				return v, ups[0]
 			}
 		}
-		if !found {
-			t.Fatalf("upcall from the tunnel port with key %s: no tunnel attribute", odp.FormatKey(u[0].Key, nil, false))
-		}
+		t.Fatalf("upcall from the tunnel port with key %s: no tunnel attribute", odp.FormatKey(u[0].Key, nil, false))
 	}
+}
+
+// TestNamespaceTunnelLinuxVXLAN: ping and TCP pass between a host behind
+// the userspace datapath's vxlan port and Linux's own vxlan netdevice
+// (the host kernel has the vxlan module), with and without UDP
+// checksums; the upcall of a decapsulated packet carries the tunnel key
+// the kernel would give it.
+func TestNamespaceTunnelLinuxVXLAN(t *testing.T) {
+	tt := newTunnelTopo(t, odp.PortVXLAN, nil)
+	tun, ups := tt.linuxVXLANMiss(t, &netlink.Vxlan{VxlanId: 42, SrcAddr: net.IPv4(10, 78, 0, 2), Group: net.IPv4(10, 78, 0, 1), UDPCSum: true})
 	// Linux's vxlan: VNI 42, TTL 64 (a unicast remote without a TTL:
 	// ip4_dst_hoplimit), TOS 0, UDP checksum, source port from the
 	// local port range, destination 4789.
@@ -133,7 +137,7 @@ func TestNamespaceTunnelLinuxVXLAN(t *testing.T) {
 	if tun.TPSrc < 32768 || tun.TPSrc > 60999 {
 		t.Errorf("vxlan source port %d outside the local port range", tun.TPSrc)
 	}
-	ups[0].Close()
+	ups.Close()
 
 	for _, csum := range []string{"csum|", ""} {
 		t.Run("flags="+csum+"key", func(t *testing.T) {
@@ -220,39 +224,14 @@ func TestNamespaceTnlPushPopLinuxVXLAN(t *testing.T) {
 // none), and the upcall's key has the IPv6 tunnel attributes.
 func TestNamespaceTunnelLinuxVXLANIPv6(t *testing.T) {
 	tt := newTunnelTopo(t, odp.PortVXLAN, nil)
-	vx := &netlink.Vxlan{LinkAttrs: netlink.LinkAttrs{Name: "vx0", MTU: 1400}, VxlanId: 43, Port: 4789,
-		SrcAddr: net.ParseIP("fd78::2"), Group: net.ParseIP("fd78::1"), UDP6ZeroCSumRx: true, Learning: true}
-	if err := tt.k.Handle().LinkAdd(vx); err != nil {
-		t.Fatalf("creating a vxlan device in namespace %s: %v", tt.k, err)
-	}
-	tt.k.AddAddr(t, "vx0", "192.168.77.2/24")
-	tt.k.LinkUp(t, "vx0")
-	ups, err := tt.dp.Upcalls(context.Background(), 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	go tt.k.Ping("192.168.77.1", time.Second)
-	var u [1]odp.Upcall
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	var tun odp.Tunnel
-	for found := false; !found; {
-		if _, err := ups[0].Recv(ctx, u[:]); err != nil {
-			t.Fatalf("no upcall from the tunnel port: %v", err)
-		}
-		for _, a := range u[0].Key {
-			if v, ok := a.(odp.Tunnel); ok && u[0].Port == tt.tun.Number {
-				tun, found = v, true
-			}
-		}
-	}
+	tun, ups := tt.linuxVXLANMiss(t, &netlink.Vxlan{VxlanId: 43, SrcAddr: net.ParseIP("fd78::2"), Group: net.ParseIP("fd78::1"), UDP6ZeroCSumRx: true})
 	// Linux's vxlan over IPv6 sends a UDP checksum unless
 	// udp6zerocsumtx; the hop limit is the route's (64).
 	want := fmt.Sprintf("tunnel(tun_id=0x2b,ipv6_src=fd78::2,ipv6_dst=fd78::1,ttl=64,tp_src=%d,tp_dst=4789,flags(csum|key))", tun.TPSrc)
 	if got := odp.FormatKey(odp.FlowKey{tun}, nil, false); got != want {
 		t.Errorf("tunnel key %s, want %s", got, want)
 	}
-	ups[0].Close()
+	ups.Close()
 	for _, csum := range []string{"csum|", ""} {
 		t.Run("flags="+csum+"key", func(t *testing.T) {
 			tt.dp.FlushFlows(context.Background())
