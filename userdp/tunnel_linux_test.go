@@ -121,41 +121,53 @@ func (tt *tunnelTopo) linuxVXLANMiss(t *testing.T, vx *netlink.Vxlan) (odp.Tunne
 
 // TestNamespaceTunnelLinuxVXLAN: ping and TCP pass between a host behind
 // the userspace datapath's vxlan port and Linux's own vxlan netdevice
-// (the host kernel has the vxlan module), with and without UDP
-// checksums; the upcall of a decapsulated packet carries the tunnel key
-// the kernel would give it.
+// (the host kernel has the vxlan module), over IPv4 and IPv6 underlays,
+// with and without UDP checksums (Linux's vxlan takes none over IPv6
+// with udp6zerocsumrx); the upcall of a decapsulated packet carries the
+// tunnel key the kernel gives it: Linux's vxlan sends TTL 64 (a unicast
+// remote without a TTL: the route's hop limit), TOS 0, a UDP checksum,
+// a source port from the local port range.
 func TestNamespaceTunnelLinuxVXLAN(t *testing.T) {
-	tt := newTunnelTopo(t, odp.PortVXLAN, nil)
-	tun, ups := tt.linuxVXLANMiss(t, &netlink.Vxlan{VxlanId: 42, SrcAddr: net.IPv4(10, 78, 0, 2), Group: net.IPv4(10, 78, 0, 1), UDPCSum: true})
-	// Linux's vxlan: VNI 42, TTL 64 (a unicast remote without a TTL:
-	// ip4_dst_hoplimit), TOS 0, UDP checksum, source port from the
-	// local port range, destination 4789.
-	want := fmt.Sprintf("tunnel(tun_id=0x2a,src=10.78.0.2,dst=10.78.0.1,ttl=64,tp_src=%d,tp_dst=4789,flags(csum|key))", tun.TPSrc)
-	if got := odp.FormatKey(odp.FlowKey{tun}, nil, false); got != want {
-		t.Errorf("tunnel key %s, want %s", got, want)
-	}
-	if tun.TPSrc < 32768 || tun.TPSrc > 60999 {
-		t.Errorf("vxlan source port %d outside the local port range", tun.TPSrc)
-	}
-	ups.Close()
-
-	for _, csum := range []string{"csum|", ""} {
-		t.Run("flags="+csum+"key", func(t *testing.T) {
-			tt.dp.FlushFlows(context.Background())
-			tt.putBoth(t, tt.local.Number, fmt.Sprintf("set(tunnel(tun_id=0x2a,dst=10.78.0.2,ttl=64,flags(%skey))),%d", csum, tt.tun.Number))
-			tt.putBoth(t, tt.tun.Number, itoa(tt.local.Number))
-			if err := tt.h.Ping("192.168.77.2", 10*time.Second); err != nil {
-				t.Fatalf("ping through the vxlan tunnel: %v", err)
+	for _, c := range []struct {
+		name   string
+		vx     *netlink.Vxlan
+		key    string // the decapsulated tunnel key, %d for tp_src
+		tunnel string // set(tunnel) to Linux's device, %s for the flags
+	}{
+		{"ipv4", &netlink.Vxlan{VxlanId: 42, SrcAddr: net.IPv4(10, 78, 0, 2), Group: net.IPv4(10, 78, 0, 1), UDPCSum: true},
+			"tunnel(tun_id=0x2a,src=10.78.0.2,dst=10.78.0.1,ttl=64,tp_src=%d,tp_dst=4789,flags(csum|key))",
+			"tun_id=0x2a,dst=10.78.0.2,ttl=64,flags(%skey)"},
+		{"ipv6", &netlink.Vxlan{VxlanId: 43, SrcAddr: net.ParseIP("fd78::2"), Group: net.ParseIP("fd78::1"), UDP6ZeroCSumRx: true},
+			"tunnel(tun_id=0x2b,ipv6_src=fd78::2,ipv6_dst=fd78::1,ttl=64,tp_src=%d,tp_dst=4789,flags(csum|key))",
+			"tun_id=0x2b,ipv6_dst=fd78::2,ttl=64,flags(%skey)"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			tt := newTunnelTopo(t, odp.PortVXLAN, nil)
+			tun, ups := tt.linuxVXLANMiss(t, c.vx)
+			ups.Close()
+			if got, want := odp.FormatKey(odp.FlowKey{tun}, nil, false), fmt.Sprintf(c.key, tun.TPSrc); got != want {
+				t.Errorf("tunnel key %s, want %s", got, want)
 			}
-			if err := tt.k.Ping("192.168.77.1", 10*time.Second); err != nil {
-				t.Fatalf("ping from Linux's vxlan device: %v", err)
+			if tun.TPSrc < 32768 || tun.TPSrc > 60999 {
+				t.Errorf("vxlan source port %d outside the local port range", tun.TPSrc)
 			}
-			testenv.TCPTransfer(t, tt.h, tt.k, "192.168.77.2:5001", 256<<10)
+			for _, csum := range []string{"csum|", ""} {
+				tt.dp.FlushFlows(context.Background())
+				tt.putBoth(t, tt.local.Number, fmt.Sprintf("set(tunnel("+c.tunnel+")),%d", csum, tt.tun.Number))
+				tt.putBoth(t, tt.tun.Number, itoa(tt.local.Number))
+				if err := tt.h.Ping("192.168.77.2", 10*time.Second); err != nil {
+					t.Fatalf("flags(%skey): ping through the vxlan tunnel: %v", csum, err)
+				}
+				if err := tt.k.Ping("192.168.77.1", 10*time.Second); err != nil {
+					t.Fatalf("flags(%skey): ping from Linux's vxlan device: %v", csum, err)
+				}
+				testenv.TCPTransfer(t, tt.h, tt.k, "192.168.77.2:5001", 256<<10)
+			}
+			st := tt.dp.portByNumber(tt.tun.Number).port.Stats()
+			if st.RxPackets == 0 || st.TxPackets == 0 || st.RxErrors != 0 {
+				t.Errorf("tunnel port stats %+v: want packets both ways and no errors", st)
+			}
 		})
-	}
-	st := tt.dp.portByNumber(tt.tun.Number).port.Stats()
-	if st.RxPackets == 0 || st.TxPackets == 0 || st.RxErrors != 0 {
-		t.Errorf("tunnel port stats %+v: want packets both ways and no errors", st)
 	}
 }
 
@@ -217,30 +229,4 @@ func TestNamespaceTnlPushPopLinuxVXLAN(t *testing.T) {
 	}
 	testenv.TCPTransfer(t, h, k, "192.168.79.2:5002", 256<<10)
 	testenv.TCPTransfer(t, k, h, "192.168.79.1:5003", 256<<10)
-}
-
-// TestNamespaceTunnelLinuxVXLANIPv6: the same over an IPv6 underlay, with
-// and without UDP checksums (Linux's vxlan with udp6zerocsumrx accepts
-// none), and the upcall's key has the IPv6 tunnel attributes.
-func TestNamespaceTunnelLinuxVXLANIPv6(t *testing.T) {
-	tt := newTunnelTopo(t, odp.PortVXLAN, nil)
-	tun, ups := tt.linuxVXLANMiss(t, &netlink.Vxlan{VxlanId: 43, SrcAddr: net.ParseIP("fd78::2"), Group: net.ParseIP("fd78::1"), UDP6ZeroCSumRx: true})
-	// Linux's vxlan over IPv6 sends a UDP checksum unless
-	// udp6zerocsumtx; the hop limit is the route's (64).
-	want := fmt.Sprintf("tunnel(tun_id=0x2b,ipv6_src=fd78::2,ipv6_dst=fd78::1,ttl=64,tp_src=%d,tp_dst=4789,flags(csum|key))", tun.TPSrc)
-	if got := odp.FormatKey(odp.FlowKey{tun}, nil, false); got != want {
-		t.Errorf("tunnel key %s, want %s", got, want)
-	}
-	ups.Close()
-	for _, csum := range []string{"csum|", ""} {
-		t.Run("flags="+csum+"key", func(t *testing.T) {
-			tt.dp.FlushFlows(context.Background())
-			tt.putBoth(t, tt.local.Number, fmt.Sprintf("set(tunnel(tun_id=0x2b,ipv6_dst=fd78::2,ttl=64,flags(%skey))),%d", csum, tt.tun.Number))
-			tt.putBoth(t, tt.tun.Number, itoa(tt.local.Number))
-			if err := tt.h.Ping("192.168.77.2", 10*time.Second); err != nil {
-				t.Fatalf("ping through the vxlan tunnel over IPv6: %v", err)
-			}
-			testenv.TCPTransfer(t, tt.h, tt.k, "192.168.77.2:5001", 256<<10)
-		})
-	}
 }
