@@ -5,7 +5,9 @@
 #                                   namespaces switched by upcalld on the userspace
 #                                   datapath (netdev@); on a kernel with the
 #                                   openvswitch module, the same on system@ and a
-#                                   cross-check table.
+#                                   cross-check table; then a geneve tunnel between
+#                                   two datapaths (system@ and netdev@ where the
+#                                   kernel has the module, two netdev@ elsewhere).
 #   bash scripts/demo.sh --kernel   the same, but the kernel half is required
 #                                   (make demo-kernel runs this in the VM:
 #                                   bin/vmrun /bin/bash scripts/demo.sh --kernel)
@@ -21,7 +23,7 @@ for a in "$@"; do
 	case $a in
 	--kernel) want_kernel=1 ;;
 	-h | --help)
-		sed -n '2,15p' "$0"
+		sed -n '2,18p' "$0"
 		exit 0
 		;;
 	*)
@@ -70,6 +72,7 @@ cleanup() {
 		wait "$p" 2>/dev/null || true
 	done
 	teardown_net
+	tunnel_teardown
 	for dp in "system@$DP_NAME"; do
 		if [ -x "$DPCTL" ] && "$DPCTL" show "$dp" >/dev/null 2>&1; then
 			"$DPCTL" del-dp "$dp" >/dev/null 2>&1 || true
@@ -96,6 +99,7 @@ teardown_net() {
 		ip link del "ovsdemo$i" 2>/dev/null || true
 	done
 }
+. "$ROOT/scripts/demo_tunnel.sh"
 trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
@@ -342,11 +346,13 @@ if [ $have_kernel = 1 ]; then
 		printf '%-30s | %-28s | %-28s | %s\n' "$what" "$u" "$s" "$same"
 	done
 	echo "(lookups and upcalls can differ by timing: ARP refreshes, the order of first packets)"
+	tunnel_demo "system@${DP_NAME}ta" "netdev@${DP_NAME}tb"
 else
 	section "4. Kernel datapath"
 	echo "This kernel has no openvswitch module, so the kernel half is skipped here."
 	echo "make demo-kernel runs this demo in a VM with Debian's kernel and prints the"
 	echo "cross-check table (userspace vs kernel)."
+	tunnel_demo "netdev@${DP_NAME}ta" "netdev@${DP_NAME}tb"
 fi
 
 section "Done"

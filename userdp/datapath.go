@@ -52,6 +52,8 @@ type Datapath struct {
 	startTime time.Time
 
 	ct ctState // the connection tracker (exec_ct.go)
+
+	tunnels atomic.Int32 // the number of tunnel ports (exec_tnl.go)
 }
 
 var _ odp.Datapath = (*Datapath)(nil)
@@ -291,6 +293,9 @@ func (dp *Datapath) Close() error {
 
 // closePort closes a port removed from the table (and its memory peer).
 func (dp *Datapath) closePort(p *dpPort) error {
+	if _, ok := p.port.(tunnelOut); ok {
+		dp.tunnels.Add(-1)
+	}
 	err := p.port.Close()
 	if peer := dp.memPeer[p.name]; peer != nil {
 		peer.Close()
@@ -335,6 +340,8 @@ func (p *dpPort) info() odp.Port {
 
 // AddPort adds a port: type "netdev" (or empty) opens the existing Linux
 // interface spec.Name through AF_PACKET; "internal" creates a tap device;
+// "geneve", "vxlan" and "gre" open a tunnel port on the host's stack
+// (options "dst_port" and, for vxlan, "exts=gbp"; see tunnel.go);
 // PortMemory ("memory") creates an in-memory pipe (options "mtu" and
 // "queue" size it; MemoryPeer returns its other end). Other types wrap
 // odp.ErrUnsupported. A name in use gives EEXIST, a number in use EBUSY.
@@ -354,6 +361,12 @@ func (dp *Datapath) AddPort(ctx context.Context, spec odp.PortSpec) (odp.Port, e
 		p, err = openNetdevPort(spec.Name)
 	case odp.PortInternal:
 		p, err = openInternalPort(spec.Name)
+	case odp.PortGeneve, odp.PortVXLAN, odp.PortGRE:
+		var cfg tunnelConfig
+		if cfg, spec.Options, err = parseTunnelOptions(spec.Name, tunnelKindOf(spec.Type), spec.Options); err != nil {
+			return odp.Port{}, err
+		}
+		p, err = openTunnel(spec.Name, cfg)
 	case PortMemory:
 		mtu, depth := dp.opts.memMTU, dp.opts.memDepth
 		if v, ok := spec.Options["mtu"]; ok {
@@ -456,6 +469,9 @@ func (dp *Datapath) attach(p Port, typ odp.PortType, number uint32, opts map[str
 		cp[k] = v
 	}
 	dpp := &dpPort{number: number, name: p.Name(), typ: typ, opts: cp, port: p, done: make(chan struct{})}
+	if _, ok := p.(tunnelOut); ok {
+		dp.tunnels.Add(1)
+	}
 	byNumber[number] = dpp
 	dp.ports.Store(&portTable{byNumber: byNumber})
 	if peer != nil {
@@ -483,6 +499,10 @@ func (dp *Datapath) SetPort(ctx context.Context, spec odp.PortSpec) error {
 	}
 	if spec.Type != "" && spec.Type != p.typ {
 		return fmt.Errorf("userdp: set port %s: type %s cannot change to %s: %w", p.name, p.typ, spec.Type, syscall.EINVAL)
+	}
+	if _, ok := p.port.(tunnelOut); ok && len(spec.Options) > 0 {
+		// As the kernel's tunnel vports, which have no set_options.
+		return fmt.Errorf("userdp: set port %s: the options of a %s port cannot change: %w", p.name, p.typ, syscall.EOPNOTSUPP)
 	}
 	// Publish a new dpPort value rather than write the shared one.
 	np := *p
@@ -529,8 +549,23 @@ func (dp *Datapath) rxLoop(p *dpPort) {
 	defer dp.wg.Done()
 	defer close(p.done)
 	w := newWorker(dp, dp.opts.cacheEntries)
+	if t, ok := p.port.(tunnelOut); ok {
+		dp.tunnelRxLoop(w, p, t)
+		return
+	}
+	dp.readLoop(p, p.port, w, func(bufs [][]byte, sizes []int, n int) {
+		for i := 0; i < n; i++ {
+			w.process(bufs[i], DefaultHeadroom, sizes[i], p.number)
+		}
+	})
+}
+
+// readLoop reads batches of frames from r (port p's device, or one of
+// its sockets) into buffers it owns, hands each batch to run and ends
+// it (w.flush), until the port is closed or removed.
+func (dp *Datapath) readLoop(p *dpPort, r Port, w *worker, run func(bufs [][]byte, sizes []int, n int)) {
 	batch := dp.opts.batch
-	size := BufferSize(p.port.MTU())
+	size := BufferSize(r.MTU())
 	backing := make([]byte, batch*size)
 	bufs := make([][]byte, batch)
 	for i := range bufs {
@@ -538,7 +573,7 @@ func (dp *Datapath) rxLoop(p *dpPort) {
 	}
 	sizes := make([]int, batch)
 	for {
-		n, err := p.port.ReadBatch(bufs, sizes, DefaultHeadroom)
+		n, err := r.ReadBatch(bufs, sizes, DefaultHeadroom)
 		if err != nil {
 			if errors.Is(err, ErrPortClosed) || dp.portByNumber(p.number) != p {
 				return
@@ -553,9 +588,7 @@ func (dp *Datapath) rxLoop(p *dpPort) {
 			continue
 		}
 		w.now = dp.nowMs()
-		for i := 0; i < n; i++ {
-			w.process(bufs[i], DefaultHeadroom, sizes[i], p.number)
-		}
+		run(bufs, sizes, n)
 		w.flush()
 	}
 }

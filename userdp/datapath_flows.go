@@ -165,12 +165,9 @@ func (dp *Datapath) Execute(ctx context.Context, p *odp.Packet) error {
 	if err != nil {
 		return fmt.Errorf("userdp: execute: %w", err)
 	}
-	md := flowkeys.Metadata{
-		InPort: mk.InPort, Priority: mk.Priority, SkbMark: mk.SkbMark, RecircID: mk.RecircID, DPHash: mk.DPHash,
-		CTState: mk.CTState, CTOrigProto: mk.CTOrigProto, CTZone: mk.CTZone, CTMark: mk.CTMark, CTLabels: mk.CTLabels,
-		CTOrigIPv4Src: mk.CTOrigIPv4Src, CTOrigIPv4Dst: mk.CTOrigIPv4Dst, CTOrigIPv6Src: mk.CTOrigIPv6Src,
-		CTOrigIPv6Dst: mk.CTOrigIPv6Dst, CTOrigTpSrc: mk.CTOrigTpSrc, CTOrigTpDst: mk.CTOrigTpDst,
-	}
+	// The key's metadata, the tunnel's included (the kernel attaches
+	// it to the packet: a recirculation or upcall sees it).
+	md := flowkeys.MetadataOf(&mk)
 	var key flowkeys.Key
 	if err := flowkeys.Extract(p.Data, &md, &key); err != nil {
 		return fmt.Errorf("userdp: execute: %w: %w", err, syscall.EINVAL)

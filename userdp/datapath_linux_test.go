@@ -1,12 +1,8 @@
 package userdp
 
 import (
-	"bytes"
 	"context"
-	"crypto/rand"
 	"encoding/binary"
-	"io"
-	"net"
 	"testing"
 	"time"
 
@@ -70,40 +66,7 @@ func TestNamespacesThroughDatapath(t *testing.T) {
 	}
 
 	// TCP: 1 MiB from A to B.
-	data := make([]byte, 1<<20)
-	rand.Read(data)
-	var ln net.Listener
-	if err := nsB.Do(func() (err error) { ln, err = net.Listen("tcp4", "10.77.0.2:5001"); return err }); err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	got := make(chan []byte, 1)
-	go func() {
-		c, err := ln.Accept()
-		if err != nil {
-			got <- nil
-			return
-		}
-		defer c.Close()
-		c.SetDeadline(time.Now().Add(30 * time.Second))
-		b, _ := io.ReadAll(c)
-		got <- b
-	}()
-	var conn net.Conn
-	if err := nsA.Do(func() (err error) {
-		conn, err = (&net.Dialer{Timeout: 10 * time.Second}).Dial("tcp4", "10.77.0.2:5001")
-		return err
-	}); err != nil {
-		t.Fatalf("TCP connect through the datapath: %v", err)
-	}
-	conn.SetDeadline(time.Now().Add(30 * time.Second))
-	if _, err := conn.Write(data); err != nil {
-		t.Fatalf("TCP write: %v", err)
-	}
-	conn.Close()
-	if b := <-got; !bytes.Equal(b, data) {
-		t.Fatalf("TCP transfer: received %d bytes, want the %d sent", len(b), len(data))
-	}
+	testenv.TCPTransfer(t, nsA, nsB, "10.77.0.2:5001", 1<<20)
 
 	// TTL rewriting, seen by the receiver.
 	capB := nsB.Capture(t, vb.PeerName)

@@ -17,3 +17,8 @@ func openNetdevPort(name string) (Port, error) {
 func openInternalPort(name string) (Port, error) {
 	return nil, fmt.Errorf("internal ports need Linux: %w", odp.ErrUnsupported)
 }
+
+// openTunnel: tunnel ports use Linux's raw sockets.
+func openTunnel(name string, c tunnelConfig) (Port, error) {
+	return nil, fmt.Errorf("tunnel ports need Linux: %w", odp.ErrUnsupported)
+}

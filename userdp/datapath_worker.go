@@ -1,6 +1,8 @@
 package userdp
 
 import (
+	"time"
+
 	"github.com/ovsdp/ovsdp/flowkeys"
 	"github.com/ovsdp/ovsdp/odp"
 )
@@ -37,6 +39,14 @@ type worker struct {
 	counters workerCounters
 
 	natArgs setArgs // the ct action's NAT rewrite (exec_ct.go)
+
+	tunOpts   [256]byte   // the Geneve options of the received packet (tunnel_rx.go)
+	encap     encapParams // an encapsulation's parameters (exec_tnl.go)
+	pushBuf   []byte      // tnl_push's packet buffer (exec_tnl.go)
+	popOpts   [256]byte   // tnl_pop's Geneve options
+	popMD     flowkeys.Metadata
+	wall      time.Time // the batch's wall-clock time, for tunnel routes (exec_tnl.go)
+	wallValid bool
 }
 
 // copySlot is one scratch packet copy.
@@ -79,11 +89,7 @@ func newWorker(dp *Datapath, cacheEntries int) *worker {
 // process runs one received frame, at buf[off:off+n], from port inPort.
 func (w *worker) process(buf []byte, off, n int, inPort uint32) {
 	c := &w.ctx
-	c.f.Buf, c.f.Off, c.f.Len = buf, off, n
-	c.hValid, c.cutlen, c.recirc, c.steal = false, 0, 0, true
-	if c.ct.Flags != 0 { // only a ct action sets it
-		c.ct.Clear()
-	}
+	w.start(c, buf, off, n)
 	l3, err := flowkeys.ExtractPortL3(buf[off:off+n], inPort, &c.key)
 	if err != nil {
 		w.counters.extractErrors++
@@ -93,6 +99,16 @@ func (w *worker) process(buf []byte, off, n int, inPort uint32) {
 	c.keyValid = true
 	c.proto = keyProtocol(&c.key)
 	w.lookupAndRun(c, w.cache.hashOf(&c.key))
+}
+
+// start resets the packet state for a received frame at buf[off:off+n].
+func (w *worker) start(c *pktCtx, buf []byte, off, n int) {
+	c.f.Buf, c.f.Off, c.f.Len = buf, off, n
+	c.hValid, c.cutlen, c.recirc, c.steal = false, 0, 0, true
+	c.egress, c.tunOpts = nil, nil
+	if c.ct.Flags != 0 { // only a ct action sets it
+		c.ct.Clear()
+	}
 }
 
 // lookupAndRun looks the packet's key up and executes the flow's actions,
@@ -158,7 +174,7 @@ func (w *worker) miss(c *pktCtx) {
 	if w.dp == nil {
 		return
 	}
-	m := upcallMsg{kind: odp.UpcallMiss, key: c.key, pkt: w.slab.copyOf(c.f.Bytes())}
+	m := upcallMsg{kind: odp.UpcallMiss, key: c.key, pkt: w.slab.copyOf(c.f.Bytes()), tunOpts: w.optsCopy(c)}
 	if !w.dp.upcalls.send(&m, 0) {
 		w.counters.lost++
 	}
@@ -179,7 +195,7 @@ func (w *worker) userspace(c *pktCtx, o *op) {
 	if c.cutlen > 0 && int(c.cutlen) < len(b) {
 		b = b[:len(b)-int(c.cutlen)]
 	}
-	m := upcallMsg{kind: odp.UpcallAction, key: c.key, pkt: w.slab.copyOf(b), userdata: o.user.userdata}
+	m := upcallMsg{kind: odp.UpcallAction, key: c.key, pkt: w.slab.copyOf(b), userdata: o.user.userdata, tunOpts: w.optsCopy(c)}
 	if o.user.actions && c.acts != nil {
 		m.acts = c.acts.odp
 	}
@@ -191,10 +207,53 @@ func (w *worker) userspace(c *pktCtx, o *op) {
 // output queues frame for port. steal says frame is the receive buffer,
 // not needed any more, and may be queued without a copy.
 func (w *worker) output(port uint32, frame []byte, steal bool) {
+	q := w.queue(port)
+	if q == nil {
+		return
+	}
+	if steal {
+		q.pkts[q.n] = frame
+		q.n++
+		return
+	}
+	copy(w.slot(q, len(frame)), frame)
+	w.commit(port, len(frame))
+}
+
+// reserve returns a buffer of n bytes, owned by port's queue, for a
+// frame that commit then queues; nil if the port number is too large.
+func (w *worker) reserve(port uint32, n int) []byte {
+	q := w.queue(port)
+	if q == nil {
+		return nil
+	}
+	return w.slot(q, n)
+}
+
+// commit queues the first n bytes of the buffer reserve returned.
+func (w *worker) commit(port uint32, n int) {
+	q := &w.txq[port]
+	q.pkts[q.n] = q.bufs[q.n][:n]
+	q.n++
+}
+
+// slot returns q's next buffer, with room for n bytes.
+func (w *worker) slot(q *txQueue, n int) []byte {
+	b := q.bufs[q.n]
+	if cap(b) < n {
+		b = make([]byte, max(n, 2048))
+		q.bufs[q.n] = b
+	}
+	return b[:n]
+}
+
+// queue returns port's transmit queue with room for one frame (flushing
+// it when full), or nil if the port number is too large.
+func (w *worker) queue(port uint32) *txQueue {
 	if int(port) >= len(w.txq) {
 		if port > maxPortNumber {
 			w.counters.txNoPort++
-			return
+			return nil
 		}
 		n := make([]txQueue, port+1)
 		copy(n, w.txq)
@@ -211,17 +270,7 @@ func (w *worker) output(port uint32, frame []byte, steal bool) {
 	if q.n == 0 {
 		w.dirty = append(w.dirty, port)
 	}
-	if steal {
-		q.pkts[q.n] = frame
-	} else {
-		b := q.bufs[q.n]
-		if cap(b) < len(frame) {
-			b = make([]byte, max(len(frame), 2048))
-			q.bufs[q.n] = b
-		}
-		q.pkts[q.n] = b[:copy(b[:cap(b)], frame)]
-	}
-	q.n++
+	return q
 }
 
 // tryQueue is output's common case, small enough to be inlined: it
@@ -268,6 +317,7 @@ func (w *worker) flush() {
 		w.flushPort(p)
 	}
 	w.dirty = w.dirty[:0]
+	w.wallValid = false
 	if w.dp != nil {
 		w.cache.publish(&w.dp.counters)
 		w.dp.publish(&w.counters)

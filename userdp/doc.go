@@ -12,7 +12,12 @@
 // (MmsgPort) or an AF_XDP socket (XDPPort); a tap device (TapPort:
 // odp.PortInternal, and the local port 0 unless WithoutLocalPort); or an
 // in-memory pipe (MemPort: PortMemory, no privileges needed; MemoryPeer
-// returns its far end). Each port's goroutine reads batches of frames,
+// returns its far end); or a tunnel port (odp.PortGeneve, PortVXLAN,
+// PortGRE: tunnel.go) on the host's stack, which decapsulates what it
+// receives into the key's tunnel metadata as the kernel's tunnel
+// devices do and encapsulates with the metadata of set(tunnel(...)) on
+// output, over IPv4 or IPv6 (gre: IPv4). Open vSwitch's userspace
+// tnl_push and tnl_pop run too (exec_tnl.go). Each port's goroutine reads batches of frames,
 // extracts their keys, looks them up (a per-goroutine exact-match cache,
 // then a tuple-space megaflow table with a keyed hash) and executes the
 // flows' actions; misses go to the upcall receivers that Upcalls opens.

@@ -18,7 +18,7 @@ import (
 // every set action's value and mask converted once to the packet
 // operations' types, so that executing allocates nothing. An action the
 // userspace datapath cannot execute (a ct helper or timeout policy, Ethernet and NSH
-// push/pop, tunnels, add_mpls, psample, lb_output, set(tunnel),
+// push/pop, add_mpls, psample, lb_output,
 // set(nsh), set(ct_mark), set(ct_label), and any action type the odp
 // package does not know) is rejected with an error that names it and
 // wraps odp.ErrUnsupported: never accepted and ignored.
@@ -61,6 +61,9 @@ const (
 	opCTClear
 	opMeter
 	opCT
+	opSetTunnel
+	opTnlPush
+	opTnlPop
 )
 
 // op is one compiled action.
@@ -72,6 +75,8 @@ type op struct {
 	set  *setArgs
 	user *userspaceArgs
 	ct   *conntrack.Action
+	tnl  *tunnelInfo  // set(tunnel) (exec_tnl.go)
+	push *tnlPushArgs // tnl_push (exec_tnl.go)
 	// Nested lists: sample, clone, dec_ttl (sub); check_pkt_len
 	// (sub: greater, sub2: less or equal).
 	sub, sub2 []op
@@ -251,6 +256,10 @@ func (c *compiler) action(a odp.Action, depth int, path string, last bool) (op, 
 		return op{kind: opHash, a: a.Alg, b: a.Basis}, nil
 	case odp.CTClear:
 		return op{kind: opCTClear}, nil
+	case odp.TunnelPush:
+		return compileTnlPush(a, path)
+	case odp.TunnelPop:
+		return op{kind: opTnlPop, a: a.Port}, nil
 	case odp.Meter:
 		return op{kind: opMeter, a: a.ID}, nil
 	case odp.CT:
@@ -320,6 +329,15 @@ func (c *compiler) set(key, mask odp.KeyAttr, path string) (op, error) {
 	et := k.EthType
 	s := &setArgs{}
 	switch v := key.(type) {
+	case odp.Tunnel:
+		if masked {
+			return op{}, einval("%s: a masked set of the tunnel is not supported by the kernel", path)
+		}
+		ti, err := compileSetTunnel(v, path)
+		if err != nil {
+			return op{}, err
+		}
+		return op{kind: opSetTunnel, tnl: ti}, nil
 	case odp.Priority:
 		m := uint32(math.MaxUint32)
 		if masked {

@@ -62,6 +62,11 @@ type pktCtx struct {
 	// ct is the packet's connection tracking state (the kernel's
 	// skb->_nfct and the key's ct fields), kept across recirculation.
 	ct conntrack.State
+	// egress is the tunnel metadata of the last set(tunnel) (the
+	// kernel's skb tunnel dst), nil before one; tunOpts are the Geneve
+	// options the packet was received with (exec_tnl.go).
+	egress  *tunnelInfo
+	tunOpts []byte
 }
 
 // keyProtocol is skb->protocol as the kernel's key_extract sets it: the
@@ -198,6 +203,13 @@ func (w *worker) run(c *pktCtx, ops []op) {
 				c.cutlen = 0
 			}
 			frame := c.f.Buf[c.f.Off : c.f.Off+n]
+			if tp := w.tunnelPortOf(o.a); tp != nil {
+				w.outputTunnel(c, o.a, tp, frame)
+				if o.last {
+					return
+				}
+				continue
+			}
 			if o.last {
 				if !c.steal || !w.tryQueue(o.a, frame) {
 					w.output(o.a, frame, c.steal)
@@ -308,6 +320,25 @@ func (w *worker) runOp(c *pktCtx, o *op) (stop bool) {
 			c.proto = o.c
 		}
 		c.invalidate()
+	case opSetTunnel:
+		c.egress = o.tnl
+	case opTnlPush:
+		if o.last { // as Open vSwitch: nothing would use the result
+			return true
+		}
+		if !w.tnlPush(c, o.push) {
+			w.actionError()
+			return true
+		}
+	case opTnlPop:
+		if o.last {
+			w.tnlPop(c, o.a)
+			return true
+		}
+		if cc := w.copyCtx(c); cc != nil {
+			w.tnlPop(cc, o.a)
+			w.releaseCopy()
+		}
 	case opSetPriority:
 		c.key.Priority = c.key.Priority&^o.b | o.a&o.b
 	case opSetMark:

@@ -32,6 +32,7 @@ type upcallMsg struct {
 	pkt      []byte
 	userdata []byte
 	acts     odp.Actions
+	tunOpts  []byte // the Geneve options the packet was received with
 }
 
 // upcallQueue is one handler's queue.
@@ -167,7 +168,7 @@ func (q *upcallQueue) fill(u *odp.Upcall, m *upcallMsg) {
 	*u = odp.Upcall{
 		Kind:     m.kind,
 		Port:     m.key.InPort,
-		Key:      keyAttrs(&m.key),
+		Key:      withGeneveOpts(keyAttrs(&m.key), m.tunOpts),
 		Packet:   m.pkt,
 		Userdata: m.userdata,
 		Actions:  m.acts,

@@ -232,7 +232,7 @@ func TestGoldenDatapaths(t *testing.T) {
 	h.addMemPorts("br0", "p1", "p2")
 	h.mustRun("", "add-if", "netdev@br0", "p9,type=memory,port_no=9,mtu=9000")
 	h.mustFail("exists", "", "add-if", "netdev@br0", "p1,type=memory")
-	h.mustFail("not supported", "", "add-if", "netdev@br0", "v1,type=vxlan")
+	h.mustFail("not supported", "", "add-if", "netdev@br0", "v1,type=erspan")
 	h.mustRun("", "show", "netdev@br0")
 	h.mustRun("", "show", "-s", "netdev@br0")
 	h.mustRun("", "show")

@@ -1,0 +1,228 @@
+//go:build linux
+
+package crosscheck
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ovsdp/ovsdp/odp"
+	"github.com/ovsdp/ovsdp/testenv"
+)
+
+// tunnelCase is a tunnel type with the metadata both sides send.
+type tunnelCase struct {
+	name, typ string
+	opts      map[string]string
+	tunnel    string // set(tunnel(...)), DST for the peer's underlay address
+	ipv6      bool   // an IPv6 underlay
+	// dropped: what each side sends is dropped by the other's tunnel
+	// receive (neither sees a miss from its tunnel port).
+	dropped bool
+	// fragments: the hosts keep a 1500-byte MTU, so that full-sized
+	// packets make outer packets that each side must fragment (no DF).
+	fragments bool
+}
+
+// tunnelCases are the interop test's tunnels.
+var tunnelCases = []tunnelCase{
+	{"geneve-option", "geneve", map[string]string{"dst_port": "6081"},
+		"tun_id=0x5,dst=DST,ttl=64,geneve({class=0x102,type=0x80,len=4,0xa1b2c3d4}),flags(df|csum|key)", false, false, false},
+	{"vxlan", "vxlan", map[string]string{"dst_port": "4789"}, "tun_id=0x2a,dst=DST,ttl=64,flags(key)", false, false, false},
+	{"vxlan-gbp", "vxlan", map[string]string{"dst_port": "4789", "exts": "gbp"},
+		"tun_id=0x2a,dst=DST,ttl=64,vxlan(gbp(id=10,flags=0x40)),flags(csum|key)", false, false, false},
+	{"gre-key", "gre", nil, "tun_id=0x7,dst=DST,ttl=32,flags(key)", false, false, false},
+	// TOS, OAM, a non-critical option, no checksum.
+	{"geneve-oam-tos", "geneve", nil,
+		"tun_id=0x6,dst=DST,tos=0x10,ttl=17,geneve({class=0xffff,type=0x1,len=8,0x1122334455667788}),flags(oam|key)", false, false, false},
+	// TTL 0: the route's hop limit.
+	{"vxlan-ttl0", "vxlan", nil, "tun_id=0x3,dst=DST,tos=0x28,ttl=0,flags(key)", false, false, false},
+	// TOS 1 and TTL 0 inherit the inner packet's; no key.
+	{"gre-inherit", "gre", nil, "dst=DST,tos=0x1,ttl=0,flags()", false, false, false},
+	// IPv6 underlays.
+	{"geneve-ipv6", "geneve", nil, "tun_id=0x9,ipv6_dst=DST,tos=0x8,ttl=64,geneve({class=0x102,type=0x80,len=4,0xa1b2c3d4}),flags(csum|key)", true, false, false},
+	{"vxlan-ipv6-nocsum", "vxlan", nil, "tun_id=0x2b,ipv6_dst=DST,ttl=0,flags(key)", true, false, false},
+	// Dropped on receive: a GRE checksum on a gre port (the kernel's
+	// gretap has none configured), a zero UDP checksum over IPv6 on a
+	// geneve port (use_udp6_rx_checksums).
+	{"gre-csum-dropped", "gre", nil, "tun_id=0x7,dst=DST,ttl=32,flags(csum|key)", false, true, false},
+	{"geneve-ipv6-nocsum-dropped", "geneve", nil, "tun_id=0x9,ipv6_dst=DST,ttl=64,flags(key)", true, true, false},
+	// Outer packets longer than the underlay's MTU, fragmented.
+	{"vxlan-fragments", "vxlan", nil, "tun_id=0x2a,dst=DST,ttl=64,flags(csum|key)", false, false, true},
+}
+
+// TestNamespaceTunnelNetdevPair is the interop test between two
+// userspace datapaths, on the host (no openvswitch module needed).
+func TestNamespaceTunnelNetdevPair(t *testing.T) {
+	testenv.RequireRoot(t)
+	for _, c := range tunnelCases {
+		t.Run(c.name, func(t *testing.T) { tunnelInterop(t, NetdevOpener, c) })
+	}
+}
+
+// tunnelSide is one datapath of the interop test.
+type tunnelSide struct {
+	name        string
+	host, under *testenv.Netns
+	dp          odp.Datapath
+	ups         []odp.UpcallReceiver
+	local, tun  odp.Port
+	underIP     string // the underlay address
+	hostIP      string
+}
+
+func tunnelInterop(t *testing.T, openA Opener, c tunnelCase) {
+	typ, opts, tunnel := odp.PortType(c.typ), c.opts, c.tunnel
+	ctx := context.Background()
+	k := &tunnelSide{name: "A", host: testenv.NewNetns(t), under: testenv.NewNetns(t), underIP: "10.80.0.1", hostIP: "192.168.80.1"}
+	u := &tunnelSide{name: "netdev@ B", host: testenv.NewNetns(t), under: testenv.NewNetns(t), underIP: "10.80.0.2", hostIP: "192.168.80.2"}
+	uv := testenv.NewVeth(t, k.under, u.under)
+	plen := "/24"
+	if c.ipv6 {
+		k.underIP, u.underIP, plen = "fd80::1", "fd80::2", "/64"
+	}
+	k.under.AddAddr(t, uv.Name, k.underIP+plen)
+	u.under.AddAddr(t, uv.PeerName, u.underIP+plen)
+	// Whole checksums on the underlay: the userspace tunnel port reads
+	// it with a raw socket, which cannot see offload state.
+	k.under.TxChecksumOff(t, uv.Name)
+	u.under.TxChecksumOff(t, uv.PeerName)
+	for _, s := range []*tunnelSide{k, u} {
+		s := s
+		hv := testenv.NewVeth(t, s.host, s.under)
+		s.host.AddAddr(t, hv.Name, s.hostIP+"/24")
+		if !c.fragments {
+			s.host.SetMTU(t, hv.Name, 1400)
+		}
+		open := NetdevOpener
+		if s == k {
+			open = openA
+		}
+		if err := s.under.Do(func() error {
+			dp, cleanup, err := open(testenv.NewName())
+			if err != nil {
+				return err
+			}
+			t.Cleanup(cleanup)
+			s.dp = dp
+			if s.ups, err = dp.Upcalls(ctx, 1); err != nil {
+				return err
+			}
+			if s.local, err = dp.AddPort(ctx, odp.PortSpec{Name: hv.PeerName, Type: odp.PortNetdev}); err != nil {
+				return err
+			}
+			s.tun, err = dp.AddPort(ctx, odp.PortSpec{Name: testenv.NewName(), Type: typ, Options: opts})
+			return err
+		}); err != nil {
+			t.Fatalf("%s in namespace %s: %v", s.name, s.under, err)
+		}
+	}
+	peer := map[*tunnelSide]*tunnelSide{k: u, u: k}
+	put := func(s *tunnelSide, in uint32, acts string) {
+		t.Helper()
+		for _, m := range []string{"eth_type(0x0806),arp(sip=0.0.0.0/0.0.0.0)", "eth_type(0x0800),ipv4(src=0.0.0.0/0.0.0.0)"} {
+			fs := FlowSpec{Key: fmt.Sprintf("in_port(%d),eth(src=00:00:00:00:00:00/00:00:00:00:00:00,dst=00:00:00:00:00:00/00:00:00:00:00:00),%s", in, m), Actions: acts}
+			if err := putFlowText(ctx, s.dp, fs, 0); err != nil {
+				t.Fatalf("%s: %v", s.name, err)
+			}
+		}
+	}
+	// Only host -> tunnel: what comes from the tunnel misses.
+	for _, s := range []*tunnelSide{k, u} {
+		put(s, s.local.Number, fmt.Sprintf("set(tunnel(%s)),%d", strings.Replace(tunnel, "DST", peer[s].underIP, 1), s.tun.Number))
+	}
+	if c.dropped {
+		for _, s := range []*tunnelSide{k, u} {
+			go peer[s].host.Ping(s.hostIP, 2*time.Second)
+		}
+		wait := 3 * time.Second // the pings run meanwhile; then the other side's queue is checked
+		for _, s := range []*tunnelSide{k, u} {
+			tun, err := tunnelUpcallWithin(s, wait)
+			wait = 200 * time.Millisecond
+			if err == nil {
+				t.Errorf("%s received %s, want it dropped", s.name, odp.FormatKey(odp.FlowKey{tun}, nil, false))
+			}
+		}
+		return
+	}
+	keys := map[*tunnelSide]odp.Tunnel{}
+	for _, s := range []*tunnelSide{k, u} {
+		go peer[s].host.Ping(s.hostIP, 2*time.Second) // its ARP request crosses the tunnel to s
+		tun, err := tunnelUpcall(s)
+		if err != nil {
+			t.Fatalf("%s: %v", s.name, err)
+		}
+		keys[s] = tun
+	}
+	// The same metadata was sent each way: the keys agree but for the
+	// addresses, swapped, and the UDP source port, a hash of the inner
+	// packet.
+	norm := func(s *tunnelSide) string {
+		x := odp.FormatKey(odp.FlowKey{keys[s]}, nil, false)
+		x = strings.ReplaceAll(x, "src="+peer[s].underIP+",", "src=PEER,")
+		x = strings.ReplaceAll(x, "dst="+s.underIP+",", "dst=SELF,")
+		return regexp.MustCompile(`tp_src=\d+`).ReplaceAllString(x, "tp_src=N")
+	}
+	if norm(k) != norm(u) {
+		t.Errorf("decapsulated tunnel keys differ:\n  A (from B's encapsulation): %s\n  B (from A's encapsulation): %s",
+			odp.FormatKey(odp.FlowKey{keys[k]}, nil, false), odp.FormatKey(odp.FlowKey{keys[u]}, nil, false))
+	}
+	t.Logf("A's key: %s; B's key: %s", odp.FormatKey(odp.FlowKey{keys[k]}, nil, false), odp.FormatKey(odp.FlowKey{keys[u]}, nil, false))
+	if typ == odp.PortVXLAN {
+		for _, s := range []*tunnelSide{k, u} {
+			if p := keys[s].TPSrc; p < 32768 || p > 60999 {
+				t.Errorf("%s received a vxlan source port %d outside the local port range", s.name, p)
+			}
+		}
+	}
+
+	for _, s := range []*tunnelSide{k, u} {
+		put(s, s.tun.Number, fmt.Sprint(s.local.Number))
+	}
+	for _, s := range []*tunnelSide{k, u} {
+		if err := s.host.Ping(peer[s].hostIP, 10*time.Second); err != nil {
+			t.Fatalf("ping from behind %s: %v", s.name, err)
+		}
+	}
+	for _, s := range []*tunnelSide{k, u} {
+		testenv.TCPTransfer(t, s.host, peer[s].host, peer[s].hostIP+":5001", 128<<10)
+		if c.fragments {
+			// 1500-byte inner packets: 1550-byte outer ones.
+			if out, err := s.host.Run("ping", "-c", "2", "-s", "1472", "-W", "5", peer[s].hostIP); err != nil {
+				t.Errorf("full-sized ping from behind %s: %v\n%s", s.name, err, out)
+			}
+		}
+	}
+}
+
+// tunnelUpcall waits for a miss from s's tunnel port and returns its
+// tunnel attribute.
+func tunnelUpcall(s *tunnelSide) (odp.Tunnel, error) { return tunnelUpcallWithin(s, 10*time.Second) }
+
+// tunnelUpcallWithin is tunnelUpcall waiting at most d.
+func tunnelUpcallWithin(s *tunnelSide, d time.Duration) (odp.Tunnel, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	var ups [8]odp.Upcall
+	for {
+		n, err := s.ups[0].Recv(ctx, ups[:])
+		if err != nil {
+			return odp.Tunnel{}, fmt.Errorf("no miss from the tunnel port: %w", err)
+		}
+		for _, up := range ups[:n] {
+			if up.Port != s.tun.Number {
+				continue
+			}
+			for _, a := range up.Key {
+				if v, ok := a.(odp.Tunnel); ok {
+					return v, nil
+				}
+			}
+			return odp.Tunnel{}, fmt.Errorf("miss from the tunnel port without a tunnel attribute: %s", odp.FormatKey(up.Key, nil, false))
+		}
+	}
+}

@@ -1,0 +1,292 @@
+package userdp
+
+import (
+	"encoding/binary"
+	"fmt"
+	"time"
+
+	"github.com/ovsdp/ovsdp/flowkeys"
+	"github.com/ovsdp/ovsdp/internal/header"
+	"github.com/ovsdp/ovsdp/odp"
+)
+
+// Executing tunnel actions: set(tunnel(...)) attaches egress tunnel
+// metadata to the packet (the kernel's skb tunnel dst in TX mode; the
+// flow key keeps the metadata the packet was received with, as in the
+// kernel), and output to a tunnel port encapsulates with it (tunnel.go).
+// A packet output to a tunnel port without egress metadata is dropped
+// and counted as the port's tx drop, as the kernel's tunnel devices do
+// ("no tunnel metadata").
+
+// tunnelOut is a tunnel port as the executor sees it.
+type tunnelOut interface {
+	Port
+	tunnelConfig() *tunnelConfig
+	// route sets p's source address (src or src6) to the route's to
+	// the metadata's destination, when the metadata has none.
+	route(ti *tunnelInfo, now time.Time, p *encapParams) error
+	counters() *Counters
+	defaultHopLimit() uint8
+	localPortRange() (uint16, uint32)
+	// ipv6Reader returns the reader of outer IPv6 packets, or nil.
+	ipv6Reader() Port
+}
+
+// tunnelPortOf returns port n if it is a tunnel port.
+func (w *worker) tunnelPortOf(n uint32) tunnelOut {
+	if w.dp == nil || w.dp.tunnels.Load() == 0 {
+		return nil
+	}
+	p := w.dp.portByNumber(n)
+	if p == nil {
+		return nil
+	}
+	t, _ := p.port.(tunnelOut)
+	return t
+}
+
+// outputTunnel encapsulates frame (the packet c, cut as the output
+// asks) for tunnel port n and queues the outer packet.
+func (w *worker) outputTunnel(c *pktCtx, n uint32, tp tunnelOut, frame []byte) {
+	ti := c.egress
+	st := tp.counters()
+	if ti == nil {
+		st.TxDropped.Add(1)
+		return
+	}
+	cfg := tp.tunnelConfig()
+	if ti.v6 && cfg.kind == tunnelGRE {
+		// The kernel's gretap is IPv4 only (gre_fb_xmit drops).
+		st.TxDropped.Add(1)
+		return
+	}
+	var hash uint32
+	if c.validKey() == nil {
+		hash = l4Hash(&c.key, false, 0)
+	}
+	lo, hi := tp.localPortRange()
+	l3 := -1
+	if c.key.MacProto == flowkeys.MacProtoEthernet {
+		l3 = c.l3()
+	}
+	// In the worker: the interface call would make a local escape.
+	p := &w.encap
+	*p = encapParams{hopLimit: tp.defaultHopLimit(), hash: hash, proto: c.proto, l3: l3, portMin: lo, portMax: hi}
+	if err := tp.route(ti, w.wallNow(), p); err != nil {
+		st.TxErrors.Add(1)
+		return
+	}
+	size := ti.encapOverhead(cfg) + len(frame)
+	if size > 65535 {
+		st.TxErrors.Add(1)
+		return
+	}
+	buf := w.reserve(n, size)
+	if buf == nil {
+		return
+	}
+	w.commit(n, encapTunnel(buf, frame, cfg, ti, p))
+}
+
+// wallNow returns the time for the route cache, read once per batch.
+func (w *worker) wallNow() time.Time {
+	if w.wallValid {
+		return w.wall
+	}
+	w.wall, w.wallValid = time.Now(), true
+	return w.wall
+}
+
+// Open vSwitch's userspace tunnel actions (lib/dpif-netdev.c,
+// lib/netdev-native-tnl.c), which the kernel does not have:
+//
+//   - tnl_push(tnl_port(N),header(...),out_port(M)) puts the prebuilt
+//     outer header (Ethernet, IPv4 or IPv6, UDP or GRE, the tunnel
+//     header) in front of the packet, filling in what depends on it: the
+//     IP total or payload length and the IPv4 checksum, the UDP length
+//     and source port (the flow hash scaled to 32768-60999, as
+//     netdev_tnl_get_src_port), the UDP checksum when the header's is
+//     not zero, the GRE checksum when its flag is set. The packet is
+//     changed in place; the output is the next action (Open vSwitch
+//     emits clone(tnl_push(...),output(M)); out_port is informational).
+//     As in Open vSwitch, tnl_push as the last action does nothing but
+//     drop, and N must be a tunnel port of the datapath.
+//   - tnl_pop(N) decapsulates a received outer packet (Ethernet, then the
+//     outer IP header, which must have a good checksum) as tunnel port N
+//     would (decapTunnel), and looks the inner frame up again as received
+//     on N with that tunnel metadata and no other (pkt_metadata_init_tnl:
+//     recirc_id, marks and conntrack state start from zero).
+
+// tnlPushArgs are a compiled tnl_push.
+type tnlPushArgs struct {
+	hdr   []byte
+	ipv6  bool
+	l4    int  // offset of the UDP or GRE header in hdr
+	udp   bool // UDP (geneve, vxlan); else GRE
+	csum  bool // the UDP checksum is not zero, or GRE has its checksum flag
+	tnlNo uint32
+}
+
+// compileTnlPush checks the prebuilt header of a tnl_push.
+func compileTnlPush(a odp.TunnelPush, path string) (op, error) {
+	h := a.Header
+	switch a.TnlType {
+	case odp.VportGeneve, odp.VportVXLAN, odp.VportGRE:
+	default:
+		return op{}, fmt.Errorf("%s: tnl_push of tunnel type %d (only geneve, vxlan and gre): %w", path, a.TnlType, odp.ErrUnsupported)
+	}
+	if len(h) < header.EthernetMinimumSize+ipv4HeaderLen {
+		return op{}, einval("%s: tnl_push header of %d bytes is shorter than Ethernet and IPv4 headers", path, len(h))
+	}
+	args := &tnlPushArgs{hdr: append([]byte(nil), h...), udp: a.TnlType != odp.VportGRE, tnlNo: a.TnlPort}
+	var proto uint8
+	switch et := binary.BigEndian.Uint16(h[12:]); et {
+	case header.EtherTypeIPv4:
+		ihl := int(h[14]&0xf) * 4
+		if h[14]>>4 != 4 || ihl < ipv4HeaderLen || len(h) < 14+ihl {
+			return op{}, einval("%s: tnl_push header: bad IPv4 header", path)
+		}
+		proto, args.l4 = h[14+9], 14+ihl
+	case header.EtherTypeIPv6:
+		if len(h) < 14+ipv6HeaderLen || h[14]>>4 != 6 {
+			return op{}, einval("%s: tnl_push header: bad IPv6 header", path)
+		}
+		proto, args.l4, args.ipv6 = h[14+6], 14+ipv6HeaderLen, true
+	default:
+		return op{}, einval("%s: tnl_push header: EtherType %#04x is neither IPv4 nor IPv6", path, et)
+	}
+	switch {
+	case args.udp && (proto != header.IPProtoUDP || len(h) < args.l4+udpHeaderLen):
+		return op{}, einval("%s: tnl_push header of a UDP tunnel without a UDP header", path)
+	case !args.udp && (proto != ipProtoGRE || len(h) < args.l4+greBaseLen):
+		return op{}, einval("%s: tnl_push header of a gre tunnel without a GRE header", path)
+	case args.udp:
+		args.csum = binary.BigEndian.Uint16(h[args.l4+6:]) != 0
+	default:
+		args.csum = binary.BigEndian.Uint16(h[args.l4:])&greFlagCSUM != 0
+		if args.csum && len(h) < args.l4+8 {
+			return op{}, einval("%s: tnl_push GRE header with a checksum flag but no checksum field", path)
+		}
+	}
+	return op{kind: opTnlPush, push: args}, nil
+}
+
+// tnlPush runs tnl_push on c (not the last action).
+func (w *worker) tnlPush(c *pktCtx, a *tnlPushArgs) bool {
+	if w.tunnelPortOf(a.tnlNo) == nil {
+		return false
+	}
+	if c.cutlen > 0 {
+		c.f.Len = c.cutFrame()
+		c.cutlen = 0
+	}
+	var hash uint32
+	if c.validKey() == nil {
+		hash = l4Hash(&c.key, false, 0)
+	}
+	frame := c.f.Bytes()
+	hl := len(a.hdr)
+	total := hl + len(frame)
+	if total > MaxFrameLen+tnlPushMax {
+		return false
+	}
+	need := DefaultHeadroom + total
+	if cap(w.pushBuf) < need {
+		w.pushBuf = make([]byte, max(need, 4096))
+	}
+	b := w.pushBuf[:need]
+	copy(b[DefaultHeadroom+hl:], frame) // may overlap a previous push: copy moves
+	copy(b[DefaultHeadroom:], a.hdr)
+	c.f = frameBuf{Buf: b, Off: DefaultHeadroom, Len: total}
+	c.steal = false
+	p := b[DefaultHeadroom:]
+	ip := p[14:]
+	var pseudo uint64
+	if a.ipv6 {
+		binary.BigEndian.PutUint16(ip[4:], uint16(total-14-ipv6HeaderLen))
+		pseudo = header.IPv6(ip).PseudoHeaderSum(header.IPProtoUDP, total-a.l4)
+	} else {
+		ih := header.IPv4(ip[:a.l4-14])
+		ih.SetTotalLength(uint16(total - 14))
+		ih.SetChecksum(0)
+		ih.SetChecksum(ih.CalculateChecksum())
+		pseudo = ih.PseudoHeaderSum(header.IPProtoUDP, total-a.l4)
+	}
+	l4 := p[a.l4:]
+	if a.udp {
+		u := header.UDP(l4)
+		header.Ports(u).SetSource(uint16(uint64(hash)*(61000-32768)>>32 + 32768))
+		u.SetLength(uint16(len(l4)))
+		if a.csum {
+			u.SetChecksum(0)
+			cs := header.Checksum(u, pseudo)
+			if cs == 0 {
+				cs = 0xffff
+			}
+			u.SetChecksum(cs)
+		}
+	} else if a.csum {
+		binary.BigEndian.PutUint16(l4[4:], 0)
+		binary.BigEndian.PutUint16(l4[4:], header.Checksum(l4, 0))
+	}
+	c.invalidate()
+	c.proto = binary.BigEndian.Uint16(p[12:])
+	return true
+}
+
+// tnlPushMax is the largest tnl_push header (TNL_PUSH_HEADER_SIZE).
+const tnlPushMax = 512
+
+// tnlPop runs tnl_pop(port) on c (its own copy unless last).
+func (w *worker) tnlPop(c *pktCtx, port uint32) {
+	tp := w.tunnelPortOf(port)
+	if tp == nil {
+		w.actionError()
+		return
+	}
+	if c.recirc >= maxRecirc {
+		w.counters.recircDrops++
+		return
+	}
+	if c.cutlen > 0 {
+		c.f.Len = c.cutFrame()
+		c.cutlen = 0
+	}
+	l3 := c.l3()
+	b := c.f.Bytes()
+	if l3 < 0 || l3 >= len(b) {
+		w.actionError()
+		return
+	}
+	pkt := b[l3:]
+	if pkt[0]>>4 == 4 {
+		ihl := int(pkt[0]&0xf) * 4
+		if ihl < ipv4HeaderLen || ihl > len(pkt) || header.Checksum(pkt[:ihl], 0) != 0 {
+			w.actionError() // ip_extract_tnl_md: a bad IPv4 header checksum
+			return
+		}
+	}
+	md := &w.popMD
+	*md = flowkeys.Metadata{InPort: port}
+	off, n, nopts, err := decapTunnel(pkt, tp.tunnelConfig(), &md.Tunnel, &w.popOpts)
+	if err != nil {
+		w.actionError()
+		return
+	}
+	c.f.Off += l3 + off
+	c.f.Len = n
+	c.ct.Clear()
+	c.egress, c.tunOpts = nil, nil
+	if nopts > 0 {
+		c.tunOpts = w.popOpts[:nopts]
+	}
+	c.invalidate()
+	if err := flowkeys.Extract(c.f.Bytes(), md, &c.key); err != nil {
+		w.counters.extractErrors++
+		return
+	}
+	c.keyValid = true
+	c.proto = keyProtocol(&c.key)
+	c.recirc++
+	w.lookupAndRun(c, w.cache.hashOf(&c.key))
+}

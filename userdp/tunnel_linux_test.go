@@ -1,0 +1,232 @@
+package userdp
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/vishvananda/netlink"
+
+	"github.com/ovsdp/ovsdp/odp"
+	"github.com/ovsdp/ovsdp/testenv"
+)
+
+// tunnelTopo is a userspace datapath with a tunnel port talking to a
+// Linux tunnel netdevice:
+//
+//	nsH (host, 192.168.77.1) --veth-- nsU (the datapath's ports: the veth end, the tunnel)
+//	nsU (10.78.0.1) --veth underlay-- nsK (10.78.0.2, Linux's vxlan device, 192.168.77.2)
+type tunnelTopo struct {
+	h, u, k *testenv.Netns
+	dp      *Datapath
+	local   odp.Port // the netdev port to nsH
+	tun     odp.Port // the tunnel port
+}
+
+// newTunnelTopo builds the namespaces and the datapath, with the tunnel
+// port of type typ and options opts opened in nsU.
+func newTunnelTopo(t *testing.T, typ odp.PortType, opts map[string]string) *tunnelTopo {
+	t.Helper()
+	testenv.RequireRoot(t)
+	tt := &tunnelTopo{h: testenv.NewNetns(t), u: testenv.NewNetns(t), k: testenv.NewNetns(t)}
+	hv := testenv.NewVeth(t, tt.h, tt.u)
+	uv := testenv.NewVeth(t, tt.u, tt.k)
+	tt.h.AddAddr(t, hv.Name, "192.168.77.1/24")
+	// The inner MTU leaves room for the outer headers on the 1500-byte
+	// underlay (the host's stack does not fragment what a raw socket
+	// sends).
+	tt.h.SetMTU(t, hv.Name, 1400)
+	// Checksums complete on the underlay: a raw socket cannot see the
+	// offload state of a packet from another namespace, whose inner
+	// checksum a veth with tx checksumming leaves unfinished.
+	tt.k.TxChecksumOff(t, uv.PeerName)
+	tt.u.TxChecksumOff(t, uv.Name)
+	tt.u.AddAddr(t, uv.Name, "10.78.0.1/24")
+	tt.k.AddAddr(t, uv.PeerName, "10.78.0.2/24")
+	tt.u.AddAddr(t, uv.Name, "fd78::1/64")
+	tt.k.AddAddr(t, uv.PeerName, "fd78::2/64")
+	dp, err := New(testenv.NewName(), WithoutLocalPort())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { dp.Close() })
+	tt.dp = dp
+	ctx := context.Background()
+	if err := tt.u.Do(func() (err error) {
+		if tt.local, err = dp.AddPort(ctx, odp.PortSpec{Name: hv.PeerName, Type: odp.PortNetdev}); err != nil {
+			return err
+		}
+		tt.tun, err = dp.AddPort(ctx, odp.PortSpec{Name: "tun0", Type: typ, Options: opts})
+		return err
+	}); err != nil {
+		t.Fatalf("ports in namespace %s: %v", tt.u, err)
+	}
+	return tt
+}
+
+// put installs a flow.
+func (tt *tunnelTopo) put(t *testing.T, key, acts string) {
+	t.Helper()
+	f := parseFlow(t, key, acts)
+	if _, err := tt.dp.PutFlow(context.Background(), f, odp.PutCreate); err != nil {
+		t.Fatalf("put %s %s: %v", key, acts, err)
+	}
+}
+
+// putBoth installs flows for ARP and IPv4 packets from port in.
+func (tt *tunnelTopo) putBoth(t *testing.T, in uint32, acts string) {
+	t.Helper()
+	tt.put(t, "in_port("+itoa(in)+"),"+anyEth+"eth_type(0x0806),arp(sip=0.0.0.0/0.0.0.0)", acts)
+	tt.put(t, "in_port("+itoa(in)+"),"+anyEth+"eth_type(0x0800)"+anyIPv4, acts)
+}
+
+// linuxVXLANMiss creates Linux's vxlan device vx0 (vx with the name,
+// MTU 1400, port 4789 and learning set) in nsK with 192.168.77.2, makes
+// it send to the datapath's tunnel port, and returns the tunnel
+// attribute of the miss that causes, with the upcall receiver.
+func (tt *tunnelTopo) linuxVXLANMiss(t *testing.T, vx *netlink.Vxlan) (odp.Tunnel, odp.UpcallReceiver) {
+	t.Helper()
+	vx.LinkAttrs = netlink.LinkAttrs{Name: "vx0", MTU: 1400}
+	vx.Port, vx.Learning = 4789, true
+	if err := tt.k.Handle().LinkAdd(vx); err != nil {
+		t.Fatalf("creating a vxlan device in namespace %s: %v", tt.k, err)
+	}
+	tt.k.AddAddr(t, "vx0", "192.168.77.2/24")
+	tt.k.LinkUp(t, "vx0")
+	ups, err := tt.dp.Upcalls(context.Background(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go tt.k.Ping("192.168.77.1", time.Second) // ARP from vx0, through the tunnel
+	var u [1]odp.Upcall
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for {
+		if _, err := ups[0].Recv(ctx, u[:]); err != nil {
+			t.Fatalf("no upcall from the tunnel port: %v", err)
+		}
+		if u[0].Port != tt.tun.Number {
+			continue // the host's own IPv6 chatter on the netdev port
+		}
+		for _, a := range u[0].Key {
+			if v, ok := a.(odp.Tunnel); ok {
+				return v, ups[0]
+			}
+		}
+		t.Fatalf("upcall from the tunnel port with key %s: no tunnel attribute", odp.FormatKey(u[0].Key, nil, false))
+	}
+}
+
+// TestNamespaceTunnelLinuxVXLAN: ping and TCP pass between a host behind
+// the userspace datapath's vxlan port and Linux's own vxlan netdevice
+// (the host kernel has the vxlan module), over IPv4 and IPv6 underlays,
+// with and without UDP checksums (Linux's vxlan takes none over IPv6
+// with udp6zerocsumrx); the upcall of a decapsulated packet carries the
+// tunnel key the kernel gives it: Linux's vxlan sends TTL 64 (a unicast
+// remote without a TTL: the route's hop limit), TOS 0, a UDP checksum,
+// a source port from the local port range.
+func TestNamespaceTunnelLinuxVXLAN(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		vx     *netlink.Vxlan
+		key    string // the decapsulated tunnel key, %d for tp_src
+		tunnel string // set(tunnel) to Linux's device, %s for the flags
+	}{
+		{"ipv4", &netlink.Vxlan{VxlanId: 42, SrcAddr: net.IPv4(10, 78, 0, 2), Group: net.IPv4(10, 78, 0, 1), UDPCSum: true},
+			"tunnel(tun_id=0x2a,src=10.78.0.2,dst=10.78.0.1,ttl=64,tp_src=%d,tp_dst=4789,flags(csum|key))",
+			"tun_id=0x2a,dst=10.78.0.2,ttl=64,flags(%skey)"},
+		{"ipv6", &netlink.Vxlan{VxlanId: 43, SrcAddr: net.ParseIP("fd78::2"), Group: net.ParseIP("fd78::1"), UDP6ZeroCSumRx: true},
+			"tunnel(tun_id=0x2b,ipv6_src=fd78::2,ipv6_dst=fd78::1,ttl=64,tp_src=%d,tp_dst=4789,flags(csum|key))",
+			"tun_id=0x2b,ipv6_dst=fd78::2,ttl=64,flags(%skey)"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			tt := newTunnelTopo(t, odp.PortVXLAN, nil)
+			tun, ups := tt.linuxVXLANMiss(t, c.vx)
+			ups.Close()
+			if got, want := odp.FormatKey(odp.FlowKey{tun}, nil, false), fmt.Sprintf(c.key, tun.TPSrc); got != want {
+				t.Errorf("tunnel key %s, want %s", got, want)
+			}
+			if tun.TPSrc < 32768 || tun.TPSrc > 60999 {
+				t.Errorf("vxlan source port %d outside the local port range", tun.TPSrc)
+			}
+			for _, csum := range []string{"csum|", ""} {
+				tt.dp.FlushFlows(context.Background())
+				tt.putBoth(t, tt.local.Number, fmt.Sprintf("set(tunnel("+c.tunnel+")),%d", csum, tt.tun.Number))
+				tt.putBoth(t, tt.tun.Number, itoa(tt.local.Number))
+				if err := tt.h.Ping("192.168.77.2", 10*time.Second); err != nil {
+					t.Fatalf("flags(%skey): ping through the vxlan tunnel: %v", csum, err)
+				}
+				if err := tt.k.Ping("192.168.77.1", 10*time.Second); err != nil {
+					t.Fatalf("flags(%skey): ping from Linux's vxlan device: %v", csum, err)
+				}
+				testenv.TCPTransfer(t, tt.h, tt.k, "192.168.77.2:5001", 256<<10)
+			}
+			st := tt.dp.portByNumber(tt.tun.Number).port.Stats()
+			if st.RxPackets == 0 || st.TxPackets == 0 || st.RxErrors != 0 {
+				t.Errorf("tunnel port stats %+v: want packets both ways and no errors", st)
+			}
+		})
+	}
+}
+
+// TestNamespaceTnlPushPopLinuxVXLAN: Open vSwitch's native tunnelling
+// with tnl_push and tnl_pop, the underlay being a netdev port of the
+// datapath: a host behind the datapath talks to Linux's vxlan device
+// (ping and TCP) through flows of the form ovs-vswitchd installs in its
+// userspace datapath.
+func TestNamespaceTnlPushPopLinuxVXLAN(t *testing.T) {
+	testenv.RequireRoot(t)
+	h, u, k := testenv.NewNetns(t), testenv.NewNetns(t), testenv.NewNetns(t)
+	hv := testenv.NewVeth(t, h, u)
+	uv := testenv.NewVeth(t, u, k)
+	h.AddAddr(t, hv.Name, "192.168.79.1/24")
+	h.SetMTU(t, hv.Name, 1400)
+	k.TxChecksumOff(t, uv.PeerName)
+	k.AddAddr(t, uv.PeerName, "10.79.0.2/24")
+	uMAC, kMAC := u.MAC(t, uv.Name), k.MAC(t, uv.PeerName)
+	k.AddNeigh(t, uv.PeerName, "10.79.0.1", uMAC.String())
+	vx := &netlink.Vxlan{LinkAttrs: netlink.LinkAttrs{Name: "vx0", MTU: 1400}, VxlanId: 123, Port: 4789,
+		SrcAddr: net.IPv4(10, 79, 0, 2), Group: net.IPv4(10, 79, 0, 1), Learning: true}
+	if err := k.Handle().LinkAdd(vx); err != nil {
+		t.Fatalf("creating a vxlan device in namespace %s: %v", k, err)
+	}
+	k.AddAddr(t, "vx0", "192.168.79.2/24")
+	k.LinkUp(t, "vx0")
+
+	dp, err := New(testenv.NewName(), WithoutLocalPort())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dp.Close()
+	ctx := context.Background()
+	var hp, up, tp odp.Port
+	if err := u.Do(func() (err error) {
+		if hp, err = dp.AddPort(ctx, odp.PortSpec{Name: hv.PeerName, Type: odp.PortNetdev}); err != nil {
+			return err
+		}
+		if up, err = dp.AddPort(ctx, odp.PortSpec{Name: uv.Name, Type: odp.PortNetdev}); err != nil {
+			return err
+		}
+		tp, err = dp.AddPort(ctx, odp.PortSpec{Name: "vxlan_sys_4789", Type: odp.PortVXLAN})
+		return err
+	}); err != nil {
+		t.Fatalf("ports in namespace %s: %v", u, err)
+	}
+	tt := &tunnelTopo{dp: dp}
+	push := fmt.Sprintf("tnl_push(tnl_port(%d),header(size=50,type=4,eth(dst=%s,src=%s,dl_type=0x0800),"+
+		"ipv4(src=10.79.0.1,dst=10.79.0.2,proto=17,tos=0,ttl=64,frag=0x4000),udp(src=0,dst=4789,csum=0x0),"+
+		"vxlan(flags=0x8000000,vni=0x7b)),out_port(%d)),%d", tp.Number, kMAC, uMAC, up.Number, up.Number)
+	tt.putBoth(t, hp.Number, push)
+	tt.put(t, "in_port("+itoa(up.Number)+"),"+anyEth+"eth_type(0x0800),ipv4(proto=17,frag=no),udp(dst=4789)", fmt.Sprintf("tnl_pop(%d)", tp.Number))
+	tt.putBoth(t, tp.Number, itoa(hp.Number))
+	if err := h.Ping("192.168.79.2", 10*time.Second); err != nil {
+		t.Fatalf("ping through tnl_push/tnl_pop: %v", err)
+	}
+	if err := k.Ping("192.168.79.1", 10*time.Second); err != nil {
+		t.Fatalf("ping from Linux's vxlan device through tnl_pop/tnl_push: %v", err)
+	}
+	testenv.TCPTransfer(t, h, k, "192.168.79.2:5002", 256<<10)
+	testenv.TCPTransfer(t, k, h, "192.168.79.1:5003", 256<<10)
+}
