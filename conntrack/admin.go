@@ -172,7 +172,8 @@ func (t *Tracker) DeleteZoneLimit(zone int) error {
 }
 
 // ZoneLimit returns zone's limit (its own or the default) and its count
-// of committed connections; for DefaultZone, the default limit and 0.
+// of connections, which are those committed while the zone had a limit,
+// as the kernel counts them; for DefaultZone, the default limit and 0.
 func (t *Tracker) ZoneLimit(zone int) (limit uint32, count int, err error) {
 	switch {
 	case zone == DefaultZone:

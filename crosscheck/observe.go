@@ -6,6 +6,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/ovsdp/ovsdp/odp"
 )
 
 // Received is what one host's interface received, in arrival order.
@@ -35,9 +37,12 @@ type ObservedFlow struct {
 // ObservedUpcall is one upcall: its kind, port, key as text (the
 // datapath's), userdata and packet.
 type ObservedUpcall struct {
-	Kind     string
-	Port     uint32
-	Key      string
+	Kind string
+	Port uint32
+	Key  string
+	// CT is the key's conntrack zone, mark and labels (which Key, as
+	// dpctl prints keys without a mask, leaves out), or "" if all 0.
+	CT       string
 	Userdata []byte
 	Packet   []byte
 	// Extracted is flowkeys.Extract's key for the packet, as text,
@@ -53,6 +58,12 @@ type Observation struct {
 	Upcalls  []ObservedUpcall
 	// Meters are the statistics of the scenario's meters.
 	Meters []ObservedMeter
+	// Conntrack is the connection tracker's table after the traffic
+	// (scenarios with Conntrack).
+	Conntrack []odp.CTEntry
+	// ZoneLimits are the scenario's zone limits after the traffic, with
+	// their connection counts.
+	ZoneLimits []odp.CTZoneLimit
 	// Hit, Missed and Lost are the datapath's counters.
 	Hit, Missed, Lost uint64
 	// Noise counts frames and upcalls of the hosts' own background
@@ -149,6 +160,9 @@ func (ob *Observation) Render(o CompareOptions) string {
 	ul := make([]string, 0, len(ob.Upcalls))
 	for _, u := range ob.Upcalls {
 		s := fmt.Sprintf("  %s port %d key %s", u.Kind, u.Port, u.Key)
+		if u.CT != "" {
+			s += " " + u.CT
+		}
 		if u.Userdata != nil {
 			s += " userdata " + hex.EncodeToString(u.Userdata)
 		}
@@ -171,6 +185,28 @@ func (ob *Observation) Render(o CompareOptions) string {
 			b.WriteByte('\n')
 		}
 	}
+	if ob.Conntrack != nil {
+		cl := make([]string, 0, len(ob.Conntrack))
+		for _, e := range ob.Conntrack {
+			cl = append(cl, "  "+ctLine(e))
+		}
+		sort.Strings(cl)
+		fmt.Fprintf(&b, "== conntrack (%d)\n", len(cl))
+		for _, l := range cl {
+			b.WriteString(l)
+			b.WriteByte('\n')
+		}
+	}
+	if len(ob.ZoneLimits) > 0 {
+		fmt.Fprintf(&b, "== zone limits (%d)\n", len(ob.ZoneLimits))
+		for _, l := range ob.ZoneLimits {
+			zone := fmt.Sprint(l.Zone)
+			if l.Zone == odp.CTDefaultZone {
+				zone = "default"
+			}
+			fmt.Fprintf(&b, "  zone=%s,limit=%d,count=%d\n", zone, l.Limit, l.Count)
+		}
+	}
 	if o.IgnoreCounters {
 		fmt.Fprintf(&b, "== counters (lost %d)\n", ob.Lost)
 	} else {
@@ -183,6 +219,14 @@ func (ob *Observation) Render(o CompareOptions) string {
 		}
 	}
 	return b.String()
+}
+
+// ctLine is a conntrack entry as dump-conntrack -m prints it (status
+// bits and TCP state included), without what is the datapath's own: the
+// kernel's entry ID; timeouts and counters are not printed.
+func ctLine(e odp.CTEntry) string {
+	e.ID = 0
+	return strings.Replace(odp.FormatCTEntry(&e, true, false, nil), "),id=0", ")", 1)
 }
 
 // KeyMismatches returns, for every miss upcall whose datapath key

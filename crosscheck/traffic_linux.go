@@ -21,6 +21,17 @@ type Env struct {
 	// Datapath is "system" or "netdev".
 	Datapath string
 	quiet    func(time.Duration) error
+	received func(host string) ([][]byte, error)
+}
+
+// Received returns copies of the frames host has received so far, in
+// order (before normalization), for traffic that answers what the
+// datapath chose (a reply to a NAT port).
+func (e *Env) Received(host string) ([][]byte, error) {
+	if e.received == nil {
+		return nil, fmt.Errorf("Received outside Play")
+	}
+	return e.received(host)
 }
 
 // WaitQuiet waits until no frame has arrived at any host and no upcall

@@ -1,0 +1,642 @@
+package crosscheck
+
+import (
+	"bytes"
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/ovsdp/ovsdp/internal/header"
+	"github.com/ovsdp/ovsdp/internal/header/headertest"
+	"github.com/ovsdp/ovsdp/odp"
+)
+
+// More conntrack scenarios (issue 15): a stateful firewall (injected
+// and between the hosts' own stacks), source NAT to a port range (the
+// kernel's port is random: compared after checking it), destination
+// NAT to a port range with a clash and a related ICMP error, zones that
+// isolate one 5-tuple, zone limits, and marks and labels. Each uses
+// zones and ports of its own (see ctScenarios) and observes the
+// tracker's table, so that the tables are compared too.
+
+// ctStep is one injected frame of a conntrack scenario: fixed, or made
+// by make from what the hosts received so far (a reply to the port the
+// datapath chose).
+type ctStep struct {
+	host  string
+	frame []byte
+	make  func(e *Env) ([]byte, error)
+}
+
+// playSteps injects each step's frame and waits until nothing happens
+// for 200 ms, so that the order is the same on both datapaths.
+func playSteps(e *Env, steps []ctStep) error {
+	for i, s := range steps {
+		f := s.frame
+		if s.make != nil {
+			var err error
+			if f, err = s.make(e); err != nil {
+				return fmt.Errorf("step %d: %w", i, err)
+			}
+		}
+		if err := e.Inject(s.host, f); err != nil {
+			return err
+		}
+		if err := e.WaitQuiet(200 * time.Millisecond); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ip4 is an injected IPv4 frame from the host with MAC src, to nobody.
+func ip4(src [6]byte, h headertest.IPv4Hdr, l4 []byte) []byte {
+	if h.TTL == 0 {
+		h.TTL = 64
+	}
+	return headertest.Eth(Nobody, src, header.EtherTypeIPv4, headertest.IPv4(h, l4))
+}
+
+// u4 is an injected UDP/IPv4 frame from MAC src.
+func u4(src [6]byte, from, to [4]byte, sport, dport uint16, payload string) []byte {
+	return ip4(src, headertest.IPv4Hdr{Src: from, Dst: to, Proto: header.IPProtoUDP}, headertest.UDP(sport, dport, []byte(payload)))
+}
+
+// t4 is an injected TCP/IPv4 frame from MAC src.
+func t4(src [6]byte, from, to [4]byte, sport, dport uint16, seq, ack uint32, flags uint8, payload string) []byte {
+	return ip4(src, headertest.IPv4Hdr{Src: from, Dst: to, Proto: header.IPProtoTCP}, headertest.TCP(sport, dport, seq, ack, flags, []byte(payload)))
+}
+
+// checkExact verifies that host received exactly want, byte for byte,
+// in order.
+func checkExact(o *Observation, host string, want ...[]byte) error {
+	for _, r := range o.Received {
+		if r.Host != host {
+			continue
+		}
+		if len(r.Frames) != len(want) {
+			return fmt.Errorf("%s received %d frames, want %d", host, len(r.Frames), len(want))
+		}
+		for i, f := range r.Frames {
+			if !bytes.Equal(f.Data, want[i]) {
+				return fmt.Errorf("%s's frame %d is\n  %x (%s), want\n  %x (%s)", host, i, f.Data, f.Summary, want[i], Describe(want[i]))
+			}
+		}
+		return nil
+	}
+	return fmt.Errorf("no host %s", host)
+}
+
+// checkCT verifies the number of tracked connections and that each
+// entry has the status bits want (all of them).
+func checkCT(n int, want odp.CTStatus) func(*Observation) error {
+	return func(o *Observation) error {
+		if len(o.Conntrack) != n {
+			return fmt.Errorf("%d tracked connections, want %d: %v", len(o.Conntrack), n, ctLines(o))
+		}
+		for _, e := range o.Conntrack {
+			if e.Status&want != want {
+				return fmt.Errorf("connection %s lacks status %#x", ctLine(e), want)
+			}
+		}
+		return nil
+	}
+}
+
+func ctLines(o *Observation) []string {
+	var l []string
+	for _, e := range o.Conntrack {
+		l = append(l, ctLine(e))
+	}
+	return l
+}
+
+func checkMisses(n int) func(*Observation) error {
+	return func(o *Observation) error {
+		if got := countUpcalls(o, "miss"); got != n {
+			return fmt.Errorf("%d misses, want %d", got, n)
+		}
+		return nil
+	}
+}
+
+func ct2Scenarios(add func(*Scenario)) {
+	vip, vip2, natIP := headertest.IP4("10.0.0.99"), headertest.IP4("10.0.0.98"), headertest.IP4("10.0.0.100")
+	const ip = "eth(),eth_type(0x0800),ipv4(frag=no)"
+	const udp = "eth(),eth_type(0x0800),ipv4(proto=17,frag=no),udp()"
+	const tcp = "eth(),eth_type(0x0800),ipv4(proto=6,frag=no),tcp()"
+	const syn, ack, psh, fin = header.TCPFlagSyn, header.TCPFlagAck, header.TCPFlagPsh, header.TCPFlagFin
+
+	// A stateful firewall in zone 11: h1 may open TCP to h2 and h2's
+	// replies pass; h2 may open nothing. Every packet that passes the
+	// firewall goes to userspace too, so its ct_state is compared.
+	{
+		c, s := func(seq, ackn uint32, fl uint8, p string) []byte {
+			return t4(MAC1, A1, A2, 41000, 80, seq, ackn, fl, p)
+		},
+			func(seq, ackn uint32, fl uint8, p string) []byte {
+				return t4(MAC2, A2, A1, 80, 41000, seq, ackn, fl, p)
+			}
+		allowed := []ctStep{
+			{host: "h1", frame: c(100, 0, syn, "")},
+			{host: "h2", frame: s(500, 101, syn|ack, "")},
+			{host: "h1", frame: c(101, 501, ack, "")},
+			{host: "h1", frame: c(101, 501, psh|ack, "GET")},
+			{host: "h2", frame: s(501, 104, psh|ack, "OK")},
+			{host: "h1", frame: c(104, 503, fin|ack, "")},
+			{host: "h2", frame: s(503, 105, fin|ack, "")},
+			{host: "h1", frame: c(105, 504, ack, "")},
+		}
+		refused := []ctStep{
+			{host: "h2", frame: t4(MAC2, A2, A1, 42000, 22, 900, 0, syn, "")},
+			{host: "h2", frame: t4(MAC2, A2, A1, 42000, 22, 900, 0, syn, "")},
+			// Picked up mid-stream (nf_conntrack_tcp_loose): new, refused.
+			{host: "h2", frame: t4(MAC2, A2, A1, 42001, 22, 900, 77, ack, "mid-stream")},
+		}
+		var toH1, toH2 [][]byte
+		for _, st := range allowed {
+			if st.host == "h1" {
+				toH2 = append(toH2, st.frame)
+			} else {
+				toH1 = append(toH1, st.frame)
+			}
+		}
+		add(&Scenario{
+			Name: "ct-firewall-tcp", Hosts: silentHosts(2), Conntrack: true,
+			Flows: []FlowSpec{
+				{"recirc_id(0),in_port(1)," + tcp, "ct(commit,zone=11),recirc(0x11)"},
+				{"recirc_id(0),in_port(2)," + tcp, "ct(zone=11),recirc(0x11)"},
+				{"recirc_id(0x11),in_port(1),ct_state(+trk-inv)," + tcp, "userspace(pid=$PID),2"},
+				{"recirc_id(0x11),in_port(2),ct_state(+est+trk-inv)," + tcp, "userspace(pid=$PID),1"},
+				{"recirc_id(0x11),in_port(2),ct_state(+new+trk)," + tcp, "userspace(pid=$PID)"},
+			},
+			Traffic: func(e *Env) error { return playSteps(e, append(allowed, refused...)) },
+			Check: all(checkNoErrors, checkMisses(0), func(o *Observation) error {
+				if n := countUpcalls(o, "action"); n != len(allowed)+len(refused) {
+					return fmt.Errorf("%d action upcalls, want %d", n, len(allowed)+len(refused))
+				}
+				if err := checkExact(o, "h2", toH2...); err != nil {
+					return err
+				}
+				if err := checkExact(o, "h1", toH1...); err != nil {
+					return err
+				}
+				// The allowed connection only, closed: TIME_WAIT.
+				if err := checkCT(1, odp.CTStatusSeenReply|odp.CTStatusAssured)(o); err != nil {
+					return err
+				}
+				if st := o.Conntrack[0].ProtoInfo.StateOrig; st != odp.CTTCPTimeWait {
+					return fmt.Errorf("connection in TCP state %d, want TIME_WAIT (%d)", st, odp.CTTCPTimeWait)
+				}
+				return nil
+			}),
+		})
+	}
+
+	// The same firewall between the hosts' own stacks, for TCP, UDP and
+	// ICMP: what h1 opens works, what h2 opens is refused.
+	add(&Scenario{
+		Name: "ct-firewall-stack", Stack: true, Compare: stackTCPCompare, Conntrack: true,
+		Hosts: func() []Host {
+			hs := hostsV4(2)
+			hs[0].Neigh = [][2]string{{"10.0.0.2", "02:00:00:00:00:02"}}
+			hs[1].Neigh = [][2]string{{"10.0.0.1", "02:00:00:00:00:01"}}
+			return hs
+		}(),
+		Flows: []FlowSpec{
+			{"recirc_id(0),in_port(1)," + ip, "ct(commit,zone=12),recirc(0x12)"},
+			{"recirc_id(0),in_port(2)," + ip, "ct(zone=12),recirc(0x12)"},
+			{"recirc_id(0x12),in_port(1),ct_state(+trk-inv)," + ip, "2"},
+			{"recirc_id(0x12),in_port(2),ct_state(+est+trk-inv)," + ip, "1"},
+			{"recirc_id(0x12),in_port(2),ct_state(+new+trk)," + ip, "drop"},
+		},
+		Traffic: func(e *Env) error {
+			if err := e.TCPExchange("h1", "h2", "10.0.0.2", 41100, 8080, trafficTimeout); err != nil {
+				return err
+			}
+			if err := e.UDPExchange("h1", "h2", "10.0.0.2", 41101, 5353, trafficTimeout); err != nil {
+				return err
+			}
+			if err := e.Ping("h1", "10.0.0.2", trafficTimeout); err != nil {
+				return err
+			}
+			if err := e.tcpRefused("h2", "10.0.0.1", 41102, 22, 400*time.Millisecond); err != nil {
+				return err
+			}
+			return e.udpRefused("h2", "h1", "10.0.0.1", 41103, 5353, 400*time.Millisecond)
+		},
+		Check: all(checkNoErrors, checkMisses(0), func(o *Observation) error {
+			if err := checkFrames(o, "h2", 4, true); err != nil {
+				return err
+			}
+			for _, r := range o.Received {
+				for _, f := range r.Frames {
+					p := Parse(f.Data)
+					if r.Host == "h1" && p.L4 >= 0 && p.Proto != header.IPProtoICMP && header.Ports(f.Data[p.L4:]).Source() >= 41102 {
+						return fmt.Errorf("h1 received a refused packet: %s", f.Summary)
+					}
+				}
+			}
+			// TCP (closed), UDP and the ping, each seen replied.
+			return checkCT(3, odp.CTStatusSeenReply)(o)
+		}),
+	})
+
+	// Source NAT to a port range: the kernel picks a random port for a
+	// source port outside it and keeps one inside it that is free. The
+	// replies go to the port chosen (read back from what h2 received).
+	{
+		const lo, hi = 6000, 6009
+		req := func(sport uint16, p string) []byte { return u4(MAC1, A1, A2, sport, 53, p) }
+		reply := func(sport uint16, p string) ctStep {
+			return ctStep{host: "h2", make: func(e *Env) ([]byte, error) {
+				port, err := natPortOf(e, "h2", natIP, sport, lo, hi)
+				if err != nil {
+					return nil, err
+				}
+				return u4(MAC2, A2, natIP, 53, port, p), nil
+			}}
+		}
+		// The connection from a port in the range comes first, so that no
+		// random choice has taken its port.
+		steps := []ctStep{
+			{host: "h1", frame: req(6005, "in range")}, reply(6005, "in range back"),
+			{host: "h1", frame: req(43000, "one")}, reply(43000, "one back"),
+			{host: "h1", frame: req(43001, "two")}, reply(43001, "two back"),
+			{host: "h1", frame: req(43000, "one again")},
+			{host: "h1", frame: req(43001, "two again")},
+		}
+		add(&Scenario{
+			Name: "ct-snat-port-range-random", Hosts: silentHosts(2), Conntrack: true,
+			Flows: []FlowSpec{
+				{"recirc_id(0),in_port(1)," + udp, "ct(commit,zone=13,nat(src=10.0.0.100:6000-6009)),recirc(0x13)"},
+				{"recirc_id(0),in_port(2)," + udp, "ct(zone=13,nat),recirc(0x13)"},
+				{"recirc_id(0x13),in_port(1)," + udp, "userspace(pid=$PID),2"},
+				{"recirc_id(0x13),in_port(2)," + udp, "userspace(pid=$PID),1"},
+			},
+			Traffic:   func(e *Env) error { return playSteps(e, steps) },
+			Normalize: natPortNormalizer(natIP, lo, hi),
+			Check: all(checkNoErrors, checkMisses(0), func(o *Observation) error {
+				// The replies come back to h1's ports, un-NATed.
+				if err := checkExact(o, "h1", u4(MAC2, A2, A1, 53, 6005, "in range back"), u4(MAC2, A2, A1, 53, 43000, "one back"),
+					u4(MAC2, A2, A1, 53, 43001, "two back")); err != nil {
+					return err
+				}
+				if err := checkCT(3, odp.CTStatusSeenReply|odp.CTStatusSrcNAT|odp.CTStatusSrcNATDone)(o); err != nil {
+					return err
+				}
+				for _, e := range o.Conntrack {
+					if e.Orig.SrcPort == 6005 && e.Reply.DstPort != 6005 {
+						return fmt.Errorf("the free port 6005, in the range, was not kept: %s", ctLine(e))
+					}
+				}
+				return nil
+			}),
+		})
+	}
+
+	// Destination NAT to a port range, which the kernel searches from its
+	// start: the first connection gets 8000, a second one from the same
+	// source port to another virtual IP would clash there and gets 8001,
+	// one whose port is in the range and free keeps it. Then an ICMP
+	// error from the server about the first is related, and its outer
+	// source and embedded destination are NAT-reversed.
+	{
+		dnatted := headertest.IPv4(headertest.IPv4Hdr{Src: A1, Dst: A2, Proto: header.IPProtoUDP, TTL: 64}, headertest.UDP(4400, 8000, []byte("first")))[:28]
+		reversed := headertest.IPv4(headertest.IPv4Hdr{Src: A1, Dst: vip, Proto: header.IPProtoUDP, TTL: 64}, headertest.UDP(4400, 53, []byte("first")))[:28]
+		icmpErr := func(from [4]byte, quoted []byte) []byte {
+			return ip4(MAC2, headertest.IPv4Hdr{Src: from, Dst: A1, Proto: header.IPProtoICMP}, headertest.ICMP(3, 3, 0, quoted))
+		}
+		add(&Scenario{
+			Name: "ct-dnat-port-range-and-related-error", Hosts: silentHosts(2), Conntrack: true,
+			Flows: []FlowSpec{
+				{"recirc_id(0),in_port(1)," + udp, "ct(commit,zone=14,nat(dst=10.0.0.2:8000-8002)),recirc(0x14)"},
+				{"recirc_id(0),in_port(2)," + udp, "ct(zone=14,nat),recirc(0x14)"},
+				{"recirc_id(0),in_port(2),eth(),eth_type(0x0800),ipv4(proto=1,frag=no),icmp()", "ct(zone=14,nat),recirc(0x14)"},
+				{"recirc_id(0x14),in_port(1)," + ip, "userspace(pid=$PID),2"},
+				{"recirc_id(0x14),in_port(2)," + ip, "userspace(pid=$PID),1"},
+			},
+			Traffic: func(e *Env) error {
+				return playSteps(e, []ctStep{
+					{host: "h1", frame: u4(MAC1, A1, vip, 4400, 53, "first")},
+					{host: "h2", frame: u4(MAC2, A2, A1, 8000, 4400, "first back")},
+					{host: "h1", frame: u4(MAC1, A1, vip2, 4400, 53, "clash")},
+					{host: "h2", frame: u4(MAC2, A2, A1, 8001, 4400, "clash back")},
+					{host: "h1", frame: u4(MAC1, A1, vip, 4401, 8002, "in range")},
+					{host: "h2", frame: u4(MAC2, A2, A1, 8002, 4401, "in range back")},
+					{host: "h2", frame: icmpErr(A2, dnatted)},
+				})
+			},
+			Check: all(checkNoErrors, checkMisses(0), func(o *Observation) error {
+				if err := checkExact(o, "h2", u4(MAC1, A1, A2, 4400, 8000, "first"), u4(MAC1, A1, A2, 4400, 8001, "clash"),
+					u4(MAC1, A1, A2, 4401, 8002, "in range")); err != nil {
+					return err
+				}
+				if err := checkExact(o, "h1", u4(MAC2, vip, A1, 53, 4400, "first back"), u4(MAC2, vip2, A1, 53, 4400, "clash back"),
+					u4(MAC2, vip, A1, 8002, 4401, "in range back"), icmpErr(vip, reversed)); err != nil {
+					return err
+				}
+				return checkCT(3, odp.CTStatusSeenReply|odp.CTStatusDstNAT|odp.CTStatusDstNATDone)(o)
+			}),
+		})
+	}
+
+	// One 5-tuple from h1 and from h3, committed in zones 21 and 22:
+	// each zone has its own connection, and h2's replies (their zone
+	// chosen by the TOS) find only their zone's; zone 23 has none.
+	{
+		fwd := func(mac [6]byte, p string) []byte { return u4(mac, A1, A2, 4500, 53, p) }
+		rep := func(tos uint8, p string) []byte {
+			return ip4(MAC2, headertest.IPv4Hdr{Src: A2, Dst: A1, Proto: header.IPProtoUDP, TOS: tos}, headertest.UDP(53, 4500, []byte(p)))
+		}
+		steps := []ctStep{
+			{host: "h1", frame: fwd(MAC1, "zone 21")},
+			{host: "h3", frame: fwd(MAC3, "zone 22")}, // new: zone 21's connection is not seen
+			{host: "h2", frame: rep(0, "reply in 21")},
+			{host: "h1", frame: fwd(MAC1, "21 again")},   // established
+			{host: "h3", frame: fwd(MAC3, "22 again")},   // still new: no reply in zone 22
+			{host: "h2", frame: rep(8, "reply in 23")},   // new in zone 23 (not committed)
+			{host: "h2", frame: rep(4, "reply in 22")},   // reply in zone 22
+			{host: "h3", frame: fwd(MAC3, "22 at last")}, // established
+		}
+		add(&Scenario{
+			Name: "ct-zones-isolate-one-tuple", Hosts: silentHosts(3), Conntrack: true,
+			Flows: []FlowSpec{
+				{"recirc_id(0),in_port(1)," + udp, "ct(commit,zone=21),recirc(0x15)"},
+				{"recirc_id(0),in_port(3)," + udp, "ct(commit,zone=22),recirc(0x15)"},
+				{"recirc_id(0),in_port(2),eth(),eth_type(0x0800),ipv4(proto=17,tos=0/0xfc,frag=no),udp()", "ct(zone=21),recirc(0x15)"},
+				{"recirc_id(0),in_port(2),eth(),eth_type(0x0800),ipv4(proto=17,tos=0x4/0xfc,frag=no),udp()", "ct(zone=22),recirc(0x15)"},
+				{"recirc_id(0),in_port(2),eth(),eth_type(0x0800),ipv4(proto=17,tos=0x8/0xfc,frag=no),udp()", "ct(zone=23),recirc(0x15)"},
+			},
+			Traffic: func(e *Env) error { return playSteps(e, steps) },
+			Check: all(checkNoErrors, checkMisses(len(steps)), checkCT(2, odp.CTStatusSeenReply), func(o *Observation) error {
+				if z := []uint16{o.Conntrack[0].Zone, o.Conntrack[1].Zone}; !slices.Contains(z, 21) || !slices.Contains(z, 22) {
+					return fmt.Errorf("connections in zones %v, want 21 and 22", z)
+				}
+				return nil
+			}),
+		})
+	}
+
+	// Zone limits on both datapaths: zone 31 takes 2 connections, zone 32
+	// one, zone 33 has no limit. A commit past the limit drops the
+	// packet (no miss); a packet of a connection already committed
+	// passes.
+	{
+		q := func(sport, dport uint16, p string) ctStep {
+			return ctStep{host: "h1", frame: u4(MAC1, A1, A2, sport, dport, p)}
+		}
+		steps := []ctStep{
+			q(4600, 53, "31 one"), q(4601, 53, "31 two"), q(4602, 53, "31 three: over"), q(4600, 53, "31 one again"),
+			q(4610, 54, "32 one"), q(4611, 54, "32 two: over"),
+			q(4620, 55, "33 one"), q(4621, 55, "33 two"), q(4622, 55, "33 three"),
+		}
+		add(&Scenario{
+			Name: "ct-zone-limit", Hosts: silentHosts(2), Conntrack: true,
+			ZoneLimits: []odp.CTZoneLimit{{Zone: 31, Limit: 2}, {Zone: 32, Limit: 1}, {Zone: 33}},
+			Flows: []FlowSpec{
+				{"recirc_id(0),in_port(1),eth(),eth_type(0x0800),ipv4(proto=17,frag=no),udp(dst=53)", "ct(commit,zone=31),recirc(0x16)"},
+				{"recirc_id(0),in_port(1),eth(),eth_type(0x0800),ipv4(proto=17,frag=no),udp(dst=54)", "ct(commit,zone=32),recirc(0x16)"},
+				{"recirc_id(0),in_port(1),eth(),eth_type(0x0800),ipv4(proto=17,frag=no),udp(dst=55)", "ct(commit,zone=33),recirc(0x16)"},
+			},
+			Traffic: func(e *Env) error { return playSteps(e, steps) },
+			Check: all(checkNoErrors, checkMisses(len(steps)-2), checkCT(6, 0), func(o *Observation) error {
+				// Zone 33 is unlimited, so its connections are not counted.
+				want := []odp.CTZoneLimit{{Zone: 31, Limit: 2, Count: 2}, {Zone: 32, Limit: 1, Count: 1}, {Zone: 33}}
+				if !slices.Equal(o.ZoneLimits, want) {
+					return fmt.Errorf("zone limits %+v, want %+v", o.ZoneLimits, want)
+				}
+				return nil
+			}),
+		})
+	}
+
+	// Marks and labels, masked, set at the first commit and changed by
+	// later ones in either direction; the keys after recirculation
+	// carry them, and so does the table.
+	add(&Scenario{
+		Name: "ct-mark-and-labels", Hosts: silentHosts(2), Conntrack: true,
+		Flows: []FlowSpec{
+			{"recirc_id(0),in_port(1),eth(),eth_type(0x0800),ipv4(proto=17,frag=no),udp(dst=53)", "ct(commit,zone=41,mark=0x11/0xff,label=0x1234/0xffff),recirc(0x17)"},
+			{"recirc_id(0),in_port(2)," + udp, "ct(commit,zone=41,mark=0x2200/0xff00,label=0x560000/0xff0000),recirc(0x17)"},
+			{"recirc_id(0),in_port(1),eth(),eth_type(0x0800),ipv4(proto=17,frag=no),udp(dst=54)", "ct(commit,zone=41,label=0x80000000000000000000000000000001/0xf0000000000000000000000000000001),recirc(0x17)"},
+			{"recirc_id(0),in_port(1),eth(),eth_type(0x0800),ipv4(proto=17,frag=no),udp(dst=55)", "ct(zone=41),recirc(0x17)"},
+		},
+		Traffic: func(e *Env) error {
+			return playSteps(e, []ctStep{
+				{host: "h1", frame: u4(MAC1, A1, A2, 4700, 53, "mark and label")},
+				{host: "h2", frame: u4(MAC2, A2, A1, 53, 4700, "more of both")},
+				{host: "h1", frame: u4(MAC1, A1, A2, 4700, 53, "both seen")},
+				{host: "h1", frame: u4(MAC1, A1, A2, 4701, 54, "high label bits")},
+				{host: "h1", frame: u4(MAC1, A1, A2, 4701, 55, "not committed: no mark")},
+			})
+		},
+		Check: all(checkNoErrors, checkMisses(5), checkCT(2, 0), func(o *Observation) error {
+			for _, e := range o.Conntrack {
+				// The labels in the key's wire order, the kernel's bitmap:
+				// 0x561234 is 34 12 56.
+				if e.Orig.SrcPort == 4700 && (e.Mark != 0x2211 || !bytes.Equal(e.Labels[:4], []byte{0x34, 0x12, 0x56, 0})) {
+					return fmt.Errorf("connection %s: want mark 0x2211 and labels 0x561234", ctLine(e))
+				}
+			}
+			return nil
+		}),
+	})
+}
+
+// natPortOf returns the source port that the last frame host received
+// from addr carried, after checking it is within lo-hi or, for the
+// original source port sport, the port itself.
+func natPortOf(e *Env, host string, addr [4]byte, sport, lo, hi uint16) (uint16, error) {
+	fs, err := e.Received(host)
+	if err != nil {
+		return 0, err
+	}
+	for i := len(fs) - 1; i >= 0; i-- {
+		p := Parse(fs[i])
+		if p.L4 < 0 || p.IPv6 || header.IPv4(fs[i][p.L3:]).SourceAddress() != addr {
+			continue
+		}
+		port := header.Ports(fs[i][p.L4:]).Source()
+		if port < lo || port > hi {
+			return 0, fmt.Errorf("%s received source port %d from %v, outside the NAT range %d-%d (client port %d)", host, port, addr, lo, hi, sport)
+		}
+		return port, nil
+	}
+	return 0, fmt.Errorf("%s has received nothing from %v", host, addr)
+}
+
+// natPortNormalizer checks the ports a datapath chose for source NAT to
+// addr:lo-hi and replaces them by names, so that two datapaths that
+// chose validly but differently compare equal: every connection NATed
+// to addr has a port in the range, no two share one, and every frame
+// and upcall from or to addr uses its connection's port (in both
+// directions). A connection that kept its own port (free and in the
+// range, which the kernel keeps) keeps it; the others get lo, lo+1...
+// in the order of their original source ports, skipping kept ones.
+// Checksums are updated for the rewritten ports.
+func natPortNormalizer(addr [4]byte, lo, hi uint16) func(*Observation) error {
+	return func(o *Observation) error {
+		type conn struct{ orig, nat uint16 }
+		var conns []conn
+		kept := map[uint16]bool{}
+		for _, e := range o.Conntrack {
+			if e.Reply.Dst.As4() != addr {
+				continue
+			}
+			p := e.Reply.DstPort
+			if p < lo || p > hi {
+				return fmt.Errorf("connection %s: NAT port %d outside %d-%d", ctLine(e), p, lo, hi)
+			}
+			conns = append(conns, conn{e.Orig.SrcPort, p})
+			if p == e.Orig.SrcPort {
+				kept[p] = true
+			}
+		}
+		slices.SortFunc(conns, func(a, b conn) int { return int(a.orig) - int(b.orig) })
+		names := map[uint16]uint16{}
+		next := lo
+		for _, c := range conns {
+			if _, dup := names[c.nat]; dup {
+				return fmt.Errorf("NAT port %d given to two connections", c.nat)
+			}
+			if kept[c.nat] {
+				names[c.nat] = c.nat
+				continue
+			}
+			for kept[next] {
+				next++
+			}
+			names[c.nat] = next
+			next++
+		}
+		var bad error
+		rewrite := func(b []byte) {
+			p := Parse(b)
+			if p.L4 < 0 || p.IPv6 || p.Fragment || (p.Proto != header.IPProtoUDP && p.Proto != header.IPProtoTCP) || p.L4+header.UDPMinimumSize > len(b) {
+				return
+			}
+			h := header.IPv4(b[p.L3:])
+			ports := header.Ports(b[p.L4:])
+			port, set := ports.Source(), ports.SetSource
+			switch {
+			case h.SourceAddress() == addr:
+			case h.DestinationAddress() == addr:
+				port, set = ports.Destination(), ports.SetDestination
+			default:
+				return
+			}
+			name, ok := names[port]
+			if !ok {
+				if bad == nil {
+					bad = fmt.Errorf("a packet %s uses port %d of %v, which no connection has", Describe(b), port, addr)
+				}
+				return
+			}
+			set(name)
+			off := p.L4 + 6
+			if p.Proto == header.IPProtoTCP {
+				off = p.L4 + 16
+			}
+			if off+2 <= len(b) {
+				old := uint16(b[off])<<8 | uint16(b[off+1])
+				sum := header.ChecksumUpdate2(old, port, name)
+				if p.Proto == header.IPProtoUDP {
+					sum = header.UDPChecksumUpdate(old, sum)
+				}
+				b[off], b[off+1] = byte(sum>>8), byte(sum)
+			}
+		}
+		for _, r := range o.Received {
+			for _, f := range r.Frames {
+				rewrite(f.Data)
+			}
+		}
+		for i := range o.Upcalls {
+			rewrite(o.Upcalls[i].Packet)
+			o.Upcalls[i].Key = renameKeyPort(o.Upcalls[i].Key, addr, names)
+			o.Upcalls[i].Extracted = renameKeyPort(o.Upcalls[i].Extracted, addr, names)
+		}
+		for i := range o.Conntrack {
+			if e := &o.Conntrack[i]; e.Reply.Dst.As4() == addr {
+				e.Reply.DstPort = names[e.Reply.DstPort]
+			}
+		}
+		return bad
+	}
+}
+
+// l4KeyRE finds a key's transport ports.
+var l4KeyRE = regexp.MustCompile(`(udp|tcp)\(src=(\d+),dst=(\d+)\)`)
+
+// renameKeyPort renames, in a formatted key whose IPv4 source or
+// destination is addr, the transport port on that side.
+func renameKeyPort(key string, addr [4]byte, names map[uint16]uint16) string {
+	a := fmt.Sprintf("%d.%d.%d.%d", addr[0], addr[1], addr[2], addr[3])
+	src, dst := strings.Contains(key, "ipv4(src="+a+","), strings.Contains(key, ",dst="+a+",proto=")
+	if !src && !dst {
+		return key
+	}
+	return l4KeyRE.ReplaceAllStringFunc(key, func(m string) string {
+		g := l4KeyRE.FindStringSubmatch(m)
+		sp, _ := strconv.Atoi(g[2])
+		dp, _ := strconv.Atoi(g[3])
+		if n, ok := names[uint16(sp)]; ok && src {
+			sp = int(n)
+		}
+		if n, ok := names[uint16(dp)]; ok && dst {
+			dp = int(n)
+		}
+		return fmt.Sprintf("%s(src=%d,dst=%d)", g[1], sp, dp)
+	})
+}
+
+// tcpRefused checks that a TCP connection from client (port sport) to
+// dst:dport does not open within timeout.
+func (e *Env) tcpRefused(client, dst string, sport, dport uint16, timeout time.Duration) error {
+	dsa, _, csa, fam, err := exchangeAddrs(dst, sport, dport)
+	if err != nil {
+		return err
+	}
+	fd, err := e.boundSocket(client, fam, unix.SOCK_STREAM, csa, timeout, "tcp client")
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	if err := connect(fd, dsa, time.Now().Add(timeout)); err == nil {
+		return fmt.Errorf("tcp from %s to %s:%d: connected, want refused by the firewall", client, dst, dport)
+	}
+	return nil
+}
+
+// udpRefused checks that a datagram from client (port sport) to
+// dst:dport, where server listens, does not arrive within timeout.
+func (e *Env) udpRefused(client, server, dst string, sport, dport uint16, timeout time.Duration) error {
+	dsa, lsa, csa, fam, err := exchangeAddrs(dst, sport, dport)
+	if err != nil {
+		return err
+	}
+	sfd, err := e.boundSocket(server, fam, unix.SOCK_DGRAM, lsa, timeout, "udp server")
+	if err != nil {
+		return err
+	}
+	defer unix.Close(sfd)
+	cfd, err := e.boundSocket(client, fam, unix.SOCK_DGRAM, csa, timeout, "udp client")
+	if err != nil {
+		return err
+	}
+	defer unix.Close(cfd)
+	deadline := time.Now().Add(timeout)
+	if err := sendto(cfd, []byte("refuse me"), dsa, deadline); err != nil {
+		return fmt.Errorf("udp client on %s: %w", client, err)
+	}
+	if n, _, err := recvfrom(sfd, make([]byte, 64), deadline); err == nil {
+		return fmt.Errorf("udp from %s to %s:%d: %d bytes arrived, want refused by the firewall", client, dst, dport, n)
+	}
+	return nil
+}
