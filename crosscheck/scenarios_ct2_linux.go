@@ -438,9 +438,7 @@ func ct2Scenarios(add func(*Scenario)) {
 		},
 		Check: all(checkNoErrors, checkMisses(5), checkCT(2, 0), func(o *Observation) error {
 			for _, e := range o.Conntrack {
-				// The labels in the key's wire order, the kernel's bitmap:
-				// 0x561234 is 34 12 56.
-				if e.Orig.SrcPort == 4700 && (e.Mark != 0x2211 || !bytes.Equal(e.Labels[:4], []byte{0x34, 0x12, 0x56, 0})) {
+				if e.Orig.SrcPort == 4700 && (e.Mark != 0x2211 || !bytes.Equal(e.Labels[12:], []byte{0, 0x56, 0x12, 0x34})) {
 					return fmt.Errorf("connection %s: want mark 0x2211 and labels 0x561234", ctLine(e))
 				}
 			}
@@ -516,10 +514,10 @@ func natPortNormalizer(addr [4]byte, lo, hi uint16) func(*Observation) error {
 			next++
 		}
 		var bad error
-		rewrite := func(b []byte) {
+		rewrite := func(b []byte) bool {
 			p := Parse(b)
 			if p.L4 < 0 || p.IPv6 || p.Fragment || (p.Proto != header.IPProtoUDP && p.Proto != header.IPProtoTCP) || p.L4+header.UDPMinimumSize > len(b) {
-				return
+				return false
 			}
 			h := header.IPv4(b[p.L3:])
 			ports := header.Ports(b[p.L4:])
@@ -529,14 +527,14 @@ func natPortNormalizer(addr [4]byte, lo, hi uint16) func(*Observation) error {
 			case h.DestinationAddress() == addr:
 				port, set = ports.Destination(), ports.SetDestination
 			default:
-				return
+				return false
 			}
 			name, ok := names[port]
 			if !ok {
 				if bad == nil {
 					bad = fmt.Errorf("a packet %s uses port %d of %v, which no connection has", Describe(b), port, addr)
 				}
-				return
+				return false
 			}
 			set(name)
 			off := p.L4 + 6
@@ -551,10 +549,15 @@ func natPortNormalizer(addr [4]byte, lo, hi uint16) func(*Observation) error {
 				}
 				b[off], b[off+1] = byte(sum>>8), byte(sum)
 			}
+			return true
 		}
 		for _, r := range o.Received {
-			for _, f := range r.Frames {
-				rewrite(f.Data)
+			for i := range r.Frames {
+				// The checksums were updated: the summary is again that
+				// of valid bytes.
+				if f := &r.Frames[i]; rewrite(f.Data) {
+					f.Summary = Describe(f.Data)
+				}
 			}
 		}
 		for i := range o.Upcalls {

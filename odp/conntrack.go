@@ -2,6 +2,7 @@ package odp
 
 import (
 	"context"
+	"encoding/binary"
 	"net/netip"
 )
 
@@ -45,6 +46,20 @@ const (
 	IPProtoSCTP    = 132
 	IPProtoUDPLite = 136
 )
+
+// CTLabelsFromWire converts ct_label as the datapath holds it (the
+// kernel's bitmap of two native-endian unsigned longs, which is also how
+// OVS_KEY_ATTR_CT_LABELS carries it and how ovs-dpctl copies it into an
+// ovs_u128) to CTEntry.Labels' network byte order: bit 0 is the last
+// byte's lowest bit. A shorter b is zero-padded.
+func CTLabelsFromWire(b []byte) [16]byte {
+	var raw [16]byte
+	copy(raw[:], b)
+	var out [16]byte
+	binary.BigEndian.PutUint64(out[:8], binary.NativeEndian.Uint64(raw[8:]))
+	binary.BigEndian.PutUint64(out[8:], binary.NativeEndian.Uint64(raw[:8]))
+	return out
+}
 
 // CTCounters are one direction's packet and byte counters.
 type CTCounters struct {

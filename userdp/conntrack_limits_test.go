@@ -56,3 +56,22 @@ func TestZoneLimitsAPI(t *testing.T) {
 	h.send(1, syn)
 	h.expectFrame(2, syn)
 }
+
+// TestConntrackLabelsOrder: dump-conntrack's labels are the 128-bit
+// number (odp.CTEntry.Labels, network byte order), as the kernel's are
+// read, not the bitmap bytes the key carries.
+func TestConntrackLabelsOrder(t *testing.T) {
+	h := newHarness(t, 2)
+	h.put("recirc_id(0),in_port(1),"+anyEth+ipTCP, "ct(commit,label=0x561234/0xffffff),2")
+	syn := ctTCP(1, 2, 40000, 80, 0x02, 1000, 0)
+	h.send(1, syn)
+	h.expectFrame(2, syn)
+	var got []odp.CTEntry
+	if err := h.dp.DumpConntrack(context.Background(), odp.CTFilter{}, func(e *odp.CTEntry) error { got = append(got, *e); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	want := [16]byte{13: 0x56, 14: 0x12, 15: 0x34}
+	if len(got) != 1 || got[0].Labels != want {
+		t.Fatalf("dump: %+v, want one entry with labels %x", got, want)
+	}
+}
