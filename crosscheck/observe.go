@@ -98,6 +98,10 @@ type CompareOptions struct {
 	DedupFrames bool
 	// IgnoreCounters leaves the hit/missed counters out.
 	IgnoreCounters bool
+	// IgnoreMeterStats leaves the meters' packet, byte and band counts
+	// out (for a load whose outcome depends on time, compared within a
+	// tolerance by its test).
+	IgnoreMeterStats bool
 	// MergeHosts compares the frames these hosts received as one sorted
 	// list, for traffic split between them by dp_hash: the kernel seeds
 	// its packet hash per boot, so which host gets which frame differs
@@ -178,6 +182,10 @@ func (ob *Observation) Render(o CompareOptions) string {
 	if len(ob.Meters) > 0 {
 		fmt.Fprintf(&b, "== meters (%d)\n", len(ob.Meters))
 		for _, m := range ob.Meters {
+			if o.IgnoreMeterStats {
+				fmt.Fprintf(&b, "  meter:%d\n", m.ID)
+				continue
+			}
 			fmt.Fprintf(&b, "  meter:%d packets:%d bytes:%d", m.ID, m.Packets, m.Bytes)
 			for i, band := range m.Bands {
 				fmt.Fprintf(&b, " band %d: packets:%d bytes:%d", i, band[0], band[1])
