@@ -155,12 +155,7 @@ func (ob *Observation) Render(o CompareOptions) string {
 			fl = append(fl, fmt.Sprintf("  %s packets:%d bytes:%d tcp_flags:%#x", f.Text, f.Packets, f.Bytes, f.TCPFlags))
 		}
 	}
-	sort.Strings(fl)
-	fmt.Fprintf(&b, "== flows (%d)\n", len(fl))
-	for _, l := range fl {
-		b.WriteString(l)
-		b.WriteByte('\n')
-	}
+	writeSorted(&b, "flows", fl)
 	ul := make([]string, 0, len(ob.Upcalls))
 	for _, u := range ob.Upcalls {
 		s := fmt.Sprintf("  %s port %d key %s", u.Kind, u.Port, u.Key)
@@ -173,12 +168,7 @@ func (ob *Observation) Render(o CompareOptions) string {
 		s += " | packet " + hex.EncodeToString(u.Packet)
 		ul = append(ul, s)
 	}
-	sort.Strings(ul)
-	fmt.Fprintf(&b, "== upcalls (%d)\n", len(ul))
-	for _, l := range ul {
-		b.WriteString(l)
-		b.WriteByte('\n')
-	}
+	writeSorted(&b, "upcalls", ul)
 	if len(ob.Meters) > 0 {
 		fmt.Fprintf(&b, "== meters (%d)\n", len(ob.Meters))
 		for _, m := range ob.Meters {
@@ -198,22 +188,18 @@ func (ob *Observation) Render(o CompareOptions) string {
 		for _, e := range ob.Conntrack {
 			cl = append(cl, "  "+ctLine(e))
 		}
-		sort.Strings(cl)
-		fmt.Fprintf(&b, "== conntrack (%d)\n", len(cl))
-		for _, l := range cl {
-			b.WriteString(l)
-			b.WriteByte('\n')
-		}
+		writeSorted(&b, "conntrack", cl)
 	}
 	if len(ob.ZoneLimits) > 0 {
-		fmt.Fprintf(&b, "== zone limits (%d)\n", len(ob.ZoneLimits))
+		zl := make([]string, 0, len(ob.ZoneLimits))
 		for _, l := range ob.ZoneLimits {
 			zone := fmt.Sprint(l.Zone)
 			if l.Zone == odp.CTDefaultZone {
 				zone = "default"
 			}
-			fmt.Fprintf(&b, "  zone=%s,limit=%d,count=%d\n", zone, l.Limit, l.Count)
+			zl = append(zl, fmt.Sprintf("  zone=%s,limit=%d,count=%d", zone, l.Limit, l.Count))
 		}
+		writeSorted(&b, "zone limits", zl)
 	}
 	if o.IgnoreCounters {
 		fmt.Fprintf(&b, "== counters (lost %d)\n", ob.Lost)
@@ -227,6 +213,16 @@ func (ob *Observation) Render(o CompareOptions) string {
 		}
 	}
 	return b.String()
+}
+
+// writeSorted writes the section name with lines, sorted.
+func writeSorted(b *strings.Builder, name string, lines []string) {
+	sort.Strings(lines)
+	fmt.Fprintf(b, "== %s (%d)\n", name, len(lines))
+	for _, l := range lines {
+		b.WriteString(l)
+		b.WriteByte('\n')
+	}
 }
 
 // ctLine is a conntrack entry as dump-conntrack -m prints it (status

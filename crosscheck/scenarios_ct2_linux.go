@@ -125,11 +125,28 @@ func checkMisses(n int) func(*Observation) error {
 	}
 }
 
+// flowLines are the flows of text, one "KEY ACTIONS" a line, with $TCP,
+// $UDP and $IP standing for the matches of IPv4 TCP, UDP and any IPv4
+// that is not a fragment. A line that is not two fields is kept whole
+// as the key, which the datapath then refuses (the scenario fails with
+// the flow named).
+func flowLines(text string) []FlowSpec {
+	r := strings.NewReplacer("$TCP", "eth(),eth_type(0x0800),ipv4(proto=6,frag=no),tcp()",
+		"$UDP", "eth(),eth_type(0x0800),ipv4(proto=17,frag=no),udp()", "$IP", "eth(),eth_type(0x0800),ipv4(frag=no)")
+	var fs []FlowSpec
+	for _, l := range strings.Split(strings.TrimSpace(text), "\n") {
+		f := strings.Fields(r.Replace(l))
+		if len(f) != 2 {
+			fs = append(fs, FlowSpec{Key: l})
+			continue
+		}
+		fs = append(fs, FlowSpec{f[0], f[1]})
+	}
+	return fs
+}
+
 func ct2Scenarios(add func(*Scenario)) {
 	vip, vip2, natIP := headertest.IP4("10.0.0.99"), headertest.IP4("10.0.0.98"), headertest.IP4("10.0.0.100")
-	const ip = "eth(),eth_type(0x0800),ipv4(frag=no)"
-	const udp = "eth(),eth_type(0x0800),ipv4(proto=17,frag=no),udp()"
-	const tcp = "eth(),eth_type(0x0800),ipv4(proto=6,frag=no),tcp()"
 	const syn, ack, psh, fin = header.TCPFlagSyn, header.TCPFlagAck, header.TCPFlagPsh, header.TCPFlagFin
 
 	// A stateful firewall in zone 11: h1 may open TCP to h2 and h2's
@@ -168,13 +185,12 @@ func ct2Scenarios(add func(*Scenario)) {
 		}
 		add(&Scenario{
 			Name: "ct-firewall-tcp", Hosts: silentHosts(2), Conntrack: true,
-			Flows: []FlowSpec{
-				{"recirc_id(0),in_port(1)," + tcp, "ct(commit,zone=11),recirc(0x11)"},
-				{"recirc_id(0),in_port(2)," + tcp, "ct(zone=11),recirc(0x11)"},
-				{"recirc_id(0x11),in_port(1),ct_state(+trk-inv)," + tcp, "userspace(pid=$PID),2"},
-				{"recirc_id(0x11),in_port(2),ct_state(+est+trk-inv)," + tcp, "userspace(pid=$PID),1"},
-				{"recirc_id(0x11),in_port(2),ct_state(+new+trk)," + tcp, "userspace(pid=$PID)"},
-			},
+			Flows: flowLines(`
+				recirc_id(0),in_port(1),$TCP ct(commit,zone=11),recirc(0x11)
+				recirc_id(0),in_port(2),$TCP ct(zone=11),recirc(0x11)
+				recirc_id(0x11),in_port(1),ct_state(+trk-inv),$TCP userspace(pid=$PID),2
+				recirc_id(0x11),in_port(2),ct_state(+est+trk-inv),$TCP userspace(pid=$PID),1
+				recirc_id(0x11),in_port(2),ct_state(+new+trk),$TCP userspace(pid=$PID)`),
 			Traffic: func(e *Env) error { return playSteps(e, append(allowed, refused...)) },
 			Check: all(checkNoErrors, checkMisses(0), func(o *Observation) error {
 				if n := countUpcalls(o, "action"); n != len(allowed)+len(refused) {
@@ -208,13 +224,12 @@ func ct2Scenarios(add func(*Scenario)) {
 			hs[1].Neigh = [][2]string{{"10.0.0.1", "02:00:00:00:00:01"}}
 			return hs
 		}(),
-		Flows: []FlowSpec{
-			{"recirc_id(0),in_port(1)," + ip, "ct(commit,zone=12),recirc(0x12)"},
-			{"recirc_id(0),in_port(2)," + ip, "ct(zone=12),recirc(0x12)"},
-			{"recirc_id(0x12),in_port(1),ct_state(+trk-inv)," + ip, "2"},
-			{"recirc_id(0x12),in_port(2),ct_state(+est+trk-inv)," + ip, "1"},
-			{"recirc_id(0x12),in_port(2),ct_state(+new+trk)," + ip, "drop"},
-		},
+		Flows: flowLines(`
+			recirc_id(0),in_port(1),$IP ct(commit,zone=12),recirc(0x12)
+			recirc_id(0),in_port(2),$IP ct(zone=12),recirc(0x12)
+			recirc_id(0x12),in_port(1),ct_state(+trk-inv),$IP 2
+			recirc_id(0x12),in_port(2),ct_state(+est+trk-inv),$IP 1
+			recirc_id(0x12),in_port(2),ct_state(+new+trk),$IP drop`),
 		Traffic: func(e *Env) error {
 			if err := e.TCPExchange("h1", "h2", "10.0.0.2", 41100, 8080, trafficTimeout); err != nil {
 				return err
@@ -273,12 +288,11 @@ func ct2Scenarios(add func(*Scenario)) {
 		}
 		add(&Scenario{
 			Name: "ct-snat-port-range-random", Hosts: silentHosts(2), Conntrack: true,
-			Flows: []FlowSpec{
-				{"recirc_id(0),in_port(1)," + udp, "ct(commit,zone=13,nat(src=10.0.0.100:6000-6009)),recirc(0x13)"},
-				{"recirc_id(0),in_port(2)," + udp, "ct(zone=13,nat),recirc(0x13)"},
-				{"recirc_id(0x13),in_port(1)," + udp, "userspace(pid=$PID),2"},
-				{"recirc_id(0x13),in_port(2)," + udp, "userspace(pid=$PID),1"},
-			},
+			Flows: flowLines(`
+				recirc_id(0),in_port(1),$UDP ct(commit,zone=13,nat(src=10.0.0.100:6000-6009)),recirc(0x13)
+				recirc_id(0),in_port(2),$UDP ct(zone=13,nat),recirc(0x13)
+				recirc_id(0x13),in_port(1),$UDP userspace(pid=$PID),2
+				recirc_id(0x13),in_port(2),$UDP userspace(pid=$PID),1`),
 			Traffic:   func(e *Env) error { return playSteps(e, steps) },
 			Normalize: natPortNormalizer(natIP, lo, hi),
 			Check: all(checkNoErrors, checkMisses(0), func(o *Observation) error {
@@ -314,13 +328,12 @@ func ct2Scenarios(add func(*Scenario)) {
 		}
 		add(&Scenario{
 			Name: "ct-dnat-port-range-and-related-error", Hosts: silentHosts(2), Conntrack: true,
-			Flows: []FlowSpec{
-				{"recirc_id(0),in_port(1)," + udp, "ct(commit,zone=14,nat(dst=10.0.0.2:8000-8002)),recirc(0x14)"},
-				{"recirc_id(0),in_port(2)," + udp, "ct(zone=14,nat),recirc(0x14)"},
-				{"recirc_id(0),in_port(2),eth(),eth_type(0x0800),ipv4(proto=1,frag=no),icmp()", "ct(zone=14,nat),recirc(0x14)"},
-				{"recirc_id(0x14),in_port(1)," + ip, "userspace(pid=$PID),2"},
-				{"recirc_id(0x14),in_port(2)," + ip, "userspace(pid=$PID),1"},
-			},
+			Flows: flowLines(`
+				recirc_id(0),in_port(1),$UDP ct(commit,zone=14,nat(dst=10.0.0.2:8000-8002)),recirc(0x14)
+				recirc_id(0),in_port(2),$UDP ct(zone=14,nat),recirc(0x14)
+				recirc_id(0),in_port(2),eth(),eth_type(0x0800),ipv4(proto=1,frag=no),icmp() ct(zone=14,nat),recirc(0x14)
+				recirc_id(0x14),in_port(1),$IP userspace(pid=$PID),2
+				recirc_id(0x14),in_port(2),$IP userspace(pid=$PID),1`),
 			Traffic: func(e *Env) error {
 				return playSteps(e, []ctStep{
 					{host: "h1", frame: u4(MAC1, A1, vip, 4400, 53, "first")},
@@ -366,13 +379,12 @@ func ct2Scenarios(add func(*Scenario)) {
 		}
 		add(&Scenario{
 			Name: "ct-zones-isolate-one-tuple", Hosts: silentHosts(3), Conntrack: true,
-			Flows: []FlowSpec{
-				{"recirc_id(0),in_port(1)," + udp, "ct(commit,zone=21),recirc(0x15)"},
-				{"recirc_id(0),in_port(3)," + udp, "ct(commit,zone=22),recirc(0x15)"},
-				{"recirc_id(0),in_port(2),eth(),eth_type(0x0800),ipv4(proto=17,tos=0/0xfc,frag=no),udp()", "ct(zone=21),recirc(0x15)"},
-				{"recirc_id(0),in_port(2),eth(),eth_type(0x0800),ipv4(proto=17,tos=0x4/0xfc,frag=no),udp()", "ct(zone=22),recirc(0x15)"},
-				{"recirc_id(0),in_port(2),eth(),eth_type(0x0800),ipv4(proto=17,tos=0x8/0xfc,frag=no),udp()", "ct(zone=23),recirc(0x15)"},
-			},
+			Flows: flowLines(`
+				recirc_id(0),in_port(1),$UDP ct(commit,zone=21),recirc(0x15)
+				recirc_id(0),in_port(3),$UDP ct(commit,zone=22),recirc(0x15)
+				recirc_id(0),in_port(2),eth(),eth_type(0x0800),ipv4(proto=17,tos=0/0xfc,frag=no),udp() ct(zone=21),recirc(0x15)
+				recirc_id(0),in_port(2),eth(),eth_type(0x0800),ipv4(proto=17,tos=0x4/0xfc,frag=no),udp() ct(zone=22),recirc(0x15)
+				recirc_id(0),in_port(2),eth(),eth_type(0x0800),ipv4(proto=17,tos=0x8/0xfc,frag=no),udp() ct(zone=23),recirc(0x15)`),
 			Traffic: func(e *Env) error { return playSteps(e, steps) },
 			Check: all(checkNoErrors, checkMisses(len(steps)), checkCT(2, odp.CTStatusSeenReply), func(o *Observation) error {
 				if z := []uint16{o.Conntrack[0].Zone, o.Conntrack[1].Zone}; !slices.Contains(z, 21) || !slices.Contains(z, 22) {
@@ -399,11 +411,10 @@ func ct2Scenarios(add func(*Scenario)) {
 		add(&Scenario{
 			Name: "ct-zone-limit", Hosts: silentHosts(2), Conntrack: true,
 			ZoneLimits: []odp.CTZoneLimit{{Zone: 31, Limit: 2}, {Zone: 32, Limit: 1}, {Zone: 33}},
-			Flows: []FlowSpec{
-				{"recirc_id(0),in_port(1),eth(),eth_type(0x0800),ipv4(proto=17,frag=no),udp(dst=53)", "ct(commit,zone=31),recirc(0x16)"},
-				{"recirc_id(0),in_port(1),eth(),eth_type(0x0800),ipv4(proto=17,frag=no),udp(dst=54)", "ct(commit,zone=32),recirc(0x16)"},
-				{"recirc_id(0),in_port(1),eth(),eth_type(0x0800),ipv4(proto=17,frag=no),udp(dst=55)", "ct(commit,zone=33),recirc(0x16)"},
-			},
+			Flows: flowLines(`
+				recirc_id(0),in_port(1),eth(),eth_type(0x0800),ipv4(proto=17,frag=no),udp(dst=53) ct(commit,zone=31),recirc(0x16)
+				recirc_id(0),in_port(1),eth(),eth_type(0x0800),ipv4(proto=17,frag=no),udp(dst=54) ct(commit,zone=32),recirc(0x16)
+				recirc_id(0),in_port(1),eth(),eth_type(0x0800),ipv4(proto=17,frag=no),udp(dst=55) ct(commit,zone=33),recirc(0x16)`),
 			Traffic: func(e *Env) error { return playSteps(e, steps) },
 			Check: all(checkNoErrors, checkMisses(len(steps)-2), checkCT(6, 0), func(o *Observation) error {
 				// Zone 33 is unlimited, so its connections are not counted.
@@ -421,20 +432,21 @@ func ct2Scenarios(add func(*Scenario)) {
 	// carry them, and so does the table.
 	add(&Scenario{
 		Name: "ct-mark-and-labels", Hosts: silentHosts(2), Conntrack: true,
-		Flows: []FlowSpec{
-			{"recirc_id(0),in_port(1),eth(),eth_type(0x0800),ipv4(proto=17,frag=no),udp(dst=53)", "ct(commit,zone=41,mark=0x11/0xff,label=0x1234/0xffff),recirc(0x17)"},
-			{"recirc_id(0),in_port(2)," + udp, "ct(commit,zone=41,mark=0x2200/0xff00,label=0x560000/0xff0000),recirc(0x17)"},
-			{"recirc_id(0),in_port(1),eth(),eth_type(0x0800),ipv4(proto=17,frag=no),udp(dst=54)", "ct(commit,zone=41,label=0x80000000000000000000000000000001/0xf0000000000000000000000000000001),recirc(0x17)"},
-			{"recirc_id(0),in_port(1),eth(),eth_type(0x0800),ipv4(proto=17,frag=no),udp(dst=55)", "ct(zone=41),recirc(0x17)"},
-		},
+		Flows: flowLines(`
+			recirc_id(0),in_port(1),eth(),eth_type(0x0800),ipv4(proto=17,frag=no),udp(dst=53) ct(commit,zone=41,mark=0x11/0xff,label=0x1234/0xffff),recirc(0x17)
+			recirc_id(0),in_port(2),$UDP ct(commit,zone=41,mark=0x2200/0xff00,label=0x560000/0xff0000),recirc(0x17)
+			recirc_id(0),in_port(1),eth(),eth_type(0x0800),ipv4(proto=17,frag=no),udp(dst=54) ct(commit,zone=41,label=0x80000000000000000000000000000001/0xf0000000000000000000000000000001),recirc(0x17)
+			recirc_id(0),in_port(1),eth(),eth_type(0x0800),ipv4(proto=17,frag=no),udp(dst=55) ct(zone=41),recirc(0x17)`),
 		Traffic: func(e *Env) error {
-			return playSteps(e, []ctStep{
-				{host: "h1", frame: u4(MAC1, A1, A2, 4700, 53, "mark and label")},
-				{host: "h2", frame: u4(MAC2, A2, A1, 53, 4700, "more of both")},
-				{host: "h1", frame: u4(MAC1, A1, A2, 4700, 53, "both seen")},
-				{host: "h1", frame: u4(MAC1, A1, A2, 4701, 54, "high label bits")},
-				{host: "h1", frame: u4(MAC1, A1, A2, 4701, 55, "not committed: no mark")},
-			})
+			// From h1 (to h2 when reply): source port, destination port.
+			q := func(reply bool, sport, dport uint16, p string) ctStep {
+				if reply {
+					return ctStep{host: "h2", frame: u4(MAC2, A2, A1, sport, dport, p)}
+				}
+				return ctStep{host: "h1", frame: u4(MAC1, A1, A2, sport, dport, p)}
+			}
+			return playSteps(e, []ctStep{q(false, 4700, 53, "mark and label"), q(true, 53, 4700, "more of both"),
+				q(false, 4700, 53, "both seen"), q(false, 4701, 54, "high label bits"), q(false, 4701, 55, "not committed: no mark")})
 		},
 		Check: all(checkNoErrors, checkMisses(5), checkCT(2, 0), func(o *Observation) error {
 			for _, e := range o.Conntrack {
@@ -603,38 +615,26 @@ func renameKeyPort(key string, addr [4]byte, names map[uint16]uint16) string {
 // dst:dport does not open within timeout.
 func (e *Env) tcpRefused(client, dst string, sport, dport uint16, timeout time.Duration) error {
 	dsa, _, csa, fam, err := exchangeAddrs(dst, sport, dport)
-	if err != nil {
-		return err
+	if err == nil {
+		var fd int
+		if fd, err = e.boundSocket(client, fam, unix.SOCK_STREAM, csa, timeout, "tcp client"); err == nil {
+			defer unix.Close(fd)
+			if connect(fd, dsa, time.Now().Add(timeout)) == nil {
+				err = fmt.Errorf("tcp from %s to %s:%d: connected, want refused by the firewall", client, dst, dport)
+			}
+		}
 	}
-	fd, err := e.boundSocket(client, fam, unix.SOCK_STREAM, csa, timeout, "tcp client")
-	if err != nil {
-		return err
-	}
-	defer unix.Close(fd)
-	if err := connect(fd, dsa, time.Now().Add(timeout)); err == nil {
-		return fmt.Errorf("tcp from %s to %s:%d: connected, want refused by the firewall", client, dst, dport)
-	}
-	return nil
+	return err
 }
 
 // udpRefused checks that a datagram from client (port sport) to
 // dst:dport, where server listens, does not arrive within timeout.
 func (e *Env) udpRefused(client, server, dst string, sport, dport uint16, timeout time.Duration) error {
-	dsa, lsa, csa, fam, err := exchangeAddrs(dst, sport, dport)
+	cfd, sfd, dsa, deadline, err := e.udpPair(client, server, dst, sport, dport, timeout)
 	if err != nil {
 		return err
 	}
-	sfd, err := e.boundSocket(server, fam, unix.SOCK_DGRAM, lsa, timeout, "udp server")
-	if err != nil {
-		return err
-	}
-	defer unix.Close(sfd)
-	cfd, err := e.boundSocket(client, fam, unix.SOCK_DGRAM, csa, timeout, "udp client")
-	if err != nil {
-		return err
-	}
-	defer unix.Close(cfd)
-	deadline := time.Now().Add(timeout)
+	defer func() { unix.Close(sfd); unix.Close(cfd) }()
 	if err := sendto(cfd, []byte("refuse me"), dsa, deadline); err != nil {
 		return fmt.Errorf("udp client on %s: %w", client, err)
 	}

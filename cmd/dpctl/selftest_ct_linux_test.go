@@ -32,61 +32,50 @@ import (
 // connection to the client, which the flows refuse; that is what runs
 // here.
 
-// selftest is one of the selftests: its flows (key, actions) and the
+// selftest is one of the selftests: its flows and the
 // traffic that checks it, given the datapath and the namespaces.
 type selftest struct {
-	name  string
-	flows [][2]string
+	name string
+	// flows are the selftest's flows, one "KEY ACTIONS" a line.
+	flows string
 	// setup adds the routes the selftest adds.
 	setup func(t *testing.T, client, server *testenv.Netns)
 	check func(t *testing.T, dp string, client, server *testenv.Netns)
 }
 
 // selftestARP are the selftests' ARP flows.
-var selftestARP = [][2]string{
-	{"in_port(1),eth(),eth_type(0x0806),arp()", "2"},
-	{"in_port(2),eth(),eth_type(0x0806),arp()", "1"},
-}
+const selftestARP = `
+		in_port(1),eth(),eth_type(0x0806),arp() 2
+		in_port(2),eth(),eth_type(0x0806),arp() 1`
 
 var selftestsCT = []selftest{{
 	name: "ct_connect_v4",
-	flows: append(selftestARP[:2:2], [][2]string{
-		{"ct_state(-trk),eth(),eth_type(0x0800),ipv4()", "ct(commit),recirc(0x1)"},
-		{"recirc_id(0x1),ct_state(+trk+new),in_port(1),eth(),eth_type(0x0800),ipv4(src=172.31.110.10)", "2"},
-		{"recirc_id(0x1),ct_state(+trk+est),in_port(1),eth(),eth_type(0x0800),ipv4(src=172.31.110.10)", "2"},
-		{"recirc_id(0x1),ct_state(+trk+est),in_port(2),eth(),eth_type(0x0800),ipv4(dst=172.31.110.10)", "1"},
-		{"recirc_id(0x1),ct_state(+trk+inv),eth(),eth_type(0x0800),ipv4()", "drop"},
-	}...),
-	check: func(t *testing.T, dp string, client, server *testenv.Netns) {
-		selftestPing(t, client, "172.31.110.20")
-		selftestConnect(t, client, server, "172.31.110.20:4443", true)
-		selftestConnect(t, server, client, "172.31.110.10:4443", false)
-	},
+	flows: selftestARP + `
+		ct_state(-trk),eth(),eth_type(0x0800),ipv4() ct(commit),recirc(0x1)
+		recirc_id(0x1),ct_state(+trk+new),in_port(1),eth(),eth_type(0x0800),ipv4(src=172.31.110.10) 2
+		recirc_id(0x1),ct_state(+trk+est),in_port(1),eth(),eth_type(0x0800),ipv4(src=172.31.110.10) 2
+		recirc_id(0x1),ct_state(+trk+est),in_port(2),eth(),eth_type(0x0800),ipv4(dst=172.31.110.10) 1
+		recirc_id(0x1),ct_state(+trk+inv),eth(),eth_type(0x0800),ipv4() drop`,
+	check: selftestConnects("172.31.110.20"),
 }, {
 	name: "nat_connect_v4",
-	flows: append(selftestARP[:2:2], [][2]string{
-		{"ct_state(-trk),in_port(1),eth(),eth_type(0x0800),ipv4(dst=192.168.0.20)", "ct(commit,nat(dst=172.31.110.20)),recirc(0x1)"},
-		{"ct_state(-trk),in_port(2),eth(),eth_type(0x0800),ipv4()", "ct(commit,nat),recirc(0x2)"},
-		{"recirc_id(0x1),ct_state(+trk-inv),in_port(1),eth(),eth_type(0x0800),ipv4()", "2"},
-		{"recirc_id(0x2),ct_state(+trk-inv),in_port(2),eth(),eth_type(0x0800),ipv4()", "1"},
-	}...),
+	flows: selftestARP + `
+		ct_state(-trk),in_port(1),eth(),eth_type(0x0800),ipv4(dst=192.168.0.20) ct(commit,nat(dst=172.31.110.20)),recirc(0x1)
+		ct_state(-trk),in_port(2),eth(),eth_type(0x0800),ipv4() ct(commit,nat),recirc(0x2)
+		recirc_id(0x1),ct_state(+trk-inv),in_port(1),eth(),eth_type(0x0800),ipv4() 2
+		recirc_id(0x2),ct_state(+trk-inv),in_port(2),eth(),eth_type(0x0800),ipv4() 1`,
 	setup: func(t *testing.T, client, server *testenv.Netns) {
 		client.AddRoute(t, "default", "172.31.110.20", "")
 	},
-	check: func(t *testing.T, dp string, client, server *testenv.Netns) {
-		selftestPing(t, client, "192.168.0.20")
-		selftestConnect(t, client, server, "192.168.0.20:4443", true)
-		selftestConnect(t, server, client, "172.31.110.10:4443", false)
-	},
+	check: selftestConnects("192.168.0.20"),
 }, {
 	name: "nat_related_v4",
-	flows: append(selftestARP[:2:2], [][2]string{
-		{"ct_state(-trk),in_port(1),eth(),eth_type(0x0800),ipv4(dst=172.31.110.20)", "ct(commit,nat(src=192.168.0.20)),recirc(0x1)"},
-		{"recirc_id(0x1),ct_state(+trk-inv),in_port(1),eth(),eth_type(0x0800),ipv4()", "2"},
-		{"ct_state(-trk),in_port(2),eth(),eth_type(0x0800),ipv4()", "ct(commit,nat),recirc(0x2)"},
-		{"recirc_id(0x2),ct_state(+rel+trk),in_port(2),eth(),eth_type(0x0800),ipv4(src=172.31.110.20,dst=172.31.110.10,proto=1),icmp()", "1"},
-		{"recirc_id(0x2),ct_state(+rel+trk),in_port(2),eth(),eth_type(0x0800),ipv4(dst=192.168.0.20,proto=1),icmp()", "drop"},
-	}...),
+	flows: selftestARP + `
+		ct_state(-trk),in_port(1),eth(),eth_type(0x0800),ipv4(dst=172.31.110.20) ct(commit,nat(src=192.168.0.20)),recirc(0x1)
+		recirc_id(0x1),ct_state(+trk-inv),in_port(1),eth(),eth_type(0x0800),ipv4() 2
+		ct_state(-trk),in_port(2),eth(),eth_type(0x0800),ipv4() ct(commit,nat),recirc(0x2)
+		recirc_id(0x2),ct_state(+rel+trk),in_port(2),eth(),eth_type(0x0800),ipv4(src=172.31.110.20,dst=172.31.110.10,proto=1),icmp() 1
+		recirc_id(0x2),ct_state(+rel+trk),in_port(2),eth(),eth_type(0x0800),ipv4(dst=192.168.0.20,proto=1),icmp() drop`,
 	setup: func(t *testing.T, client, server *testenv.Netns) {
 		server.AddRoute(t, "192.168.0.20/32", "172.31.110.10", "")
 	},
@@ -126,6 +115,18 @@ var selftestsCT = []selftest{{
 		}
 	},
 }}
+
+// selftestConnects is the check of ct_connect_v4 and nat_connect_v4:
+// "ping -c 3" from the client to addr, a TCP connection from the client
+// to addr:4443 that opens, and one from the server to the client that
+// the flows refuse.
+func selftestConnects(addr string) func(t *testing.T, dp string, client, server *testenv.Netns) {
+	return func(t *testing.T, dp string, client, server *testenv.Netns) {
+		selftestPing(t, client, addr)
+		selftestConnect(t, client, server, addr+":4443", true)
+		selftestConnect(t, server, client, "172.31.110.10:4443", false)
+	}
+}
 
 // selftestDpctl runs this test binary as dpctl.
 func selftestDpctl(t *testing.T, args ...string) string {
@@ -203,7 +204,11 @@ func runSelftest(t *testing.T, typ string, s selftest) {
 	selftestDpctl(t, "add-if", dp, sv.Name)
 	// The kernel's table outlives datapaths: start from an empty one.
 	selftestDpctl(t, "flush-conntrack", dp)
-	for _, f := range s.flows {
+	for _, l := range strings.Split(strings.TrimSpace(s.flows), "\n") {
+		f := strings.Fields(l)
+		if len(f) != 2 {
+			t.Fatalf("%s: flow line %q is not KEY ACTIONS", s.name, l)
+		}
 		selftestDpctl(t, "add-flow", dp, f[0], f[1])
 	}
 	s.check(t, dp, client, server)
