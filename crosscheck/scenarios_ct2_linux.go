@@ -427,6 +427,44 @@ func ct2Scenarios(add func(*Scenario)) {
 		})
 	}
 
+	// IPv6: UDP through source NAT to another address (ct_tuple6, the
+	// port kept), ICMPv6 echo as a connection, an ICMPv6 error about the
+	// NATed UDP flow (related, its embedded packet and outer destination
+	// NAT-reversed) and an echo reply that answers nothing (invalid).
+	{
+		natB := headertest.IP6("fd00::100")
+		v6 := func(mac [6]byte, src, dst [16]byte, proto uint8, l4 []byte) []byte {
+			return headertest.Eth(Nobody, mac, header.EtherTypeIPv6, headertest.IPv6(src, dst, proto, 64, 0, 0, l4))
+		}
+		natted := headertest.IPv6(natB, B2, header.IPProtoUDP, 64, 0, 0, headertest.UDP(4800, 53, []byte("v6 snat")))
+		add(&Scenario{
+			Name: "ct-ipv6-udp-icmpv6-snat", Hosts: silentHosts(2), Conntrack: true,
+			Flows: flowLines(`
+				recirc_id(0),in_port(1),eth(),eth_type(0x86dd),ipv6(proto=17,frag=no),udp() ct(commit,zone=51,nat(src=fd00::100)),recirc(0x18)
+				recirc_id(0),in_port(2),eth(),eth_type(0x86dd),ipv6(proto=17,frag=no),udp() ct(zone=51,nat),recirc(0x18)
+				recirc_id(0),in_port(1),eth(),eth_type(0x86dd),ipv6(proto=58,frag=no),icmpv6() ct(commit,zone=51),recirc(0x18)
+				recirc_id(0),in_port(2),eth(),eth_type(0x86dd),ipv6(proto=58,frag=no),icmpv6() ct(zone=51,nat),recirc(0x18)`),
+			Traffic: func(e *Env) error {
+				return playSteps(e, []ctStep{
+					{host: "h1", frame: v6(MAC1, B1, B2, header.IPProtoUDP, headertest.UDP(4800, 53, []byte("v6 snat")))},
+					{host: "h2", frame: v6(MAC2, B2, natB, header.IPProtoUDP, headertest.UDP(53, 4800, []byte("v6 back")))},
+					{host: "h1", frame: v6(MAC1, B1, B2, header.IPProtoICMPv6, headertest.ICMP(128, 0, 0x00770001, []byte("echo6")))},
+					{host: "h2", frame: v6(MAC2, B2, B1, header.IPProtoICMPv6, headertest.ICMP(129, 0, 0x00770001, []byte("echo6")))},
+					{host: "h2", frame: v6(MAC2, B2, natB, header.IPProtoICMPv6, headertest.ICMP(1, 4, 0, natted))},
+					{host: "h2", frame: v6(MAC2, B2, B1, header.IPProtoICMPv6, headertest.ICMP(129, 0, 0x00780001, []byte("stray")))},
+				})
+			},
+			Check: all(checkNoErrors, checkMisses(6), checkCT(2, odp.CTStatusSeenReply), func(o *Observation) error {
+				for _, u := range o.Upcalls {
+					if strings.Contains(u.Key, "icmpv6(type=1,") && (!strings.Contains(u.Key, "rel") || !strings.Contains(u.Key, "dst=fd00::1,")) {
+						return fmt.Errorf("the ICMPv6 error is not related and un-NATed: %s", u.Key)
+					}
+				}
+				return nil
+			}),
+		})
+	}
+
 	// Marks and labels, masked, set at the first commit and changed by
 	// later ones in either direction; the keys after recirculation
 	// carry them, and so does the table.
