@@ -227,11 +227,40 @@ func writeSorted(b *strings.Builder, name string, lines []string) {
 
 // ctLine is a conntrack entry as dump-conntrack -m prints it (status
 // bits and TCP state included), without what is the datapath's own: the
-// kernel's entry ID; timeouts and counters are not printed.
+// kernel's entry ID; counters are not printed. The timeout, which counts
+// down, is shown as the smallest of the kernel's default timeouts that
+// is at least it (ctTimeoutClasses): the state's timeout, compared.
+//
+// A UDP connection that has seen a reply becomes a stream (ASSURED, 120 s)
+// with the first packet that comes 2 s or more after its first one
+// (nf_conntrack_udp_packet's stream_ts, which userdp's tracker follows):
+// which side of 2 s a paced scenario's packet falls on is the machine's
+// speed (TCG), so for UDP the ASSURED bit is left out and 30 and 120 s are
+// one class.
 func ctLine(e odp.CTEntry) string {
 	e.ID = 0
-	return strings.Replace(odp.FormatCTEntry(&e, true, false, nil), "),id=0", ")", 1)
+	class := "longer"
+	for _, c := range ctTimeoutClasses {
+		if e.Timeout <= c {
+			class = fmt.Sprint(c)
+			break
+		}
+	}
+	if e.Orig.Proto == odp.IPProtoUDP {
+		e.Status &^= odp.CTStatusAssured
+		if e.Timeout <= 120 {
+			class = "120"
+		}
+	}
+	return strings.Replace(odp.FormatCTEntry(&e, true, false, nil), "),id=0", ")", 1) + ",timeout<=" + class
 }
+
+// ctTimeoutClasses are the kernel's default conntrack timeouts in
+// seconds, ascending (nf_conntrack_proto_tcp/udp/icmp/generic.c: TCP
+// CLOSE 10, LAST_ACK and UDP unreplied and ICMP 30, SYN_RECV and
+// CLOSE_WAIT 60, SYN_SENT, FIN_WAIT, TIME_WAIT and UDP streams 120, TCP
+// unacknowledged 300, generic 600, ESTABLISHED 5 days).
+var ctTimeoutClasses = []uint32{10, 30, 60, 120, 300, 600, 432000}
 
 // KeyMismatches returns, for every miss upcall whose datapath key
 // differs from flowkeys.Extract's key for its packet, a readable report
