@@ -270,7 +270,7 @@ func ct2Scenarios(add func(*Scenario)) {
 		req := func(sport uint16, p string) []byte { return u4(MAC1, A1, A2, sport, 53, p) }
 		reply := func(sport uint16, p string) ctStep {
 			return ctStep{host: "h2", make: func(e *Env) ([]byte, error) {
-				port, err := natPortOf(e, "h2", natIP, sport, lo, hi)
+				port, err := natPortOf(e, "h2", natIP, false, sport, lo, hi)
 				if err != nil {
 					return nil, err
 				}
@@ -294,7 +294,7 @@ func ct2Scenarios(add func(*Scenario)) {
 				recirc_id(0x13),in_port(1),$UDP userspace(pid=$PID),2
 				recirc_id(0x13),in_port(2),$UDP userspace(pid=$PID),1`),
 			Traffic:   func(e *Env) error { return playSteps(e, steps) },
-			Normalize: natPortNormalizer(natIP, lo, hi),
+			Normalize: natPortNormalizer(natIP, false, lo, hi),
 			Check: all(checkNoErrors, checkMisses(0), func(o *Observation) error {
 				// The replies come back to h1's ports, un-NATed.
 				if err := checkExact(o, "h1", u4(MAC2, A2, A1, 53, 6005, "in range back"), u4(MAC2, A2, A1, 53, 43000, "one back"),
@@ -314,18 +314,36 @@ func ct2Scenarios(add func(*Scenario)) {
 		})
 	}
 
-	// Destination NAT to a port range, which the kernel searches from its
-	// start: the first connection gets 8000, a second one from the same
-	// source port to another virtual IP would clash there and gets 8001,
-	// one whose port is in the range and free keeps it. Then an ICMP
-	// error from the server about the first is related, and its outer
-	// source and embedded destination are NAT-reversed.
+	// Destination NAT to a port range, which the kernel searches from a
+	// random offset (so the ports are checked, then named, as for source
+	// NAT): a second connection from the same source port to another
+	// virtual IP must get another port than the first, and one whose
+	// port is in the range and free keeps it. The server answers from
+	// the ports it was given. Then an ICMP error from the server about
+	// the first connection is related, and its outer source and embedded
+	// destination are NAT-reversed.
 	{
-		dnatted := headertest.IPv4(headertest.IPv4Hdr{Src: A1, Dst: A2, Proto: header.IPProtoUDP, TTL: 64}, headertest.UDP(4400, 8000, []byte("first")))[:28]
+		const lo, hi = 8000, 8002
 		reversed := headertest.IPv4(headertest.IPv4Hdr{Src: A1, Dst: vip, Proto: header.IPProtoUDP, TTL: 64}, headertest.UDP(4400, 53, []byte("first")))[:28]
 		icmpErr := func(from [4]byte, quoted []byte) []byte {
 			return ip4(MAC2, headertest.IPv4Hdr{Src: from, Dst: A1, Proto: header.IPProtoICMP}, headertest.ICMP(3, 3, 0, quoted))
 		}
+		// reply answers the last frame h2 received, from the port the
+		// datapath gave it.
+		reply := func(dport, own uint16, p string) ctStep {
+			return ctStep{host: "h2", make: func(e *Env) ([]byte, error) {
+				port, err := natPortOf(e, "h2", A2, true, own, lo, hi)
+				return u4(MAC2, A2, A1, port, dport, p), err
+			}}
+		}
+		// The error quotes the first frame h2 received, as a host would.
+		errStep := ctStep{host: "h2", make: func(e *Env) ([]byte, error) {
+			fs, err := e.Received("h2")
+			if err != nil || len(fs) == 0 {
+				return nil, fmt.Errorf("nothing received to answer with an error (%v)", err)
+			}
+			return icmpErr(A2, fs[0][14:14+28]), nil
+		}}
 		add(&Scenario{
 			Name: "ct-dnat-port-range-and-related-error", Hosts: silentHosts(2), Conntrack: true,
 			Flows: flowLines(`
@@ -336,25 +354,31 @@ func ct2Scenarios(add func(*Scenario)) {
 				recirc_id(0x14),in_port(2),$IP userspace(pid=$PID),1`),
 			Traffic: func(e *Env) error {
 				return playSteps(e, []ctStep{
-					{host: "h1", frame: u4(MAC1, A1, vip, 4400, 53, "first")},
-					{host: "h2", frame: u4(MAC2, A2, A1, 8000, 4400, "first back")},
-					{host: "h1", frame: u4(MAC1, A1, vip2, 4400, 53, "clash")},
-					{host: "h2", frame: u4(MAC2, A2, A1, 8001, 4400, "clash back")},
-					{host: "h1", frame: u4(MAC1, A1, vip, 4401, 8002, "in range")},
-					{host: "h2", frame: u4(MAC2, A2, A1, 8002, 4401, "in range back")},
-					{host: "h2", frame: icmpErr(A2, dnatted)},
+					{host: "h1", frame: u4(MAC1, A1, vip, 4400, 53, "first")}, reply(4400, 53, "first back"),
+					{host: "h1", frame: u4(MAC1, A1, vip2, 4400, 53, "clash")}, reply(4400, 53, "clash back"),
+					{host: "h1", frame: u4(MAC1, A1, vip, 4401, 8002, "in range")}, reply(4401, 8002, "in range back"),
+					errStep,
 				})
 			},
+			Normalize: natPortNormalizer(A2, true, lo, hi),
 			Check: all(checkNoErrors, checkMisses(0), func(o *Observation) error {
-				if err := checkExact(o, "h2", u4(MAC1, A1, A2, 4400, 8000, "first"), u4(MAC1, A1, A2, 4400, 8001, "clash"),
-					u4(MAC1, A1, A2, 4401, 8002, "in range")); err != nil {
+				if err := checkFrames(o, "h2", 3, false); err != nil {
 					return err
 				}
+				// What h1 receives is un-NATed: the same whatever the ports.
 				if err := checkExact(o, "h1", u4(MAC2, vip, A1, 53, 4400, "first back"), u4(MAC2, vip2, A1, 53, 4400, "clash back"),
 					u4(MAC2, vip, A1, 8002, 4401, "in range back"), icmpErr(vip, reversed)); err != nil {
 					return err
 				}
-				return checkCT(3, odp.CTStatusSeenReply|odp.CTStatusDstNAT|odp.CTStatusDstNATDone)(o)
+				if err := checkCT(3, odp.CTStatusSeenReply|odp.CTStatusDstNAT|odp.CTStatusDstNATDone)(o); err != nil {
+					return err
+				}
+				for _, e := range o.Conntrack {
+					if e.Orig.DstPort == 8002 && e.Reply.SrcPort != 8002 {
+						return fmt.Errorf("the free port 8002, in the range, was not kept: %s", ctLine(e))
+					}
+				}
+				return nil
 			}),
 		})
 	}
@@ -497,70 +521,89 @@ func ct2Scenarios(add func(*Scenario)) {
 	})
 }
 
-// natPortOf returns the source port that the last frame host received
-// from addr carried, after checking it is within lo-hi or, for the
-// original source port sport, the port itself.
-func natPortOf(e *Env, host string, addr [4]byte, sport, lo, hi uint16) (uint16, error) {
+// natPortOf returns the port of addr in the last frame host received
+// with addr as its source (dst false: source NAT to addr) or destination
+// (dst true: destination NAT to addr), after checking that it is within
+// lo-hi or is the connection's own port own.
+func natPortOf(e *Env, host string, addr [4]byte, dst bool, own, lo, hi uint16) (uint16, error) {
 	fs, err := e.Received(host)
 	if err != nil {
 		return 0, err
 	}
 	for i := len(fs) - 1; i >= 0; i-- {
 		p := Parse(fs[i])
-		if p.L4 < 0 || p.IPv6 || header.IPv4(fs[i][p.L3:]).SourceAddress() != addr {
+		if p.L4 < 0 || p.IPv6 {
 			continue
 		}
-		port := header.Ports(fs[i][p.L4:]).Source()
-		if port < lo || port > hi {
-			return 0, fmt.Errorf("%s received source port %d from %v, outside the NAT range %d-%d (client port %d)", host, port, addr, lo, hi, sport)
+		h, ports := header.IPv4(fs[i][p.L3:]), header.Ports(fs[i][p.L4:])
+		port := ports.Source()
+		switch {
+		case !dst && h.SourceAddress() == addr:
+		case dst && h.DestinationAddress() == addr:
+			port = ports.Destination()
+		default:
+			continue
+		}
+		if (port < lo || port > hi) && port != own {
+			return 0, fmt.Errorf("%s received port %d of %v, outside the NAT range %d-%d (the connection's own port %d)", host, port, addr, lo, hi, own)
 		}
 		return port, nil
 	}
-	return 0, fmt.Errorf("%s has received nothing from %v", host, addr)
+	return 0, fmt.Errorf("%s has received nothing with %v", host, addr)
 }
 
-// natPortNormalizer checks the ports a datapath chose for source NAT to
-// addr:lo-hi and replaces them by names, so that two datapaths that
-// chose validly but differently compare equal: every connection NATed
-// to addr has a port in the range, no two share one, and every frame
-// and upcall from or to addr uses its connection's port (in both
-// directions). A connection that kept its own port (free and in the
-// range, which the kernel keeps) keeps it; the others get lo, lo+1...
-// in the order of their original source ports, skipping kept ones.
-// Checksums are updated for the rewritten ports.
-func natPortNormalizer(addr [4]byte, lo, hi uint16) func(*Observation) error {
+// natPortNormalizer checks the ports a datapath chose for NAT to
+// addr:lo-hi (dst false: source NAT, whose connections' reply tuples go
+// to addr; dst true: destination NAT, whose reply tuples come from addr)
+// and replaces them by names, so that two datapaths that chose validly
+// but differently compare equal: every connection NATed to addr has a
+// port in the range, no two with the same port at their other end share
+// one, and every frame and upcall from or to addr uses its connection's
+// port (in both directions). A connection that kept its own
+// port (free and in the range, which the kernel keeps) keeps it; the
+// others get lo, lo+1... in the order of their original tuples, skipping
+// kept ones. Checksums are updated for the rewritten ports.
+func natPortNormalizer(addr [4]byte, dst bool, lo, hi uint16) func(*Observation) error {
 	return func(o *Observation) error {
-		type conn struct{ orig, nat uint16 }
+		type conn struct {
+			orig           string
+			own, nat, peer uint16 // the port before NAT, after, and the other end's
+		}
 		var conns []conn
 		kept := map[uint16]bool{}
 		for _, e := range o.Conntrack {
-			if e.Reply.Dst.As4() != addr {
+			c := conn{fmt.Sprint(e.Orig), e.Orig.SrcPort, e.Reply.DstPort, e.Orig.DstPort}
+			if dst {
+				c.own, c.nat, c.peer = e.Orig.DstPort, e.Reply.SrcPort, e.Orig.SrcPort
+			}
+			if !dst && e.Reply.Dst.As4() != addr || dst && e.Reply.Src.As4() != addr {
 				continue
 			}
-			p := e.Reply.DstPort
-			if p < lo || p > hi {
-				return fmt.Errorf("connection %s: NAT port %d outside %d-%d", ctLine(e), p, lo, hi)
+			if (c.nat < lo || c.nat > hi) && c.nat != c.own {
+				return fmt.Errorf("connection %s: NAT port %d outside %d-%d", ctLine(e), c.nat, lo, hi)
 			}
-			conns = append(conns, conn{e.Orig.SrcPort, p})
-			if p == e.Orig.SrcPort {
-				kept[p] = true
+			conns = append(conns, c)
+			if c.nat == c.own {
+				kept[c.nat] = true
 			}
 		}
-		slices.SortFunc(conns, func(a, b conn) int { return int(a.orig) - int(b.orig) })
-		names := map[uint16]uint16{}
+		slices.SortFunc(conns, func(a, b conn) int { return strings.Compare(a.orig, b.orig) })
+		// names maps a port of addr and the other end's to the name.
+		names := map[[2]uint16]uint16{}
 		next := lo
 		for _, c := range conns {
-			if _, dup := names[c.nat]; dup {
-				return fmt.Errorf("NAT port %d given to two connections", c.nat)
+			k := [2]uint16{c.nat, c.peer}
+			if _, dup := names[k]; dup {
+				return fmt.Errorf("NAT port %d given to two connections with port %d at their other end", c.nat, c.peer)
 			}
-			if kept[c.nat] {
-				names[c.nat] = c.nat
+			if c.nat == c.own {
+				names[k] = c.nat
 				continue
 			}
 			for kept[next] {
 				next++
 			}
-			names[c.nat] = next
+			names[k] = next
 			next++
 		}
 		var bad error
@@ -571,15 +614,15 @@ func natPortNormalizer(addr [4]byte, lo, hi uint16) func(*Observation) error {
 			}
 			h := header.IPv4(b[p.L3:])
 			ports := header.Ports(b[p.L4:])
-			port, set := ports.Source(), ports.SetSource
+			port, peer, set := ports.Source(), ports.Destination(), ports.SetSource
 			switch {
 			case h.SourceAddress() == addr:
 			case h.DestinationAddress() == addr:
-				port, set = ports.Destination(), ports.SetDestination
+				port, peer, set = ports.Destination(), ports.Source(), ports.SetDestination
 			default:
 				return false
 			}
-			name, ok := names[port]
+			name, ok := names[[2]uint16{port, peer}]
 			if !ok {
 				if bad == nil {
 					bad = fmt.Errorf("a packet %s uses port %d of %v, which no connection has", Describe(b), port, addr)
@@ -616,8 +659,12 @@ func natPortNormalizer(addr [4]byte, lo, hi uint16) func(*Observation) error {
 			o.Upcalls[i].Extracted = renameKeyPort(o.Upcalls[i].Extracted, addr, names)
 		}
 		for i := range o.Conntrack {
-			if e := &o.Conntrack[i]; e.Reply.Dst.As4() == addr {
-				e.Reply.DstPort = names[e.Reply.DstPort]
+			e := &o.Conntrack[i]
+			if !dst && e.Reply.Dst.As4() == addr {
+				e.Reply.DstPort = names[[2]uint16{e.Reply.DstPort, e.Reply.SrcPort}]
+			}
+			if dst && e.Reply.Src.As4() == addr {
+				e.Reply.SrcPort = names[[2]uint16{e.Reply.SrcPort, e.Reply.DstPort}]
 			}
 		}
 		return bad
@@ -628,8 +675,9 @@ func natPortNormalizer(addr [4]byte, lo, hi uint16) func(*Observation) error {
 var l4KeyRE = regexp.MustCompile(`(udp|tcp)\(src=(\d+),dst=(\d+)\)`)
 
 // renameKeyPort renames, in a formatted key whose IPv4 source or
-// destination is addr, the transport port on that side.
-func renameKeyPort(key string, addr [4]byte, names map[uint16]uint16) string {
+// destination is addr, the transport port on that side (names: see
+// natPortNormalizer).
+func renameKeyPort(key string, addr [4]byte, names map[[2]uint16]uint16) string {
 	a := fmt.Sprintf("%d.%d.%d.%d", addr[0], addr[1], addr[2], addr[3])
 	src, dst := strings.Contains(key, "ipv4(src="+a+","), strings.Contains(key, ",dst="+a+",proto=")
 	if !src && !dst {
@@ -639,10 +687,9 @@ func renameKeyPort(key string, addr [4]byte, names map[uint16]uint16) string {
 		g := l4KeyRE.FindStringSubmatch(m)
 		sp, _ := strconv.Atoi(g[2])
 		dp, _ := strconv.Atoi(g[3])
-		if n, ok := names[uint16(sp)]; ok && src {
+		if n, ok := names[[2]uint16{uint16(sp), uint16(dp)}]; ok && src {
 			sp = int(n)
-		}
-		if n, ok := names[uint16(dp)]; ok && dst {
+		} else if n, ok := names[[2]uint16{uint16(dp), uint16(sp)}]; ok && dst {
 			dp = int(n)
 		}
 		return fmt.Sprintf("%s(src=%d,dst=%d)", g[1], sp, dp)
