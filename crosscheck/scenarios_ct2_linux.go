@@ -108,6 +108,24 @@ func checkCT(n int, want odp.CTStatus) func(*Observation) error {
 	}
 }
 
+// checkKept verifies that the connection whose own port (source for
+// source NAT, dst false; destination for destination NAT) is port, free
+// and in the NAT range, kept it.
+func checkKept(dst bool, port uint16) func(*Observation) error {
+	return func(o *Observation) error {
+		for _, e := range o.Conntrack {
+			own, nat := e.Orig.SrcPort, e.Reply.DstPort
+			if dst {
+				own, nat = e.Orig.DstPort, e.Reply.SrcPort
+			}
+			if own == port && nat != port {
+				return fmt.Errorf("the free port %d, in the range, was not kept: %s", port, ctLine(e))
+			}
+		}
+		return nil
+	}
+}
+
 func ctLines(o *Observation) []string {
 	var l []string
 	for _, e := range o.Conntrack {
@@ -295,22 +313,12 @@ func ct2Scenarios(add func(*Scenario)) {
 				recirc_id(0x13),in_port(2),$UDP userspace(pid=$PID),1`),
 			Traffic:   func(e *Env) error { return playSteps(e, steps) },
 			Normalize: natPortNormalizer(natIP, false, lo, hi),
-			Check: all(checkNoErrors, checkMisses(0), func(o *Observation) error {
-				// The replies come back to h1's ports, un-NATed.
-				if err := checkExact(o, "h1", u4(MAC2, A2, A1, 53, 6005, "in range back"), u4(MAC2, A2, A1, 53, 43000, "one back"),
-					u4(MAC2, A2, A1, 53, 43001, "two back")); err != nil {
-					return err
-				}
-				if err := checkCT(3, odp.CTStatusSeenReply|odp.CTStatusSrcNAT|odp.CTStatusSrcNATDone)(o); err != nil {
-					return err
-				}
-				for _, e := range o.Conntrack {
-					if e.Orig.SrcPort == 6005 && e.Reply.DstPort != 6005 {
-						return fmt.Errorf("the free port 6005, in the range, was not kept: %s", ctLine(e))
-					}
-				}
-				return nil
-			}),
+			Check: all(checkNoErrors, checkMisses(0), checkCT(3, odp.CTStatusSeenReply|odp.CTStatusSrcNAT|odp.CTStatusSrcNATDone),
+				checkKept(false, 6005), func(o *Observation) error {
+					// The replies come back to h1's ports, un-NATed.
+					return checkExact(o, "h1", u4(MAC2, A2, A1, 53, 6005, "in range back"), u4(MAC2, A2, A1, 53, 43000, "one back"),
+						u4(MAC2, A2, A1, 53, 43001, "two back"))
+				}),
 		})
 	}
 
@@ -366,20 +374,9 @@ func ct2Scenarios(add func(*Scenario)) {
 					return err
 				}
 				// What h1 receives is un-NATed: the same whatever the ports.
-				if err := checkExact(o, "h1", u4(MAC2, vip, A1, 53, 4400, "first back"), u4(MAC2, vip2, A1, 53, 4400, "clash back"),
-					u4(MAC2, vip, A1, 8002, 4401, "in range back"), icmpErr(vip, reversed)); err != nil {
-					return err
-				}
-				if err := checkCT(3, odp.CTStatusSeenReply|odp.CTStatusDstNAT|odp.CTStatusDstNATDone)(o); err != nil {
-					return err
-				}
-				for _, e := range o.Conntrack {
-					if e.Orig.DstPort == 8002 && e.Reply.SrcPort != 8002 {
-						return fmt.Errorf("the free port 8002, in the range, was not kept: %s", ctLine(e))
-					}
-				}
-				return nil
-			}),
+				return checkExact(o, "h1", u4(MAC2, vip, A1, 53, 4400, "first back"), u4(MAC2, vip2, A1, 53, 4400, "clash back"),
+					u4(MAC2, vip, A1, 8002, 4401, "in range back"), icmpErr(vip, reversed))
+			}, checkCT(3, odp.CTStatusSeenReply|odp.CTStatusDstNAT|odp.CTStatusDstNATDone), checkKept(true, 8002)),
 		})
 	}
 
