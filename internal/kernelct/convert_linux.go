@@ -1,7 +1,6 @@
 package kernelct
 
 import (
-
 	"github.com/ti-mo/conntrack"
 
 	"github.com/ovsdp/ovsdp/odp"
