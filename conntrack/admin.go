@@ -2,6 +2,7 @@ package conntrack
 
 import (
 	"errors"
+	"slices"
 	"time"
 )
 
@@ -171,7 +172,8 @@ func (t *Tracker) DeleteZoneLimit(zone int) error {
 }
 
 // ZoneLimit returns zone's limit (its own or the default) and its count
-// of committed connections; for DefaultZone, the default limit and 0.
+// of connections, which are those committed while the zone had a limit,
+// as the kernel counts them; for DefaultZone, the default limit and 0.
 func (t *Tracker) ZoneLimit(zone int) (limit uint32, count int, err error) {
 	switch {
 	case zone == DefaultZone:
@@ -182,6 +184,19 @@ func (t *Tracker) ZoneLimit(zone int) (limit uint32, count int, err error) {
 		return t.zoneLimit(uint16(zone)), int(t.zoneConn[zone].Load()), nil
 	}
 	return 0, 0, ErrZone
+}
+
+// LimitedZones returns the zones that have a limit of their own, in
+// ascending order.
+func (t *Tracker) LimitedZones() []uint16 {
+	t.limMu.RLock()
+	zs := make([]uint16, 0, len(t.limits))
+	for z := range t.limits {
+		zs = append(zs, z)
+	}
+	t.limMu.RUnlock()
+	slices.Sort(zs)
+	return zs
 }
 
 func (t *Tracker) zoneLimit(zone uint16) uint32 {

@@ -281,12 +281,12 @@ func (t *Tracker) uniqueTuple(c *conn, orig Tuple, rng *NATRange, manip int) (Tu
 	default:
 		lo, size = 1024, 1<<16-1024
 	}
-	var off uint32
-	switch {
-	case rng.Hash:
+	// The search starts at a random offset for either manip, as
+	// nf_nat_l4proto_unique_tuple's get_random_u16 (Linux 6.1: a
+	// destination NAT to a port range does not start at its first port).
+	off := rand.Uint32()
+	if rng.Hash {
 		off = uint32(t.tab.seed.hash(&orig, c.zone))
-	case rng.Random || manip == manipSrc:
-		off = rand.Uint32()
 	}
 	for i := uint32(0); i < size; i++ {
 		*key = uint16(lo + (off+i)%size)

@@ -216,3 +216,29 @@ func TestNoNATSetupOnConfirmed(t *testing.T) {
 		t.Fatalf("flush removed %d, count %d", n, tr.Count())
 	}
 }
+
+// TestDNATPortRangeStartsAtRandom: destination NAT to a port range
+// searches it from a random offset, as the kernel does (found by the
+// cross-check's ct-dnat-port-range-and-related-error: Linux 6.1 gave a
+// clashing connection 8002 of 8000-8002, where a search from the start
+// gives 8001). Over many trackers the first connection gets every port
+// of the range.
+func TestDNATPortRangeStartsAtRandom(t *testing.T) {
+	seen := map[uint16]bool{}
+	for i := 0; i < 200 && len(seen) < 3; i++ {
+		tr, _ := newTestTracker(t, Config{})
+		a := Action{Commit: true, HasNAT: true, NAT: NATRange{Dst: true, IPMin: v4("10.0.0.2"), IPMax: v4("10.0.0.2"), HasIP: true,
+			HasProto: true, ProtoMin: 8000, ProtoMax: 8002}}
+		p := udp(t, "10.0.0.1", "10.0.0.99", 4400, 53)
+		if _, err := run(t, tr, p, a); err != nil {
+			t.Fatal(err)
+		}
+		if port := p.Tuple.DstPort; port < 8000 || port > 8002 {
+			t.Fatalf("DNAT to port %d, outside 8000-8002", port)
+		}
+		seen[p.Tuple.DstPort] = true
+	}
+	if len(seen) != 3 {
+		t.Errorf("200 first connections got ports %v: the search always starts at the same place", seen)
+	}
+}

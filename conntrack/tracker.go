@@ -139,7 +139,7 @@ type Tracker struct {
 
 	max      atomic.Uint32
 	count    atomic.Int64
-	zoneConn []atomic.Int32 // per zone: committed connections
+	zoneConn []atomic.Int32 // per zone: connections committed while it had a limit
 
 	limMu      sync.RWMutex
 	limits     map[uint16]uint32 // per-zone limits; 0 = unlimited
@@ -222,6 +222,7 @@ type conn struct {
 	e0      entry // original direction
 	dead    atomic.Bool
 	single  bool // orig and reply tuples are equal: one entry
+	limited bool // committed while its zone had a limit: counted in zoneConn
 	zone    uint16
 	status  atomic.Uint32
 	expires atomic.Int64
@@ -622,9 +623,17 @@ func (t *Tracker) commit(c *conn, a *Action, now int64) error {
 		return nil
 	}
 	if !c.confirmed() {
+		// As the kernel's nf_conncount list behind ovs_ct_limit, a zone
+		// counts only the connections committed while it had a limit
+		// (its own or the default): one committed unlimited is not
+		// counted against a limit set later.
+		c.limited = false
 		if t.limitsOn.Load() {
-			if lim := t.zoneLimit(c.zone); lim != 0 && int64(t.zoneConn[c.zone].Load())+1 > int64(lim) {
-				return fmt.Errorf("%w: zone %d has %d", ErrZoneLimit, c.zone, lim)
+			if lim := t.zoneLimit(c.zone); lim != 0 {
+				if int64(t.zoneConn[c.zone].Load())+1 > int64(lim) {
+					return fmt.Errorf("%w: zone %d has %d", ErrZoneLimit, c.zone, lim)
+				}
+				c.limited = true
 			}
 		}
 		t.setMarkLabels(c, a)
@@ -644,7 +653,9 @@ func (t *Tracker) commit(c *conn, a *Action, now int64) error {
 		}
 		t.insert.Add(1)
 		t.count.Add(1)
-		t.zoneConn[c.zone].Add(1)
+		if c.limited {
+			t.zoneConn[c.zone].Add(1)
+		}
 		return nil
 	}
 	t.setMarkLabels(c, a)
@@ -682,6 +693,8 @@ func (t *Tracker) delete(c *conn) bool {
 	}
 	c.status.Or(StatusDying)
 	t.count.Add(-1)
-	t.zoneConn[c.zone].Add(-1)
+	if c.limited {
+		t.zoneConn[c.zone].Add(-1)
+	}
 	return true
 }

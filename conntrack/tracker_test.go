@@ -208,9 +208,15 @@ func TestZoneLimits(t *testing.T) {
 	if lim != 2 || n != 2 {
 		t.Fatalf("zone 5: limit %d count %d", lim, n)
 	}
-	// The default limit applies to zones without their own.
+	// The default limit applies to zones without their own. As in the
+	// kernel, zone 6's connection, committed while it was unlimited, is
+	// not counted: one more fits in the default's 1, the next does not.
 	tr.SetZoneLimit(DefaultZone, 1)
-	_, err = run(t, tr, udp(t, "10.0.0.1", "10.0.0.2", 103, 53), Action{Commit: true, Zone: 6})
+	if _, n, _ := tr.ZoneLimit(6); n != 0 {
+		t.Errorf("zone 6 counts %d connections committed while unlimited, want 0", n)
+	}
+	mustState(t, tr, udp(t, "10.0.0.1", "10.0.0.2", 103, 53), Action{Commit: true, Zone: 6}, trkNew)
+	_, err = run(t, tr, udp(t, "10.0.0.1", "10.0.0.2", 106, 53), Action{Commit: true, Zone: 6})
 	if !errors.Is(err, ErrZoneLimit) {
 		t.Fatalf("zone 6 over the default limit: %v", err)
 	}

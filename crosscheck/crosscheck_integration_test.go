@@ -3,6 +3,7 @@
 package crosscheck
 
 import (
+	"math"
 	"os"
 	"strconv"
 	"testing"
@@ -76,4 +77,35 @@ func TestIntegrationCrosscheckFuzz(t *testing.T) {
 	nf, nm, na := count(net)
 	t.Logf("differential fuzz, seed %d: %d packets through system@ and netdev@ in %v; system@: %d frames out, %d misses (keys compared with flowkeys.Extract), %d userspace upcalls, hit %d; netdev@: %d frames out, %d misses, %d userspace upcalls, hit %d",
 		seed, n, time.Since(start).Round(time.Millisecond), sf, sm, sa, sys.Hit, nf, nm, na, net.Hit)
+}
+
+// TestIntegrationCrosscheckMeterLoad offers two meters (packets/s and
+// kbit/s) about ten times their rates for a second on both datapaths.
+// Each datapath's run is checked on its own (every frame metered, band
+// drops plus frames received equal to the frames offered, the passed
+// count within MeterLoad.Tolerance of what the kernel's bucket passes for
+// the batches at the times they were injected in that run); the two
+// datapaths' passed counts, each less its own expected count (the runs'
+// timings differ), must then differ by at most the tolerance; everything
+// else is compared exactly.
+func TestIntegrationCrosscheckMeterLoad(t *testing.T) {
+	testenv.RequireRoot(t)
+	testenv.RequireKernelModule(t, "openvswitch")
+	m := NewMeterLoad()
+	sys, net := crossCheck(t, m.Scenario())
+	if len(sys.Meters) != 2 || len(net.Meters) != 2 {
+		t.Fatalf("meters observed: system@ %d, netdev@ %d, want 2 each", len(sys.Meters), len(net.Meters))
+	}
+	ds, dn := m.Duration("system"), m.Duration("netdev")
+	for i := range sys.Meters {
+		ps := float64(sys.Meters[i].Packets - sys.Meters[i].Bands[0][0])
+		pn := float64(net.Meters[i].Packets - net.Meters[i].Bands[0][0])
+		es, en := m.Expected(i, "system"), m.Expected(i, "netdev")
+		diff := (ps - es) - (pn - en)
+		t.Logf("meter %d: system@ passed %.0f of %d in %v (expected %.0f), netdev@ %.0f in %v (expected %.0f); corrected difference %.0f, tolerance %.0f",
+			sys.Meters[i].ID, ps, m.Offered[i], ds, es, pn, dn, en, diff, m.Tolerance(i))
+		if math.Abs(diff) > m.Tolerance(i) {
+			t.Errorf("meter %d: the datapaths' passed counts differ by %.1f after correcting for the run times, more than the tolerance %.0f", sys.Meters[i].ID, diff, m.Tolerance(i))
+		}
+	}
 }

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/ovsdp/ovsdp/odp"
 )
 
 // Received is what one host's interface received, in arrival order.
@@ -35,9 +37,12 @@ type ObservedFlow struct {
 // ObservedUpcall is one upcall: its kind, port, key as text (the
 // datapath's), userdata and packet.
 type ObservedUpcall struct {
-	Kind     string
-	Port     uint32
-	Key      string
+	Kind string
+	Port uint32
+	Key  string
+	// CT is the key's conntrack zone, mark and labels (which Key, as
+	// dpctl prints keys without a mask, leaves out), or "" if all 0.
+	CT       string
 	Userdata []byte
 	Packet   []byte
 	// Extracted is flowkeys.Extract's key for the packet, as text,
@@ -53,6 +58,12 @@ type Observation struct {
 	Upcalls  []ObservedUpcall
 	// Meters are the statistics of the scenario's meters.
 	Meters []ObservedMeter
+	// Conntrack is the connection tracker's table after the traffic
+	// (scenarios with Conntrack).
+	Conntrack []odp.CTEntry
+	// ZoneLimits are the scenario's zone limits after the traffic, with
+	// their connection counts.
+	ZoneLimits []odp.CTZoneLimit
 	// Hit, Missed and Lost are the datapath's counters.
 	Hit, Missed, Lost uint64
 	// Noise counts frames and upcalls of the hosts' own background
@@ -87,6 +98,10 @@ type CompareOptions struct {
 	DedupFrames bool
 	// IgnoreCounters leaves the hit/missed counters out.
 	IgnoreCounters bool
+	// IgnoreMeterStats leaves the meters' packet, byte and band counts
+	// out (for a load whose outcome depends on time, compared within a
+	// tolerance by its test).
+	IgnoreMeterStats bool
 	// MergeHosts compares the frames these hosts received as one sorted
 	// list, for traffic split between them by dp_hash: the kernel seeds
 	// its packet hash per boot, so which host gets which frame differs
@@ -140,36 +155,51 @@ func (ob *Observation) Render(o CompareOptions) string {
 			fl = append(fl, fmt.Sprintf("  %s packets:%d bytes:%d tcp_flags:%#x", f.Text, f.Packets, f.Bytes, f.TCPFlags))
 		}
 	}
-	sort.Strings(fl)
-	fmt.Fprintf(&b, "== flows (%d)\n", len(fl))
-	for _, l := range fl {
-		b.WriteString(l)
-		b.WriteByte('\n')
-	}
+	writeSorted(&b, "flows", fl)
 	ul := make([]string, 0, len(ob.Upcalls))
 	for _, u := range ob.Upcalls {
 		s := fmt.Sprintf("  %s port %d key %s", u.Kind, u.Port, u.Key)
+		if u.CT != "" {
+			s += " " + u.CT
+		}
 		if u.Userdata != nil {
 			s += " userdata " + hex.EncodeToString(u.Userdata)
 		}
 		s += " | packet " + hex.EncodeToString(u.Packet)
 		ul = append(ul, s)
 	}
-	sort.Strings(ul)
-	fmt.Fprintf(&b, "== upcalls (%d)\n", len(ul))
-	for _, l := range ul {
-		b.WriteString(l)
-		b.WriteByte('\n')
-	}
+	writeSorted(&b, "upcalls", ul)
 	if len(ob.Meters) > 0 {
 		fmt.Fprintf(&b, "== meters (%d)\n", len(ob.Meters))
 		for _, m := range ob.Meters {
+			if o.IgnoreMeterStats {
+				fmt.Fprintf(&b, "  meter:%d\n", m.ID)
+				continue
+			}
 			fmt.Fprintf(&b, "  meter:%d packets:%d bytes:%d", m.ID, m.Packets, m.Bytes)
 			for i, band := range m.Bands {
 				fmt.Fprintf(&b, " band %d: packets:%d bytes:%d", i, band[0], band[1])
 			}
 			b.WriteByte('\n')
 		}
+	}
+	if ob.Conntrack != nil {
+		cl := make([]string, 0, len(ob.Conntrack))
+		for _, e := range ob.Conntrack {
+			cl = append(cl, "  "+ctLine(e))
+		}
+		writeSorted(&b, "conntrack", cl)
+	}
+	if len(ob.ZoneLimits) > 0 {
+		zl := make([]string, 0, len(ob.ZoneLimits))
+		for _, l := range ob.ZoneLimits {
+			zone := fmt.Sprint(l.Zone)
+			if l.Zone == odp.CTDefaultZone {
+				zone = "default"
+			}
+			zl = append(zl, fmt.Sprintf("  zone=%s,limit=%d,count=%d", zone, l.Limit, l.Count))
+		}
+		writeSorted(&b, "zone limits", zl)
 	}
 	if o.IgnoreCounters {
 		fmt.Fprintf(&b, "== counters (lost %d)\n", ob.Lost)
@@ -184,6 +214,53 @@ func (ob *Observation) Render(o CompareOptions) string {
 	}
 	return b.String()
 }
+
+// writeSorted writes the section name with lines, sorted.
+func writeSorted(b *strings.Builder, name string, lines []string) {
+	sort.Strings(lines)
+	fmt.Fprintf(b, "== %s (%d)\n", name, len(lines))
+	for _, l := range lines {
+		b.WriteString(l)
+		b.WriteByte('\n')
+	}
+}
+
+// ctLine is a conntrack entry as dump-conntrack -m prints it (status
+// bits and TCP state included), without what is the datapath's own: the
+// kernel's entry ID; counters are not printed. The timeout, which counts
+// down, is shown as the smallest of the kernel's default timeouts that
+// is at least it (ctTimeoutClasses): the state's timeout, compared.
+//
+// A UDP connection that has seen a reply becomes a stream (ASSURED, 120 s)
+// with the first packet that comes 2 s or more after its first one
+// (nf_conntrack_udp_packet's stream_ts, which userdp's tracker follows):
+// which side of 2 s a paced scenario's packet falls on is the machine's
+// speed (TCG), so for UDP the ASSURED bit is left out and 30 and 120 s are
+// one class.
+func ctLine(e odp.CTEntry) string {
+	e.ID = 0
+	class := "longer"
+	for _, c := range ctTimeoutClasses {
+		if e.Timeout <= c {
+			class = fmt.Sprint(c)
+			break
+		}
+	}
+	if e.Orig.Proto == odp.IPProtoUDP {
+		e.Status &^= odp.CTStatusAssured
+		if e.Timeout <= 120 {
+			class = "120"
+		}
+	}
+	return strings.Replace(odp.FormatCTEntry(&e, true, false, nil), "),id=0", ")", 1) + ",timeout<=" + class
+}
+
+// ctTimeoutClasses are the kernel's default conntrack timeouts in
+// seconds, ascending (nf_conntrack_proto_tcp/udp/icmp/generic.c: TCP
+// CLOSE 10, LAST_ACK and UDP unreplied and ICMP 30, SYN_RECV and
+// CLOSE_WAIT 60, SYN_SENT, FIN_WAIT, TIME_WAIT and UDP streams 120, TCP
+// unacknowledged 300, generic 600, ESTABLISHED 5 days).
+var ctTimeoutClasses = []uint32{10, 30, 60, 120, 300, 600, 432000}
 
 // KeyMismatches returns, for every miss upcall whose datapath key
 // differs from flowkeys.Extract's key for its packet, a readable report

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ovsdp/ovsdp/flowkeys"
+	"github.com/ovsdp/ovsdp/internal/kernelct"
 	"github.com/ovsdp/ovsdp/odp"
 )
 
@@ -43,6 +44,21 @@ type Scenario struct {
 	// Check verifies what must hold on each datapath alone (so that two
 	// datapaths that both do nothing do not pass); nil means none.
 	Check func(o *Observation) error
+	// Conntrack flushes the datapath's connection tracker before the
+	// flows are installed (on system@ the kernel's table of the test's
+	// namespace, which outlives each datapath) and observes its entries
+	// after the traffic.
+	Conntrack bool
+	// ZoneLimits are set on the datapath's tracker (odp.CTLimiter)
+	// before the flows are installed; after the traffic every limit is
+	// observed with its count, then deleted (the kernel keeps them per
+	// namespace, not per datapath).
+	ZoneLimits []odp.CTZoneLimit
+	// Normalize rewrites, after the run and before Check and Compare,
+	// what legitimately differs between the datapaths (a NAT port the
+	// kernel picks at random), having checked that it is valid; an
+	// error is recorded in the observation.
+	Normalize func(o *Observation) error
 }
 
 // Opener creates a datapath called name (deleted by the returned
@@ -128,6 +144,25 @@ func Play(t testing.TB, s *Scenario, dpName string, open Opener) (*Observation, 
 			t.Logf("%s: meter %d: %v", dp.Type(), m.ID, err)
 		}
 	}
+	var ct odp.Conntracker
+	if s.Conntrack {
+		if ct, err = conntrackOf(t, dp); err != nil {
+			return nil, err
+		}
+		if err := ct.FlushConntrack(ctx, odp.CTFilter{}); err != nil {
+			return nil, fmt.Errorf("%s: flushing the connection tracker: %w", dp.Type(), err)
+		}
+	}
+	limiter, _ := dp.(odp.CTLimiter)
+	if len(s.ZoneLimits) > 0 {
+		if limiter == nil {
+			return nil, fmt.Errorf("%s: scenario %s needs conntrack zone limits, which %T lacks", dp.Type(), s.Name, dp)
+		}
+		if err := limiter.SetZoneLimits(ctx, s.ZoneLimits); err != nil {
+			return nil, fmt.Errorf("%s: setting conntrack zone limits: %w", dp.Type(), err)
+		}
+		t.Cleanup(func() { limiter.DelZoneLimits(context.Background(), limitZones(s.ZoneLimits)...) })
+	}
 	for i, fs := range s.Flows {
 		if err := putFlowText(ctx, dp, fs, pid); err != nil {
 			ob.Errors = append(ob.Errors, fmt.Sprintf("flow %d (%s %s) refused", i, fs.Key, fs.Actions))
@@ -212,7 +247,12 @@ func Play(t testing.TB, s *Scenario, dpName string, open Opener) (*Observation, 
 		}
 	}
 	frames := make([][][]byte, len(order))
+	// framesMu guards frames, which the traffic reads (Env.Received)
+	// while Play drains into it.
+	var framesMu sync.Mutex
 	drain := func() {
+		framesMu.Lock()
+		defer framesMu.Unlock()
 		for i, c := range caps {
 			fs, err := c.drain()
 			if err != nil {
@@ -227,6 +267,21 @@ func Play(t testing.TB, s *Scenario, dpName string, open Opener) (*Observation, 
 				frames[i] = append(frames[i], fs...)
 			}
 		}
+	}
+	env.received = func(host string) ([][]byte, error) {
+		drain()
+		framesMu.Lock()
+		defer framesMu.Unlock()
+		for i, lh := range order {
+			if lh.Name == host {
+				out := make([][]byte, len(frames[i]))
+				for j, f := range frames[i] {
+					out[j] = append([]byte(nil), f...)
+				}
+				return out, nil
+			}
+		}
+		return nil, fmt.Errorf("no host %q in the scenario", host)
 	}
 	if s.Traffic != nil {
 		// Drain while the traffic runs, so no socket buffer overflows.
@@ -319,12 +374,64 @@ func Play(t testing.TB, s *Scenario, dpName string, open Opener) (*Observation, 
 		}
 		ob.Meters = append(ob.Meters, om)
 	}
+	if ct != nil {
+		ob.Conntrack = []odp.CTEntry{}
+		err := ct.DumpConntrack(dctx, odp.CTFilter{}, func(e *odp.CTEntry) error {
+			ob.Conntrack = append(ob.Conntrack, *e)
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("%s: dumping the connection tracker: %w", dp.Type(), err)
+		}
+	}
+	if len(s.ZoneLimits) > 0 {
+		ls, err := limiter.ZoneLimits(dctx, limitZones(s.ZoneLimits)...)
+		if err != nil {
+			return nil, fmt.Errorf("%s: reading conntrack zone limits: %w", dp.Type(), err)
+		}
+		ob.ZoneLimits = ls
+		if err := limiter.DelZoneLimits(dctx, limitZones(s.ZoneLimits)...); err != nil {
+			return nil, fmt.Errorf("%s: deleting conntrack zone limits: %w", dp.Type(), err)
+		}
+	}
 	info, err := dp.Info(dctx)
 	if err != nil {
 		return nil, fmt.Errorf("%s: datapath info: %w", dp.Type(), err)
 	}
 	ob.Hit, ob.Missed, ob.Lost = info.Stats.Hit, info.Stats.Missed, info.Stats.Lost
+	if s.Normalize != nil {
+		if err := s.Normalize(ob); err != nil {
+			ob.Errors = append(ob.Errors, "normalize: "+err.Error())
+		}
+	}
 	return ob, nil
+}
+
+// limitZones are the zones of ls.
+func limitZones(ls []odp.CTZoneLimit) []int32 {
+	zs := make([]int32, len(ls))
+	for i, l := range ls {
+		zs[i] = l.Zone
+	}
+	return zs
+}
+
+// conntrackOf returns dp's connection tracker: its own (netdev@), or
+// for the kernel datapath the kernel's table of the current namespace
+// over ctnetlink, closed when the test ends.
+func conntrackOf(t testing.TB, dp odp.Datapath) (odp.Conntracker, error) {
+	if c, ok := dp.(odp.Conntracker); ok {
+		return c, nil
+	}
+	if dp.Type() != "system" {
+		return nil, fmt.Errorf("%s: %T has no connection tracker to observe", dp.Type(), dp)
+	}
+	kt, err := kernelct.Open()
+	if err != nil {
+		return nil, fmt.Errorf("system: opening the kernel's conntrack table: %w", err)
+	}
+	t.Cleanup(func() { kt.Close() })
+	return kt, nil
 }
 
 // putFlowText installs fs the way dpctl add-flow does.
@@ -348,7 +455,7 @@ func putFlowText(ctx context.Context, dp odp.Datapath, fs FlowSpec, pid uint32) 
 // observeUpcall records u, with flowkeys.Extract's key for misses.
 func observeUpcall(u *odp.Upcall) ObservedUpcall {
 	o := ObservedUpcall{Kind: u.Kind.String(), Port: u.Port, Key: odp.FormatKey(u.Key, nil, false),
-		Packet: append([]byte(nil), u.Packet...)}
+		CT: ctMetadata(u.Key), Packet: append([]byte(nil), u.Packet...)}
 	if u.Userdata != nil {
 		o.Userdata = append([]byte{}, u.Userdata...)
 	}
@@ -363,6 +470,18 @@ func observeUpcall(u *odp.Upcall) ObservedUpcall {
 		o.Extracted = ExtractedKeyMeta(u.Packet, &md)
 	}
 	return o
+}
+
+// ctMetadata is the conntrack zone, mark and labels of a key, which
+// FormatKey leaves out without a mask, or "" when all three are 0.
+func ctMetadata(k odp.FlowKey) string {
+	z, _ := k.Find(odp.KeyCTZone).(odp.CTZone)
+	m, _ := k.Find(odp.KeyCTMark).(odp.CTMark)
+	l, _ := k.Find(odp.KeyCTLabels).(odp.CTLabels)
+	if z == 0 && m == 0 && l == (odp.CTLabels{}) {
+		return ""
+	}
+	return fmt.Sprintf("ct_zone=%d,ct_mark=%#x,ct_label=%x", z, m, l[:])
 }
 
 // ExtractedKey is flowkeys.Extract's key for packet received on port,

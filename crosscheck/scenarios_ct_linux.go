@@ -139,7 +139,7 @@ func ctScenarios(add func(*Scenario)) {
 	}} {
 		c := c
 		add(&Scenario{
-			Name: c.name, Hosts: silentHosts(2), Flows: c.flows,
+			Name: c.name, Hosts: silentHosts(2), Flows: c.flows, Conntrack: true,
 			Traffic: func(e *Env) error { return steps(e, c.frames...) },
 			Check: all(checkNoErrors, func(o *Observation) error {
 				if got := countUpcalls(o, "miss"); got != c.misses {

@@ -501,6 +501,7 @@ func Scenarios() []*Scenario {
 		}),
 	})
 	ctScenarios(add)
+	ct2Scenarios(add)
 	return ss
 }
 

@@ -21,6 +21,17 @@ type Env struct {
 	// Datapath is "system" or "netdev".
 	Datapath string
 	quiet    func(time.Duration) error
+	received func(host string) ([][]byte, error)
+}
+
+// Received returns copies of the frames host has received so far, in
+// order (before normalization), for traffic that answers what the
+// datapath chose (a reply to a NAT port).
+func (e *Env) Received(host string) ([][]byte, error) {
+	if e.received == nil {
+		return nil, fmt.Errorf("Received outside Play")
+	}
+	return e.received(host)
 }
 
 // WaitQuiet waits until no frame has arrived at any host and no upcall
@@ -222,21 +233,12 @@ func (e *Env) Ping(host, dst string, timeout time.Duration) error {
 // UDPExchange sends one datagram "ping" from client (source port sport)
 // to dst:dport, where server answers "pong"; it waits for the answer.
 func (e *Env) UDPExchange(client, server, dst string, sport, dport uint16, timeout time.Duration) error {
-	dsa, lsa, csa, fam, err := exchangeAddrs(dst, sport, dport)
-	if err != nil {
-		return err
-	}
-	sfd, err := e.boundSocket(server, fam, unix.SOCK_DGRAM, lsa, timeout, "udp server")
+	cfd, sfd, dsa, deadline, err := e.udpPair(client, server, dst, sport, dport, timeout)
 	if err != nil {
 		return err
 	}
 	defer unix.Close(sfd)
-	cfd, err := e.boundSocket(client, fam, unix.SOCK_DGRAM, csa, timeout, "udp client")
-	if err != nil {
-		return err
-	}
 	defer unix.Close(cfd)
-	deadline := time.Now().Add(timeout)
 	var serr error
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -273,6 +275,22 @@ func (e *Env) UDPExchange(client, server, dst string, sport, dport uint16, timeo
 		return fmt.Errorf("udp client on %s: answer %q", client, buf[:n])
 	}
 	return nil
+}
+
+// udpPair opens the sockets of a UDP exchange from client (port sport)
+// to dst:dport on server: the client's, the server's (both bound, with
+// timeout), the destination address and the exchange's deadline.
+func (e *Env) udpPair(client, server, dst string, sport, dport uint16, timeout time.Duration) (cfd, sfd int, dsa unix.Sockaddr, deadline time.Time, err error) {
+	dsa, lsa, csa, fam, err := exchangeAddrs(dst, sport, dport)
+	if err == nil {
+		sfd, err = e.boundSocket(server, fam, unix.SOCK_DGRAM, lsa, timeout, "udp server")
+	}
+	if err == nil {
+		if cfd, err = e.boundSocket(client, fam, unix.SOCK_DGRAM, csa, timeout, "udp client"); err != nil {
+			unix.Close(sfd)
+		}
+	}
+	return cfd, sfd, dsa, time.Now().Add(timeout), err
 }
 
 // TCPExchange connects from client (source port sport) to dst:dport on

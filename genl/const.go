@@ -1,5 +1,7 @@
 package genl
 
+import "github.com/ovsdp/ovsdp/odp"
+
 // Generic netlink family names and versions (include/uapi/linux/openvswitch.h).
 const (
 	familyDatapath = "ovs_datapath"
@@ -231,7 +233,7 @@ const (
 
 	// DefaultZone is the zone ID that stands for the default limit of
 	// every zone without its own (OVS_ZONE_LIMIT_DEFAULT_ZONE).
-	DefaultZone int32 = -1
+	DefaultZone = odp.CTDefaultZone
 )
 
 // itoa formats n in decimal without fmt.

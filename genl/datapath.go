@@ -475,6 +475,9 @@ func (d *Datapath) DelMeter(ctx context.Context, id uint32) (*odp.MeterInfo, err
 	return d.c.delMeter(d.index, id)
 }
 
+// The kernel's conntrack zone limits (the ovs_ct_limit family).
+var _ odp.CTLimiter = (*Datapath)(nil)
+
 // SetZoneLimits sets connection limits per conntrack zone (Zone
 // DefaultZone sets the default). Without the ovs_ct_limit family (Linux
 // before 4.18, or without conntrack) it fails with an error wrapping

@@ -655,14 +655,11 @@ func decodeMeterFeatures(b []byte) (*odp.MeterFeatures, error) {
 }
 
 // ZoneLimit is a conntrack zone's connection limit (struct
-// ovs_zone_limit). Zone DefaultZone is the default for zones without
+// ovs_zone_limit), odp's type, so that Datapath implements
+// odp.CTLimiter. Zone DefaultZone is the default for zones without
 // their own limit. Count is the zone's current number of connections
 // (Get only). A Limit of 0 means unlimited.
-type ZoneLimit struct {
-	Zone  int32
-	Limit uint32
-	Count uint32
-}
+type ZoneLimit = odp.CTZoneLimit
 
 // decodeZoneLimits decodes an ovs_ct_limit GET reply.
 func decodeZoneLimits(b []byte) ([]ZoneLimit, error) {

@@ -2,6 +2,7 @@ package odp
 
 import (
 	"context"
+	"encoding/binary"
 	"net/netip"
 )
 
@@ -45,6 +46,20 @@ const (
 	IPProtoSCTP    = 132
 	IPProtoUDPLite = 136
 )
+
+// CTLabelsFromWire converts ct_label as the datapath holds it (the
+// kernel's bitmap of two native-endian unsigned longs, which is also how
+// OVS_KEY_ATTR_CT_LABELS carries it and how ovs-dpctl copies it into an
+// ovs_u128) to CTEntry.Labels' network byte order: bit 0 is the last
+// byte's lowest bit. A shorter b is zero-padded.
+func CTLabelsFromWire(b []byte) [16]byte {
+	var raw [16]byte
+	copy(raw[:], b)
+	var out [16]byte
+	binary.BigEndian.PutUint64(out[:8], binary.NativeEndian.Uint64(raw[8:]))
+	binary.BigEndian.PutUint64(out[8:], binary.NativeEndian.Uint64(raw[:8]))
+	return out
+}
 
 // CTCounters are one direction's packet and byte counters.
 type CTCounters struct {
@@ -368,4 +383,37 @@ type FragReassembler interface {
 	SetIPFMaxFrags(ctx context.Context, n uint32) error
 	// IPFStatus returns the reassembler's settings and counters.
 	IPFStatus(ctx context.Context) (IPFStatusAll, error)
+}
+
+// CTZoneLimit is a conntrack zone's connection limit (the kernel's
+// struct ovs_zone_limit). Zone CTDefaultZone stands for the default
+// limit of every zone without its own. A Limit of 0 means unlimited.
+// Count is the zone's number of committed connections (in replies
+// only).
+type CTZoneLimit struct {
+	Zone  int32
+	Limit uint32
+	Count uint32
+}
+
+// CTDefaultZone is the Zone of a CTZoneLimit that is the default limit
+// (OVS_ZONE_LIMIT_DEFAULT_ZONE).
+const CTDefaultZone int32 = -1
+
+// CTLimiter is the optional interface of a Datapath whose connection
+// tracker limits the connections committed per zone (the kernel's
+// ovs_ct_limit family; dpctl's ct-set-limits, ct-get-limits and
+// ct-del-limits). A commit past its zone's limit is refused and the
+// packet dropped.
+type CTLimiter interface {
+	// SetZoneLimits sets the limits of the given zones (CTDefaultZone:
+	// the default).
+	SetZoneLimits(ctx context.Context, limits []CTZoneLimit) error
+	// ZoneLimits returns the limit and connection count of each given
+	// zone (a zone without a limit of its own has the default's), or,
+	// with no zones, of the default and of every zone with a limit.
+	ZoneLimits(ctx context.Context, zones ...int32) ([]CTZoneLimit, error)
+	// DelZoneLimits makes the given zones follow the default again
+	// (CTDefaultZone: the default becomes unlimited).
+	DelZoneLimits(ctx context.Context, zones ...int32) error
 }

@@ -1,6 +1,7 @@
 package odp
 
 import (
+	"encoding/binary"
 	"net/netip"
 	"strings"
 	"testing"
@@ -277,4 +278,19 @@ func FuzzParseCTFilter(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestCTLabelsFromWire: the bitmap of two native-endian words becomes the
+// 128-bit number in network byte order.
+func TestCTLabelsFromWire(t *testing.T) {
+	var wire [16]byte
+	binary.NativeEndian.PutUint64(wire[:8], 0x561234)
+	binary.NativeEndian.PutUint64(wire[8:], 1<<63)
+	want := [16]byte{0: 0x80, 13: 0x56, 14: 0x12, 15: 0x34}
+	if got := CTLabelsFromWire(wire[:]); got != want {
+		t.Errorf("CTLabelsFromWire(%x) = %x, want %x", wire, got, want)
+	}
+	if got := CTLabelsFromWire([]byte{1}); got[15] != 1 || CTLabelsFromWire(nil) != ([16]byte{}) {
+		t.Errorf("short input: %x", got)
+	}
 }

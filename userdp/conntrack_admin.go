@@ -82,7 +82,7 @@ func ctTuple(t conntrack.Tuple) odp.CTTuple {
 // ctEntry is e in odp's form. The tracker keeps one TCP state per
 // connection, shown for both directions as ovs-dpctl shows the kernel's.
 func ctEntry(e *conntrack.Entry) odp.CTEntry {
-	ce := odp.CTEntry{Orig: ctTuple(e.Orig), Reply: ctTuple(e.Reply), Zone: e.Zone, Mark: e.Mark, Labels: e.Labels,
+	ce := odp.CTEntry{Orig: ctTuple(e.Orig), Reply: ctTuple(e.Reply), Zone: e.Zone, Mark: e.Mark, Labels: odp.CTLabelsFromWire(e.Labels[:]),
 		Status: odp.CTStatus(e.Status), Timeout: e.Timeout,
 		OrigCounters:  odp.CTCounters{Packets: e.OrigPackets, Bytes: e.OrigBytes},
 		ReplyCounters: odp.CTCounters{Packets: e.ReplyPackets, Bytes: e.ReplyBytes}, Bucket: -1}

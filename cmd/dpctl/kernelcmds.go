@@ -8,13 +8,13 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/ovsdp/ovsdp/genl"
 	"github.com/ovsdp/ovsdp/odp"
 )
 
-// Commands for meters (on both datapaths, meters.go) and the kernel's
-// ovs_ct_limit family, which ovs-dpctl does not expose (the
-// conntrack-limit ones have the names, arguments and output of
+// Commands for meters and conntrack zone limits, on both datapaths
+// (meters.go; the limits are the kernel's ovs_ct_limit family or the
+// userspace tracker's, odp.CTLimiter), which ovs-dpctl does not expose
+// (the conntrack-limit ones have the names, arguments and output of
 // ovs-appctl dpctl/ct-*-limits).
 func kernelFamilyCommands() []*cli.Command {
 	return []*cli.Command{
@@ -28,10 +28,14 @@ func kernelFamilyCommands() []*cli.Command {
 	}
 }
 
-// notKernel is the error of a kernel-only command (what) given a
-// userspace datapath: the commands need dp to be a systemDP.
-func notKernel(dp odp.Datapath, what string) error {
-	return fmt.Errorf("%s: %w (%s@%s)", what, errNotSupportedUserspace, dp.Type(), dp.Name())
+// ctLimiter is dp's conntrack zone limits (the kernel's ovs_ct_limit
+// family, or a userspace datapath's tracker over its control socket).
+func ctLimiter(dp odp.Datapath) (odp.CTLimiter, error) {
+	l, ok := dp.(odp.CTLimiter)
+	if !ok {
+		return nil, fmt.Errorf("conntrack limits: %w (%s@%s)", errNotSupportedUserspace, dp.Type(), dp.Name())
+	}
+	return l, nil
 }
 
 // manyArgs is the maxArgs of optDP for commands with a variable number
@@ -41,8 +45,8 @@ const manyArgs = math.MaxInt
 
 // parseZoneLimit parses "zone=N,limit=L" (either order) as
 // ct_dpif_parse_zone_limit_tuple does.
-func parseZoneLimit(s string) (genl.ZoneLimit, error) {
-	var zl genl.ZoneLimit
+func parseZoneLimit(s string) (odp.CTZoneLimit, error) {
+	var zl odp.CTZoneLimit
 	hasZone, hasLimit := false, false
 	for _, item := range strings.Split(s, ",") {
 		if item == "" {
@@ -107,13 +111,13 @@ func cmdCTSetLimits(e *env, args []string) error {
 	if len(args) == 0 {
 		return fmt.Errorf("ct-set-limits: too few arguments; usage: ct-set-limits [DP] [default=L] [zone=N,limit=L]...")
 	}
-	var limits []genl.ZoneLimit
+	var limits []odp.CTZoneLimit
 	if v, ok := strings.CutPrefix(args[0], "default="); ok {
 		n, err := strconv.ParseUint(v, 10, 32)
 		if err != nil {
 			return fmt.Errorf("ct-set-limits: invalid default limit %q", v)
 		}
-		limits = append(limits, genl.ZoneLimit{Zone: genl.DefaultZone, Limit: uint32(n)})
+		limits = append(limits, odp.CTZoneLimit{Zone: odp.CTDefaultZone, Limit: uint32(n)})
 		args = args[1:]
 	}
 	for _, a := range args {
@@ -123,9 +127,9 @@ func cmdCTSetLimits(e *env, args []string) error {
 		}
 		limits = append(limits, zl)
 	}
-	kd, ok := dp.(systemDP)
-	if !ok {
-		return notKernel(dp, "conntrack limits")
+	kd, err := ctLimiter(dp)
+	if err != nil {
+		return err
 	}
 	if err := kd.SetZoneLimits(e.ctx, limits); err != nil {
 		return fmt.Errorf("failed to set conntrack limit: %w", err)
@@ -144,7 +148,7 @@ func cmdCTDelLimits(e *env, args []string) error {
 	}
 	var zones []int32
 	if args[0] == "default" {
-		zones = append(zones, genl.DefaultZone)
+		zones = append(zones, odp.CTDefaultZone)
 		args = args[1:]
 	}
 	if len(args) > 1 {
@@ -157,9 +161,9 @@ func cmdCTDelLimits(e *env, args []string) error {
 		}
 		zones = append(zones, zs...)
 	}
-	kd, ok := dp.(systemDP)
-	if !ok {
-		return notKernel(dp, "conntrack limits")
+	kd, err := ctLimiter(dp)
+	if err != nil {
+		return err
 	}
 	if err := kd.DelZoneLimits(e.ctx, zones...); err != nil {
 		return fmt.Errorf("failed to delete conntrack limit: %w", err)
@@ -195,11 +199,11 @@ func cmdCTGetLimits(e *env, args []string) error {
 			return fmt.Errorf("ct-get-limits: %w", err)
 		}
 		// As ovs-dpctl: the default limit is always asked for too.
-		query = append([]int32{genl.DefaultZone}, zs...)
+		query = append([]int32{odp.CTDefaultZone}, zs...)
 	}
-	kd, ok := dp.(systemDP)
-	if !ok {
-		return notKernel(dp, "conntrack limits")
+	kd, err := ctLimiter(dp)
+	if err != nil {
+		return err
 	}
 	ls, err := kd.ZoneLimits(e.ctx, query...)
 	if err != nil {
@@ -207,7 +211,7 @@ func cmdCTGetLimits(e *env, args []string) error {
 	}
 	j := zoneLimitsJSON{Zones: []zoneLimitJSON{}}
 	for _, l := range ls {
-		if l.Zone == genl.DefaultZone {
+		if l.Zone == odp.CTDefaultZone {
 			v := l.Limit
 			j.Default = &v
 			continue

@@ -1,8 +1,6 @@
 package kernelct
 
 import (
-	"encoding/binary"
-
 	"github.com/ti-mo/conntrack"
 
 	"github.com/ovsdp/ovsdp/odp"
@@ -48,18 +46,6 @@ func ctTuple(t odp.CTTuple) conntrack.Tuple {
 	return out
 }
 
-// labels converts the kernel's ct_label (a bitmap of two native-endian
-// unsigned longs, as ovs-dpctl copies it into an ovs_u128) to network
-// byte order: bit 0 is the last byte's lowest bit.
-func labels(b []byte) [16]byte {
-	var raw [16]byte
-	copy(raw[:], b)
-	var out [16]byte
-	binary.BigEndian.PutUint64(out[:8], binary.NativeEndian.Uint64(raw[8:]))
-	binary.BigEndian.PutUint64(out[8:], binary.NativeEndian.Uint64(raw[:8]))
-	return out
-}
-
 // Entry converts a ctnetlink flow to the odp model, field by field as
 // ovs-dpctl reads one (nl_ct_attrs_to_ct_dpif_entry).
 func Entry(f *conntrack.Flow) odp.CTEntry {
@@ -80,7 +66,7 @@ func Entry(f *conntrack.Flow) odp.CTEntry {
 		e.Parent = tuple(f.TupleMaster)
 	}
 	if len(f.Labels) > 0 {
-		e.Labels = labels(f.Labels)
+		e.Labels = odp.CTLabelsFromWire(f.Labels)
 	}
 	if !f.Timestamp.Start.IsZero() {
 		e.Start = uint64(f.Timestamp.Start.UnixNano())

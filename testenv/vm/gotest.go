@@ -79,6 +79,10 @@ func selectsNothing(argv, env []string, dir string) bool {
 		return false
 	}
 	for _, p := range patterns {
+		// -test.list matches top-level names only: a pattern that also
+		// selects subtests ("TestX/sub") is asked with its first element,
+		// which is what -test.run matches against top-level names.
+		p = topLevelPattern(p)
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		// -test.list matches top-level names only: of a pattern for
 		// subtests ("^BenchmarkX$/^sub$"), its first element.
@@ -91,4 +95,26 @@ func selectsNothing(argv, env []string, dir string) bool {
 		}
 	}
 	return true
+}
+
+// topLevelPattern is the first slash-separated element of a -test.run
+// pattern, as the testing package splits it (a slash inside brackets or
+// parentheses does not split).
+func topLevelPattern(p string) string {
+	depth := 0
+	for i := 0; i < len(p); i++ {
+		switch p[i] {
+		case '\\':
+			i++
+		case '[', '(':
+			depth++
+		case ']', ')':
+			depth--
+		case '/':
+			if depth == 0 {
+				return p[:i]
+			}
+		}
+	}
+	return p
 }

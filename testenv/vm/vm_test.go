@@ -349,6 +349,13 @@ func TestSelectsNothing(t *testing.T) {
 	if SelectsNothing([]string{bin, "-test.run=^TestTestFlag$"}, env, "") {
 		t.Errorf("a pattern matching a test was taken for nothing")
 	}
+	// A pattern for subtests selects its top-level test.
+	if SelectsNothing([]string{bin, "-test.run=^TestTestFlag$/^sub"}, env, "") {
+		t.Errorf("a pattern selecting subtests of a test was taken for nothing")
+	}
+	if !SelectsNothing([]string{bin, "-test.run=^TestNoSuchThing$/x"}, env, "") {
+		t.Errorf("a subtest pattern under no test was not recognised")
+	}
 	if SelectsNothing([]string{bin, "-test.run=^TestNoSuchThing$", "-test.bench=."}, env, "") {
 		t.Errorf("benchmarks selected by -test.bench were ignored")
 	}

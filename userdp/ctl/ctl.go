@@ -93,6 +93,10 @@ type request struct {
 	Clear  bool             `json:"clear,omitempty"`
 	// CTFilter selects the entries of ct_dump and ct_flush.
 	CTFilter *odp.CTFilter `json:"ct_filter,omitempty"`
+	// ZoneLimits are ct_set_limits' limits, Zones the zones of
+	// ct_get_limits and ct_del_limits.
+	ZoneLimits []odp.CTZoneLimit `json:"zone_limits,omitempty"`
+	Zones      []int32           `json:"zones,omitempty"`
 }
 
 // response is one answer from the server. A dump answers with one
@@ -114,6 +118,8 @@ type response struct {
 	CTEntry *odp.CTEntry `json:"ct_entry,omitempty"`
 	CTStats *odp.CTStats `json:"ct_stats,omitempty"`
 	Count   *uint32      `json:"count,omitempty"`
+	// ZoneLimits answers ct_get_limits (never nil there).
+	ZoneLimits *[]odp.CTZoneLimit `json:"zone_limits,omitempty"`
 	// Closed is set on the server's last answer before it closes an
 	// idle connection; the request the client sent, if any, was not
 	// read.

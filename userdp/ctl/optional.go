@@ -9,12 +9,13 @@ import (
 )
 
 // The optional interfaces of a datapath that the control socket carries:
-// odp.Meters and odp.Conntracker. A served datapath without one answers
-// EOPNOTSUPP (odp.ErrUnsupported).
+// odp.Meters, odp.Conntracker and odp.CTLimiter. A served datapath
+// without one answers EOPNOTSUPP (odp.ErrUnsupported).
 
 var (
 	_ odp.Meters      = (*Client)(nil)
 	_ odp.Conntracker = (*Client)(nil)
+	_ odp.CTLimiter   = (*Client)(nil)
 )
 
 // handleMeter answers meter_features, set_meter, get_meter and del_meter.
@@ -168,4 +169,49 @@ func (c *Client) SetMaxConns(ctx context.Context, n uint32) error {
 
 func (c *Client) ctNumber(ctx context.Context, op string) (uint32, error) {
 	return callFor(ctx, c, &request{Op: op}, "a number", func(r *response) *uint32 { return r.Count })
+}
+
+// handleLimits answers ct_set_limits, ct_get_limits and ct_del_limits.
+func (s *Server) handleLimits(ctx context.Context, req *request, enc *json.Encoder) error {
+	l, ok := s.dp.(odp.CTLimiter)
+	if !ok {
+		return fmt.Errorf("ctl: %s: this datapath has no conntrack zone limits: %w", req.Op, odp.ErrUnsupported)
+	}
+	var err error
+	switch req.Op {
+	case "ct_set_limits":
+		err = l.SetZoneLimits(ctx, req.ZoneLimits)
+	case "ct_del_limits":
+		err = l.DelZoneLimits(ctx, req.Zones...)
+	default:
+		ls, err := l.ZoneLimits(ctx, req.Zones...)
+		if err != nil {
+			return err
+		}
+		if ls == nil {
+			ls = []odp.CTZoneLimit{}
+		}
+		return enc.Encode(&response{ZoneLimits: &ls})
+	}
+	if err != nil {
+		return err
+	}
+	return enc.Encode(&response{})
+}
+
+// SetZoneLimits implements odp.CTLimiter.
+func (c *Client) SetZoneLimits(ctx context.Context, limits []odp.CTZoneLimit) error {
+	_, err := c.call(ctx, &request{Op: "ct_set_limits", ZoneLimits: limits})
+	return err
+}
+
+// ZoneLimits implements odp.CTLimiter.
+func (c *Client) ZoneLimits(ctx context.Context, zones ...int32) ([]odp.CTZoneLimit, error) {
+	return callFor(ctx, c, &request{Op: "ct_get_limits", Zones: zones}, "zone limits", func(r *response) *[]odp.CTZoneLimit { return r.ZoneLimits })
+}
+
+// DelZoneLimits implements odp.CTLimiter.
+func (c *Client) DelZoneLimits(ctx context.Context, zones ...int32) error {
+	_, err := c.call(ctx, &request{Op: "ct_del_limits", Zones: zones})
+	return err
 }

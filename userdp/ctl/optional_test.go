@@ -152,3 +152,35 @@ func TestConntrack(t *testing.T) {
 		t.Errorf("count without a tracker: %v, want ErrUnsupported", err)
 	}
 }
+
+// TestZoneLimits sets, reads and deletes conntrack zone limits over the
+// socket (odp.CTLimiter): the answers and errors are the datapath's.
+func TestZoneLimits(t *testing.T) {
+	dp, c := serve(t)
+	ctx := context.Background()
+	var _ odp.CTLimiter = c
+	if err := c.SetZoneLimits(ctx, []odp.CTZoneLimit{{Zone: odp.CTDefaultZone, Limit: 9}, {Zone: 4, Limit: 2}}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := c.ZoneLimits(ctx)
+	direct, _ := dp.ZoneLimits(ctx)
+	if err != nil || !cmp.Equal(got, direct) || len(got) != 2 || got[1] != (odp.CTZoneLimit{Zone: 4, Limit: 2}) {
+		t.Errorf("ZoneLimits() = %+v, %v; want %+v", got, err, direct)
+	}
+	if got, err := c.ZoneLimits(ctx, 7); err != nil || !cmp.Equal(got, []odp.CTZoneLimit{{Zone: 7, Limit: 9}}) {
+		t.Errorf("ZoneLimits(7) = %+v, %v; want the default's 9", got, err)
+	}
+	// A query of zones that are all out of range answers an empty list.
+	if got, err := c.ZoneLimits(ctx, 1<<20); err != nil || got == nil || len(got) != 0 {
+		t.Errorf("ZoneLimits(1<<20) = %#v, %v; want an empty list", got, err)
+	}
+	if err := c.SetZoneLimits(ctx, []odp.CTZoneLimit{{Zone: 70000, Limit: 1}}); !errors.Is(err, syscall.EINVAL) {
+		t.Errorf("SetZoneLimits of zone 70000: %v, want EINVAL", err)
+	}
+	if err := c.DelZoneLimits(ctx, 4, odp.CTDefaultZone); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := c.ZoneLimits(ctx); !cmp.Equal(got, []odp.CTZoneLimit{{Zone: odp.CTDefaultZone}}) {
+		t.Errorf("after deleting: %+v, want the unlimited default only", got)
+	}
+}

@@ -250,6 +250,8 @@ func (s *Server) handle(ctx context.Context, req *request, enc *json.Encoder) er
 		return s.handleMeter(ctx, req, enc)
 	case "ct_dump", "ct_flush", "ct_stats", "ct_count", "ct_get_max", "ct_set_max":
 		return s.handleConntrack(ctx, req, enc)
+	case "ct_set_limits", "ct_get_limits", "ct_del_limits":
+		return s.handleLimits(ctx, req, enc)
 	case "execute":
 		if req.Packet == nil {
 			return fmt.Errorf("ctl: execute without a packet: %w", errInvalid)
