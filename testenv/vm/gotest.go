@@ -35,7 +35,35 @@ func testFlag(args []string, name string) (string, bool) {
 // ./... would otherwise boot one for every package). Any doubt (not a test
 // binary, -test.list failing) answers false.
 func SelectsNothing(argv, env []string, dir string) bool {
-	return selectsNothing(argv, env, dir)
+
+	if len(argv) == 0 || !strings.HasSuffix(argv[0], ".test") {
+		return false
+	}
+	args := argv[1:]
+	run, ok := testFlag(args, "run")
+	if !ok || run == "" {
+		return false // every test runs
+	}
+	patterns := []string{run}
+	if bench, ok := testFlag(args, "bench"); ok && bench != "" {
+		patterns = append(patterns, bench)
+	}
+	if fz, ok := testFlag(args, "fuzz"); ok && fz != "" {
+		return false
+	}
+	for _, p := range patterns {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		// -test.list matches top-level names only: of a pattern for
+		// subtests ("^BenchmarkX$/^sub$"), its first element.
+		cmd := exec.CommandContext(ctx, argv[0], "-test.list="+topLevel(p))
+		cmd.Dir, cmd.Env = dir, env
+		out, err := cmd.Output()
+		cancel()
+		if err != nil || strings.TrimSpace(string(out)) != "" {
+			return false
+		}
+	}
+	return true
 }
 
 // topLevel is the first '/'-separated element of a -test.run or
@@ -53,63 +81,6 @@ func topLevel(p string) string {
 			}
 		case '\\':
 			i++
-		case '/':
-			if depth == 0 {
-				return p[:i]
-			}
-		}
-	}
-	return p
-}
-
-func selectsNothing(argv, env []string, dir string) bool {
-	if len(argv) == 0 || !strings.HasSuffix(argv[0], ".test") {
-		return false
-	}
-	args := argv[1:]
-	run, ok := testFlag(args, "run")
-	if !ok || run == "" {
-		return false // every test runs
-	}
-	patterns := []string{run}
-	if bench, ok := testFlag(args, "bench"); ok && bench != "" {
-		patterns = append(patterns, bench)
-	}
-	if fz, ok := testFlag(args, "fuzz"); ok && fz != "" {
-		return false
-	}
-	for _, p := range patterns {
-		// -test.list matches top-level names only: a pattern that also
-		// selects subtests ("TestX/sub") is asked with its first element,
-		// which is what -test.run matches against top-level names.
-		p = topLevelPattern(p)
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		// -test.list matches top-level names only: of a pattern for
-		// subtests ("^BenchmarkX$/^sub$"), its first element.
-		cmd := exec.CommandContext(ctx, argv[0], "-test.list="+topLevel(p))
-		cmd.Dir, cmd.Env = dir, env
-		out, err := cmd.Output()
-		cancel()
-		if err != nil || strings.TrimSpace(string(out)) != "" {
-			return false
-		}
-	}
-	return true
-}
-
-// topLevelPattern is the first slash-separated element of a -test.run
-// pattern, as the testing package splits it (a slash inside brackets or
-// parentheses does not split).
-func topLevelPattern(p string) string {
-	depth := 0
-	for i := 0; i < len(p); i++ {
-		switch p[i] {
-		case '\\':
-			i++
-		case '[', '(':
-			depth++
-		case ']', ')':
-			depth--
 		case '/':
 			if depth == 0 {
 				return p[:i]
