@@ -41,24 +41,8 @@ func ReadProcCPU(pid int) (ProcCPU, error) {
 	if err != nil {
 		return c, fmt.Errorf("process %d: %w", pid, err)
 	}
-	// The command name, in parentheses, may hold spaces and ')': the
-	// fields after it start after the last ')'.
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return c, fmt.Errorf("%s/stat: no ')' after the command name in %q", dir, s)
-	}
-	f := strings.Fields(s[i+1:])
-	// f[0] is field 3 (state); utime and stime are fields 14 and 15.
-	if len(f) < 13 {
-		return c, fmt.Errorf("%s/stat: %d fields after the command name, want at least 13", dir, len(f))
-	}
-	for k, dst := range []*time.Duration{&c.User, &c.System} {
-		v, err := strconv.ParseUint(f[11+k], 10, 64)
-		if err != nil {
-			return c, fmt.Errorf("%s/stat: field %d: %w", dir, 14+k, err)
-		}
-		*dst = time.Duration(v) * time.Second / clockTicks
+	if c.User, c.System, err = parseStatTimes(string(b)); err != nil {
+		return c, fmt.Errorf("%s/stat: %w", dir, err)
 	}
 	tasks, err := os.ReadDir(filepath.Join(dir, "task"))
 	if err != nil {
@@ -84,4 +68,27 @@ func ReadProcCPU(pid int) (ProcCPU, error) {
 		c.Threads++
 	}
 	return c, nil
+}
+
+// parseStatTimes returns utime and stime (fields 14 and 15) of a
+// /proc/PID/stat line.
+func parseStatTimes(s string) (user, system time.Duration, err error) {
+	// The command name, in parentheses, may hold spaces and ')': the
+	// fields after it start after the last ')'.
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0, 0, fmt.Errorf("no ')' after the command name in %q", s)
+	}
+	f := strings.Fields(s[i+1:])
+	// f[0] is field 3 (state); utime and stime are fields 14 and 15.
+	if len(f) < 13 {
+		return 0, 0, fmt.Errorf("%d fields after the command name, want at least 13", len(f))
+	}
+	var v [2]uint64
+	for k := range v {
+		if v[k], err = strconv.ParseUint(f[11+k], 10, 64); err != nil {
+			return 0, 0, fmt.Errorf("field %d: %w", 14+k, err)
+		}
+	}
+	return time.Duration(v[0]) * time.Second / clockTicks, time.Duration(v[1]) * time.Second / clockTicks, nil
 }
