@@ -22,6 +22,10 @@ type ProcCPU struct {
 	// Sched is the threads' summed time on a CPU (schedstat's first
 	// field).
 	Sched time.Duration
+	// Wait is the threads' summed time runnable but waiting for a CPU
+	// (schedstat's second field): what other work on the machine took
+	// from them.
+	Wait time.Duration
 	// User and System are utime and stime of /proc/PID/stat.
 	User, System time.Duration
 	// Threads is how many threads were summed for Sched.
@@ -30,7 +34,7 @@ type ProcCPU struct {
 
 // Sub returns the CPU used between o and c (c minus o).
 func (c ProcCPU) Sub(o ProcCPU) ProcCPU {
-	return ProcCPU{Sched: c.Sched - o.Sched, User: c.User - o.User, System: c.System - o.System, Threads: c.Threads}
+	return ProcCPU{Sched: c.Sched - o.Sched, Wait: c.Wait - o.Wait, User: c.User - o.User, System: c.System - o.System, Threads: c.Threads}
 }
 
 // ReadProcCPU reads the CPU process pid has used.
@@ -60,11 +64,13 @@ func ReadProcCPU(pid int) (ProcCPU, error) {
 		if len(ff) != 3 {
 			return c, fmt.Errorf("%s/task/%s/schedstat: %q: want 3 fields", dir, t.Name(), b)
 		}
-		v, err := strconv.ParseUint(ff[0], 10, 64)
-		if err != nil {
-			return c, fmt.Errorf("%s/task/%s/schedstat: %w", dir, t.Name(), err)
+		for k, dst := range []*time.Duration{&c.Sched, &c.Wait} {
+			v, err := strconv.ParseUint(ff[k], 10, 64)
+			if err != nil {
+				return c, fmt.Errorf("%s/task/%s/schedstat: %w", dir, t.Name(), err)
+			}
+			*dst += time.Duration(v)
 		}
-		c.Sched += time.Duration(v)
 		c.Threads++
 	}
 	return c, nil

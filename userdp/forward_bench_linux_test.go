@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -50,6 +51,9 @@ const (
 //     ports (AF_PACKET, polled by the main thread) or type=afxdp ports
 //     (native XDP on veth, polled by a PMD thread that busy-polls a core).
 //
+// FWD_PHASES=xdp (a comma-separated list of phases) runs only those, for
+// profiling one forwarder (no ratios then).
+//
 // One op is ten phases, bridge ring xdp ovs ovsxdp ovsxdp ovs xdp ring
 // bridge (so a linear drift of the machine's load hits all equally);
 // each phase sets M up, waits until frames reach R (at most 10 s, or it
@@ -74,6 +78,9 @@ const (
 //	                sendmmsg (softirq), so its figure is the sender
 //	                process's CPU, sending included
 //	F-cores         that CPU time / the window: cores the forwarder kept busy
+//	F-runq-cores    the time its threads were runnable but waited for a
+//	                CPU (schedstat's second field) / the window: how much
+//	                other work on the machine held the forwarder back
 //
 // and the ratios of the run (its phases alternated on the same veth):
 // xdp-vs-ovsxdp, xdp-vs-bridge, ring-vs-ovs and ring-vs-bridge
@@ -101,15 +108,15 @@ func BenchmarkForwardVeth(b *testing.B) {
 	type acc struct {
 		rx, sent         uint64
 		secs             float64
-		cpu              time.Duration
+		cpu, wait        time.Duration
 		rxDrops, txDrops uint64 // userdp: dropped by the ports' sockets (ring full; ENOBUFS)
 	}
-	cpuOf := func(pid int) time.Duration {
+	cpuOf := func(pid int) testenv.ProcCPU {
 		c, err := testenv.ReadProcCPU(pid)
 		if err != nil {
 			b.Fatalf("CPU of the forwarder: %v", err)
 		}
-		return c.Sched
+		return c
 	}
 	// measure waits for frames to reach R, then counts a phase's window
 	// with the CPU of process pid; mark, if not nil, is called at its
@@ -137,7 +144,8 @@ func BenchmarkForwardVeth(b *testing.B) {
 		a.rx += r1 - r0
 		a.sent += s1 - s0
 		a.secs += el.Seconds()
-		a.cpu += c1 - c0
+		a.cpu += c1.Sub(c0).Sched
+		a.wait += c1.Sub(c0).Wait
 	}
 	userdp := func(a *acc, mode NetdevMode) {
 		// Frames that arrive while the ports are added and before the
@@ -169,7 +177,12 @@ func BenchmarkForwardVeth(b *testing.B) {
 			b.Fatalf("datapath (%v): %d hits and %d misses while measured: want hits only (no upcalls on the measured path)", mode, hit, missed)
 		}
 	}
-	names := [...]string{"bridge", "ring", "xdp", "ovs", "ovsxdp"}
+	names := []string{"bridge", "ring", "xdp", "ovs", "ovsxdp"}
+	if env := os.Getenv("FWD_PHASES"); env != "" {
+		// For profiling one forwarder: only these phases, no ratios.
+		names = strings.Split(env, ",")
+		b.Logf("FWD_PHASES=%s: only those phases", env)
+	}
 	accs := make(map[string]*acc, len(names))
 	for _, n := range names {
 		accs[n] = new(acc)
@@ -192,6 +205,8 @@ func BenchmarkForwardVeth(b *testing.B) {
 				off := f.ovsOn(b, phase == "ovsxdp")
 				measure(a, phase, f.ovs.VswitchdPID, nil)
 				off()
+			default:
+				b.Fatalf("FWD_PHASES: no phase %q (bridge, ring, xdp, ovs, ovsxdp)", phase)
 			}
 		}
 	}
@@ -208,11 +223,18 @@ func BenchmarkForwardVeth(b *testing.B) {
 		b.ReportMetric(float64(a.sent)/a.secs/1e6, n+"-sent-Mpps")
 		b.ReportMetric(float64(a.cpu.Nanoseconds())/float64(a.rx), n+"-cpu-ns/pkt")
 		b.ReportMetric(a.cpu.Seconds()/a.secs, n+"-cores")
+		b.ReportMetric(a.wait.Seconds()/a.secs, n+"-runq-cores")
 	}
 	for _, n := range []string{"ring", "xdp"} {
-		a := accs[n]
+		a, ok := accs[n]
+		if !ok {
+			continue
+		}
 		b.ReportMetric(float64(a.rxDrops)/float64(a.sent), n+"-rxdrop")
 		b.ReportMetric(float64(a.txDrops)/float64(a.sent), n+"-txdrop")
+	}
+	if len(mpps) < 5 {
+		return
 	}
 	b.ReportMetric(mpps["xdp"]/mpps["ovsxdp"], "xdp-vs-ovsxdp")
 	b.ReportMetric(mpps["xdp"]/mpps["bridge"], "xdp-vs-bridge")
