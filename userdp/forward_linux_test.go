@@ -38,11 +38,11 @@ import (
 // ip_route_input_slow, dst_alloc, dst_destroy, call_rcu).
 type fwdTopo struct {
 	s, m, r *testenv.Netns
-	sv, rv  *testenv.Veth // sv: Name in S, PeerName in M; rv: Name in R, PeerName in M
+	sv, rv  *testenv.Veth    // sv: Name in S, PeerName in M; rv: Name in R, PeerName in M
 	rMAC    net.HardwareAddr // the frames' destination, fwdDstMAC
-	br      netlink.Link // the bridge in M (no ports while not in use)
-	tx      NetdevPort   // the sender, on S's veth end (sendmmsg)
-	frames  [][]byte     // one batch of frames from S to R
+	br      netlink.Link     // the bridge in M (no ports while not in use)
+	tx      NetdevPort       // the sender, on S's veth end (sendmmsg)
+	frames  [][]byte         // one batch of frames from S to R
 	dpName  string
 	ovs     *testenv.OVS // started by the first ovsOn
 	owner   testing.TB   // the test newFwdTopo built it for (OVS stops when it ends)
