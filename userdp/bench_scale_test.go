@@ -1,0 +1,295 @@
+package userdp
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"testing"
+
+	"github.com/ovsdp/ovsdp/flowkeys"
+	"github.com/ovsdp/ovsdp/odp"
+)
+
+// scaleTable is a table of nflows random megaflows spread evenly over
+// nmasks masks (each mask has the Ethernet source address, so that it
+// can hold a million distinct flows, plus a random combination of the
+// other fieldMasks), and bytesPerFlow, the heap it took per megaflow.
+type scaleTable struct {
+	t            *table
+	flows        []*megaflow
+	bytesPerFlow float64
+}
+
+// newScaleTable builds a scaleTable. Flows are inserted mask by mask,
+// with the subtable being filled moved to the front of the list, so
+// that building a million flows over 1000 masks does not scan the list
+// for each insert (lookups see the order rebalance gives, afterwards).
+func newScaleTable(rng *rand.Rand, nflows, nmasks int) *scaleTable {
+	seen := map[flowkeys.Key]bool{}
+	var masks []flowkeys.Key
+	for len(masks) < nmasks {
+		var m flowkeys.Key
+		for _, f := range fieldMasks {
+			if rng.IntN(3) == 0 {
+				f(&m)
+			}
+		}
+		m.EthSrc = ones6
+		if !seen[m] {
+			seen[m] = true
+			masks = append(masks, m)
+		}
+	}
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	// flows[i] has mask i mod nmasks.
+	st := &scaleTable{t: newTable(), flows: make([]*megaflow, nflows)}
+	acts := &flowActions{}
+	st.t.mu.Lock()
+	for j := range masks {
+		for i := j; i < nflows; i += nmasks {
+			pk := randomKey(rng)
+			f := &megaflow{key: pk}
+			f.acts.Store(acts)
+			st.t.insert(f, &masks[j])
+			st.flows[i] = f
+			if i == j {
+				// The new subtable to the front.
+				l := st.t.list.Load().st
+				nl := append([]*subtable{l[len(l)-1]}, l[:len(l)-1]...)
+				st.t.list.Store(&subtableList{st: nl})
+			}
+		}
+	}
+	st.t.mu.Unlock()
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	// Less the benchmark's own slice of the flows.
+	st.bytesPerFlow = (float64(after.HeapAlloc) - float64(before.HeapAlloc) - float64(8*cap(st.flows))) / float64(nflows)
+	return st
+}
+
+// microflows returns n packet keys, key i matching flow i mod len(flows)
+// (with random bits wherever that flow's mask has none, so that keys of
+// one flow differ: distinct microflows for the exact-match cache).
+func (st *scaleTable) microflows(rng *rand.Rand, n int) []flowkeys.Key {
+	keys := make([]flowkeys.Key, n)
+	for i := range keys {
+		f := st.flows[i%len(st.flows)]
+		k := f.key
+		if i >= len(st.flows) {
+			kw, mw := k.Words(), f.st.mask.Words()
+			for w := 8; w < 22; w++ {
+				kw[w] |= rng.Uint64() &^ mw[w]
+			}
+		}
+		keys[i] = k
+	}
+	// Shuffled: packets of a flow do not come in runs.
+	rng.Shuffle(n, func(i, j int) { keys[i], keys[j] = keys[j], keys[i] })
+	return keys
+}
+
+// scaleRun is one configuration of BenchmarkTableScale: its table, its
+// packets and a worker's cache in front of the table.
+type scaleRun struct {
+	tab   *scaleTable
+	keys  []flowkeys.Key
+	cache *flowCache
+}
+
+func newScaleRun(tb testing.TB, tab *scaleTable, rng *rand.Rand, microflows int) *scaleRun {
+	r := &scaleRun{tab: tab, keys: tab.microflows(rng, microflows), cache: newFlowCache(tab.t, DefaultCacheEntries)}
+	// Everything hits; then rank the subtables by the hits, as the
+	// datapath does every second.
+	for i := range r.keys {
+		if f := r.cache.lookup(&r.keys[i]); f == nil || !bruteMatch(f, &r.keys[i]) {
+			tb.Fatalf("packet %d of %d: no matching flow found", i, microflows)
+		}
+	}
+	tab.t.rebalance()
+	return r
+}
+
+// lookup looks packet i (cycled) up.
+func (r *scaleRun) lookup(i int) bool { return r.cache.lookup(&r.keys[i%len(r.keys)]) != nil }
+
+// scaleTables keeps the tables already built (a million flows take
+// seconds): by "flows/masks".
+var scaleTables = map[string]*scaleTable{}
+
+func scaleTableFor(flows, masks int) *scaleTable {
+	name := fmt.Sprintf("%d/%d", flows, masks)
+	if t, ok := scaleTables[name]; ok {
+		return t
+	}
+	t := newScaleTable(rand.New(rand.NewPCG(uint64(flows), uint64(masks))), flows, masks)
+	scaleTables[name] = t
+	return t
+}
+
+// dropScaleTables forgets every table but those named.
+func dropScaleTables(keep ...string) {
+	for name := range scaleTables {
+		kept := false
+		for _, k := range keep {
+			kept = kept || k == name
+		}
+		if !kept {
+			delete(scaleTables, name)
+		}
+	}
+}
+
+// BenchmarkTableScale is how the hit path's cost grows with the work
+// (issue 17, "how cost grows"): a worker's lookup (the exact-match cache
+// of DefaultCacheEntries in front of the megaflow table, as a port's
+// forwarding loop does it) of packets that all hit, timed by thread CPU.
+//
+//   - flows=N/masks=M: N megaflows (1k, 10k, 100k, 1M) over M masks (1,
+//     10, 100, 1000), 100k distinct microflows in the traffic;
+//   - microflows=K/flows=N: K distinct microflows (1, 100, 10k, 100k,
+//     1M) over 1k and over 1M megaflows of 100 masks (the exact-match
+//     cache's working set);
+//   - goal: 1M megaflows over 100 masks against 1k over 100 masks, both
+//     with 100k microflows, interleaved (x-vs-1k; issue 17's goal is
+//     >= 0.4), with the memory per megaflow (bytes/megaflow, heap after
+//     GC) and per exact-match cache entry (bytes/cache-entry), the cost
+//     of putting a flow (put-ns at 1k and at 1M flows: the table's
+//     duplicate check and insert, without the netlink conversion), and
+//     of dumping one at 1M (dump-ns/flow, Datapath.DumpFlows with the
+//     conversion to odp.Flow).
+//
+// ns/op is ns per lookup; Mlookups is lookups per second. The tables
+// with a million flows take some seconds each to build (kept for the
+// benchmark's other runs of -count).
+func BenchmarkTableScale(b *testing.B) {
+	run := func(b *testing.B, flows, masks, microflows int) {
+		r := newScaleRun(b, scaleTableFor(flows, masks), rand.New(rand.NewPCG(1, uint64(microflows))), microflows)
+		misses := 0
+		b.ResetTimer()
+		ns := interleave(b.N, func(i int) {
+			if !r.lookup(i) {
+				misses++
+			}
+		})[0]
+		b.StopTimer()
+		if misses != 0 {
+			b.Fatalf("%d misses", misses)
+		}
+		b.ReportMetric(ns, "cpu-ns/lookup")
+		b.ReportMetric(1e3/ns, "Mlookups")
+	}
+	for _, flows := range []int{1e3, 1e4, 1e5, 1e6} {
+		for _, masks := range []int{1, 10, 100, 1000} {
+			b.Run(fmt.Sprintf("flows=%d/masks=%d", flows, masks), func(b *testing.B) { run(b, flows, masks, 1e5) })
+		}
+		// Only the tables the later sub-benchmarks use stay.
+		dropScaleTables("1000/100", "1000000/100")
+	}
+	for _, flows := range []int{1e3, 1e6} {
+		for _, micro := range []int{1, 100, 1e4, 1e5, 1e6} {
+			b.Run(fmt.Sprintf("microflows=%d/flows=%d", micro, flows), func(b *testing.B) { run(b, flows, 100, micro) })
+		}
+	}
+	b.Run("goal", func(b *testing.B) {
+		small, large := scaleTableFor(1e3, 100), scaleTableFor(1e6, 100)
+		rs := newScaleRun(b, small, rand.New(rand.NewPCG(2, 1)), 1e5)
+		rl := newScaleRun(b, large, rand.New(rand.NewPCG(2, 2)), 1e5)
+		misses := 0
+		b.ResetTimer()
+		ns := interleave(b.N, func(i int) {
+			if !rs.lookup(i) {
+				misses++
+			}
+		}, func(i int) {
+			if !rl.lookup(i) {
+				misses++
+			}
+		})
+		b.StopTimer()
+		if misses != 0 {
+			b.Fatalf("%d misses", misses)
+		}
+		b.ReportMetric(ns[0], "1k-cpu-ns/lookup")
+		b.ReportMetric(ns[1], "1M-cpu-ns/lookup")
+		b.ReportMetric(ns[0]/ns[1], "x-vs-1k")
+		b.ReportMetric(large.bytesPerFlow, "bytes/megaflow")
+		b.ReportMetric(cacheEntryBytes(), "bytes/cache-entry")
+		b.ReportMetric(putNs(b, small.t), "1k-put-ns")
+		b.ReportMetric(putNs(b, large.t), "1M-put-ns")
+		b.ReportMetric(dumpNs(b, large), "1M-dump-ns/flow")
+	})
+	dropScaleTables()
+}
+
+// cacheEntryBytes is the heap an exact-match cache of 1M entries takes
+// per entry.
+func cacheEntryBytes() float64 {
+	const n = 1 << 20
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	c := newFlowCache(newTable(), n)
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	runtime.KeepAlive(c)
+	return (float64(after.HeapAlloc) - float64(before.HeapAlloc)) / n
+}
+
+// putNs is the mean thread CPU time to put (create) one new flow into t, over 1000
+// flows of t's first mask, deleted again afterwards.
+func putNs(b *testing.B, t *table) float64 {
+	const n = 1000
+	rng := rand.New(rand.NewPCG(3, uint64(t.nflows.Load())))
+	mask := t.list.Load().st[0].mask
+	specs := make([]flowSpec, n)
+	for i := range specs {
+		pk := randomKey(rng)
+		flowkeys.ApplyMask(&specs[i].key, &pk, &mask, flowkeys.FullRange)
+		specs[i].mask = mask
+		specs[i].ufid = odp.UFID{1, byte(i), byte(i >> 8), 7}
+		specs[i].acts = &flowActions{}
+		specs[i].name = "bench"
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	start := threadCPU()
+	for i := range specs {
+		if _, err := t.put(&specs[i], odp.PutCreate); err != nil {
+			b.Fatalf("put %d: %v", i, err)
+		}
+	}
+	el := threadCPU() - start
+	for i := range specs {
+		if t.del(specs[i].ufid, nil) == nil {
+			b.Fatalf("flow %d put but not found to delete", i)
+		}
+	}
+	return float64(el.Nanoseconds()) / n
+}
+
+// dumpNs is the thread CPU time per flow of a whole DumpFlows of tab's flows.
+func dumpNs(b *testing.B, tab *scaleTable) float64 {
+	dp, err := New("dump", WithoutLocalPort())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer dp.Close()
+	dp.table = tab.t
+	n := 0
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	start := threadCPU()
+	if err := dp.DumpFlows(context.Background(), odp.DumpOptions{}, func(*odp.Flow) error { n++; return nil }); err != nil {
+		b.Fatal(err)
+	}
+	el := threadCPU() - start
+	dp.table = newTable() // Close flushes its table: not the shared one
+	if n != len(tab.flows) {
+		b.Fatalf("dumped %d flows of %d", n, len(tab.flows))
+	}
+	return float64(el.Nanoseconds()) / float64(n)
+}
