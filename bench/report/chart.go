@@ -372,7 +372,12 @@ func (r *Results) Charts(rows []Row, dir string) ([]Chart, error) {
 	} else if ok {
 		charts = append(charts, c)
 	}
-	return charts, nil
+	// How the table's cost grows (chart_scale.go).
+	sc, err := r.scaleCharts(dir)
+	if err != nil {
+		return nil, err
+	}
+	return append(charts, sc...), nil
 }
 
 // masksChart draws bench/sweep's time per packet against the number of

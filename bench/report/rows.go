@@ -249,7 +249,7 @@ func (r *Results) userdpRows() []Row {
 		rows = append(rows, Row{Group: g, What: v.what, Ours: mppsE(mpps), Baseline: "—",
 			Goal: "— (report)", Met: metNone, Note: "`userdp` " + v.name})
 	}
-	rows = append(rows, r.forwardRows()...)
+	rows = append(append(rows, r.forwardRows()...), r.scaleRows()...)
 	return rows
 }
 
