@@ -57,7 +57,9 @@ func (r *Results) scaleCharts(dir string) ([]Chart, error) {
 		for n := range byName {
 			names = append(names, n)
 		}
-		sort.Slice(names, func(i, j int) bool { return len(names[i]) < len(names[j]) || len(names[i]) == len(names[j]) && names[i] < names[j] })
+		sort.Slice(names, func(i, j int) bool {
+			return len(names[i]) < len(names[j]) || len(names[i]) == len(names[j]) && names[i] < names[j]
+		})
 		var ss []Series
 		for _, n := range names {
 			pts := byName[n]
