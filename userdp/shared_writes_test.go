@@ -15,8 +15,11 @@ func bytesOf[T any](p *T) []byte {
 // forwarding packets writes nothing that other forwarding goroutines
 // share: the megaflow the packets hit (its statistics included), the
 // datapath's hit/miss and drop counters and the input port's dpPort
-// stay byte for byte as they were over 1000 packets (the exact-match
-// cache and the statistics being accumulated are the worker's own; the
+// stay byte for byte as they were over 1000 packets, with the
+// exact-match cache and without it (every packet looked up in the
+// subtables, whose hit counts rank them), and so does the subtable (the
+// exact-match cache and the statistics being accumulated are the
+// worker's own; the
 // output port is written once per 64 queued frames, by WriteBatch).
 // The batch's end publishes them: 1000 hits, and the flow's 1000
 // packets. This is what lets two goroutines on two ports scale
@@ -25,7 +28,14 @@ func bytesOf[T any](p *T) []byte {
 // cores) is not seen; a per-packet f.bytes.Add(1) in lookupAndRun makes
 // it fail.
 func TestPerPacketPathWritesNoSharedState(t *testing.T) {
-	w, sink, frame := pipelineFixture(t, DefaultCacheEntries)
+	t.Run("cache", func(t *testing.T) { testNoSharedWrites(t, DefaultCacheEntries) })
+	// Every packet through the megaflow table, as when the microflows
+	// outnumber the cache's entries.
+	t.Run("nocache", func(t *testing.T) { testNoSharedWrites(t, 0) })
+}
+
+func testNoSharedWrites(t *testing.T, cacheEntries int) {
+	w, sink, frame := pipelineFixture(t, cacheEntries)
 	dp := w.dp
 	buf := make([]byte, BufferSize(1500))
 	one := func() {
@@ -41,7 +51,7 @@ func TestPerPacketPathWritesNoSharedState(t *testing.T) {
 	}
 	w.flush() // publishes that lookup's hit
 	in := dp.portByNumber(1)
-	flow0, counters0, drops0, port0 := bytesOf(f), bytesOf(&dp.counters), bytesOf(&dp.drops), bytesOf(in)
+	flow0, st0, counters0, drops0, port0 := bytesOf(f), bytesOf(f.st), bytesOf(&dp.counters), bytesOf(&dp.drops), bytesOf(in)
 	hits0, pkts0, tx0 := dp.counters.hit.Load(), f.packets.Load(), sink.tx.Load()
 	const n = 1000
 	for range n {
@@ -52,6 +62,7 @@ func TestPerPacketPathWritesNoSharedState(t *testing.T) {
 		before, after []byte
 	}{
 		{"the megaflow", flow0, bytesOf(f)},
+		{"the megaflow's subtable", st0, bytesOf(f.st)},
 		{"the datapath's counters", counters0, bytesOf(&dp.counters)},
 		{"the datapath's drop counters", drops0, bytesOf(&dp.drops)},
 		{"the input port's dpPort", port0, bytesOf(in)},

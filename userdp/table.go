@@ -192,12 +192,15 @@ func (st *subtable) find(k *flowkeys.Key, h uint32) *megaflow {
 
 // lookup finds the flow that matches the packet key k, trying the
 // subtables in rank order. probed is the number of subtables looked at
-// (the kernel's n_mask_hit contribution).
+// (the kernel's n_mask_hit contribution). It writes nothing: the hit is
+// counted for the subtable's rank by the caller's cache
+// (flowCache.countSubtableHit), which publishes the counts once per
+// batch, so that lookups on several cores do not all write the
+// subtable's line.
 func (t *table) lookup(k, scratch *flowkeys.Key) (f *megaflow, probed int) {
 	l := t.list.Load()
 	for i, st := range l.st {
 		if f = st.find(k, st.hashMasked(k, scratch)); f != nil {
-			st.hits.Add(1)
 			return f, i + 1
 		}
 	}
@@ -451,6 +454,47 @@ type flowCache struct {
 
 	// Counters since the last publish (plain: one goroutine).
 	hit, missed, maskHits, cacheHits uint64
+	// Lookups each subtable answered since the last publish.
+	stHits [stHitSlots]stHit
+}
+
+// stHit counts the lookups one subtable answered.
+type stHit struct {
+	st *subtable
+	n  uint64
+}
+
+// stHitSlots is how many subtables a cache counts hits for between
+// publishes; more in one batch publish the counts early.
+const stHitSlots = 16
+
+// countSubtableHit counts a lookup that subtable st answered.
+func (c *flowCache) countSubtableHit(st *subtable) {
+	for i := range c.stHits {
+		e := &c.stHits[i]
+		if e.st == st {
+			e.n++
+			return
+		}
+		if e.st == nil {
+			e.st, e.n = st, 1
+			return
+		}
+	}
+	c.publishSubtableHits()
+	c.stHits[0] = stHit{st, 1}
+}
+
+// publishSubtableHits adds the counted hits to the subtables' ranks.
+func (c *flowCache) publishSubtableHits() {
+	for i := range c.stHits {
+		e := &c.stHits[i]
+		if e.st == nil {
+			break
+		}
+		e.st.hits.Add(e.n)
+		*e = stHit{}
+	}
 }
 
 // newFlowCache returns a cache of n entries (rounded up to a power of
@@ -499,6 +543,7 @@ func (c *flowCache) lookup(k *flowkeys.Key) *megaflow {
 		return nil
 	}
 	c.hit++
+	c.countSubtableHit(f.st)
 	if set != nil {
 		// Replace an empty or dead entry, else one chosen by the hash.
 		j := int(h>>28) % cacheWays
@@ -533,4 +578,5 @@ func (c *flowCache) publish(tc *tableCounters) {
 		tc.cacheHits.Add(c.cacheHits)
 	}
 	c.hit, c.missed, c.maskHits, c.cacheHits = 0, 0, 0, 0
+	c.publishSubtableHits()
 }
