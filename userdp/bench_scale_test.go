@@ -27,21 +27,7 @@ type scaleTable struct {
 // that building a million flows over 1000 masks does not scan the list
 // for each insert (lookups see the order rebalance gives, afterwards).
 func newScaleTable(rng *rand.Rand, nflows, nmasks int) *scaleTable {
-	seen := map[flowkeys.Key]bool{}
-	var masks []flowkeys.Key
-	for len(masks) < nmasks {
-		var m flowkeys.Key
-		for _, f := range fieldMasks {
-			if rng.IntN(3) == 0 {
-				f(&m)
-			}
-		}
-		m.EthSrc = ones6
-		if !seen[m] {
-			seen[m] = true
-			masks = append(masks, m)
-		}
-	}
+	masks := randomMasksWith(rng, nmasks, func(m *flowkeys.Key) { m.EthSrc = ones6 })
 	runtime.GC()
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)

@@ -22,15 +22,21 @@ import (
 const fwdSenderEnv = "OVSDP_FWD_SENDER"
 
 // TestMain runs the tests, or the forwarding benchmark's sender process.
-func TestMain(m *testing.M) {
-	if spec := os.Getenv(fwdSenderEnv); spec != "" {
-		if err := runFwdSender(spec, os.Stdin, os.Stdout); err != nil {
-			fmt.Fprintf(os.Stderr, "forwarding sender: %v\n", err)
-			os.Exit(1)
-		}
-		os.Exit(0)
+func TestMain(m *testing.M) { os.Exit(testsOrSender(m)) }
+
+// testsOrSender runs the sender when fwdSenderEnv says so, else the
+// tests, and returns the exit code.
+func testsOrSender(m *testing.M) int {
+	spec := os.Getenv(fwdSenderEnv)
+	if spec == "" {
+		return m.Run()
 	}
-	os.Exit(m.Run())
+	err := runFwdSender(spec, os.Stdin, os.Stdout)
+	if err == nil {
+		return 0
+	}
+	fmt.Fprintf(os.Stderr, "forwarding sender: %v\n", err)
+	return 1
 }
 
 // runFwdSender sends fwdFrames to DST-MAC on IFNAME (in the calling

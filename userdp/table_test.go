@@ -33,7 +33,11 @@ var fieldMasks = []func(m *flowkeys.Key){
 
 // randomMasks returns n distinct masks, each a random combination of
 // fieldMasks.
-func randomMasks(rng *rand.Rand, n int) []flowkeys.Key {
+func randomMasks(rng *rand.Rand, n int) []flowkeys.Key { return randomMasksWith(rng, n, nil) }
+
+// randomMasksWith is randomMasks with also, if not nil, add applied to
+// each mask.
+func randomMasksWith(rng *rand.Rand, n int, add func(*flowkeys.Key)) []flowkeys.Key {
 	seen := map[flowkeys.Key]bool{}
 	var out []flowkeys.Key
 	for len(out) < n {
@@ -42,6 +46,9 @@ func randomMasks(rng *rand.Rand, n int) []flowkeys.Key {
 			if rng.IntN(3) == 0 {
 				f(&m)
 			}
+		}
+		if add != nil {
+			add(&m)
 		}
 		if m.IsZero() || seen[m] {
 			continue

@@ -18,11 +18,7 @@ var scaleName = regexp.MustCompile(`^BenchmarkTableScale/(flows|microflows)=(\d+
 // have them.
 func (r *Results) scaleCharts(dir string) ([]Chart, error) {
 	// by sweep ("flows" or "microflows"), then series name.
-	type pt struct {
-		x float64
-		y Estimate
-	}
-	sweeps := map[string]map[string][]pt{"flows": {}, "microflows": {}}
+	sweeps := map[string]map[string][]xy{"flows": {}, "microflows": {}}
 	for name := range r.Bench["userdp"] {
 		m := scaleName.FindStringSubmatch(name)
 		if m == nil {
@@ -38,7 +34,7 @@ func (r *Results) scaleCharts(dir string) ([]Chart, error) {
 		if m[3] == "flows" {
 			series = fmt.Sprintf("%d megaflows (100 masks)", s)
 		}
-		sweeps[m[1]][series] = append(sweeps[m[1]][series], pt{x, y})
+		sweeps[m[1]][series] = append(sweeps[m[1]][series], xy{x, y})
 	}
 	var charts []Chart
 	for _, c := range []struct {
@@ -60,17 +56,7 @@ func (r *Results) scaleCharts(dir string) ([]Chart, error) {
 		sort.Slice(names, func(i, j int) bool {
 			return len(names[i]) < len(names[j]) || len(names[i]) == len(names[j]) && names[i] < names[j]
 		})
-		var ss []Series
-		for _, n := range names {
-			pts := byName[n]
-			sort.Slice(pts, func(i, j int) bool { return pts[i].x < pts[j].x })
-			s := Series{Name: n}
-			for _, p := range pts {
-				s.Xs = append(s.Xs, p.x)
-				s.Ys = append(s.Ys, p.y)
-			}
-			ss = append(ss, s)
-		}
+		ss := seriesOf(byName, names)
 		if err := LineChart(filepath.Join(dir, c.file), c.title, c.xlabel, "CPU ns per lookup (log scale)", ss, true, true); err != nil {
 			return nil, err
 		}
