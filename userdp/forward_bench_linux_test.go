@@ -77,6 +77,9 @@ const (
 //	                Open vSwitch. The bridge forwards inside the sender's
 //	                sendmmsg (softirq), so its figure is the sender
 //	                process's CPU, sending included
+//	F-stat-cpu-ns/pkt  the same from /proc/PID/stat (utime + stime, in
+//	                ticks of 10 ms, threads that exited included): a
+//	                cross-check
 //	F-cores         that CPU time / the window: cores the forwarder kept busy
 //	F-runq-cores    the time its threads were runnable but waited for a
 //	                CPU (schedstat's second field) / the window: how much
@@ -109,7 +112,8 @@ func BenchmarkForwardVeth(b *testing.B) {
 		rx, sent         uint64
 		secs             float64
 		cpu, wait        time.Duration
-		rxDrops, txDrops uint64 // userdp: dropped by the ports' sockets (ring full; ENOBUFS)
+		statCPU          time.Duration // utime + stime of /proc/PID/stat
+		rxDrops, txDrops uint64        // userdp: dropped by the ports' sockets (ring full; ENOBUFS)
 	}
 	cpuOf := func(pid int) testenv.ProcCPU {
 		c, err := testenv.ReadProcCPU(pid)
@@ -144,8 +148,10 @@ func BenchmarkForwardVeth(b *testing.B) {
 		a.rx += r1 - r0
 		a.sent += s1 - s0
 		a.secs += el.Seconds()
-		a.cpu += c1.Sub(c0).Sched
-		a.wait += c1.Sub(c0).Wait
+		d := c1.Sub(c0)
+		a.cpu += d.Sched
+		a.wait += d.Wait
+		a.statCPU += d.User + d.System
 	}
 	userdp := func(a *acc, mode NetdevMode) {
 		// Frames that arrive while the ports are added and before the
@@ -222,6 +228,7 @@ func BenchmarkForwardVeth(b *testing.B) {
 		b.ReportMetric(float64(a.rx)/float64(a.sent), n+"-arrived")
 		b.ReportMetric(float64(a.sent)/a.secs/1e6, n+"-sent-Mpps")
 		b.ReportMetric(float64(a.cpu.Nanoseconds())/float64(a.rx), n+"-cpu-ns/pkt")
+		b.ReportMetric(float64(a.statCPU.Nanoseconds())/float64(a.rx), n+"-stat-cpu-ns/pkt")
 		b.ReportMetric(a.cpu.Seconds()/a.secs, n+"-cores")
 		b.ReportMetric(a.wait.Seconds()/a.secs, n+"-runq-cores")
 	}
