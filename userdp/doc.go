@@ -14,6 +14,7 @@
 // in-memory pipe (MemPort: PortMemory, no privileges needed; MemoryPeer
 // returns its far end). Each port's goroutine reads batches of frames,
 // extracts their keys, looks them up (a per-goroutine exact-match cache,
+// a per-goroutine second-level cache once the traffic outgrows the first,
 // then a tuple-space megaflow table with a keyed hash) and executes the
 // flows' actions; misses go to the upcall receivers that Upcalls opens.
 // Flows are installed with PutFlow, in the kernel's terms (key, mask,

@@ -41,9 +41,9 @@ func (r *Results) scaleCharts(dir string) ([]Chart, error) {
 		sweep, file, title, caption, xlabel string
 	}{
 		{"flows", "scale-flows.png", "Hit-path lookup vs installed megaflows, 100k microflows",
-			"CPU per lookup (exact-match cache of 4,096 entries, then the megaflow table) against the megaflows installed, a line per mask count, 100,000 microflows in the traffic (`userdp` BenchmarkTableScale)", "megaflows (log scale)"},
+			"CPU per lookup (exact-match cache of 4,096 entries, the second-level cache of 2^19 once a worker needs it, then the megaflow table) against the megaflows installed, a line per mask count, 100,000 microflows in the traffic (`userdp` BenchmarkTableScale)", "megaflows (log scale)"},
 		{"microflows", "scale-microflows.png", "Hit-path lookup vs distinct microflows, 100 masks",
-			"CPU per lookup against the distinct microflows in the traffic (the exact-match cache's working set: 4,096 entries), for 1,000 and 1,000,000 megaflows over 100 masks (`userdp` BenchmarkTableScale)", "microflows (log scale)"},
+			"CPU per lookup against the distinct microflows in the traffic (the caches' working set: 4,096 exact-match entries, then 2^19 second-level ones), for 1,000 and 1,000,000 megaflows over 100 masks (`userdp` BenchmarkTableScale)", "microflows (log scale)"},
 	} {
 		byName := sweeps[c.sweep]
 		if len(byName) == 0 {
