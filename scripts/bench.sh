@@ -5,7 +5,8 @@
 # the kernel benchmarks (genl, dpctl vs ovs-dpctl) run in the VM
 # (bin/vmrun) when the host has no openvswitch module.
 #
-# Environment: BENCHTIME (host benchmarks, default 200ms), COUNT (runs per
+# Environment: BENCHTIME (host benchmarks, default 200ms), SCALE_COUNT
+# (runs of the table scale sweeps, default 1), COUNT (runs per
 # benchmark; the report shows each median with its confidence interval;
 # default 6, the fewest runs whose median has a 95% interval: fewer give
 # the runs' range at a lower confidence, 75% for 3), BENCH_LARGE=1 to add the 100,000
@@ -79,7 +80,9 @@ say "host benchmarks (-benchtime $BENCHTIME -count $COUNT)"
 if [ "$(id -u)" != 0 ]; then
 	step host-root warn "not root: the AF_PACKET benchmarks fail"
 fi
-$GO test -run '^$' -bench . -benchmem -benchtime "$BENCHTIME" -count "$COUNT" -json $pkgs >"$raw/host.json" 2>"$raw/host.err"
+# BenchmarkTableScale's sweeps run on their own, below.
+scale_subs='^BenchmarkTableScale$/^(flows|microflows)='
+$GO test -run '^$' -skip "$scale_subs" -bench . -benchmem -benchtime "$BENCHTIME" -count "$COUNT" -json $pkgs >"$raw/host.json" 2>"$raw/host.err"
 rc=$?
 if [ $rc -eq 0 ]; then
 	step host ok ""
@@ -88,6 +91,18 @@ else
 	for p in $(failed_pkgs "$raw/host.json"); do
 		step "$p" fail "go test -bench failed in $p (see its output)"
 	done
+fi
+
+# 1b. How the megaflow table's cost grows (BenchmarkTableScale's sweeps
+# over 1k..1M megaflows and 1..1M microflows): tables of a million flows
+# take seconds each to build, so SCALE_COUNT runs (default 1: the charts
+# have no interval then).
+SCALE_COUNT=${SCALE_COUNT:-1}
+say "table scale sweeps (-count $SCALE_COUNT)"
+if $GO test -run '^$' -bench "$scale_subs" -benchtime "$BENCHTIME" -count "$SCALE_COUNT" -timeout 30m -json ./userdp >"$raw/scale.json" 2>"$raw/scale.err"; then
+	step userdp-scale ok ""
+else
+	step userdp-scale fail "go test failed: $(head -c 300 "$raw/scale.err" | tr '\n\t' '  ')"
 fi
 
 # 2. The upcall daemon on the userspace datapath: a fixed number of

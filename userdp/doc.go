@@ -19,6 +19,7 @@
 // output, over IPv4 or IPv6 (gre: IPv4). Open vSwitch's userspace
 // tnl_push and tnl_pop run too (exec_tnl.go). Each port's goroutine reads batches of frames,
 // extracts their keys, looks them up (a per-goroutine exact-match cache,
+// a per-goroutine second-level cache once the traffic outgrows the first,
 // then a tuple-space megaflow table with a keyed hash) and executes the
 // flows' actions; misses go to the upcall receivers that Upcalls opens.
 // Flows are installed with PutFlow, in the kernel's terms (key, mask,

@@ -2,189 +2,249 @@ package userdp
 
 import (
 	"context"
-	"errors"
+	"os"
 	"runtime"
-	"sync"
-	"sync/atomic"
+	"strings"
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/ovsdp/ovsdp/odp"
+	"github.com/ovsdp/ovsdp/testenv"
 )
 
 // Phases of BenchmarkForwardVeth.
 const (
-	fwdSettle = 150 * time.Millisecond // after switching the middle, before measuring
-	fwdWindow = 500 * time.Millisecond // measured part of a phase
+	fwdFlowing = 10 * time.Second       // the longest a new phase may take before frames reach R
+	fwdSettle  = 150 * time.Millisecond // after frames flow, before measuring
+	fwdWindow  = 500 * time.Millisecond // measured part of a phase
 )
 
 // BenchmarkForwardVeth compares forwarding between two namespaces over
-// veth by the userspace datapath with the Linux bridge forwarding the
-// same veth pairs (issue 5's benchmark table). Run as root:
+// veth by the userspace datapath with the Linux bridge and with Open
+// vSwitch's userspace datapath (ovs-vswitchd, datapath_type=netdev)
+// forwarding the same veth pairs (issue 5's benchmark table, issue 17
+// point 1). Run as root, with Open vSwitch installed (it fails without):
 //
 //	go test -run XXX -bench ForwardVeth -benchtime 1x -count 3 ./userdp
 //
 // Topology (newFwdTopo): namespace S --veth-- namespace M --veth--
-// namespace R, IPv6 off everywhere. In S, a sendmmsg NetdevPort sends
-// 64-byte UDP frames (60 bytes + FCS, 64 distinct UDP source ports, to
-// R's MAC address) in batches of 64, as fast as it can, for the whole
-// benchmark. M forwards them by one of:
+// namespace R, IPv6 off everywhere. In S, a sender process (this test
+// binary again, runFwdSender) sends 64-byte UDP frames (60 bytes + FCS,
+// 64 distinct UDP source ports, to R's MAC address) with sendmmsg in
+// batches of 64, as fast as it can, for the whole benchmark; being a
+// process of its own, the CPU each forwarder uses can be told from the
+// sender's. M forwards them by one of (a phase each):
 //
 //   - bridge: a Linux bridge (multicast snooping off, br_netfilter's
 //     bridge-nf-call-* off in M) with both middle ends enslaved and R's
 //     MAC a static fdb entry on R's side, so it forwards by unicast;
-//   - userdp: a Datapath (no local port) with both middle ends as netdev
-//     ports in DefaultNetdevMode (TPACKET_V3 ring reads and sendmmsg when
-//     this was written; the benchmark logs the mode) and two flows,
+//   - ring, xdp: a userdp Datapath (no local port) with both middle ends
+//     as netdev ports, NetdevRing (TPACKET_V3 ring reads, sendmmsg) or
+//     NetdevXDP (AF_XDP, copy mode), and two flows,
 //     in_port(A),eth(any),eth_type(0x0800),ipv4(any) -> B and back, so every
 //     frame hits a flow (the benchmark fails on any miss while measured).
 //     The flows name eth_type because, as in the kernel, a key without it
-//     matches only 802.2 frames.
+//     matches only 802.2 frames;
+//   - ovs, ovsxdp: a private ovs-vswitchd in M (fwdTopo.ovsOn) with a
+//     netdev bridge whose OpenFlow flows are in_port=1,actions=output:2 and
+//     back, and M's ends added as ports 1 and 2 for the phase: default
+//     ports (AF_PACKET, polled by the main thread) or type=afxdp ports
+//     (native XDP on veth, polled by a PMD thread that busy-polls a core).
 //
-// One op is four phases, bridge, userdp, userdp, bridge (so a linear
-// drift of the machine's load hits both equally); each phase sets M up,
-// waits 150 ms, then counts for 500 ms the frames R's veth end received
-// (rx_packets, read by netlink in R) and the frames S sent. -benchtime 1x
-// is the intended use (one op is about 3 s; ns/op is just its duration).
-// Metrics, over all phases of the run:
+// FWD_PHASES=xdp (a comma-separated list of phases) runs only those, for
+// profiling one forwarder (no ratios then).
 //
-//	bridge-Mpps, userdp-Mpps    frames delivered to R per second
-//	ratio                       userdp-Mpps / bridge-Mpps (issue 5's goal: >= 0.5)
-//	bridge-arrived, userdp-arrived  frames R received / frames S sent in the
-//	                            windows (frames still queued in the datapath's
-//	                            ring at a window's end count as not arrived,
-//	                            those queued before it as arrived, so userdp's
-//	                            can be a little above 1, or below 1 with no drops)
-//	bridge-sent-Mpps, userdp-sent-Mpps  the sender's rate meanwhile
-//	userdp-rxdrop, userdp-txdrop  fraction of the frames S sent that the
-//	                            datapath's ports dropped (kernel: ring full;
-//	                            sendmmsg: ENOBUFS)
+// One op is ten phases, bridge ring xdp ovs ovsxdp ovsxdp ovs xdp ring
+// bridge (so a linear drift of the machine's load hits all equally);
+// each phase sets M up, waits until frames reach R (at most 10 s, or it
+// fails), waits 150 ms more, then counts for 500 ms the frames R's veth
+// end received (rx_packets, read by netlink in R), the frames S sent,
+// and the CPU the forwarder used. -benchtime 1x is the intended use
+// (one op is about 10 s; ns/op is just its duration). Metrics, over all
+// phases of the run, for each forwarder F of bridge, ring, xdp, ovs,
+// ovsxdp:
+//
+//	F-Mpps          frames delivered to R per second
+//	F-arrived       frames R received / frames S sent in the windows
+//	                (frames still queued in a forwarder at a window's end
+//	                count as not arrived, those queued before it as
+//	                arrived, so it can be a little above 1)
+//	F-sent-Mpps     the sender's rate meanwhile
+//	F-cpu-ns/pkt    CPU the forwarder used per frame delivered: the
+//	                summed run time of its threads (schedstat of
+//	                /proc/PID/task/*) over the window: this process's for
+//	                userdp (the sender is another), ovs-vswitchd's for
+//	                Open vSwitch. The bridge forwards inside the sender's
+//	                sendmmsg (softirq), so its figure is the sender
+//	                process's CPU, sending included
+//	F-stat-cpu-ns/pkt  the same from /proc/PID/stat (utime + stime, in
+//	                ticks of 10 ms, threads that exited included): a
+//	                cross-check
+//	F-cores         that CPU time / the window: cores the forwarder kept busy
+//	F-runq-cores    the time its threads were runnable but waited for a
+//	                CPU (schedstat's second field) / the window: how much
+//	                other work on the machine held the forwarder back
+//
+// and the ratios of the run (its phases alternated on the same veth):
+// xdp-vs-ovsxdp, xdp-vs-bridge, ring-vs-ovs and ring-vs-bridge
+// (delivered rates), ring-rxdrop, ring-txdrop, xdp-rxdrop, xdp-txdrop
+// (fraction of the frames S sent that userdp's ports dropped: the
+// kernel's ring or the AF_XDP rings full; sendmmsg's ENOBUFS).
 //
 // What runs where: on a machine with 2 cores (as the development VMs),
-// the sender goroutine, the kernel's veth work and the datapath's
-// forwarding goroutine share them. With the bridge, all of the kernel's
-// forwarding (S's transmit, M's receive, the bridge, M's transmit, R's
-// receive) runs in softirq context inside the sender's sendmmsg call, so
-// the bridge's rate is the sender's rate on one core. With userdp, the
-// sender's sendmmsg ends when M's veth end has put the frame in the
-// port's ring; the datapath's receive goroutine for that port (one
-// goroutine per port; only S's side carries traffic) reads, looks up and
-// sends with sendmmsg on the other core, which also does R's receive
-// work. So userdp uses both cores where the bridge uses one, and its
-// rate falls when the other core is busy (GOMAXPROCS must be at least 2
-// for the sender and the datapath to run at once). Frames the datapath
-// cannot read in time are dropped by the kernel at M's ring, which the
-// arrived fraction shows.
+// the sender, the kernel's veth work and the forwarder share them. With
+// the bridge, all of the kernel's forwarding (S's transmit, M's receive,
+// the bridge, M's transmit, R's receive) runs in softirq context inside
+// the sender's sendmmsg call, so the bridge's rate is the sender's rate
+// on one core. With userdp, the sender's sendmmsg ends when M's veth end
+// has put the frame in the port's ring; the datapath's receive goroutine
+// for that port reads, looks up and sends on the other core, which also
+// does R's receive work. OVS's PMD thread (the afxdp phase) busy-polls
+// the other core whether or not frames come.
 func BenchmarkForwardVeth(b *testing.B) {
 	f := newFwdTopo(b)
-	b.Logf("netdev mode %v, GOMAXPROCS %d", DefaultNetdevMode, runtime.GOMAXPROCS(0))
-
-	var sent atomic.Uint64
-	var stop atomic.Bool
-	var sendErr error
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for !stop.Load() {
-			n, err := f.tx.WriteBatch(f.frames)
-			sent.Add(uint64(n))
-			if err != nil && !errors.Is(err, unix.ENOBUFS) {
-				sendErr = err
-				return
-			}
-		}
-	}()
-	var once sync.Once
-	stopSender := func() {
-		once.Do(func() {
-			stop.Store(true)
-			<-done
-		})
-	}
-	b.Cleanup(stopSender) // before the sender's port closes (cleanups run last-in first-out)
+	b.Logf("GOMAXPROCS %d", runtime.GOMAXPROCS(0))
+	snd := f.startFwdSender(b)
+	b.Cleanup(func() { snd.stop(b) })
+	self := os.Getpid()
 
 	type acc struct {
 		rx, sent         uint64
 		secs             float64
-		rxDrops, txDrops uint64 // userdp: dropped by the ports' sockets (ring full; ENOBUFS)
+		cpu, wait        time.Duration
+		statCPU          time.Duration // utime + stime of /proc/PID/stat
+		rxDrops, txDrops uint64        // userdp: dropped by the ports' sockets (ring full; ENOBUFS)
 	}
-	// measure counts a phase's window; mark, if not nil, is called at
-	// its start and end.
-	measure := func(a *acc, mark func()) {
+	cpuOf := func(pid int) testenv.ProcCPU {
+		c, err := testenv.ReadProcCPU(pid)
+		if err != nil {
+			b.Fatalf("CPU of the forwarder: %v", err)
+		}
+		return c
+	}
+	// measure waits for frames to reach R, then counts a phase's window
+	// with the CPU of process pid; mark, if not nil, is called at its
+	// start and end.
+	measure := func(a *acc, phase string, pid int, mark func()) {
+		base, deadline := f.rxPackets(b), time.Now().Add(fwdFlowing)
+		for f.rxPackets(b)-base < 1000 {
+			if time.Now().After(deadline) {
+				b.Fatalf("phase %s: fewer than 1000 frames reached R in the %v after M was set up (%d)", phase, fwdFlowing, f.rxPackets(b)-base)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
 		time.Sleep(fwdSettle)
 		if mark != nil {
 			mark()
 		}
-		r0, s0, t0 := f.rxPackets(b), sent.Load(), time.Now()
+		c0 := cpuOf(pid)
+		r0, s0, t0 := f.rxPackets(b), snd.sent(b), time.Now()
 		time.Sleep(fwdWindow)
-		r1, s1, el := f.rxPackets(b), sent.Load(), time.Since(t0)
+		r1, s1, el := f.rxPackets(b), snd.sent(b), time.Since(t0)
+		c1 := cpuOf(pid)
 		if mark != nil {
 			mark()
 		}
 		a.rx += r1 - r0
 		a.sent += s1 - s0
 		a.secs += el.Seconds()
+		d := c1.Sub(c0)
+		a.cpu += d.Sched
+		a.wait += d.Wait
+		a.statCPU += d.User + d.System
 	}
-	var br, us acc
+	userdp := func(a *acc, mode NetdevMode) {
+		// Frames that arrive while the ports are added and before the
+		// flows are put miss; those in the window must not.
+		dp, off := f.datapathOn(b, mode)
+		defer off()
+		var st [2]odp.DatapathStats
+		var drops [2]odp.PortStats
+		k := 0
+		measure(a, mode.String(), self, func() {
+			info, err := dp.Info(context.Background())
+			if err != nil {
+				b.Fatal(err)
+			}
+			ports, err := dp.Ports(context.Background())
+			if err != nil {
+				b.Fatal(err)
+			}
+			st[k] = info.Stats
+			for _, p := range ports {
+				drops[k].RxDropped += p.Stats.RxDropped
+				drops[k].TxDropped += p.Stats.TxDropped
+			}
+			k++
+		})
+		a.rxDrops += drops[1].RxDropped - drops[0].RxDropped
+		a.txDrops += drops[1].TxDropped - drops[0].TxDropped
+		if hit, missed := st[1].Hit-st[0].Hit, st[1].Missed-st[0].Missed; missed != 0 || hit == 0 {
+			b.Fatalf("datapath (%v): %d hits and %d misses while measured: want hits only (no upcalls on the measured path)", mode, hit, missed)
+		}
+	}
+	names := []string{"bridge", "ring", "xdp", "ovs", "ovsxdp"}
+	if env := os.Getenv("FWD_PHASES"); env != "" {
+		// For profiling one forwarder: only these phases, no ratios.
+		names = strings.Split(env, ",")
+		b.Logf("FWD_PHASES=%s: only those phases", env)
+	}
+	accs := make(map[string]*acc, len(names))
+	for _, n := range names {
+		accs[n] = new(acc)
+	}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		for _, mode := range [...]string{"bridge", "userdp", "userdp", "bridge"} {
-			switch mode {
+		for j := range 2 * len(names) {
+			phase := names[min(j, 2*len(names)-1-j)]
+			a := accs[phase]
+			switch phase {
 			case "bridge":
 				off := f.bridgeOn(b)
-				measure(&br, nil)
+				measure(a, phase, snd.pid, nil)
 				off()
-			case "userdp":
-				// Frames that arrive while the ports are added and
-				// before the flows are put miss; those in the window
-				// must not.
-				dp, off := f.datapathOn(b)
-				var st [2]odp.DatapathStats
-				var drops [2]odp.PortStats
-				k := 0
-				measure(&us, func() {
-					info, err := dp.Info(context.Background())
-					if err != nil {
-						b.Fatal(err)
-					}
-					ports, err := dp.Ports(context.Background())
-					if err != nil {
-						b.Fatal(err)
-					}
-					st[k] = info.Stats
-					for _, p := range ports {
-						drops[k].RxDropped += p.Stats.RxDropped
-						drops[k].TxDropped += p.Stats.TxDropped
-					}
-					k++
-				})
+			case "ring":
+				userdp(a, NetdevRing)
+			case "xdp":
+				userdp(a, NetdevXDP)
+			case "ovs", "ovsxdp":
+				off := f.ovsOn(b, phase == "ovsxdp")
+				measure(a, phase, f.ovs.VswitchdPID, nil)
 				off()
-				us.rxDrops += drops[1].RxDropped - drops[0].RxDropped
-				us.txDrops += drops[1].TxDropped - drops[0].TxDropped
-				if hit, missed := st[1].Hit-st[0].Hit, st[1].Missed-st[0].Missed; missed != 0 || hit == 0 {
-					b.Fatalf("datapath: %d hits and %d misses while measured: want hits only (no upcalls on the measured path)", hit, missed)
-				}
+			default:
+				b.Fatalf("FWD_PHASES: no phase %q (bridge, ring, xdp, ovs, ovsxdp)", phase)
 			}
 		}
 	}
 	b.StopTimer()
-	stopSender()
-	if sendErr != nil {
-		b.Fatalf("sender: %v", sendErr)
+	mpps := make(map[string]float64, len(names))
+	for _, n := range names {
+		a := accs[n]
+		if a.rx == 0 || a.sent == 0 {
+			b.Fatalf("%s: R received %d of %d frames sent: want some", n, a.rx, a.sent)
+		}
+		mpps[n] = float64(a.rx) / a.secs / 1e6
+		b.ReportMetric(mpps[n], n+"-Mpps")
+		b.ReportMetric(float64(a.rx)/float64(a.sent), n+"-arrived")
+		b.ReportMetric(float64(a.sent)/a.secs/1e6, n+"-sent-Mpps")
+		b.ReportMetric(float64(a.cpu.Nanoseconds())/float64(a.rx), n+"-cpu-ns/pkt")
+		b.ReportMetric(float64(a.statCPU.Nanoseconds())/float64(a.rx), n+"-stat-cpu-ns/pkt")
+		b.ReportMetric(a.cpu.Seconds()/a.secs, n+"-cores")
+		b.ReportMetric(a.wait.Seconds()/a.secs, n+"-runq-cores")
 	}
-	if br.rx == 0 || us.rx == 0 {
-		b.Fatalf("R received %d frames through the bridge and %d through the datapath: want some through each", br.rx, us.rx)
+	for _, n := range []string{"ring", "xdp"} {
+		a, ok := accs[n]
+		if !ok {
+			continue
+		}
+		b.ReportMetric(float64(a.rxDrops)/float64(a.sent), n+"-rxdrop")
+		b.ReportMetric(float64(a.txDrops)/float64(a.sent), n+"-txdrop")
 	}
-	bm, um := float64(br.rx)/br.secs/1e6, float64(us.rx)/us.secs/1e6
-	b.ReportMetric(bm, "bridge-Mpps")
-	b.ReportMetric(um, "userdp-Mpps")
-	b.ReportMetric(um/bm, "ratio")
-	b.ReportMetric(float64(br.rx)/float64(br.sent), "bridge-arrived")
-	b.ReportMetric(float64(us.rx)/float64(us.sent), "userdp-arrived")
-	b.ReportMetric(float64(br.sent)/br.secs/1e6, "bridge-sent-Mpps")
-	b.ReportMetric(float64(us.sent)/us.secs/1e6, "userdp-sent-Mpps")
-	b.ReportMetric(float64(us.rxDrops)/float64(us.sent), "userdp-rxdrop")
-	b.ReportMetric(float64(us.txDrops)/float64(us.sent), "userdp-txdrop")
+	if len(mpps) < 5 {
+		return
+	}
+	b.ReportMetric(mpps["xdp"]/mpps["ovsxdp"], "xdp-vs-ovsxdp")
+	b.ReportMetric(mpps["xdp"]/mpps["bridge"], "xdp-vs-bridge")
+	b.ReportMetric(mpps["ring"]/mpps["ovs"], "ring-vs-ovs")
+	b.ReportMetric(mpps["ring"]/mpps["bridge"], "ring-vs-bridge")
 }

@@ -194,12 +194,15 @@ func (st *subtable) find(k *flowkeys.Key, h uint32) *megaflow {
 
 // lookup finds the flow that matches the packet key k, trying the
 // subtables in rank order. probed is the number of subtables looked at
-// (the kernel's n_mask_hit contribution).
+// (the kernel's n_mask_hit contribution). It writes nothing: the hit is
+// counted for the subtable's rank by the caller's cache
+// (flowCache.countSubtableHit), which publishes the counts once per
+// batch, so that lookups on several cores do not all write the
+// subtable's line.
 func (t *table) lookup(k, scratch *flowkeys.Key) (f *megaflow, probed int) {
 	l := t.list.Load()
 	for i, st := range l.st {
 		if f = st.find(k, st.hashMasked(k, scratch)); f != nil {
-			st.hits.Add(1)
 			return f, i + 1
 		}
 	}
@@ -440,7 +443,8 @@ type cacheEntry struct {
 	flow *megaflow
 }
 
-// cacheSet is the cacheWays entries a packet's hash picks.
+// cacheSet is the cacheWays entries a packet's hash picks, in the
+// exact-match cache or the second-level one.
 type cacheSet [cacheWays]cacheEntry
 
 // flowCache is an exact-match cache in front of the table, owned by one
@@ -459,6 +463,54 @@ type flowCache struct {
 	// hit counts only in cacheHits (it is also a hit and one mask
 	// hit: publish adds it to those).
 	hit, missed, maskHits, cacheHits uint64
+	// Lookups each subtable answered since the last publish.
+	stHits [stHitSlots]stHit
+
+	// The second-level cache (smc.go): nil until smcMisses, the
+	// lookups the subtables answered, reach smcAfter; smcHits counts
+	// the lookups it answered.
+	smc                []cacheEntry
+	smcMisses, smcHits uint64
+	smcNext            uint32 // the next entry smcClean looks at
+}
+
+// stHit counts the lookups one subtable answered.
+type stHit struct {
+	st *subtable
+	n  uint64
+}
+
+// stHitSlots is how many subtables a cache counts hits for between
+// publishes; more in one batch publish the counts early.
+const stHitSlots = 16
+
+// countSubtableHit counts a lookup that subtable st answered.
+func (c *flowCache) countSubtableHit(st *subtable) {
+	for i := range c.stHits {
+		e := &c.stHits[i]
+		if e.st == st {
+			e.n++
+			return
+		}
+		if e.st == nil {
+			e.st, e.n = st, 1
+			return
+		}
+	}
+	c.publishSubtableHits()
+	c.stHits[0] = stHit{st, 1}
+}
+
+// publishSubtableHits adds the counted hits to the subtables' ranks.
+func (c *flowCache) publishSubtableHits() {
+	for i := range c.stHits {
+		e := &c.stHits[i]
+		if e.st == nil {
+			break
+		}
+		e.st.hits.Add(e.n)
+		*e = stHit{}
+	}
 }
 
 // newFlowCache returns a cache of n entries (rounded up to a power of
@@ -503,9 +555,12 @@ func (c *flowCache) hashOf(k *flowkeys.Key) uint32 {
 func recircHash(h, id uint32) uint32 { return uint32(flowkeys.Mix64(uint64(h)<<32 | uint64(id))) }
 
 // lookupHashed is lookup with k's cache hash h given (ignored when the
-// cache is disabled).
+// cache is disabled): from the exact-match cache, else the second-level
+// cache (smc.go), else the subtables. A hit of either cache counts only
+// in cacheHits (publish adds it to the hits and mask hits).
 func (c *flowCache) lookupHashed(k *flowkeys.Key, h uint32) *megaflow {
 	var set *cacheSet
+	var f *megaflow
 	if c.sets != nil {
 		set = &c.sets[h&c.setMask]
 		for j := range set {
@@ -515,31 +570,59 @@ func (c *flowCache) lookupHashed(k *flowkeys.Key, h uint32) *megaflow {
 			if e.hash != h {
 				continue
 			}
-			if f := e.flow; f != nil && !f.dead.Load() && flowkeys.EqualMasked(k, &f.key, f.mask, f.rng) {
+			if ef := e.flow; ef != nil && !ef.dead.Load() && flowkeys.EqualMasked(k, &ef.key, ef.mask, ef.rng) {
 				c.cacheHits++
-				return f
+				return ef
 			}
 		}
+		f = c.smcLookup(k, h) // smc.go
 	}
-	f, probed := c.t.lookup(k, &c.scratch)
-	c.maskHits += uint64(probed)
-	if f == nil {
-		c.missed++
-		return nil
+	if f != nil {
+		c.cacheHits++
+	} else {
+		var probed int
+		f, probed = c.t.lookup(k, &c.scratch)
+		c.maskHits += uint64(probed)
+		if f == nil {
+			c.missed++
+			return nil
+		}
+		c.hit++
+		c.countSubtableHit(f.st)
+		if set != nil {
+			c.smcInsert(h, f)
+		}
 	}
-	c.hit++
 	if set != nil {
-		// Replace an empty or dead entry, else one chosen by the hash.
-		j := int(h>>28) % cacheWays
-		for x := range set {
-			if set[x].flow == nil || set[x].flow.dead.Load() {
-				j = x
-				break
-			}
-		}
-		set[j] = cacheEntry{hash: h, flow: f}
+		set.put(h, f)
 	}
 	return f
+}
+
+// find returns the flow of the set's entry for hash h if it is still
+// installed and matches k under its mask, else nil.
+func (set *cacheSet) find(k *flowkeys.Key, h uint32) *megaflow {
+	for j := range set {
+		e := &set[j]
+		if f := e.flow; f != nil && e.hash == h && !f.dead.Load() &&
+			flowkeys.EqualMasked(k, &f.key, &f.st.mask, f.st.rng) {
+			return f
+		}
+	}
+	return nil
+}
+
+// put records f for hash h: in an empty or dead entry, else one chosen
+// by the hash.
+func (set *cacheSet) put(h uint32, f *megaflow) {
+	j := int(h>>28) % cacheWays
+	for x := range set {
+		if set[x].flow == nil || set[x].flow.dead.Load() {
+			j = x
+			break
+		}
+	}
+	set[j] = cacheEntry{hash: h, flow: f}
 }
 
 // tableCounters are a datapath's lookup counters.
@@ -562,4 +645,6 @@ func (c *flowCache) publish(tc *tableCounters) {
 		tc.cacheHits.Add(c.cacheHits)
 	}
 	c.hit, c.missed, c.maskHits, c.cacheHits = 0, 0, 0, 0
+	c.publishSubtableHits()
+	c.smcClean()
 }

@@ -375,17 +375,18 @@ func (r *Results) Charts(rows []Row, dir string) ([]Chart, error) {
 			charts = append(charts, c)
 		}
 	}
-	return charts, nil
+	// How the table's cost grows (chart_scale.go).
+	sc, err := r.scaleCharts(dir)
+	if err != nil {
+		return nil, err
+	}
+	return append(charts, sc...), nil
 }
 
 // masksChart draws bench/sweep's time per packet against the number of
 // masks, when the results have it.
 func (r *Results) masksChart(dir string) (Chart, bool, error) {
-	type pt struct {
-		x float64
-		y Estimate
-	}
-	series := map[string][]pt{}
+	series := map[string][]xy{}
 	var pkgs []string
 	for p := range r.Bench {
 		pkgs = append(pkgs, p)
@@ -406,21 +407,38 @@ func (r *Results) masksChart(dir string) (Chart, bool, error) {
 				y, ok = r.Est(p, name, "ns/op")
 			}
 			if ok && y.Lo > 0 {
-				series[m[2]] = append(series[m[2]], pt{n, y})
+				series[m[2]] = append(series[m[2]], xy{n, y})
 			}
 		}
 	}
 	if len(series) == 0 {
 		return Chart{}, false, nil
 	}
-	var names []string
+	names := make([]string, 0, len(series))
 	for n := range series {
 		names = append(names, n)
 	}
 	sort.Strings(names)
+	ss := seriesOf(series, names)
+	c := Chart{"masks.png", "Time per packet against the number of masks, 1,000 flows, with intervals (bench/sweep: userdp's whole pipeline vs extract + plain tuple-space lookup)"}
+	if err := LineChart(filepath.Join(dir, c.File), "ns per packet vs number of masks, 1,000 flows", "masks (log scale)", "ns per packet (log scale)", ss, true, true); err != nil {
+		return Chart{}, false, err
+	}
+	return c, true, nil
+}
+
+// xy is a point of a line chart.
+type xy struct {
+	x float64
+	y Estimate
+}
+
+// seriesOf makes a line chart's series of the points of each name, in
+// the order of names, each sorted by x.
+func seriesOf(points map[string][]xy, names []string) []Series {
 	var ss []Series
 	for _, n := range names {
-		pts := series[n]
+		pts := points[n]
 		sort.Slice(pts, func(i, j int) bool { return pts[i].x < pts[j].x })
 		s := Series{Name: n}
 		for _, p := range pts {
@@ -429,11 +447,7 @@ func (r *Results) masksChart(dir string) (Chart, bool, error) {
 		}
 		ss = append(ss, s)
 	}
-	c := Chart{"masks.png", "Time per packet against the number of masks, 1,000 flows, with intervals (bench/sweep: userdp's whole pipeline vs extract + plain tuple-space lookup)"}
-	if err := LineChart(filepath.Join(dir, c.File), "ns per packet vs number of masks, 1,000 flows", "masks (log scale)", "ns per packet (log scale)", ss, true, true); err != nil {
-		return Chart{}, false, err
-	}
-	return c, true, nil
+	return ss
 }
 
 func shorten(s string, n int) string {

@@ -255,7 +255,7 @@ func (r *Results) userdpRows() []Row {
 		rows = append(rows, Row{Group: g, What: v.what, Ours: mppsE(mpps), Baseline: "—",
 			Goal: "— (report)", Met: metNone, Note: "`userdp` " + v.name})
 	}
-	rows = append(rows, r.forwardRow())
+	rows = append(append(rows, r.forwardRows()...), r.scaleRows()...)
 	return rows
 }
 
@@ -318,28 +318,6 @@ func (r *Results) pipelineRows() []Row {
 		rows = append(rows, row)
 	}
 	return rows
-}
-
-// forwardRow is issue 5's veth forwarding benchmark: userdp's
-// BenchmarkForwardVeth, which alternates a Linux bridge and the
-// userspace datapath between the same veth pairs in one run.
-func (r *Results) forwardRow() Row {
-	const g, pkg, name = "userdp", "userdp", "BenchmarkForwardVeth"
-	what := "Forwarding between two namespaces over veth, 64-byte UDP (vs Linux bridge)"
-	ours, ok1 := r.Est(pkg, name, "userdp-Mpps")
-	base, ok2 := r.Est(pkg, name, "bridge-Mpps")
-	ratio, ok3 := r.Est(pkg, name, "ratio")
-	if !ok1 || !ok2 || !ok3 || base.Center == 0 {
-		return notMeasured(g, what, "≥ 0.5×", r.missing(pkg, name))
-	}
-	note := fmt.Sprintf("`userdp` %s (medians of %d runs): frames received by the far namespace per second, one sendmmsg sender, bridge and userdp phases alternated; ratio: median of the runs' own ratios", name, ours.N)
-	if arr, ok := r.Est(pkg, name, "userdp-arrived"); ok {
-		note += fmt.Sprintf("; userdp delivered %.0f%%%s of what was sent (the bridge forwards inside the sender's system call, userdp on the other core)", 100*arr.Center, arr.spread())
-	}
-	row := Row{Group: g, What: what, Ours: mppsE(ours), Baseline: mppsE(base), Ratio: ratio,
-		Goal: "≥ 0.5×", ChartRatio: true, Note: note}
-	row.setGoal(0.5, false)
-	return row
 }
 
 // bothNote says how a ratio of figures from different benchmarks was
