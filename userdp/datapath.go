@@ -58,7 +58,7 @@ var _ odp.Datapath = (*Datapath)(nil)
 
 // dropCounters count packets dropped other than for lost upcalls.
 type dropCounters struct {
-	actionErrors, explicitDrops, recircDrops, extractErrors, txNoPort atomic.Uint64
+	actionErrors, explicitDrops, recircDrops, extractErrors, txNoPort, noEthernet atomic.Uint64
 }
 
 // dpPort is a port of the datapath.
@@ -230,6 +230,10 @@ type DropStats struct {
 	ExtractErrors uint64
 	// NoPort: output to a port that does not exist.
 	NoPort uint64
+	// NoEthernet: output of a packet without an Ethernet header (after
+	// pop_eth or add_mpls) to a port, all of which are Ethernet ports;
+	// the kernel drops these too (ovs_vport_send), counting them nowhere.
+	NoEthernet uint64
 }
 
 // Drops returns the datapath's drop counters.
@@ -240,6 +244,7 @@ func (dp *Datapath) Drops() DropStats {
 		RecircLimit:   dp.drops.recircDrops.Load(),
 		ExtractErrors: dp.drops.extractErrors.Load(),
 		NoPort:        dp.drops.txNoPort.Load(),
+		NoEthernet:    dp.drops.noEthernet.Load(),
 	}
 }
 
@@ -256,6 +261,7 @@ func (dp *Datapath) publish(c *workerCounters) {
 	add(&dp.drops.recircDrops, c.recircDrops)
 	add(&dp.drops.extractErrors, c.extractErrors)
 	add(&dp.drops.txNoPort, c.txNoPort)
+	add(&dp.drops.noEthernet, c.noEthernet)
 }
 
 // Close stops forwarding, closes every port (deleting tap devices) and

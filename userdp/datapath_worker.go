@@ -43,7 +43,7 @@ type copySlot struct {
 
 // workerCounters are counted per worker and published per batch.
 type workerCounters struct {
-	lost, actionErrors, explicitDrops, recircDrops, extractErrors, txNoPort uint64
+	lost, actionErrors, explicitDrops, recircDrops, extractErrors, txNoPort, noEthernet uint64
 }
 
 // flowAcc accumulates statistics for consecutive packets of one flow.
@@ -76,7 +76,7 @@ func newWorker(dp *Datapath, cacheEntries int) *worker {
 func (w *worker) process(buf []byte, off, n int, inPort uint32) {
 	c := &w.ctx
 	c.f.Buf, c.f.Off, c.f.Len = buf, off, n
-	c.hValid, c.cutlen, c.recirc, c.steal = false, 0, 0, true
+	c.hValid, c.cutlen, c.recirc, c.steal, c.noEth = false, 0, 0, true, false
 	if c.ct.Flags != 0 { // only a ct action sets it
 		c.ct.Clear()
 	}

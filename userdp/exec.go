@@ -61,6 +61,9 @@ const (
 	opCTClear
 	opMeter
 	opCT
+	opPushEth
+	opPopEth
+	opAddMPLS
 )
 
 // op is one compiled action.
@@ -159,6 +162,9 @@ func (c *compiler) action(a odp.Action, depth int, path string, last bool) (op, 
 	if n, ok := a.(odp.NestedAction); ok {
 		return c.nestedAction(n, depth, path)
 	}
+	if o, ok, err := c.l2Action(a, path); ok {
+		return o, err
+	}
 	switch a := a.(type) {
 	case odp.Output:
 		return op{kind: opOutput, a: a.Port}, nil
@@ -201,18 +207,11 @@ func (c *compiler) action(a odp.Action, depth int, path string, last bool) (op, 
 		if a.EthType != header.EtherTypeMPLS && a.EthType != header.EtherTypeMPLSMC {
 			return op{}, einval("%s: EtherType %#04x is not MPLS", path, a.EthType)
 		}
-		if c.key.MacProto != flowkeys.MacProtoEthernet {
-			return op{}, einval("%s: packet has no Ethernet header", path)
-		}
 		// The kernel pushes MPLS only on packets of a known tag
-		// order: no VLAN tag, and IPv4, IPv6, ARP, RARP or MPLS.
-		if c.key.VLANTCI&flowkeys.VLANTagPresent != 0 {
-			return op{}, einval("%s: the packet has a VLAN tag", path)
-		}
-		switch et := c.key.EthType; et {
-		case header.EtherTypeIPv4, header.EtherTypeIPv6, header.EtherTypeARP, header.EtherTypeRARP, header.EtherTypeMPLS, header.EtherTypeMPLSMC:
-		default:
-			return op{}, einval("%s: the flow's EtherType %#04x is not IPv4, IPv6, ARP, RARP or MPLS", path, et)
+		// order: no VLAN tag, and IPv4, IPv6, ARP, RARP or MPLS. It
+		// pushes on L3 packets too (in front of them).
+		if err := c.mplsPushable(path); err != nil {
+			return op{}, err
 		}
 		c.key.EthType = a.EthType
 		c.mplsLabels++

@@ -58,6 +58,21 @@ type pktCtx struct {
 	// ct is the packet's connection tracking state (the kernel's
 	// skb->_nfct and the key's ct fields), kept across recirculation.
 	ct conntrack.State
+	// noEth says the packet has no Ethernet header (the kernel's
+	// key->mac_proto MAC_PROTO_NONE, kept valid when the key is not):
+	// it starts at its network header, and proto is its EtherType
+	// (exec_l2.go).
+	noEth bool
+}
+
+// skbLen is the kernel's skb->len for the packet: for an Ethernet frame
+// without its out-of-band outer VLAN tag (skbLen), for an L3 packet
+// its length.
+func (c *pktCtx) skbLen() int {
+	if c.noEth {
+		return c.f.Len
+	}
+	return skbLen(c.f.Bytes())
 }
 
 // keyProtocol is skb->protocol as the kernel's key_extract sets it: the
@@ -77,12 +92,12 @@ func keyProtocol(k *flowkeys.Key) uint16 {
 // subtraction wraps).
 func (c *pktCtx) cutFrame() int {
 	b := c.f.Bytes()
-	sl := uint32(skbLen(b))
+	sl := uint32(c.skbLen())
 	if c.cutlen > sl {
 		return len(b)
 	}
 	hl := uint32(14)
-	if c.key.MacProto != flowkeys.MacProtoEthernet {
+	if c.noEth {
 		hl = 0
 	}
 	keep := max(sl-c.cutlen, hl)
@@ -119,7 +134,9 @@ func encapProto(frame []byte) uint16 {
 // headers returns the packet's parsed headers.
 func (c *pktCtx) headers() (*pktHeaders, error) {
 	if !c.hValid {
-		if err := parseHeaders(c.f.Bytes(), &c.h); err != nil {
+		if c.noEth {
+			parseHeadersL3(c.f.Bytes(), c.proto, &c.h)
+		} else if err := parseHeaders(c.f.Bytes(), &c.h); err != nil {
 			return nil, err
 		}
 		c.h.Protocol = c.proto
@@ -143,6 +160,9 @@ func (c *pktCtx) l3Parse() int {
 	if c.hValid {
 		return c.h.L3
 	}
+	if c.noEth {
+		return 0
+	}
 	b := c.f.Bytes()
 	if len(b) < 14 {
 		return -1
@@ -159,6 +179,7 @@ func (c *pktCtx) validKey() error {
 	}
 	k := &c.key
 	md := flowkeys.MetadataOf(k)
+	md.L3, md.EthType = c.noEth, c.proto
 	if err := flowkeys.Extract(c.f.Bytes(), &md, k); err != nil {
 		return err
 	}
@@ -176,6 +197,15 @@ func (w *worker) run(c *pktCtx, ops []op) {
 		o := &ops[i]
 		switch o.kind {
 		case opOutput:
+			if c.noEth {
+				// Every port here is an Ethernet port: the kernel's
+				// ovs_vport_send drops an L3 packet sent to one.
+				w.counters.noEthernet++
+				if o.last {
+					return
+				}
+				continue
+			}
 			n := c.f.Len
 			if c.cutlen > 0 {
 				n = c.cutFrame()
@@ -199,7 +229,7 @@ func (w *worker) run(c *pktCtx, ops []op) {
 			// The kernel records how many bytes to cut (cutlen), not
 			// the length to keep, and only when the packet is longer
 			// than max_len; a shorter one keeps the cutlen it had.
-			if sl := uint32(skbLen(c.f.Bytes())); sl > o.a {
+			if sl := uint32(c.skbLen()); sl > o.a {
 				c.cutlen = sl - o.a
 			}
 		case opPushVLAN:
@@ -240,9 +270,9 @@ func (w *worker) run(c *pktCtx, ops []op) {
 			h, err := c.headers()
 			if err == nil {
 				if o.kind == opPushMPLS {
-					err = pushMPLS(&c.f, h, o.a, o.c)
+					err = insertMPLS(&c.f, "push_mpls", h.MACLen, o.a, o.c, !c.noEth)
 				} else {
-					err = popMPLS(&c.f, h, o.c)
+					err = popMPLS(&c.f, h, o.c, !c.noEth)
 				}
 			}
 			if err != nil {
@@ -250,9 +280,18 @@ func (w *worker) run(c *pktCtx, ops []op) {
 				return
 			}
 			if o.kind == opPushMPLS || header.IsMPLS(c.proto) {
+				// pop_mpls(0x6558) of an L3 packet leaves an Ethernet
+				// frame (the kernel's pop_mpls sets mac_proto).
+				if o.kind == opPopMPLS && o.c == header.EtherTypeTEB {
+					c.noEth = false
+				}
 				c.proto = o.c
 			}
 			c.invalidate()
+		case opPushEth, opPopEth, opAddMPLS:
+			if !w.runL2(c, o) {
+				return
+			}
 		case opSetPriority:
 			c.key.Priority = c.key.Priority&^o.b | o.a&o.b
 		case opSetMark:
@@ -307,7 +346,7 @@ func (w *worker) run(c *pktCtx, ops []op) {
 			// a meter that does not exist passes it. The cost is the
 			// kernel's skb->len (skbLen: without an outer VLAN tag,
 			// which the kernel holds out of band).
-			if m := w.dp.meters.lookup(o.a); m != nil && m.charge(skbLen(c.f.Bytes()), w.now) {
+			if m := w.dp.meters.lookup(o.a); m != nil && m.charge(c.skbLen(), w.now) {
 				return
 			}
 		case opSample:
@@ -325,7 +364,7 @@ func (w *worker) run(c *pktCtx, ops []op) {
 			}
 		case opCheckPktLen:
 			sub := o.sub2
-			if skbLen(c.f.Bytes()) > int(o.c) {
+			if c.skbLen() > int(o.c) {
 				sub = o.sub
 			}
 			w.nested(c, sub, o.last)
