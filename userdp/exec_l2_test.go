@@ -151,7 +151,7 @@ func TestPushPopEthValidation(t *testing.T) {
 		{ip, "add_mpls(" + mpls + ")," + push + ",2", true},
 		{ip, "add_mpls(" + mpls + "),pop_mpls(eth_type=0x6558),2", true},
 		{ip, "add_mpls(" + mpls + "),pop_mpls(eth_type=0x6558),pop_mpls(eth_type=0x800),2", false}, // one label
-		{ip, "add_mpls(label=7,tc=0,ttl=64,bos=1,eth_type=0x800),2", false},                          // not MPLS
+		{ip, "add_mpls(label=7,tc=0,ttl=64,bos=1,eth_type=0x800),2", false},                        // not MPLS
 		{ip, "add_mpls(" + mpls + ",tun_flags=0x1),2", true},
 		{l3, "add_mpls(" + mpls + ",tun_flags=0x1),2", true},
 	} {
