@@ -501,6 +501,7 @@ func Scenarios() []*Scenario {
 		}),
 	})
 	ctScenarios(add)
+	l2Scenarios(add)
 	return ss
 }
 

@@ -1,0 +1,74 @@
+package crosscheck
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/ovsdp/ovsdp/internal/header/headertest"
+)
+
+// L2 scenarios (issue 16): push_eth, pop_eth and add_mpls, and packets
+// without an Ethernet header (L3 packets) in between. Each UDP
+// destination port selects one flow; the frames are injected one at a
+// time so that the misses come in the same order on both datapaths. The
+// misses of recirculated L3 packets compare the kernel's key for an L3
+// packet (eth_type, no eth) with userdp's and with flowkeys.Extract's.
+func l2Scenarios(add func(*Scenario)) {
+	const udp = "recirc_id(0),in_port(1),eth(),eth_type(0x0800),ipv4(proto=17,frag=no),udp(dst=%d)"
+	const l3udp = "recirc_id(%#x),in_port(1),eth_type(0x0800),ipv4(proto=17,frag=no),udp()"
+	const pushEth2 = "push_eth(src=02:00:00:00:00:aa,dst=02:00:00:00:00:02)"
+	const pushEth3 = "push_eth(src=02:00:00:00:00:aa,dst=02:00:00:00:00:03)"
+	const mpls = "label=100,tc=3,ttl=64,bos=1,eth_type=0x8847"
+	flows := []FlowSpec{
+		// Through an L3 packet and back, rewritten while L3.
+		{fmt.Sprintf(udp, 7001), "pop_eth,set(ipv4(ttl=9)),dec_ttl(le_1(drop))," + pushEth2 + ",2"},
+		// Recirculated without an Ethernet header: an L3 flow matches.
+		{fmt.Sprintf(udp, 7002), "pop_eth,recirc(0x1)"},
+		{fmt.Sprintf(l3udp, 1), pushEth3 + ",3"},
+		// No flow for it: an L3 miss.
+		{fmt.Sprintf(udp, 7003), "pop_eth,recirc(0x2)"},
+		// An L3 packet out of an Ethernet port: dropped, then the
+		// rest of the list.
+		{fmt.Sprintf(udp, 7004), "pop_eth,2," + pushEth3 + ",3"},
+		// add_mpls in front of the Ethernet header (Ethernet over
+		// MPLS), then an Ethernet header.
+		{fmt.Sprintf(udp, 7005), "add_mpls(" + mpls + ")," + pushEth2 + ",2"},
+		// add_mpls then recirc: an L3 MPLS miss.
+		{fmt.Sprintf(udp, 7006), "add_mpls(" + mpls + "),recirc(0x3)"},
+		// add_mpls with the L3 tunnel flag: after the MAC header, as
+		// push_mpls.
+		{fmt.Sprintf(udp, 7007), "add_mpls(" + mpls + ",tun_flags=0x1),3"},
+		// push_mpls on an L3 packet, then an Ethernet header.
+		{fmt.Sprintf(udp, 7008), "pop_eth,push_mpls(" + mpls + ")," + pushEth3 + ",3"},
+		// add_mpls and pop_mpls(0x6558): the frame again.
+		{fmt.Sprintf(udp, 7009), "add_mpls(" + mpls + "),pop_mpls(eth_type=0x6558),2"},
+	}
+	add(&Scenario{
+		Name: "push-pop-eth-add-mpls", Hosts: silentHosts(3), Flows: flows,
+		Traffic: func(e *Env) error {
+			for port := uint16(7001); port <= 7009; port++ {
+				if err := e.Inject("h1", udp4(headertest.IPv4Hdr{}, 5000, port, "l2 actions")); err != nil {
+					return err
+				}
+				if err := e.WaitQuiet(200 * time.Millisecond); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+		Check: all(checkNoErrors, func(o *Observation) error {
+			if n := countUpcalls(o, "miss"); n != 2 {
+				return fmt.Errorf("%d misses, want 2 (an L3 IPv4 and an L3 MPLS packet)", n)
+			}
+			for _, u := range o.Upcalls {
+				if u.Kind == "miss" && (u.Packet[0] == 0x02 || u.Key == "") {
+					return fmt.Errorf("miss of a frame % x: want L3 packets only", u.Packet[:14])
+				}
+			}
+			if err := checkFrames(o, "h2", 3, false); err != nil {
+				return err
+			}
+			return checkFrames(o, "h3", 4, false)
+		}),
+	})
+}
