@@ -52,7 +52,7 @@ func SelectsNothing(argv, env []string, dir string) bool {
 	}
 	for _, p := range patterns {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		cmd := exec.CommandContext(ctx, argv[0], "-test.list="+p)
+		cmd := exec.CommandContext(ctx, argv[0], "-test.list="+topLevel(p))
 		cmd.Dir, cmd.Env = dir, env
 		out, err := cmd.Output()
 		cancel()
@@ -61,4 +61,31 @@ func SelectsNothing(argv, env []string, dir string) bool {
 		}
 	}
 	return true
+}
+
+// topLevel is the part of a -test.run pattern that top-level names are
+// matched against (what -test.list matches): the pattern before its first
+// slash outside brackets and parentheses, as the testing package splits
+// it. Without this, a pattern naming a subtest
+// ("^TestIntegrationX$/^case$") lists nothing and the run went to the
+// host.
+func topLevel(p string) string {
+	depth := 0
+	for i := 0; i < len(p); i++ {
+		switch p[i] {
+		case '\\':
+			i++
+		case '[', '(':
+			depth++
+		case ']', ')':
+			if depth > 0 {
+				depth--
+			}
+		case '/':
+			if depth == 0 {
+				return p[:i]
+			}
+		}
+	}
+	return p
 }
