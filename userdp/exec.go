@@ -64,6 +64,8 @@ const (
 	opPushEth
 	opPopEth
 	opAddMPLS
+	opPushNSH
+	opPopNSH
 )
 
 // op is one compiled action.
@@ -90,6 +92,7 @@ type setArgs struct {
 	arp   [2]odp.ARP
 	nd    [2]odp.ND
 	mpls  [2]uint32
+	nsh   []byte // push_nsh's header
 }
 
 // userspaceArgs are a userspace action's arguments.
@@ -451,6 +454,16 @@ func (c *compiler) set(key, mask odp.KeyAttr, path string) (op, error) {
 	name := "set"
 	if masked {
 		name = "set_masked"
+	}
+	if _, ok := key.(odp.NSH); ok {
+		// exec_nsh.go says why.
+		if et != header.EtherTypeNSH {
+			return op{}, einval("%s: the flow's EtherType %#04x is not NSH", path, et)
+		}
+		if masked {
+			return op{}, einval("%s: masked set(nsh): Linux 6.1 refuses a value-and-mask nsh attribute", path)
+		}
+		return op{}, fmt.Errorf("%s: set(nsh): Linux 6.1 accepts it but misreads its mask (set_nsh takes each nested attribute as value and mask), and later kernels removed it: %w", path, odp.ErrUnsupported)
 	}
 	return op{}, fmt.Errorf("%s: %s(%s): %w", path, name, key.KeyType(), odp.ErrUnsupported)
 }

@@ -49,7 +49,8 @@ import (
 // treated as if the key had been extracted again (network header at 0
 // for an L3 packet, after the Ethernet header otherwise).
 
-// l2Action compiles push_eth, pop_eth and add_mpls, tracking the key's
+// l2Action compiles push_eth, pop_eth, add_mpls, push_nsh and pop_nsh
+// (exec_nsh.go), tracking the key's
 // MAC protocol as __ovs_nla_copy_actions tracks mac_proto. ok is false
 // for any other action.
 func (c *compiler) l2Action(a odp.Action, path string) (o op, ok bool, err error) {
@@ -70,6 +71,12 @@ func (c *compiler) l2Action(a odp.Action, path string) (o op, ok bool, err error
 		}
 		k.MacProto = flowkeys.MacProtoNone
 		return op{kind: opPopEth}, true, nil
+	case odp.PushNSH:
+		o, err := c.compilePushNSH(a, path)
+		return o, true, err
+	case odp.PopNSH:
+		o, err := c.compilePopNSH(path)
+		return o, true, err
 	case odp.AddMPLS:
 		if !header.IsMPLS(a.EthType) {
 			return op{}, true, einval("%s: EtherType %#04x is not MPLS", path, a.EthType)
@@ -120,7 +127,8 @@ func (c *compiler) mplsPushable(path string) error {
 	}
 }
 
-// runL2 executes push_eth, pop_eth and add_mpls on the packet. It reports
+// runL2 executes push_eth, pop_eth, add_mpls, push_nsh and pop_nsh on
+// the packet. It reports
 // false when the action failed and the packet was dropped.
 func (w *worker) runL2(c *pktCtx, o *op) bool {
 	var err error
@@ -132,6 +140,8 @@ func (w *worker) runL2(c *pktCtx, o *op) bool {
 		if err = popEth(&c.f, c.noEth, c.proto); err == nil {
 			c.noEth = true
 		}
+	case opPushNSH, opPopNSH:
+		return w.runNSH(c, o)
 	case opAddMPLS:
 		if o.b != 0 {
 			// After the MAC header: push_mpls.
@@ -172,8 +182,8 @@ func pushEth(f *frameBuf, noEth bool, e *odp.Ethernet, proto uint16) error {
 	if !noEth {
 		return fmt.Errorf("push_eth: %w: the packet has an Ethernet header", errWrongProtocol)
 	}
-	if f.Off < header.EthernetMinimumSize {
-		return fmt.Errorf("push_eth: %w: %d bytes in front of the packet, 14 needed", errNoHeadroom, f.Off)
+	if !f.reserve(header.EthernetMinimumSize) {
+		return fmt.Errorf("push_eth: %w: %d bytes in front of the packet and %d after it, 14 needed", errNoHeadroom, f.Off, len(f.Buf)-f.Off-f.Len)
 	}
 	f.Off -= header.EthernetMinimumSize
 	f.Len += header.EthernetMinimumSize
@@ -218,4 +228,20 @@ func parseHeadersL3(frame []byte, proto uint16, h *pktHeaders) {
 	case header.EtherTypeIPv6:
 		parseIPv6(frame, h)
 	}
+}
+
+// reserve makes room for n bytes in front of the packet, as the kernel's
+// skb_cow_head reallocates a head too small: when the headroom is short
+// the packet moves back within its buffer, if the buffer has the room.
+// It reports whether there is room now.
+func (f *frameBuf) reserve(n int) bool {
+	if f.Off >= n {
+		return true
+	}
+	if len(f.Buf)-f.Len < n {
+		return false
+	}
+	copy(f.Buf[n:n+f.Len], f.Bytes())
+	f.Off = n
+	return true
 }

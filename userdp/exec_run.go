@@ -288,7 +288,7 @@ func (w *worker) run(c *pktCtx, ops []op) {
 				c.proto = o.c
 			}
 			c.invalidate()
-		case opPushEth, opPopEth, opAddMPLS:
+		case opPushEth, opPopEth, opAddMPLS, opPushNSH, opPopNSH:
 			if !w.runL2(c, o) {
 				return
 			}
