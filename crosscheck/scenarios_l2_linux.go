@@ -1,11 +1,24 @@
 package crosscheck
 
 import (
+	"encoding/binary"
 	"fmt"
 	"time"
 
+	"github.com/ovsdp/ovsdp/internal/header"
 	"github.com/ovsdp/ovsdp/internal/header/headertest"
 )
+
+// nshFrame is an Ethernet frame from h1 carrying an MD type 1 NSH header
+// (TTL 63, SPI 0x20, SI 9, context 1 to 4) with next protocol np and
+// then inner.
+func nshFrame(np byte, inner []byte) []byte {
+	h := []byte{0x0f, 0xc6, 1, np, 0, 0, 0x20, 9}
+	for i := uint32(1); i <= 4; i++ {
+		h = binary.BigEndian.AppendUint32(h, i)
+	}
+	return headertest.Eth(Nobody, MAC1, header.EtherTypeNSH, append(h, inner...))
+}
 
 // L2 scenarios (issue 16): push_eth, pop_eth and add_mpls, and packets
 // without an Ethernet header (L3 packets) in between. Each UDP
@@ -69,6 +82,53 @@ func l2Scenarios(add func(*Scenario)) {
 				return err
 			}
 			return checkFrames(o, "h3", 4, false)
+		}),
+	})
+
+	// NSH: push_nsh on a frame (next protocol Ethernet) and on an L3
+	// packet (IPv4; the action's np=7 is overwritten by both), pop_nsh
+	// of injected NSH frames over IPv4 and over Ethernet, and the key of
+	// an L3 NSH packet in a miss.
+	const nsh = "push_nsh(flags=0,ttl=63,mdtype=1,np=7,spi=0x10,si=255,c1=0x1,c2=0x2,c3=0x3,c4=0x4)"
+	const nshKey = "recirc_id(0),in_port(1),eth(),eth_type(0x894f),nsh(np=%d)"
+	add(&Scenario{
+		Name: "push-pop-nsh", Hosts: silentHosts(3),
+		Flows: []FlowSpec{
+			{fmt.Sprintf(udp, 7101), nsh + "," + pushEth2 + ",2"},
+			{fmt.Sprintf(udp, 7102), "pop_eth," + nsh + "," + pushEth3 + ",3"},
+			{fmt.Sprintf(udp, 7103), "pop_eth," + nsh + ",recirc(0x5)"},
+			{fmt.Sprintf(nshKey, 1), "pop_eth,pop_nsh," + pushEth3 + ",3"},
+			{fmt.Sprintf(nshKey, 3), "pop_eth,pop_nsh,2"},
+			// NSH over NSH: pop_nsh leaves an L3 NSH packet.
+			{fmt.Sprintf(nshKey, 4), "pop_eth,pop_nsh,recirc(0x6)"},
+		},
+		Traffic: func(e *Env) error {
+			frames := [][]byte{
+				udp4(headertest.IPv4Hdr{}, 5000, 7101, "nsh"),
+				udp4(headertest.IPv4Hdr{}, 5000, 7102, "nsh"),
+				udp4(headertest.IPv4Hdr{}, 5000, 7103, "nsh"),
+				nshFrame(1, udp4(headertest.IPv4Hdr{}, 5000, 9, "inner ipv4")[14:]),
+				nshFrame(3, udp4(headertest.IPv4Hdr{}, 5000, 9, "inner ethernet")),
+				nshFrame(4, nshFrame(1, udp4(headertest.IPv4Hdr{}, 5000, 9, "inner nsh")[14:])[14:]),
+			}
+			for _, f := range frames {
+				if err := e.Inject("h1", f); err != nil {
+					return err
+				}
+				if err := e.WaitQuiet(200 * time.Millisecond); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+		Check: all(checkNoErrors, func(o *Observation) error {
+			if n := countUpcalls(o, "miss"); n != 2 {
+				return fmt.Errorf("%d misses, want 2 (L3 NSH packets)", n)
+			}
+			if err := checkFrames(o, "h2", 2, false); err != nil {
+				return err
+			}
+			return checkFrames(o, "h3", 2, false)
 		}),
 	})
 }
