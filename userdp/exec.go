@@ -460,10 +460,7 @@ func (c *compiler) set(key, mask odp.KeyAttr, path string) (op, error) {
 		if et != header.EtherTypeNSH {
 			return op{}, einval("%s: the flow's EtherType %#04x is not NSH", path, et)
 		}
-		if masked {
-			return op{}, einval("%s: masked set(nsh): Linux 6.1 refuses a value-and-mask nsh attribute", path)
-		}
-		return op{}, fmt.Errorf("%s: set(nsh): Linux 6.1 accepts it but misreads its mask (set_nsh takes each nested attribute as value and mask), and later kernels removed it: %w", path, odp.ErrUnsupported)
+		return op{}, einval("%s: %s(nsh): Linux 6.1 refuses it", path, name)
 	}
 	return op{}, fmt.Errorf("%s: %s(%s): %w", path, name, key.KeyType(), odp.ErrUnsupported)
 }

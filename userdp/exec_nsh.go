@@ -28,17 +28,14 @@ import (
 // frame. A header shorter than 8 bytes by its length field, cut, or of
 // an unknown next protocol drops the packet.
 //
-// set(nsh(...)) is not executed here: Linux 6.1 refuses the masked form
-// (nsh_key_put_from_nlattr wants each nested attribute at its plain
-// length, so a value-and-mask pair is EINVAL), and accepts the plain form
-// but executes it wrongly: validate_set turns it into a masked set whose
-// mask is a copy of the whole attribute after it, while set_nsh
-// (nsh_key_from_nlattr) reads each nested attribute as value then mask,
-// so the bytes taken as the base header's mask are the next attribute's
-// header and first context word, and a key without the MD1 attribute
-// leaves the context value and mask uninitialised on the kernel's stack.
-// Later kernels removed set(nsh). The masked form is refused with EINVAL
-// as the kernel does, the plain one with odp.ErrUnsupported.
+// set(nsh(...)) and its masked form are EINVAL, as Linux 6.1 (Debian's
+// 6.1.0-57) answers both: crosscheck's TestIntegrationActionSupport puts
+// them on the kernel. The masked form fails nsh_key_put_from_nlattr's
+// length check (it wants each nested attribute at its plain length); the
+// plain form is refused too. Its execution in the kernel source would
+// misread the mask anyway (validate_set turns it into a masked set whose
+// mask follows the whole attribute, while set_nsh reads each nested
+// attribute as value then mask), and later kernels removed set(nsh).
 
 // TUN_P_* next protocol values of the NSH header.
 const (

@@ -59,7 +59,9 @@ const (
 // Cases has at least one case for every action type odp knows.
 var Cases = []Case{
 	{Type: odp.ActionOutput, Key: ipKey, Actions: "2"},
-	{Type: odp.ActionUserspace, Key: ipKey, Actions: "userspace(pid=0,userdata(01020304))"},
+	{Type: odp.ActionUserspace, Key: ipKey, Actions: "userspace(pid=1,userdata(01020304))"},
+	{Type: odp.ActionUserspace, Key: ipKey, Actions: "userspace(pid=0)", Kernel: Invalid,
+		Reason: "the kernel wants a netlink port ID; userdp's upcalls go to its receivers (Datapath.Upcalls), any PID"},
 	{Type: odp.ActionSet, Key: ipKey, Actions: "set(skb_priority(0x3)),2"},
 	{Type: odp.ActionSetMasked, Key: ipKey, Actions: "set(ipv4(ttl=3)),2"},
 	{Type: odp.ActionSet, Key: ipKey, Actions: "set(tunnel(tun_id=0x1,dst=192.0.2.1,ttl=64,flags(key))),2",
