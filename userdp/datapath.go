@@ -52,6 +52,8 @@ type Datapath struct {
 	startTime time.Time
 
 	ct ctState // the connection tracker (exec_ct.go)
+
+	psample psampleHub // PsampleEvents' subscribers (psample.go)
 }
 
 var _ odp.Datapath = (*Datapath)(nil)

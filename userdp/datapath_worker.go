@@ -76,7 +76,7 @@ func newWorker(dp *Datapath, cacheEntries int) *worker {
 func (w *worker) process(buf []byte, off, n int, inPort uint32) {
 	c := &w.ctx
 	c.f.Buf, c.f.Off, c.f.Len = buf, off, n
-	c.hValid, c.cutlen, c.recirc, c.steal, c.noEth = false, 0, 0, true, false
+	c.hValid, c.cutlen, c.recirc, c.steal, c.noEth, c.probability = false, 0, 0, true, false, 0
 	if c.ct.Flags != 0 { // only a ct action sets it
 		c.ct.Clear()
 	}

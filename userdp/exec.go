@@ -66,6 +66,7 @@ const (
 	opAddMPLS
 	opPushNSH
 	opPopNSH
+	opPsample
 )
 
 // op is one compiled action.
@@ -255,6 +256,8 @@ func (c *compiler) action(a odp.Action, depth int, path string, last bool) (op, 
 		return op{kind: opCTClear}, nil
 	case odp.Meter:
 		return op{kind: opMeter, a: a.ID}, nil
+	case odp.Psample:
+		return compilePsample(a, path)
 	case odp.CT:
 		ca, err := conntrack.CompileAction(&a, c.key.EthType)
 		if err != nil {

@@ -63,6 +63,9 @@ type pktCtx struct {
 	// it starts at its network header, and proto is its EtherType
 	// (exec_l2.go).
 	noEth bool
+	// probability is the kernel's OVS_CB(skb)->probability: the
+	// enclosing sample action's, 0 outside one (psample's rate).
+	probability uint32
 }
 
 // skbLen is the kernel's skb->len for the packet: for an Ethernet frame
@@ -353,10 +356,15 @@ func (w *worker) run(c *pktCtx, ops []op) {
 			if o.a != 0xffffffff && (o.a == 0 || w.random() > o.a) {
 				continue
 			}
+			prob := c.probability
+			c.probability = o.a
 			w.nested(c, o.sub, o.last)
 			if o.last {
 				return
 			}
+			c.probability = prob
+		case opPsample:
+			w.psample(c, o)
 		case opClone:
 			w.nested(c, o.sub, o.last)
 			if o.last {

@@ -93,7 +93,7 @@ var Cases = []Case{
 		Reason: "OVS_ACTION_ATTR_PSAMPLE came with Linux 6.11; 6.1 does not know the type (EINVAL). userdp delivers the samples to its subscribers (Datapath.PsampleEvents, dpctl psample-events)"},
 	{Type: odp.ActionTunnelPush, Key: ipKey,
 		Actions: "tnl_push(tnl_port(2),header(size=50,type=4,eth(dst=02:00:00:00:00:02,src=02:00:00:00:00:01,dl_type=0x0800),ipv4(src=192.0.2.1,dst=192.0.2.2,proto=17,tos=0,ttl=64,frag=0x4000),udp(src=0,dst=4789,csum=0x0),vxlan(flags=0x8000000,vni=0x1)),out_port(1))",
-		Kernel: Invalid, Userdp: Unsupported, Reason: "Open vSwitch's userspace datapath only (the kernel rejects it); needs tunnel ports (issue 16, tunnels)"},
+		Kernel:  Invalid, Userdp: Unsupported, Reason: "Open vSwitch's userspace datapath only (the kernel rejects it); needs tunnel ports (issue 16, tunnels)"},
 	{Type: odp.ActionTunnelPop, Key: ipKey, Actions: "tnl_pop(2)", Kernel: Invalid, Userdp: Unsupported,
 		Reason: "Open vSwitch's userspace datapath only (the kernel rejects it); needs tunnel ports (issue 16, tunnels)"},
 	{Type: odp.ActionLBOutput, Key: ipKey, Actions: "lb_output(1)", Kernel: Invalid, Userdp: Unsupported,
