@@ -13,28 +13,14 @@ import (
 // The kernel multicasts it to the psample generic netlink family's
 // "packets" group (PSAMPLE_CMD_SAMPLE with PSAMPLE_ATTR_SAMPLE_GROUP,
 // SAMPLE_RATE, IIFINDEX, ORIGSIZE, DATA and USER_COOKIE); here every
-// subscriber of PsampleEvents gets it. As the kernel's execute_psample:
+// subscriber of PsampleEvents gets it (odp.PsampleEvent). As the kernel's execute_psample:
 // the rate is the enclosing sample action's probability (UINT32_MAX
 // outside one), the data is the packet less the cut of a trunc before
 // it, and the packet goes on to the next action. A subscriber that does
 // not keep up loses events (counted), as a netlink multicast listener
 // whose socket is full; with no subscriber the action does nothing.
 
-// PsampleEvent is one sample a psample action delivered.
-type PsampleEvent struct {
-	// Group is the psample group the action named.
-	Group uint32
-	// Rate is the sampling probability (of 2^32-1), as PSAMPLE_ATTR_SAMPLE_RATE.
-	Rate uint32
-	// InPort is the datapath port the packet came in on.
-	InPort uint32
-	// OrigSize is the packet's length before a trunc cut it.
-	OrigSize uint32
-	// Cookie is the action's cookie (nil for none).
-	Cookie []byte
-	// Data is the packet, cut by a trunc before the action.
-	Data []byte
-}
+var _ odp.Psampler = (*Datapath)(nil)
 
 // psampleQueueLen is how many events a subscriber's queue holds.
 const psampleQueueLen = 1024
@@ -46,15 +32,15 @@ type psampleHub struct {
 	lost atomic.Uint64
 }
 
-type psampleSub struct{ q chan PsampleEvent }
+type psampleSub struct{ q chan odp.PsampleEvent }
 
 // PsampleEvents subscribes to the samples of every psample action of the
-// datapath, whatever their group. The channel is closed when ctx is done
+// datapath, whatever their group (odp.Psampler). The channel is closed when ctx is done
 // or the datapath is closed. PsampleLost counts the events dropped because
 // a subscriber's queue (1024 events) was full.
-func (dp *Datapath) PsampleEvents(ctx context.Context) <-chan PsampleEvent {
-	out := make(chan PsampleEvent)
-	s := &psampleSub{q: make(chan PsampleEvent, psampleQueueLen)}
+func (dp *Datapath) PsampleEvents(ctx context.Context) (<-chan odp.PsampleEvent, error) {
+	out := make(chan odp.PsampleEvent)
+	s := &psampleSub{q: make(chan odp.PsampleEvent, psampleQueueLen)}
 	h := &dp.psample
 	h.mu.Lock()
 	var subs []*psampleSub
@@ -84,7 +70,7 @@ func (dp *Datapath) PsampleEvents(ctx context.Context) <-chan PsampleEvent {
 			}
 		}
 	}()
-	return out
+	return out, nil
 }
 
 // PsampleLost returns how many psample events subscribers lost.
@@ -120,7 +106,7 @@ func (w *worker) psample(c *pktCtx, o *op) {
 	if rate == 0 {
 		rate = 0xffffffff
 	}
-	ev := PsampleEvent{Group: o.a, Rate: rate, InPort: c.key.InPort, OrigSize: uint32(orig),
+	ev := odp.PsampleEvent{Group: o.a, Rate: rate, InPort: c.key.InPort, OrigSize: uint32(orig),
 		Cookie: o.user.userdata, Data: append([]byte(nil), b...)}
 	for _, s := range *p {
 		select {

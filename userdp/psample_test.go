@@ -5,6 +5,8 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/ovsdp/ovsdp/odp"
 )
 
 // TestPsample checks that a psample action delivers the packet to every
@@ -15,9 +17,10 @@ func TestPsample(t *testing.T) {
 	h := newHarness(t, 2)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	ev1, ev2 := h.dp.PsampleEvents(ctx), h.dp.PsampleEvents(ctx)
+	ev1, _ := h.dp.PsampleEvents(ctx)
+	ev2, _ := h.dp.PsampleEvents(ctx)
 	f := udpFrame(1, 2, 1000)
-	next := func(ch <-chan PsampleEvent) PsampleEvent {
+	next := func(ch <-chan odp.PsampleEvent) odp.PsampleEvent {
 		t.Helper()
 		select {
 		case ev := <-ch:
@@ -25,11 +28,11 @@ func TestPsample(t *testing.T) {
 		case <-time.After(5 * time.Second):
 			t.Fatal("no psample event")
 		}
-		return PsampleEvent{}
+		return odp.PsampleEvent{}
 	}
 	h.mustExecute(f, "psample(group=7,cookie=0x0102),2")
 	h.expectFrame(2, f)
-	for _, ch := range []<-chan PsampleEvent{ev1, ev2} {
+	for _, ch := range []<-chan odp.PsampleEvent{ev1, ev2} {
 		ev := next(ch)
 		if ev.Group != 7 || !bytes.Equal(ev.Cookie, []byte{1, 2}) || ev.Rate != 0xffffffff || ev.InPort != 1 || !bytes.Equal(ev.Data, f) || ev.OrigSize != uint32(len(f)) {
 			t.Errorf("event %+v", ev)

@@ -114,6 +114,8 @@ type response struct {
 	CTEntry *odp.CTEntry `json:"ct_entry,omitempty"`
 	CTStats *odp.CTStats `json:"ct_stats,omitempty"`
 	Count   *uint32      `json:"count,omitempty"`
+	// Psample is one event of a psample_events stream (More set).
+	Psample *odp.PsampleEvent `json:"psample,omitempty"`
 	// Closed is set on the server's last answer before it closes an
 	// idle connection; the request the client sent, if any, was not
 	// read.
