@@ -342,7 +342,12 @@ func (p *dpPort) info() odp.Port {
 }
 
 // AddPort adds a port: type "netdev" (or empty) opens the existing Linux
-// interface spec.Name through AF_PACKET; "internal" creates a tap device;
+// interface spec.Name with the backend its option "mode" names: "ring"
+// (the default: a TPACKET_V3 ring), "mmsg" (recvmmsg) or "xdp" (AF_XDP;
+// where the kernel, the driver or another XDP program prevents it, the
+// port falls back to the ring and its option "xdp_fallback" says why);
+// the port's options then give the backend in use as "mode". Type
+// "internal" creates a tap device;
 // PortMemory ("memory") creates an in-memory pipe (options "mtu" and
 // "queue" size it; MemoryPeer returns its other end). Other types wrap
 // odp.ErrUnsupported. A name in use gives EEXIST, a number in use EBUSY.
@@ -359,7 +364,19 @@ func (dp *Datapath) AddPort(ctx context.Context, spec odp.PortSpec) (odp.Port, e
 	switch spec.Type {
 	case odp.PortNetdev, "":
 		spec.Type = odp.PortNetdev
-		p, err = openNetdevPort(spec.Name)
+		var used, fallback string
+		if p, used, fallback, err = openNetdevPort(spec.Name, spec.Options["mode"]); err == nil {
+			// The backend in use, as the port's options show it.
+			opts := make(map[string]string, len(spec.Options)+2)
+			for k, v := range spec.Options {
+				opts[k] = v
+			}
+			opts["mode"] = used
+			if fallback != "" {
+				opts["xdp_fallback"] = fallback
+			}
+			spec.Options = opts
+		}
 	case odp.PortInternal:
 		p, err = openInternalPort(spec.Name)
 	case PortMemory:

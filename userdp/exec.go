@@ -258,6 +258,8 @@ func (c *compiler) action(a odp.Action, depth int, path string, last bool) (op, 
 		return op{kind: opMeter, a: a.ID}, nil
 	case odp.Psample:
 		return compilePsample(a, path)
+	case odp.LBOutput:
+		return op{}, fmt.Errorf("%s: lb_output(%d): the action of Open vSwitch's userspace datapath that balances a bond's members; this datapath has no bonds (and the kernel rejects the action): %w", path, a.BondID, odp.ErrUnsupported)
 	case odp.CT:
 		ca, err := conntrack.CompileAction(&a, c.key.EthType)
 		if err != nil {
