@@ -68,7 +68,7 @@ func New(stdout, stderr io.Writer) *cli.App {
 func runFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "datapath", Aliases: []string{"d"}, Usage: "datapath to drive: system@NAME (kernel) or netdev@NAME (userspace, hosted in this process)"},
-		&cli.StringSliceFlag{Name: "port", Aliases: []string{"p"}, Usage: "network device `IFACE[,OPTIONS]` to add as a port (repeat, or comma-separate); options: vlan=N (access port of VLAN N), trunks=N,... (trunk of those VLANs), vlan_mode=native-tagged|native-untagged with tag=N (native VLAN N)"},
+		&cli.StringSliceFlag{Name: "port", Aliases: []string{"p"}, Usage: "network device `IFACE[,OPTIONS]` to add as a port (repeat, or comma-separate); options: vlan=N (access port of VLAN N), trunks=N,... (trunk of those VLANs), vlan_mode=native-tagged|native-untagged with tag=N (native VLAN N), mode=ring|mmsg|xdp (netdev@: the TPACKET ring, recvmmsg or AF_XDP, falling back to the ring where AF_XDP cannot be had)"},
 		&cli.StringFlag{Name: "rules", Usage: "rules `FILE` (ovs-ofctl syntax subset); reloaded on SIGHUP. Default: L2 learning switch"},
 		&cli.StringFlag{Name: "metrics", Usage: "serve Prometheus metrics on `ADDR` (host:port) at /metrics"},
 		&cli.DurationFlag{Name: "idle", Value: daemon.DefaultIdleTimeout, Usage: "delete flows idle for this long"},
@@ -118,8 +118,18 @@ func parseOptions(c *cli.Context, stderr io.Writer) (*options, error) {
 		return nil, fmt.Errorf("--port: %w", err)
 	}
 	var vlans map[string]policy.PortVLAN
+	var modes map[string]string
 	for _, s := range specs {
 		o.ports = append(o.ports, s.Name)
+		if s.Mode != "" {
+			if spec.Type != "netdev" {
+				return nil, fmt.Errorf("--port %s,mode=%s: the port backend is chosen on netdev@ datapaths; the kernel (%s) reads its ports itself", s.Name, s.Mode, spec)
+			}
+			if modes == nil {
+				modes = make(map[string]string)
+			}
+			modes[s.Name] = s.Mode
+		}
 		if s.VLAN.Mode != policy.VLANTrunk || len(s.VLAN.Trunks) > 0 {
 			if vlans == nil {
 				vlans = make(map[string]policy.PortVLAN)
@@ -166,6 +176,7 @@ func parseOptions(c *cli.Context, stderr io.Writer) (*options, error) {
 	o.cfg = daemon.Config{
 		Ports:              o.ports,
 		PortVLANs:          vlans,
+		PortModes:          modes,
 		Rules:              o.rules,
 		RulesFile:          o.rulesFile,
 		Handlers:           c.Int("handlers"),

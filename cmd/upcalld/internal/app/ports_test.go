@@ -3,6 +3,7 @@ package app
 import (
 	"io"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/urfave/cli/v2"
@@ -35,5 +36,35 @@ func TestPortOptions(t *testing.T) {
 	}
 	if !reflect.DeepEqual(o.cfg.PortVLANs, want) {
 		t.Errorf("VLANs %v, want %v", o.cfg.PortVLANs, want)
+	}
+}
+
+// TestPortModes: --port IFACE,mode=ring|mmsg|xdp gives the daemon the
+// userspace datapath's backend of each port; on system@ it is an error
+// that says why, and an unknown mode names the ones there are.
+func TestPortModes(t *testing.T) {
+	parse := func(args ...string) (*options, error) {
+		var o *options
+		app := New(io.Discard, io.Discard)
+		app.Action = func(c *cli.Context) error {
+			var err error
+			o, err = parseOptions(c, io.Discard)
+			return err
+		}
+		err := app.Run(append([]string{"upcalld"}, args...))
+		return o, err
+	}
+	o, err := parse("--datapath", "netdev@x", "--port", "veth0,mode=xdp,eth1,vlan=3,mode=mmsg", "--port", "eth2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := map[string]string{"veth0": "xdp", "eth1": "mmsg"}; !reflect.DeepEqual(o.cfg.PortModes, want) {
+		t.Errorf("modes %v, want %v", o.cfg.PortModes, want)
+	}
+	if _, err := parse("--datapath", "system@x", "--port", "veth0,mode=xdp"); err == nil || !strings.Contains(err.Error(), "netdev@") {
+		t.Errorf("mode= on system@: %v, want an error naming netdev@", err)
+	}
+	if _, err := parse("--datapath", "netdev@x", "--port", "veth0,mode=dpdk"); err == nil || !strings.Contains(err.Error(), "want ring, mmsg or xdp") {
+		t.Errorf("mode=dpdk: %v", err)
 	}
 }
