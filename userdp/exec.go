@@ -17,11 +17,10 @@ import (
 // ovs_nla_copy_actions does (EINVAL where the kernel says EINVAL), with
 // every set action's value and mask converted once to the packet
 // operations' types, so that executing allocates nothing. An action the
-// userspace datapath cannot execute (a ct helper or timeout policy, Ethernet and NSH
-// push/pop, tunnels, add_mpls, psample, lb_output, set(tunnel),
-// set(nsh), set(ct_mark), set(ct_label), and any action type the odp
-// package does not know) is rejected with an error that names it and
-// wraps odp.ErrUnsupported: never accepted and ignored.
+// userspace datapath cannot execute (the package comment lists them,
+// with the reasons, and any action type the odp package does not know)
+// is rejected with an error that names it and wraps odp.ErrUnsupported:
+// never accepted and ignored.
 //
 // Beyond the kernel: set and set_masked of icmp, icmpv6, arp and nd are
 // executed (as Open vSwitch's userspace datapath does); the kernel
@@ -67,6 +66,7 @@ const (
 	opPushNSH
 	opPopNSH
 	opPsample
+	opFail
 )
 
 // op is one compiled action.
@@ -459,6 +459,13 @@ func (c *compiler) set(key, mask odp.KeyAttr, path string) (op, error) {
 	name := "set"
 	if masked {
 		name = "set_masked"
+	}
+	switch key.(type) {
+	case odp.CTMark, odp.CTLabels:
+		// The kernel's validate_set accepts them, and its
+		// execute_masked_set_action fails them (EINVAL): every packet
+		// is dropped. So here (the ct action sets these fields).
+		return op{kind: opFail}, nil
 	}
 	if _, ok := key.(odp.NSH); ok {
 		// exec_nsh.go says why.

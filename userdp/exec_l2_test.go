@@ -228,3 +228,17 @@ func TestActionAddMPLS(t *testing.T) {
 		t.Errorf("add_mpls miss: key %s, packet % x", odp.FormatKey(u.Key, nil, false), u.Packet)
 	}
 }
+
+// TestSetCTMarkDrops: set(ct_mark) and set(ct_label) are accepted, as
+// the kernel's validation accepts them, and drop every packet, as its
+// execute_masked_set_action fails them.
+func TestSetCTMarkDrops(t *testing.T) {
+	h := newHarness(t, 2)
+	f := udpFrame(1, 2, 1000)
+	h.mustExecute(f, "set(ct_mark(0x1)),2")
+	h.mustExecute(f, "set(ct_label(0x1)),2")
+	h.expectNone(2)
+	if d := h.dp.Drops(); d.ActionErrors != 2 {
+		t.Errorf("drops %+v, want 2 action errors", d)
+	}
+}

@@ -365,6 +365,9 @@ func (w *worker) run(c *pktCtx, ops []op) {
 			c.probability = prob
 		case opPsample:
 			w.psample(c, o)
+		case opFail:
+			w.actionError()
+			return
 		case opClone:
 			w.nested(c, o.sub, o.last)
 			if o.last {
