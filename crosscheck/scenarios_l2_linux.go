@@ -59,15 +59,11 @@ func l2Scenarios(add func(*Scenario)) {
 	add(&Scenario{
 		Name: "push-pop-eth-add-mpls", Hosts: silentHosts(3), Flows: flows,
 		Traffic: func(e *Env) error {
+			var frames [][]byte
 			for port := uint16(7001); port <= 7009; port++ {
-				if err := e.Inject("h1", udp4(headertest.IPv4Hdr{}, 5000, port, "l2 actions")); err != nil {
-					return err
-				}
-				if err := e.WaitQuiet(200 * time.Millisecond); err != nil {
-					return err
-				}
+				frames = append(frames, udp4(headertest.IPv4Hdr{}, 5000, port, "l2 actions"))
 			}
-			return nil
+			return e.InjectPaced("h1", 200*time.Millisecond, frames...)
 		},
 		Check: all(checkNoErrors, func(o *Observation) error {
 			if n := countUpcalls(o, "miss"); n != 2 {
@@ -111,15 +107,7 @@ func l2Scenarios(add func(*Scenario)) {
 				nshFrame(3, udp4(headertest.IPv4Hdr{}, 5000, 9, "inner ethernet")),
 				nshFrame(4, nshFrame(1, udp4(headertest.IPv4Hdr{}, 5000, 9, "inner nsh")[14:])[14:]),
 			}
-			for _, f := range frames {
-				if err := e.Inject("h1", f); err != nil {
-					return err
-				}
-				if err := e.WaitQuiet(200 * time.Millisecond); err != nil {
-					return err
-				}
-			}
-			return nil
+			return e.InjectPaced("h1", 200*time.Millisecond, frames...)
 		},
 		Check: all(checkNoErrors, func(o *Observation) error {
 			if n := countUpcalls(o, "miss"); n != 2 {

@@ -2,16 +2,14 @@ package userdp
 
 import (
 	"context"
-	"errors"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/ovsdp/ovsdp/internal/actsupport"
 	"github.com/ovsdp/ovsdp/odp"
 )
 
-// TestActionSupportTable puts every case of actsupport.Cases, at least
+// TestActionSupportTable puts every case of actsupport.Cases(), at least
 // one for every odp action type, and checks userdp's answer; where
 // userdp refuses what Linux 6.1 accepts, the refusal must be
 // odp.ErrUnsupported with a documented reason (the package comment
@@ -20,7 +18,11 @@ import (
 func TestActionSupportTable(t *testing.T) {
 	h := newHarness(t, 3)
 	covered := map[odp.ActionType]bool{}
-	for _, c := range actsupport.Cases {
+	cases, err := actsupport.Cases()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cases {
 		covered[c.Type] = true
 		if c.Kernel != c.Userdp && c.Reason == "" {
 			t.Errorf("%s %s: kernel %v, userdp %v, and no reason", c.Key, c.Actions, c.Kernel, c.Userdp)
@@ -28,16 +30,13 @@ func TestActionSupportTable(t *testing.T) {
 		if c.Kernel == actsupport.Accepted && c.Userdp == actsupport.Invalid {
 			t.Errorf("%s %s: userdp must not say EINVAL to what the kernel accepts", c.Key, c.Actions)
 		}
-		_, err := h.dp.PutFlow(context.Background(), parseFlow(t, c.Key, c.Actions), odp.PutCreate)
-		var got actsupport.Answer
-		switch {
-		case err == nil:
-			got = actsupport.Accepted
-		case errors.Is(err, syscall.EINVAL):
-			got = actsupport.Invalid
-		case errors.Is(err, odp.ErrUnsupported):
-			got = actsupport.Unsupported
-		default:
+		f, err := c.Flow()
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = h.dp.PutFlow(context.Background(), f, odp.PutCreate)
+		got, ok := actsupport.AnswerOf(err)
+		if !ok {
 			t.Errorf("%s %s: %v", c.Key, c.Actions, err)
 			continue
 		}

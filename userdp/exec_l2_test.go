@@ -155,22 +155,28 @@ func TestPushPopEthValidation(t *testing.T) {
 		{ip, "add_mpls(" + mpls + ",tun_flags=0x1),2", true},
 		{l3, "add_mpls(" + mpls + ",tun_flags=0x1),2", true},
 	} {
-		k, m, err := odp.ParseMaskedKey(c.key)
-		if err != nil {
-			t.Fatal(err)
-		}
-		a, err := odp.ParseActions(c.acts)
-		if err != nil {
-			t.Fatalf("%s: %v", c.acts, err)
-		}
-		_, err = h.dp.PutFlow(context.Background(), &odp.Flow{Key: k, Mask: m, Actions: a}, odp.PutCreate)
-		switch {
-		case c.ok && err != nil:
-			t.Errorf("%s actions %s: %v, the kernel accepts it", c.key, c.acts, err)
-		case !c.ok && !errors.Is(err, syscall.EINVAL):
-			t.Errorf("%s actions %s: %v, the kernel says EINVAL", c.key, c.acts, err)
-		}
-		h.dp.FlushFlows(context.Background())
+		h.checkPut(c.key, c.acts, c.ok)
+	}
+}
+
+// putErr puts the flow key (with masks) and acts, flushes the flows, and
+// returns the put's error.
+func (h *harness) putErr(key, acts string) error {
+	h.t.Helper()
+	_, err := h.dp.PutFlow(context.Background(), parseFlow(h.t, key, acts), odp.PutCreate)
+	h.dp.FlushFlows(context.Background())
+	return err
+}
+
+// checkPut fails unless putting key and acts succeeds (ok) or is EINVAL
+// (the kernel's answers).
+func (h *harness) checkPut(key, acts string, ok bool) {
+	h.t.Helper()
+	switch err := h.putErr(key, acts); {
+	case ok && err != nil:
+		h.t.Errorf("%s actions %s: %v, the kernel accepts it", key, acts, err)
+	case !ok && !errors.Is(err, syscall.EINVAL):
+		h.t.Errorf("%s actions %s: %v, the kernel says EINVAL", key, acts, err)
 	}
 }
 

@@ -46,38 +46,36 @@ const (
 	nshNPMPLS     = 5
 )
 
-// nshNPFromEthType is the kernel's tun_p_from_eth_p: 0 for an EtherType
-// NSH cannot carry.
+// nshProtos pairs the NSH next protocols with their EtherTypes, as the
+// kernel's tun_p_from_eth_p and tun_p_to_eth_p map them.
+var nshProtos = [...]struct {
+	np uint8
+	et uint16
+}{
+	{nshNPIPv4, header.EtherTypeIPv4},
+	{nshNPIPv6, header.EtherTypeIPv6},
+	{nshNPEthernet, header.EtherTypeTEB},
+	{nshNPNSH, header.EtherTypeNSH},
+	{nshNPMPLS, header.EtherTypeMPLS},
+}
+
+// nshNPFromEthType is tun_p_from_eth_p: 0 for an EtherType NSH cannot
+// carry.
 func nshNPFromEthType(et uint16) uint8 {
-	switch et {
-	case header.EtherTypeIPv4:
-		return nshNPIPv4
-	case header.EtherTypeIPv6:
-		return nshNPIPv6
-	case header.EtherTypeTEB:
-		return nshNPEthernet
-	case header.EtherTypeNSH:
-		return nshNPNSH
-	case header.EtherTypeMPLS:
-		return nshNPMPLS
+	for _, p := range nshProtos {
+		if p.et == et {
+			return p.np
+		}
 	}
 	return 0
 }
 
-// nshEthTypeFromNP is the kernel's tun_p_to_eth_p: 0 for an unknown next
-// protocol.
+// nshEthTypeFromNP is tun_p_to_eth_p: 0 for an unknown next protocol.
 func nshEthTypeFromNP(np uint8) uint16 {
-	switch np {
-	case nshNPIPv4:
-		return header.EtherTypeIPv4
-	case nshNPIPv6:
-		return header.EtherTypeIPv6
-	case nshNPEthernet:
-		return header.EtherTypeTEB
-	case nshNPNSH:
-		return header.EtherTypeNSH
-	case nshNPMPLS:
-		return header.EtherTypeMPLS
+	for _, p := range nshProtos {
+		if p.np == np {
+			return p.et
+		}
 	}
 	return 0
 }
