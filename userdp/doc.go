@@ -59,7 +59,8 @@
 //     output; there are no bonds here (and the kernel rejects it).
 //
 // Beyond Linux 6.1, which refuses them (EINVAL): psample (Linux 6.11's
-// OVS_ACTION_ATTR_PSAMPLE) delivers to PsampleEvents' subscribers; set
+// OVS_ACTION_ATTR_PSAMPLE) delivers to PsampleEvents' subscribers; drop
+// with a reason other than 0; set
 // and set_masked of icmp, icmpv6, arp and nd; hash with the symmetric L4
 // algorithm; userspace with PID 0. set(ct_mark) and
 // set(ct_label) are accepted and drop every packet, as the kernel's
