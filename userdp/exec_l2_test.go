@@ -248,3 +248,28 @@ func TestSetCTMarkDrops(t *testing.T) {
 		t.Errorf("drops %+v, want 2 action errors", d)
 	}
 }
+
+// TestReserve: a push with too little headroom moves the packet back in
+// its buffer when the buffer has the room (as skb_cow_head makes room),
+// and fails with errNoHeadroom when it has not.
+func TestReserve(t *testing.T) {
+	pkt := []byte{0x45, 1, 2, 3, 4, 5}
+	buf := make([]byte, 4+len(pkt)+20)
+	copy(buf[4:], pkt)
+	f := frameBuf{Buf: buf, Off: 4, Len: len(pkt)}
+	e := odp.Ethernet{Src: [6]byte{1}, Dst: [6]byte{2}}
+	if err := pushEth(&f, true, &e, header.EtherTypeIPv4); err != nil {
+		t.Fatal(err)
+	}
+	want := append([]byte{2, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 8, 0}, pkt...)
+	if !bytes.Equal(f.Bytes(), want) {
+		t.Errorf("after a moving push: % x, want % x", f.Bytes(), want)
+	}
+	full := frameBuf{Buf: append([]byte{0, 0}, pkt...), Off: 2, Len: len(pkt)}
+	if err := pushEth(&full, true, &e, header.EtherTypeIPv4); !errors.Is(err, errNoHeadroom) {
+		t.Errorf("push into a full buffer: %v, want errNoHeadroom", err)
+	}
+	if !bytes.Equal(full.Bytes(), pkt) {
+		t.Errorf("a failed push changed the packet: % x", full.Bytes())
+	}
+}
