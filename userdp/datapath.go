@@ -509,11 +509,21 @@ func (dp *Datapath) SetPort(ctx context.Context, spec odp.PortSpec) error {
 	if spec.Type != "" && spec.Type != p.typ {
 		return fmt.Errorf("userdp: set port %s: type %s cannot change to %s: %w", p.name, p.typ, spec.Type, syscall.EINVAL)
 	}
+	// A netdev port's backend (AddPort's mode= and xdp_fallback) stays:
+	// it cannot change while the port is open.
+	if m, ok := spec.Options["mode"]; ok && p.typ == odp.PortNetdev && m != p.opts["mode"] {
+		return fmt.Errorf("userdp: set port %s: mode=%s: the backend (%s) cannot change on an open port; delete and add it again: %w", p.name, m, p.opts["mode"], syscall.EINVAL)
+	}
 	// Publish a new dpPort value rather than write the shared one.
 	np := *p
-	np.opts = make(map[string]string, len(spec.Options))
+	np.opts = make(map[string]string, len(spec.Options)+2)
 	for k, v := range spec.Options {
 		np.opts[k] = v
+	}
+	for _, k := range []string{"mode", "xdp_fallback"} {
+		if v, ok := p.opts[k]; ok && p.typ == odp.PortNetdev {
+			np.opts[k] = v
+		}
 	}
 	old := dp.ports.Load().byNumber
 	byNumber := slices.Clone(old)

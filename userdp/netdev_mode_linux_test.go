@@ -48,6 +48,19 @@ func TestAddPortMode(t *testing.T) {
 			}
 		}
 	}
+	// set-if keeps the backend, and refuses to change it.
+	ports, _ := dp.Ports(ctx)
+	last := ports[len(ports)-1]
+	if err := dp.SetPort(ctx, odp.PortSpec{Name: last.Name, Options: map[string]string{"x": "1"}}); err != nil {
+		t.Fatal(err)
+	}
+	ports, _ = dp.Ports(ctx)
+	if o := ports[len(ports)-1].Options; o["mode"] != "xdp" || o["x"] != "1" {
+		t.Errorf("options after set-if x=1: %v, want mode=xdp kept", o)
+	}
+	if err := dp.SetPort(ctx, odp.PortSpec{Name: last.Name, Options: map[string]string{"mode": "ring"}}); !errors.Is(err, syscall.EINVAL) {
+		t.Errorf("set-if mode=ring on an xdp port: %v, want EINVAL", err)
+	}
 	v := testenv.NewVeth(t, nil, nil)
 	if _, err := dp.AddPort(ctx, odp.PortSpec{Name: v.Name, Options: map[string]string{"mode": "dpdk"}}); !errors.Is(err, syscall.EINVAL) || !strings.Contains(err.Error(), "want ring, mmsg or xdp") {
 		t.Errorf("mode=dpdk: %v, want EINVAL naming the modes", err)
