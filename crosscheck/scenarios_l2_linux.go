@@ -119,4 +119,28 @@ func l2Scenarios(add func(*Scenario)) {
 			return checkFrames(o, "h3", 2, false)
 		}),
 	})
+	// Userspace actions after the L2 actions: the upcall's packet and key.
+	const up = "userspace(pid=$PID,userdata(%02x))"
+	add(&Scenario{
+		Name: "userspace-after-l2-actions", Hosts: silentHosts(2),
+		Flows: []FlowSpec{
+			{fmt.Sprintf(udp, 7201), "pop_eth," + fmt.Sprintf(up, 1)},
+			{fmt.Sprintf(udp, 7202), "pop_eth," + pushEth2 + "," + fmt.Sprintf(up, 2)},
+			{fmt.Sprintf(udp, 7203), "add_mpls(" + mpls + ")," + fmt.Sprintf(up, 3)},
+			{fmt.Sprintf(udp, 7204), "pop_eth," + nsh + "," + fmt.Sprintf(up, 4)},
+		},
+		Traffic: func(e *Env) error {
+			var frames [][]byte
+			for port := uint16(7201); port <= 7204; port++ {
+				frames = append(frames, udp4(headertest.IPv4Hdr{}, 5000, port, "to userspace"))
+			}
+			return e.InjectPaced("h1", 200*time.Millisecond, frames...)
+		},
+		Check: all(checkNoErrors, func(o *Observation) error {
+			if n := countUpcalls(o, "action"); n != 4 {
+				return fmt.Errorf("%d action upcalls, want 4", n)
+			}
+			return nil
+		}),
+	})
 }
