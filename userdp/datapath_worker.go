@@ -160,10 +160,11 @@ func (w *worker) userspace(c *pktCtx, o *op) {
 	if w.dp == nil {
 		return
 	}
-	if err := c.validKey(); err != nil {
-		w.actionError()
-		return
-	}
+	// As the kernel's output_userspace: the key as the actions left it,
+	// not extracted again. After an action that invalidated it (push or
+	// pop of MPLS, Ethernet or NSH, a VLAN tag over another) it is the
+	// key from before, but for its MAC protocol, which those actions set
+	// (the crosscheck scenario userspace-after-l2-actions).
 	b := c.f.Bytes()
 	// The kernel sends skb->len - cutlen bytes of the packet with its
 	// out-of-band tag put back in line: the whole frame less cutlen.

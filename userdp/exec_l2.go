@@ -166,8 +166,21 @@ func (w *worker) runL2(c *pktCtx, o *op) bool {
 		w.actionError()
 		return false
 	}
+	c.macProtoChanged()
 	c.invalidate()
 	return true
+}
+
+// macProtoChanged sets the key's MAC protocol from noEth, as the kernel's
+// actions set key->mac_proto right before they invalidate the key: an
+// upcall of a userspace action carries it with the rest of the key as it
+// was (output_userspace does not extract the key again).
+func (c *pktCtx) macProtoChanged() {
+	if c.noEth {
+		c.key.MacProto = flowkeys.MacProtoNone
+	} else {
+		c.key.MacProto = flowkeys.MacProtoEthernet
+	}
 }
 
 // pushEth puts an Ethernet header with the addresses of e and EtherType

@@ -273,3 +273,34 @@ func TestReserve(t *testing.T) {
 		t.Errorf("a failed push changed the packet: % x", full.Bytes())
 	}
 }
+
+// TestUserspaceKeyAsKernel: a userspace action's upcall carries the key
+// as the kernel's output_userspace does, not extracted again: after
+// pop_eth and push_eth the old Ethernet addresses (the key is stale but
+// for its MAC protocol), after push_vlan on an untagged frame the tag
+// and a later set's TTL (the kernel keeps that key valid).
+func TestUserspaceKeyAsKernel(t *testing.T) {
+	h := newHarness(t, 2)
+	rs, err := h.dp.Upcalls(context.Background(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := udpFrame(1, 2, 1000)
+	h.mustExecute(f, "pop_eth,push_eth(src=02:00:00:00:00:aa,dst=02:00:00:00:00:bb),userspace(pid=1)")
+	u := recvUpcall(t, rs[0])
+	k, err := odp.ToFlowKeysExact(u.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k.MacProto != flowkeys.MacProtoEthernet || k.EthSrc != [6]byte(f[6:12]) || k.EthDst != [6]byte(f[0:6]) || u.Packet[11] != 0xaa {
+		t.Errorf("after pop_eth,push_eth: key %s, packet % x", odp.FormatKey(u.Key, nil, false), u.Packet[:14])
+	}
+	h.mustExecute(f, "push_vlan(vid=5,pcp=0),set(ipv4(ttl=3)),userspace(pid=1)")
+	u = recvUpcall(t, rs[0])
+	if k, err = odp.ToFlowKeysExact(u.Key); err != nil {
+		t.Fatal(err)
+	}
+	if k.VLANTCI != 0x1005 || k.VLANTPID != 0x8100 || k.IPTTL != 3 {
+		t.Errorf("after push_vlan,set(ipv4): key %s", odp.FormatKey(u.Key, nil, false))
+	}
+}

@@ -170,6 +170,7 @@ func (w *worker) runNSH(c *pktCtx, o *op) bool {
 		w.actionError()
 		return false
 	}
+	c.macProtoChanged()
 	c.invalidate()
 	return true
 }

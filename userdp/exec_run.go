@@ -14,9 +14,13 @@ import (
 //
 // The flow key. As in the kernel, a set action updates the packet's key
 // along with the packet (later actions, a recirculation and an upcall
-// see the new values; dec_ttl updates the TTL too), while push/pop of a
-// VLAN tag or MPLS label invalidates the key: it is extracted again from
-// the packet when an action needs it (recirc, hash, userspace).
+// see the new values; dec_ttl updates the TTL too). push_vlan on a frame
+// without a tag and pop_vlan of its only tag update the key's VLAN too;
+// the other pushes and pops (a VLAN tag over another, MPLS, Ethernet,
+// NSH) invalidate the key: it is extracted again from the packet when a
+// recirculation or hash needs it, while a userspace action's upcall
+// carries it as it was, but for the MAC protocol those actions set, as
+// the kernel's output_userspace does (it does not extract the key).
 //
 // Packet copies. An output that is not the last action sends a copy (the
 // kernel's skb_clone); nested lists (clone, sample, check_pkt_len) run
@@ -246,8 +250,13 @@ func (w *worker) run(c *pktCtx, ops []op) {
 			}
 			if outer {
 				c.proto = tpid
+				c.invalidate()
+			} else {
+				// The kernel puts the tag in the key (it stays
+				// valid): the key extraction would give.
+				c.key.VLANTCI, c.key.VLANTPID = o.d, o.c
+				c.hValid, c.l3off = false, 0
 			}
-			c.invalidate()
 		case opPopVLAN:
 			// skb_vlan_pop drops the out-of-band tag, then, if
 			// skb->protocol says another tag follows, takes the 4 bytes
@@ -267,8 +276,13 @@ func (w *worker) run(c *pktCtx, ops []op) {
 				}
 				header.Ethernet(b).SetType(c.proto)
 				c.proto = encapProto(b)
+				c.invalidate()
+			} else {
+				// No tag is left out of band: the kernel clears the
+				// key's (it stays valid), as extraction would.
+				c.key.VLANTCI, c.key.VLANTPID = 0, 0
+				c.hValid, c.l3off = false, 0
 			}
-			c.invalidate()
 		case opPushMPLS, opPopMPLS:
 			h, err := c.headers()
 			if err == nil {
@@ -287,6 +301,7 @@ func (w *worker) run(c *pktCtx, ops []op) {
 				// frame (the kernel's pop_mpls sets mac_proto).
 				if o.kind == opPopMPLS && o.c == header.EtherTypeTEB {
 					c.noEth = false
+					c.macProtoChanged()
 				}
 				c.proto = o.c
 			}
