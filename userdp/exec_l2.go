@@ -141,7 +141,7 @@ func (w *worker) runL2(c *pktCtx, o *op) bool {
 			c.noEth = true
 		}
 	case opPushNSH, opPopNSH:
-		return w.runNSH(c, o)
+		err = c.nsh(o)
 	case opAddMPLS:
 		if o.b != 0 {
 			// After the MAC header: push_mpls.

@@ -148,31 +148,24 @@ func (c *compiler) compilePopNSH(path string) (op, error) {
 	return op{kind: opPopNSH}, nil
 }
 
-// runNSH executes push_nsh and pop_nsh. It reports false when the action
-// failed and the packet was dropped.
-func (w *worker) runNSH(c *pktCtx, o *op) bool {
-	var err error
+// nsh executes push_nsh and pop_nsh on the packet (runL2 does the rest).
+func (c *pktCtx) nsh(o *op) error {
 	if o.kind == opPushNSH {
 		np := uint8(nshNPEthernet)
 		if c.noEth {
 			np = nshNPFromEthType(c.proto)
 		}
-		if err = pushNSH(&c.f, o.set.nsh, np); err == nil {
+		err := pushNSH(&c.f, o.set.nsh, np)
+		if err == nil {
 			c.proto, c.noEth = header.EtherTypeNSH, true
 		}
-	} else {
-		var et uint16
-		if et, err = popNSH(&c.f); err == nil {
-			c.proto, c.noEth = et, et != header.EtherTypeTEB
-		}
+		return err
 	}
-	if err != nil {
-		w.actionError()
-		return false
+	et, err := popNSH(&c.f)
+	if err == nil {
+		c.proto, c.noEth = et, et != header.EtherTypeTEB
 	}
-	c.macProtoChanged()
-	c.invalidate()
-	return true
+	return err
 }
 
 // pushNSH puts hdr, an NSH header, in front of the packet with next
