@@ -466,6 +466,9 @@ func observeUpcall(u *odp.Upcall) ObservedUpcall {
 			// the ct fields) comes from the datapath, not the packet.
 			md = flowkeys.MetadataOf(&k)
 			md.InPort = u.Port
+			// An L3 packet's (no eth in the key): its EtherType is
+			// metadata too, the kernel's skb->protocol.
+			md.L3, md.EthType = k.MacProto == flowkeys.MacProtoNone, k.EthType
 		}
 		o.Extracted = ExtractedKeyMeta(u.Packet, &md)
 	}

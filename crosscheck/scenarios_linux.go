@@ -502,6 +502,7 @@ func Scenarios() []*Scenario {
 	})
 	ctScenarios(add)
 	ct2Scenarios(add)
+	l2Scenarios(add)
 	return ss
 }
 

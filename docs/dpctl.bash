@@ -20,7 +20,7 @@ _dpctl() {
         esac
     done
     if [[ -z "$cmd" ]]; then
-        COMPREPLY=($(compgen -W "add-dp add-flow add-flows add-if add-meter cache-get-size cache-set-size ct-bkts ct-del-limits ct-disable-tcp-seq-chk ct-enable-tcp-seq-chk ct-get-limits ct-get-maxconns ct-get-nconns ct-get-sweep-interval ct-get-tcp-seq-chk ct-set-limits ct-set-maxconns ct-set-sweep-interval ct-stats-show del-dp del-flow del-flows del-if del-meter dump-conntrack dump-conntrack-exp dump-dps dump-flows flush-conntrack get-flow ipf-get-status ipf-set-disabled ipf-set-enabled ipf-set-max-nfrags ipf-set-min-frag list-commands meter-features mod-flow mod-flows monitor normalize-actions offload-stats-show parse-actions parse-keys parse-wc-keys set-if show show-meters top trace" -- "$cur"))
+        COMPREPLY=($(compgen -W "add-dp add-flow add-flows add-if add-meter cache-get-size cache-set-size ct-bkts ct-del-limits ct-disable-tcp-seq-chk ct-enable-tcp-seq-chk ct-get-limits ct-get-maxconns ct-get-nconns ct-get-sweep-interval ct-get-tcp-seq-chk ct-set-limits ct-set-maxconns ct-set-sweep-interval ct-stats-show del-dp del-flow del-flows del-if del-meter dump-conntrack dump-conntrack-exp dump-dps dump-flows flush-conntrack get-flow ipf-get-status ipf-set-disabled ipf-set-enabled ipf-set-max-nfrags ipf-set-min-frag list-commands meter-features mod-flow mod-flows monitor normalize-actions offload-stats-show parse-actions parse-keys parse-wc-keys psample-events set-if show show-meters top trace" -- "$cur"))
         return
     fi
     case "$cmd" in

@@ -86,13 +86,20 @@ func (c PortVLAN) String() string {
 type PortSpec struct {
 	Name string
 	VLAN PortVLAN
+	// Mode is the option mode=ring|mmsg|xdp: the userspace datapath's
+	// backend for the port (userdp.NetdevMode), "" for its default. It is
+	// for the datapath, not the decisions.
+	Mode string
 }
 
 // ParsePortSpecs parses the values of upcalld's --port options. Each
 // value is a comma-separated list of interface names, each optionally
 // followed by its options:
 //
-//	IFACE[,vlan=N|,tag=N][,trunks=N[,N...]][,vlan_mode=MODE]
+//	IFACE[,vlan=N|,tag=N][,trunks=N[,N...]][,vlan_mode=MODE][,mode=ring|mmsg|xdp]
+//
+// mode= chooses the userspace datapath's backend for the port (TPACKET
+// ring, recvmmsg or AF_XDP), which PortSpec.Mode carries.
 //
 // vlan=N (or tag=N) alone makes an access port of VLAN N; trunks=LIST
 // alone a trunk of those VLANs; vlan_mode=native-tagged or
@@ -175,6 +182,7 @@ type portBuilder struct {
 	trunks         []uint16
 	hasTrunks      bool
 	modeTok, tagOp string
+	backend        string
 }
 
 func parseVID(name, opt, s string) (uint16, error) {
@@ -226,14 +234,24 @@ func (b *portBuilder) set(opt, val string) error {
 			return fmt.Errorf("port %s: vlan_mode=%s: want trunk, access, native-tagged or native-untagged", b.name, val)
 		}
 		b.mode, b.hasMode = VLANMode(i), true
+	case "mode":
+		if b.backend != "" {
+			return fmt.Errorf("port %s: mode= given twice", b.name)
+		}
+		switch val {
+		case "ring", "mmsg", "xdp":
+			b.backend = val
+		default:
+			return fmt.Errorf("port %s: mode=%s: want ring, mmsg or xdp", b.name, val)
+		}
 	default:
-		return fmt.Errorf("port %s: unknown option %q (want vlan=, tag=, trunks= or vlan_mode=)", b.name, opt+"=")
+		return fmt.Errorf("port %s: unknown option %q (want vlan=, tag=, trunks=, vlan_mode= or mode=)", b.name, opt+"=")
 	}
 	return nil
 }
 
 func (b *portBuilder) build() (PortSpec, error) {
-	s := PortSpec{Name: b.name}
+	s := PortSpec{Name: b.name, Mode: b.backend}
 	mode := b.mode
 	if !b.hasMode {
 		// As Open vSwitch: a tag alone makes an access port, otherwise a

@@ -54,13 +54,14 @@ type Datapath struct {
 	ct ctState // the connection tracker (exec_ct.go)
 
 	tunnels atomic.Int32 // the number of tunnel ports (exec_tnl.go)
+	psample psampleHub   // PsampleEvents' subscribers (psample.go)
 }
 
 var _ odp.Datapath = (*Datapath)(nil)
 
 // dropCounters count packets dropped other than for lost upcalls.
 type dropCounters struct {
-	actionErrors, explicitDrops, recircDrops, extractErrors, txNoPort atomic.Uint64
+	actionErrors, explicitDrops, recircDrops, extractErrors, txNoPort, noEthernet atomic.Uint64
 }
 
 // dpPort is a port of the datapath.
@@ -232,6 +233,10 @@ type DropStats struct {
 	ExtractErrors uint64
 	// NoPort: output to a port that does not exist.
 	NoPort uint64
+	// NoEthernet: output of a packet without an Ethernet header (after
+	// pop_eth or add_mpls) to a port, all of which are Ethernet ports;
+	// the kernel drops these too (ovs_vport_send), counting them nowhere.
+	NoEthernet uint64
 }
 
 // Drops returns the datapath's drop counters.
@@ -242,6 +247,7 @@ func (dp *Datapath) Drops() DropStats {
 		RecircLimit:   dp.drops.recircDrops.Load(),
 		ExtractErrors: dp.drops.extractErrors.Load(),
 		NoPort:        dp.drops.txNoPort.Load(),
+		NoEthernet:    dp.drops.noEthernet.Load(),
 	}
 }
 
@@ -258,6 +264,7 @@ func (dp *Datapath) publish(c *workerCounters) {
 	add(&dp.drops.recircDrops, c.recircDrops)
 	add(&dp.drops.extractErrors, c.extractErrors)
 	add(&dp.drops.txNoPort, c.txNoPort)
+	add(&dp.drops.noEthernet, c.noEthernet)
 }
 
 // Close stops forwarding, closes every port (deleting tap devices) and
@@ -339,9 +346,14 @@ func (p *dpPort) info() odp.Port {
 }
 
 // AddPort adds a port: type "netdev" (or empty) opens the existing Linux
-// interface spec.Name through AF_PACKET; "internal" creates a tap device;
-// "geneve", "vxlan" and "gre" open a tunnel port on the host's stack
-// (options "dst_port" and, for vxlan, "exts=gbp"; see tunnel.go);
+// interface spec.Name with the backend its option "mode" names: "ring"
+// (the default: a TPACKET_V3 ring), "mmsg" (recvmmsg) or "xdp" (AF_XDP;
+// where the kernel, the driver or another XDP program prevents it, the
+// port falls back to the ring and its option "xdp_fallback" says why);
+// the port's options then give the backend in use as "mode". Type
+// "internal" creates a tap device; "geneve", "vxlan" and "gre" open a
+// tunnel port on the host's stack (options "dst_port" and, for vxlan,
+// "exts=gbp"; see tunnel.go);
 // PortMemory ("memory") creates an in-memory pipe (options "mtu" and
 // "queue" size it; MemoryPeer returns its other end). Other types wrap
 // odp.ErrUnsupported. A name in use gives EEXIST, a number in use EBUSY.
@@ -358,7 +370,19 @@ func (dp *Datapath) AddPort(ctx context.Context, spec odp.PortSpec) (odp.Port, e
 	switch spec.Type {
 	case odp.PortNetdev, "":
 		spec.Type = odp.PortNetdev
-		p, err = openNetdevPort(spec.Name)
+		var used, fallback string
+		if p, used, fallback, err = openNetdevPort(spec.Name, spec.Options["mode"]); err == nil {
+			// The backend in use, as the port's options show it.
+			opts := make(map[string]string, len(spec.Options)+2)
+			for k, v := range spec.Options {
+				opts[k] = v
+			}
+			opts["mode"] = used
+			if fallback != "" {
+				opts["xdp_fallback"] = fallback
+			}
+			spec.Options = opts
+		}
 	case odp.PortInternal:
 		p, err = openInternalPort(spec.Name)
 	case odp.PortGeneve, odp.PortVXLAN, odp.PortGRE:
@@ -504,11 +528,21 @@ func (dp *Datapath) SetPort(ctx context.Context, spec odp.PortSpec) error {
 		// As the kernel's tunnel vports, which have no set_options.
 		return fmt.Errorf("userdp: set port %s: the options of a %s port cannot change: %w", p.name, p.typ, syscall.EOPNOTSUPP)
 	}
+	// A netdev port's backend (AddPort's mode= and xdp_fallback) stays:
+	// it cannot change while the port is open.
+	if m, ok := spec.Options["mode"]; ok && p.typ == odp.PortNetdev && m != p.opts["mode"] {
+		return fmt.Errorf("userdp: set port %s: mode=%s: the backend (%s) cannot change on an open port; delete and add it again: %w", p.name, m, p.opts["mode"], syscall.EINVAL)
+	}
 	// Publish a new dpPort value rather than write the shared one.
 	np := *p
-	np.opts = make(map[string]string, len(spec.Options))
+	np.opts = make(map[string]string, len(spec.Options)+2)
 	for k, v := range spec.Options {
 		np.opts[k] = v
+	}
+	for _, k := range []string{"mode", "xdp_fallback"} {
+		if v, ok := p.opts[k]; ok && p.typ == odp.PortNetdev {
+			np.opts[k] = v
+		}
 	}
 	old := dp.ports.Load().byNumber
 	byNumber := slices.Clone(old)

@@ -147,14 +147,13 @@ func flowOut(f *megaflow, terse bool) *odp.Flow {
 // Execute runs actions on a packet, as the kernel's packet execute: the
 // metadata (in_port, priority, skb_mark, recirc_id, dp_hash, conntrack
 // fields) comes from p.Key, the rest of the key is extracted from
-// p.Data, and the actions are validated against that key. A packet
-// shorter than an Ethernet header is EINVAL. Flow statistics are not
+// p.Data, and the actions are validated against that key. A key with
+// eth_type and no eth makes the packet an L3 packet (no Ethernet
+// header), as in the kernel; any other packet shorter than an Ethernet
+// header is EINVAL. Flow statistics are not
 // changed; a recirculation looks the packet up as if it had been
 // received.
 func (dp *Datapath) Execute(ctx context.Context, p *odp.Packet) error {
-	if len(p.Data) < 14 {
-		return fmt.Errorf("userdp: execute: packet of %d bytes is shorter than an Ethernet header: %w", len(p.Data), syscall.EINVAL)
-	}
 	if len(p.Data) > MaxFrameLen {
 		return fmt.Errorf("userdp: execute: packet of %d bytes exceeds %d: %w", len(p.Data), MaxFrameLen, syscall.EINVAL)
 	}
@@ -165,9 +164,16 @@ func (dp *Datapath) Execute(ctx context.Context, p *odp.Packet) error {
 	if err != nil {
 		return fmt.Errorf("userdp: execute: %w", err)
 	}
+	// A key with eth_type and no eth is an L3 packet's: the kernel
+	// extracts it from the network header with that EtherType.
+	l3 := mk.MacProto == flowkeys.MacProtoNone
+	if len(p.Data) < 14 && !l3 {
+		return fmt.Errorf("userdp: execute: packet of %d bytes is shorter than an Ethernet header: %w", len(p.Data), syscall.EINVAL)
+	}
 	// The key's metadata, the tunnel's included (the kernel attaches
 	// it to the packet: a recirculation or upcall sees it).
 	md := flowkeys.MetadataOf(&mk)
+	md.L3, md.EthType = l3, mk.EthType
 	var key flowkeys.Key
 	if err := flowkeys.Extract(p.Data, &md, &key); err != nil {
 		return fmt.Errorf("userdp: execute: %w: %w", err, syscall.EINVAL)
@@ -195,7 +201,7 @@ func (dp *Datapath) Execute(ctx context.Context, p *odp.Packet) error {
 	w.now = dp.nowMs()
 	c := &w.ctx
 	*c = pktCtx{f: frameBuf{Buf: buf, Off: DefaultHeadroom, Len: len(p.Data)}, key: key, keyValid: true, steal: true, proto: keyProtocol(&key),
-		acts: &flowActions{odp: p.Actions, prog: prog}, ct: conntrack.StateFromKey(&key)}
+		acts: &flowActions{odp: p.Actions, prog: prog}, ct: conntrack.StateFromKey(&key), noEth: l3}
 	c.hash = w.cache.hashOf(&key) // for a recirc action's lookup (recircHash)
 	w.run(c, prog)
 	w.flush()

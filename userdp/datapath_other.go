@@ -8,9 +8,9 @@ import (
 	"github.com/ovsdp/ovsdp/odp"
 )
 
-// openNetdevPort: AF_PACKET ports exist on Linux only.
-func openNetdevPort(name string) (Port, error) {
-	return nil, fmt.Errorf("netdev ports need Linux: %w", odp.ErrUnsupported)
+// openNetdevPort: AF_PACKET and AF_XDP ports exist on Linux only.
+func openNetdevPort(name, mode string) (Port, string, string, error) {
+	return nil, "", "", fmt.Errorf("netdev ports need Linux: %w", odp.ErrUnsupported)
 }
 
 // openInternalPort: tap ports exist on Linux only.

@@ -57,7 +57,7 @@ type copySlot struct {
 
 // workerCounters are counted per worker and published per batch.
 type workerCounters struct {
-	lost, actionErrors, explicitDrops, recircDrops, extractErrors, txNoPort uint64
+	lost, actionErrors, explicitDrops, recircDrops, extractErrors, txNoPort, noEthernet uint64
 }
 
 // flowAcc accumulates statistics for consecutive packets of one flow.
@@ -104,7 +104,7 @@ func (w *worker) process(buf []byte, off, n int, inPort uint32) {
 // start resets the packet state for a received frame at buf[off:off+n].
 func (w *worker) start(c *pktCtx, buf []byte, off, n int) {
 	c.f.Buf, c.f.Off, c.f.Len = buf, off, n
-	c.hValid, c.cutlen, c.recirc, c.steal = false, 0, 0, true
+	c.hValid, c.cutlen, c.recirc, c.steal, c.noEth, c.probability = false, 0, 0, true, false, 0
 	c.egress, c.tunOpts = nil, nil
 	if c.ct.Flags != 0 { // only a ct action sets it
 		c.ct.Clear()
@@ -185,10 +185,11 @@ func (w *worker) userspace(c *pktCtx, o *op) {
 	if w.dp == nil {
 		return
 	}
-	if err := c.validKey(); err != nil {
-		w.actionError()
-		return
-	}
+	// As the kernel's output_userspace: the key as the actions left it,
+	// not extracted again. After an action that invalidated it (push or
+	// pop of MPLS, Ethernet or NSH, a VLAN tag over another) it is the
+	// key from before, but for its MAC protocol, which those actions set
+	// (the crosscheck scenario userspace-after-l2-actions).
 	b := c.f.Bytes()
 	// The kernel sends skb->len - cutlen bytes of the packet with its
 	// out-of-band tag put back in line: the whole frame less cutlen.

@@ -44,6 +44,48 @@
 // the key's ct fields are set after it for the recirculated lookup, and
 // NAT rewrites the packet. IP fragments are not reassembled yet.
 //
+// # Actions
+//
+// Every action Linux 6.1's openvswitch module accepts is accepted and
+// executed as the kernel executes it (exec*.go; L3 packets without an
+// Ethernet header, from pop_eth, add_mpls and push_nsh, in exec_l2.go and
+// exec_nsh.go), with the kernel's validation (EINVAL where it says
+// EINVAL), except these, refused with an error wrapping
+// odp.ErrUnsupported:
+//
+//   - userspace(tunnel_out_port): an upcall (odp.Upcall) has no field
+//     for the egress tunnel's key yet;
+//   - ct with a helper or a timeout policy: the tracker has no helpers
+//     and no timeout policies (package conntrack);
+//   - push_nsh with MD type 2 metadata whose length is not a multiple
+//     of 4 or exceeds 244 bytes: the kernel pushes a header cut to what
+//     its 6-bit length field counts (nothing at all for 248 bytes);
+//   - lb_output: the Open vSwitch userspace datapath's balanced bond
+//     output; there are no bonds here (and the kernel rejects it).
+//
+// Beyond Linux 6.1, which refuses them (EINVAL): tnl_push and tnl_pop
+// (Open vSwitch's userspace tunnel actions, exec_tnl.go); psample (Linux 6.11's
+// OVS_ACTION_ATTR_PSAMPLE) delivers to PsampleEvents' subscribers; drop
+// with a reason other than 0; set
+// and set_masked of icmp, icmpv6, arp and nd; hash with the symmetric L4
+// algorithm; userspace with PID 0. set(ct_mark) and
+// set(ct_label) are accepted and drop every packet, as the kernel's
+// execute_masked_set_action fails them; set(nsh) is EINVAL in both forms,
+// as Linux 6.1 answers (exec_nsh.go). internal/actsupport is the table of
+// one sample flow per action type with both datapaths' answers, which
+// the tests check (userdp's TestActionSupportTable, in the VM crosscheck's
+// TestIntegrationActionSupport).
+//
+// # Port backends
+//
+// A netdev port's option mode= chooses its backend (AddPort; dpctl
+// add-if netdev@X IFACE,mode=xdp, upcalld --port IFACE,mode=xdp): ring
+// (RingPort, the default), mmsg (MmsgPort) or xdp (XDPPort). Where AF_XDP
+// cannot be had (the kernel, the driver, another AF_XDP socket or XDP
+// program on the interface) the port falls back to the ring, and its
+// option xdp_fallback says why (dpctl add-if prints it, dpctl show shows
+// the options).
+//
 // # Examples
 //
 // Example (example_test.go; shown by pkgsite and godoc, run by go test)

@@ -17,11 +17,10 @@ import (
 // ovs_nla_copy_actions does (EINVAL where the kernel says EINVAL), with
 // every set action's value and mask converted once to the packet
 // operations' types, so that executing allocates nothing. An action the
-// userspace datapath cannot execute (a ct helper or timeout policy, Ethernet and NSH
-// push/pop, add_mpls, psample, lb_output,
-// set(nsh), set(ct_mark), set(ct_label), and any action type the odp
-// package does not know) is rejected with an error that names it and
-// wraps odp.ErrUnsupported: never accepted and ignored.
+// userspace datapath cannot execute (the package comment lists them,
+// with the reasons, and any action type the odp package does not know)
+// is rejected with an error that names it and wraps odp.ErrUnsupported:
+// never accepted and ignored.
 //
 // Beyond the kernel: set and set_masked of icmp, icmpv6, arp and nd are
 // executed (as Open vSwitch's userspace datapath does); the kernel
@@ -64,6 +63,13 @@ const (
 	opSetTunnel
 	opTnlPush
 	opTnlPop
+	opPushEth
+	opPopEth
+	opAddMPLS
+	opPushNSH
+	opPopNSH
+	opPsample
+	opFail
 )
 
 // op is one compiled action.
@@ -92,6 +98,7 @@ type setArgs struct {
 	arp   [2]odp.ARP
 	nd    [2]odp.ND
 	mpls  [2]uint32
+	nsh   []byte // push_nsh's header
 }
 
 // userspaceArgs are a userspace action's arguments.
@@ -164,6 +171,9 @@ func (c *compiler) action(a odp.Action, depth int, path string, last bool) (op, 
 	if n, ok := a.(odp.NestedAction); ok {
 		return c.nestedAction(n, depth, path)
 	}
+	if o, ok, err := c.l2Action(a, path); ok {
+		return o, err
+	}
 	switch a := a.(type) {
 	case odp.Output:
 		return op{kind: opOutput, a: a.Port}, nil
@@ -206,18 +216,11 @@ func (c *compiler) action(a odp.Action, depth int, path string, last bool) (op, 
 		if a.EthType != header.EtherTypeMPLS && a.EthType != header.EtherTypeMPLSMC {
 			return op{}, einval("%s: EtherType %#04x is not MPLS", path, a.EthType)
 		}
-		if c.key.MacProto != flowkeys.MacProtoEthernet {
-			return op{}, einval("%s: packet has no Ethernet header", path)
-		}
 		// The kernel pushes MPLS only on packets of a known tag
-		// order: no VLAN tag, and IPv4, IPv6, ARP, RARP or MPLS.
-		if c.key.VLANTCI&flowkeys.VLANTagPresent != 0 {
-			return op{}, einval("%s: the packet has a VLAN tag", path)
-		}
-		switch et := c.key.EthType; et {
-		case header.EtherTypeIPv4, header.EtherTypeIPv6, header.EtherTypeARP, header.EtherTypeRARP, header.EtherTypeMPLS, header.EtherTypeMPLSMC:
-		default:
-			return op{}, einval("%s: the flow's EtherType %#04x is not IPv4, IPv6, ARP, RARP or MPLS", path, et)
+		// order: no VLAN tag, and IPv4, IPv6, ARP, RARP or MPLS. It
+		// pushes on L3 packets too (in front of them).
+		if err := c.mplsPushable(path); err != nil {
+			return op{}, err
 		}
 		c.key.EthType = a.EthType
 		c.mplsLabels++
@@ -262,6 +265,10 @@ func (c *compiler) action(a odp.Action, depth int, path string, last bool) (op, 
 		return op{kind: opTnlPop, a: a.Port}, nil
 	case odp.Meter:
 		return op{kind: opMeter, a: a.ID}, nil
+	case odp.Psample:
+		return compilePsample(a, path)
+	case odp.LBOutput:
+		return op{}, fmt.Errorf("%s: lb_output(%d): the action of Open vSwitch's userspace datapath that balances a bond's members; this datapath has no bonds (and the kernel rejects the action): %w", path, a.BondID, odp.ErrUnsupported)
 	case odp.CT:
 		ca, err := conntrack.CompileAction(&a, c.key.EthType)
 		if err != nil {
@@ -470,6 +477,20 @@ func (c *compiler) set(key, mask odp.KeyAttr, path string) (op, error) {
 	name := "set"
 	if masked {
 		name = "set_masked"
+	}
+	switch key.(type) {
+	case odp.CTMark, odp.CTLabels:
+		// The kernel's validate_set accepts them, and its
+		// execute_masked_set_action fails them (EINVAL): every packet
+		// is dropped. So here (the ct action sets these fields).
+		return op{kind: opFail}, nil
+	}
+	if _, ok := key.(odp.NSH); ok {
+		// exec_nsh.go says why.
+		if et != header.EtherTypeNSH {
+			return op{}, einval("%s: the flow's EtherType %#04x is not NSH", path, et)
+		}
+		return op{}, einval("%s: %s(nsh): Linux 6.1 refuses it", path, name)
 	}
 	return op{}, fmt.Errorf("%s: %s(%s): %w", path, name, key.KeyType(), odp.ErrUnsupported)
 }

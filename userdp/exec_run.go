@@ -14,9 +14,13 @@ import (
 //
 // The flow key. As in the kernel, a set action updates the packet's key
 // along with the packet (later actions, a recirculation and an upcall
-// see the new values; dec_ttl updates the TTL too), while push/pop of a
-// VLAN tag or MPLS label invalidates the key: it is extracted again from
-// the packet when an action needs it (recirc, hash, userspace).
+// see the new values; dec_ttl updates the TTL too). push_vlan on a frame
+// without a tag and pop_vlan of its only tag update the key's VLAN too;
+// the other pushes and pops (a VLAN tag over another, MPLS, Ethernet,
+// NSH) invalidate the key: it is extracted again from the packet when a
+// recirculation or hash needs it, while a userspace action's upcall
+// carries it as it was, but for the MAC protocol those actions set, as
+// the kernel's output_userspace does (it does not extract the key).
 //
 // Packet copies. An output that is not the last action sends a copy (the
 // kernel's skb_clone); nested lists (clone, sample, check_pkt_len) run
@@ -67,6 +71,24 @@ type pktCtx struct {
 	// options the packet was received with (exec_tnl.go).
 	egress  *tunnelInfo
 	tunOpts []byte
+	// noEth says the packet has no Ethernet header (the kernel's
+	// key->mac_proto MAC_PROTO_NONE, kept valid when the key is not):
+	// it starts at its network header, and proto is its EtherType
+	// (exec_l2.go).
+	noEth bool
+	// probability is the kernel's OVS_CB(skb)->probability: the
+	// enclosing sample action's, 0 outside one (psample's rate).
+	probability uint32
+}
+
+// skbLen is the kernel's skb->len for the packet: for an Ethernet frame
+// without its out-of-band outer VLAN tag (skbLen), for an L3 packet
+// its length.
+func (c *pktCtx) skbLen() int {
+	if c.noEth {
+		return c.f.Len
+	}
+	return skbLen(c.f.Bytes())
 }
 
 // keyProtocol is skb->protocol as the kernel's key_extract sets it: the
@@ -86,12 +108,12 @@ func keyProtocol(k *flowkeys.Key) uint16 {
 // subtraction wraps).
 func (c *pktCtx) cutFrame() int {
 	b := c.f.Bytes()
-	sl := uint32(skbLen(b))
+	sl := uint32(c.skbLen())
 	if c.cutlen > sl {
 		return len(b)
 	}
 	hl := uint32(14)
-	if c.key.MacProto != flowkeys.MacProtoEthernet {
+	if c.noEth {
 		hl = 0
 	}
 	keep := max(sl-c.cutlen, hl)
@@ -135,7 +157,9 @@ func encapProto(frame []byte) uint16 {
 // parsed).
 func (c *pktCtx) headers() (*pktHeaders, error) {
 	if !c.hValid {
-		if c.l3off > 0 && c.proto == header.EtherTypeIPv4 && c.key.EthType == header.EtherTypeIPv4 {
+		if c.noEth {
+			parseHeadersL3(c.f.Bytes(), c.proto, &c.h)
+		} else if c.l3off > 0 && c.proto == header.EtherTypeIPv4 && c.key.EthType == header.EtherTypeIPv4 {
 			c.h = pktHeaders{MACLen: c.l3off, EthType: header.EtherTypeIPv4, L3: c.l3off, L4: -1}
 			parseIPv4(c.f.Bytes(), &c.h)
 		} else if err := parseHeaders(c.f.Bytes(), &c.h); err != nil {
@@ -162,6 +186,9 @@ func (c *pktCtx) l3Parse() int {
 	if c.hValid {
 		return c.h.L3
 	}
+	if c.noEth {
+		return 0
+	}
 	b := c.f.Bytes()
 	if len(b) < 14 {
 		return -1
@@ -178,6 +205,7 @@ func (c *pktCtx) validKey() error {
 	}
 	k := &c.key
 	md := flowkeys.MetadataOf(k)
+	md.L3, md.EthType = c.noEth, c.proto
 	if err := flowkeys.Extract(c.f.Bytes(), &md, k); err != nil {
 		return err
 	}
@@ -197,6 +225,15 @@ func (w *worker) run(c *pktCtx, ops []op) {
 		o := &ops[i]
 		switch o.kind {
 		case opOutput:
+			if c.noEth {
+				// Every port here is an Ethernet port: the kernel's
+				// ovs_vport_send drops an L3 packet sent to one.
+				w.counters.noEthernet++
+				if o.last {
+					return
+				}
+				continue
+			}
 			n := c.f.Len
 			if c.cutlen > 0 {
 				n = c.cutFrame()
@@ -266,7 +303,7 @@ func (w *worker) runOp(c *pktCtx, o *op) (stop bool) {
 		// The kernel records how many bytes to cut (cutlen), not
 		// the length to keep, and only when the packet is longer
 		// than max_len; a shorter one keeps the cutlen it had.
-		if sl := uint32(skbLen(c.f.Bytes())); sl > o.a {
+		if sl := uint32(c.skbLen()); sl > o.a {
 			c.cutlen = sl - o.a
 		}
 	case opPushVLAN:
@@ -280,8 +317,13 @@ func (w *worker) runOp(c *pktCtx, o *op) (stop bool) {
 		}
 		if outer {
 			c.proto = tpid
+			c.invalidate()
+		} else {
+			// The kernel puts the tag in the key (it stays
+			// valid): the key extraction would give.
+			c.key.VLANTCI, c.key.VLANTPID = o.d, o.c
+			c.hValid, c.l3off = false, 0
 		}
-		c.invalidate()
 	case opPopVLAN:
 		// skb_vlan_pop drops the out-of-band tag, then, if
 		// skb->protocol says another tag follows, takes the 4 bytes
@@ -301,15 +343,20 @@ func (w *worker) runOp(c *pktCtx, o *op) (stop bool) {
 			}
 			header.Ethernet(b).SetType(c.proto)
 			c.proto = encapProto(b)
+			c.invalidate()
+		} else {
+			// No tag is left out of band: the kernel clears the
+			// key's (it stays valid), as extraction would.
+			c.key.VLANTCI, c.key.VLANTPID = 0, 0
+			c.hValid, c.l3off = false, 0
 		}
-		c.invalidate()
 	case opPushMPLS, opPopMPLS:
 		h, err := c.headers()
 		if err == nil {
 			if o.kind == opPushMPLS {
-				err = pushMPLS(&c.f, h, o.a, o.c)
+				err = insertMPLS(&c.f, "push_mpls", h.MACLen, o.a, o.c, !c.noEth)
 			} else {
-				err = popMPLS(&c.f, h, o.c)
+				err = popMPLS(&c.f, h, o.c, !c.noEth)
 			}
 		}
 		if err != nil {
@@ -317,9 +364,19 @@ func (w *worker) runOp(c *pktCtx, o *op) (stop bool) {
 			return true
 		}
 		if o.kind == opPushMPLS || header.IsMPLS(c.proto) {
+			// pop_mpls(0x6558) of an L3 packet leaves an Ethernet
+			// frame (the kernel's pop_mpls sets mac_proto).
+			if o.kind == opPopMPLS && o.c == header.EtherTypeTEB {
+				c.noEth = false
+				c.macProtoChanged()
+			}
 			c.proto = o.c
 		}
 		c.invalidate()
+	case opPushEth, opPopEth, opAddMPLS, opPushNSH, opPopNSH:
+		if !w.runL2(c, o) {
+			return true
+		}
 	case opSetTunnel:
 		c.egress = o.tnl
 	case opTnlPush:
@@ -368,17 +425,25 @@ func (w *worker) runOp(c *pktCtx, o *op) (stop bool) {
 		// a meter that does not exist passes it. The cost is the
 		// kernel's skb->len (skbLen: without an outer VLAN tag,
 		// which the kernel holds out of band).
-		if m := w.dp.meters.lookup(o.a); m != nil && m.charge(skbLen(c.f.Bytes()), w.now) {
+		if m := w.dp.meters.lookup(o.a); m != nil && m.charge(c.skbLen(), w.now) {
 			return true
 		}
 	case opSample:
 		if o.a != 0xffffffff && (o.a == 0 || w.random() > o.a) {
 			return false
 		}
+		prob := c.probability
+		c.probability = o.a
 		w.nested(c, o.sub, o.last)
 		if o.last {
 			return true
 		}
+		c.probability = prob
+	case opPsample:
+		w.psample(c, o)
+	case opFail:
+		w.actionError()
+		return true
 	case opClone:
 		w.nested(c, o.sub, o.last)
 		if o.last {
@@ -386,7 +451,7 @@ func (w *worker) runOp(c *pktCtx, o *op) (stop bool) {
 		}
 	case opCheckPktLen:
 		sub := o.sub2
-		if skbLen(c.f.Bytes()) > int(o.c) {
+		if c.skbLen() > int(o.c) {
 			sub = o.sub
 		}
 		w.nested(c, sub, o.last)

@@ -60,7 +60,7 @@ func TestPacketOpsNoAllocs(t *testing.T) {
 			fr := frameBuf{Buf: buf, Off: DefaultHeadroom, Len: len(f4)}
 			pushMPLS(&fr, h4, 0x100, header.EtherTypeMPLS)
 			parseHeaders(fr.Bytes(), &hh)
-			popMPLS(&fr, &hh, header.EtherTypeIPv4)
+			popMPLS(&fr, &hh, header.EtherTypeIPv4, true)
 		},
 	}
 	for name, op := range ops {

@@ -72,7 +72,7 @@ func FuzzPacketOps(f *testing.F) {
 		pushVLAN(&fr, header.EtherTypeVLAN, 3)
 		pushMPLS(&fr, &h, 5, header.EtherTypeMPLS)
 		parseHeaders(fr.Bytes(), &h)
-		popMPLS(&fr, &h, header.EtherTypeIPv4)
+		popMPLS(&fr, &h, header.EtherTypeIPv4, true)
 		popVLAN(&fr)
 		if fr.Off < 0 || fr.Off+fr.Len > len(fr.Buf) {
 			t.Fatalf("frame bounds %d+%d in %d", fr.Off, fr.Len, len(fr.Buf))

@@ -105,27 +105,39 @@ func popVLAN(f *frameBuf) error {
 // 12, or 16 when the frame has an outer tag; with LLC/SNAP that is the
 // 802.3 length field. It needs 4 bytes of headroom.
 func pushMPLS(f *frameBuf, h *pktHeaders, lse uint32, ethertype uint16) error {
-	if err := f.check(); err != nil {
-		return fmt.Errorf("push_mpls: %w", err)
-	}
 	if !header.IsMPLS(ethertype) {
 		return fmt.Errorf("push_mpls: EtherType %#04x is not MPLS (0x8847 or 0x8848): %w", ethertype, errNotSettable)
 	}
-	ml := h.MACLen
-	if ml < 14 || ml > f.Len {
-		return fmt.Errorf("push_mpls: %w: MAC header length %d, frame %d bytes", errTooShort, ml, f.Len)
+	return insertMPLS(f, "push_mpls", h.MACLen, lse, ethertype, true)
+}
+
+// insertMPLS inserts the label stack entry lse at offset ml of the
+// packet (the kernel's mac_len; 0 puts it in front of the packet), as
+// skb_mpls_push: the ml bytes in front move into the headroom, and with
+// ethernet (a packet with an Ethernet header, ml at least 14) the
+// EtherType field after the addresses (and after an outer VLAN tag, which
+// the kernel holds out of band) is set to ethertype. It needs 4 bytes of
+// headroom. name is the action, for errors.
+func insertMPLS(f *frameBuf, name string, ml int, lse uint32, ethertype uint16, ethernet bool) error {
+	if err := f.check(); err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	if ml < 0 || ml > f.Len || (ethernet && ml < header.EthernetMinimumSize) {
+		return fmt.Errorf("%s: %w: MAC header length %d, frame %d bytes", name, errTooShort, ml, f.Len)
 	}
 	if f.Off < 4 {
-		return fmt.Errorf("push_mpls: %w: %d bytes in front of the frame, 4 needed", errNoHeadroom, f.Off)
+		return fmt.Errorf("%s: %w: %d bytes in front of the frame, 4 needed", name, errNoHeadroom, f.Off)
 	}
 	typeOff := header.EthernetTypeOffset
-	if outerTag(f.Bytes()) && ml >= header.EthernetMinimumSize+header.VLANTagSize {
+	if ethernet && outerTag(f.Bytes()) && ml >= header.EthernetMinimumSize+header.VLANTagSize {
 		typeOff += header.VLANTagSize
 	}
 	b := f.Buf[f.Off-4:]
 	copy(b[:ml], b[4:4+ml])
 	binary.BigEndian.PutUint32(b[ml:], lse)
-	binary.BigEndian.PutUint16(b[typeOff:], ethertype)
+	if ethernet {
+		binary.BigEndian.PutUint16(b[typeOff:], ethertype)
+	}
 	f.Off -= 4
 	f.Len += 4
 	return nil
@@ -133,10 +145,12 @@ func pushMPLS(f *frameBuf, h *pktHeaders, lse uint32, ethertype uint16) error {
 
 // popMPLS removes the outermost MPLS label stack entry (at h.MACLen) and
 // sets the EtherType in front of it to ethertype, as the kernel's
-// pop_mpls. A frame that is not MPLS by h.Protocol (the kernel checks
-// skb->protocol) is left unchanged. errTooShort if the label is
+// pop_mpls (skb_mpls_pop). A frame that is not MPLS by h.Protocol (the
+// kernel checks skb->protocol) is left unchanged. A packet without an
+// Ethernet header (ethernet false: h.MACLen is 0) has its first label
+// removed and no EtherType field to set. errTooShort if the label is
 // not all in the frame.
-func popMPLS(f *frameBuf, h *pktHeaders, ethertype uint16) error {
+func popMPLS(f *frameBuf, h *pktHeaders, ethertype uint16, ethernet bool) error {
 	if err := f.check(); err != nil {
 		return fmt.Errorf("pop_mpls: %w", err)
 	}
@@ -145,11 +159,13 @@ func popMPLS(f *frameBuf, h *pktHeaders, ethertype uint16) error {
 		return nil
 	}
 	ml := h.MACLen
-	if ml < 14 || len(b) < ml+4 {
+	if (ethernet && ml < 14) || ml < 0 || len(b) < ml+4 {
 		return fmt.Errorf("pop_mpls: %w: %d bytes, the label ends at %d", errTooShort, len(b), ml+4)
 	}
 	copy(b[4:4+ml], b[:ml])
-	binary.BigEndian.PutUint16(b[4+ml-2:], ethertype)
+	if ethernet {
+		binary.BigEndian.PutUint16(b[4+ml-2:], ethertype)
+	}
 	f.Off += 4
 	f.Len -= 4
 	return nil

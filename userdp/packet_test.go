@@ -450,17 +450,17 @@ func TestMPLSPushPop(t *testing.T) {
 	if !bytes.Equal(f.Bytes(), want) {
 		t.Fatalf("after pushes:\n% x\nwant\n% x", f.Bytes(), want)
 	}
-	if err := popMPLS(&f, mustParse(t, f.Bytes()), header.EtherTypeMPLS); err != nil {
+	if err := popMPLS(&f, mustParse(t, f.Bytes()), header.EtherTypeMPLS, true); err != nil {
 		t.Fatal(err)
 	}
-	if err := popMPLS(&f, mustParse(t, f.Bytes()), header.EtherTypeIPv4); err != nil {
+	if err := popMPLS(&f, mustParse(t, f.Bytes()), header.EtherTypeIPv4, true); err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(f.Bytes(), pkt) {
 		t.Fatalf("after pops:\n% x\nwant\n% x", f.Bytes(), pkt)
 	}
 	// Not MPLS: pop does nothing.
-	if err := popMPLS(&f, mustParse(t, f.Bytes()), header.EtherTypeIPv4); err != nil || !bytes.Equal(f.Bytes(), pkt) {
+	if err := popMPLS(&f, mustParse(t, f.Bytes()), header.EtherTypeIPv4, true); err != nil || !bytes.Equal(f.Bytes(), pkt) {
 		t.Fatalf("pop on IPv4: %v", err)
 	}
 	// With a VLAN tag, the label goes after it.

@@ -43,7 +43,7 @@ func commands() []*cli.Command {
 	cmds = append(cmds, kernelFamilyCommands()...)
 	cmds = append(cmds, parseKeysCommand(), parseWcKeysCommand(), parseActionsCommand())
 	cmds = append(cmds, compatCommands()...)
-	cmds = append(cmds, traceCommand(), monitorCommand(), topCommand())
+	cmds = append(cmds, traceCommand(), monitorCommand(), psampleEventsCommand(), topCommand())
 	cmds = append(cmds, helpCommands()...)
 	cmds = append(cmds, genCommands()...)
 	for _, c := range cmds {

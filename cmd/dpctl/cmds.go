@@ -336,11 +336,15 @@ func parseIfaceArg(s string) (odp.PortSpec, error) {
 func cmdAddIf(e *env, args []string) error {
 	return eachIface(e, args, "add-if DP IFACE...", func(dp odp.Datapath, a string) error {
 		spec, err := parseIfaceArg(a)
+		var p odp.Port
 		if err == nil {
-			_, err = dp.AddPort(e.ctx, spec)
+			p, err = dp.AddPort(e.ctx, spec)
 		}
 		if err != nil {
 			return fmt.Errorf("adding %s to %s failed: %w", a, args[0], err)
+		}
+		if why := p.Options["xdp_fallback"]; why != "" {
+			fmt.Fprintf(e.c.App.ErrWriter, "dpctl: %s: %s\n", spec.Name, why)
 		}
 		return nil
 	})

@@ -130,8 +130,14 @@ func formatShow(b *strings.Builder, name dpName, info odp.DatapathInfo, ports []
 	}
 	for _, p := range ports {
 		fmt.Fprintf(b, "  port %d: %s", p.Number, p.Name)
-		if p.Type != odp.PortNetdev && p.Type != "" {
-			fmt.Fprintf(b, " (%s", p.Type)
+		// A netdev port of netdev@ shows its backend (mode=ring, mmsg
+		// or xdp, and why AF_XDP fell back), a system@ one nothing.
+		if (p.Type != odp.PortNetdev && p.Type != "") || len(p.Options) > 0 {
+			typ := p.Type
+			if typ == "" {
+				typ = odp.PortNetdev
+			}
+			fmt.Fprintf(b, " (%s", typ)
 			for i, k := range sortedKeys(p.Options) {
 				sep := ','
 				if i == 0 {

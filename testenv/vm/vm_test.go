@@ -346,6 +346,10 @@ func TestSelectsNothing(t *testing.T) {
 	if !SelectsNothing([]string{bin, "-test.run=^TestNoSuchThing$"}, env, "") {
 		t.Errorf("a pattern matching nothing was not recognised")
 	}
+	// A pattern naming a subtest selects its top-level test.
+	if SelectsNothing([]string{bin, "-test.run=^TestTestFlag$/^sub$"}, env, "") {
+		t.Error("a subtest pattern of an existing test selects nothing")
+	}
 	if SelectsNothing([]string{bin, "-test.run=^TestTestFlag$"}, env, "") {
 		t.Errorf("a pattern matching a test was taken for nothing")
 	}

@@ -120,6 +120,8 @@ type response struct {
 	Count   *uint32      `json:"count,omitempty"`
 	// ZoneLimits answers ct_get_limits (never nil there).
 	ZoneLimits *[]odp.CTZoneLimit `json:"zone_limits,omitempty"`
+	// Psample is one event of a psample_events stream (More set).
+	Psample *odp.PsampleEvent `json:"psample,omitempty"`
 	// Closed is set on the server's last answer before it closes an
 	// idle connection; the request the client sent, if any, was not
 	// read.

@@ -124,6 +124,11 @@ func (s *Server) serveConn(ctx context.Context, c net.Conn) {
 			var req request
 			if err := json.Unmarshal(line, &req); err != nil {
 				_ = enc.Encode(errResponse(fmt.Errorf("ctl: bad request: %w", err)))
+			} else if req.Op == "psample_events" {
+				// The connection carries the stream until either end
+				// goes (psample.go).
+				s.streamPsample(ctx, c, enc, w)
+				return
 			} else if err := s.handle(ctx, &req, enc); err != nil {
 				_ = enc.Encode(errResponse(err))
 			} else if req.Op == "delete" {

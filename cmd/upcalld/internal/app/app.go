@@ -68,7 +68,7 @@ func New(stdout, stderr io.Writer) *cli.App {
 func runFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "datapath", Aliases: []string{"d"}, Usage: "datapath to drive: system@NAME (kernel) or netdev@NAME (userspace, hosted in this process)"},
-		&cli.StringSliceFlag{Name: "port", Aliases: []string{"p"}, Usage: "network device `IFACE[,OPTIONS]` to add as a port (repeat, or comma-separate); options: vlan=N (access port of VLAN N), trunks=N,... (trunk of those VLANs), vlan_mode=native-tagged|native-untagged with tag=N (native VLAN N)"},
+		&cli.StringSliceFlag{Name: "port", Aliases: []string{"p"}, Usage: "network device `IFACE[,OPTIONS]` to add as a port (repeat, or comma-separate); options: vlan=N (access port of VLAN N), trunks=N,... (trunk of those VLANs), vlan_mode=native-tagged|native-untagged with tag=N (native VLAN N), mode=ring|mmsg|xdp (netdev@: the TPACKET ring, recvmmsg or AF_XDP, falling back to the ring where AF_XDP cannot be had)"},
 		&cli.StringSliceFlag{Name: "mirror", Usage: "copy selected traffic to a port, as Open vSwitch's mirrors: `SELECT:PORT`, SELECT a comma-separated list of IFACE (received on or sent to it), in=IFACE, out=IFACE, all, vlan=N (only those VLANs); repeat for more mirrors"},
 		&cli.StringFlag{Name: "rules", Usage: "rules `FILE` (ovs-ofctl syntax subset); reloaded on SIGHUP. Default: L2 learning switch"},
 		&cli.StringFlag{Name: "metrics", Usage: "serve Prometheus metrics on `ADDR` (host:port) at /metrics"},
@@ -121,8 +121,18 @@ func parseOptions(c *cli.Context, stderr io.Writer) (*options, error) {
 		return nil, fmt.Errorf("--port: %w", err)
 	}
 	var vlans map[string]policy.PortVLAN
+	var modes map[string]string
 	for _, s := range specs {
 		o.ports = append(o.ports, s.Name)
+		if s.Mode != "" {
+			if spec.Type != "netdev" {
+				return nil, fmt.Errorf("--port %s,mode=%s: the port backend is chosen on netdev@ datapaths; the kernel (%s) reads its ports itself", s.Name, s.Mode, spec)
+			}
+			if modes == nil {
+				modes = make(map[string]string)
+			}
+			modes[s.Name] = s.Mode
+		}
 		if s.VLAN.Mode != policy.VLANTrunk || len(s.VLAN.Trunks) > 0 {
 			if vlans == nil {
 				vlans = make(map[string]policy.PortVLAN)
@@ -187,6 +197,7 @@ func parseOptions(c *cli.Context, stderr io.Writer) (*options, error) {
 		Ports:              o.ports,
 		PortVLANs:          vlans,
 		Mirrors:            mirrors,
+		PortModes:          modes,
 		Rules:              o.rules,
 		RulesFile:          o.rulesFile,
 		Handlers:           c.Int("handlers"),

@@ -64,6 +64,9 @@ type Config struct {
 	// policy.Mirror), by port name, resolved whenever the port list
 	// changes; at most policy.MaxMirrors.
 	Mirrors []policy.MirrorSpec
+	// PortModes is the userspace datapath's backend of ports by name
+	// (--port IFACE,mode=ring|mmsg|xdp: the port option mode=).
+	PortModes map[string]string
 	// Rules is the policy; nil means the L2 learning switch
 	// (policy.DefaultRules).
 	Rules *policy.RuleSet
@@ -319,12 +322,19 @@ func (d *Daemon) Setup(ctx context.Context) error {
 			d.log.Info("port already in the datapath", "port", name)
 			continue
 		}
-		p, err := d.dp.AddPort(ctx, odp.PortSpec{Name: name, Type: odp.PortNetdev})
+		spec := odp.PortSpec{Name: name, Type: odp.PortNetdev}
+		if m := d.cfg.PortModes[name]; m != "" {
+			spec.Options = map[string]string{"mode": m}
+		}
+		p, err := d.dp.AddPort(ctx, spec)
 		if err != nil {
 			return fmt.Errorf("adding port %s: %w", name, err)
 		}
 		have[name] = true
-		d.log.Info("port added", "port", name, "number", p.Number)
+		d.log.Info("port added", "port", name, "number", p.Number, "mode", p.Options["mode"])
+		if why := p.Options["xdp_fallback"]; why != "" {
+			d.log.Warn("port falls back from AF_XDP", "port", name, "reason", why)
+		}
 	}
 	if _, err := d.refreshPorts(ctx); err != nil {
 		return err
