@@ -17,6 +17,8 @@ const (
 	faultNoVLANMask          // normal does not mask the VLAN ID
 	faultNoRestoreMask       // the tag restored after normal is not masked
 	faultNoTableMask         // lookups in tables after the first add nothing to the mask
+	faultNoRecircMask        // decisions of rules with recirculation do not read recirc_id
+	faultNoCTFailMask        // a rule failing on a conntrack field (ct_state, ct_zone, ct_mark) adds nothing to the mask
 )
 
 // testFault is the variant decide runs; see fault.

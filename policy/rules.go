@@ -98,6 +98,9 @@ type RuleSet struct {
 	// tables[t] is where table t's rules start in Rules (they end
 	// where table t+1's start).
 	tables [MaxTable + 2]int32
+	// recirc is set when a rule has ct(...,table=N): decisions then read
+	// recirc_id (it says which table a packet starts in).
+	recirc bool
 }
 
 // MaxTable is the highest table number (OpenFlow's tables 0-254).
@@ -124,6 +127,11 @@ func NewRuleSet(name string, rules []Rule) *RuleSet {
 		r.fieldOrder = nil
 		r.Actions = slices.Clip(r.Actions)
 		r.prepare()
+		for _, a := range r.Actions {
+			if a.Type == ActCT && a.CT.HasTable {
+				rs.recirc = true
+			}
+		}
 		for t < r.Table {
 			t++
 			rs.tables[t] = int32(i)
@@ -211,6 +219,9 @@ func parseRule(text string) (Rule, *ParseError) {
 	p.table = pm.table
 	as, err := p.parseActions()
 	if err != nil {
+		return Rule{}, err.(*ParseError)
+	}
+	if err := p.checkCTRule(&pm.Match, as, p.actPos); err != nil {
 		return Rule{}, err.(*ParseError)
 	}
 	return Rule{Table: pm.table, Priority: pm.priority, Match: pm.Match, InPortName: pm.inPortName, Actions: as}, nil

@@ -34,6 +34,9 @@ var (
 	poolVLAN   = []uint16{10, 20, 4095}
 	poolProtoI = []uint8{1, 6, 17, 50}
 	poolProto6 = []uint8{6, 17, 58, 50}
+	// ct_state values: untracked, new, established, reply, invalid,
+	// related, NATed.
+	poolCTState = []uint8{0, 0x21, 0x22, 0x2a, 0x30, 0x24, 0x62, 0xa2}
 )
 
 func pick[T any](r *rand.Rand, s []T) T { return s[r.IntN(len(s))] }
@@ -85,6 +88,12 @@ func randKey(r *rand.Rand) flowkeys.Key {
 		k.IPProto = pick(r, poolProtoI)
 		k.IPv4Src, k.IPv4Dst = pick(r, poolIPv4), pick(r, poolIPv4)
 		k.IPv6Src = pick(r, poolIPv6)
+	}
+	// Conntrack fields, as after a ct action (or not).
+	if r.IntN(2) == 0 {
+		k.CTState = pick(r, poolCTState)
+		k.CTZone = pick(r, []uint16{0, 1, 5})
+		k.CTMark = pick(r, []uint32{0, 1, 2, 0x10})
 	}
 	if k.EthType == ethIPv4 || k.EthType == ethIPv6 {
 		k.IPTTL, k.IPTOS = pick(r, poolTTL), pick(r, poolTOS)
@@ -198,6 +207,10 @@ func randRule(r *rand.Rand, table int) string {
 	if isIP && maybe() {
 		add("nw_ttl=%d", pick(r, poolTTL))
 	}
+	if r.IntN(8) == 0 || table > 0 && r.IntN(3) == 0 {
+		add("%s", pick(r, []string{"ct_state=+trk", "ct_state=-trk", "ct_state=+trk+est", "ct_state=+trk+new",
+			"ct_state=+trk+est-new", "ct_state=+trk+est+rpl", "ct_state=+inv+trk", "ct_state=+snat", "ct_zone=5", "ct_mark=1", "ct_mark=0x10/0x10"}))
+	}
 	switch class {
 	case "tcp", "udp", "tcp6", "udp6":
 		for _, n := range []string{"tp_src", "tp_dst"} {
@@ -226,6 +239,18 @@ func randRule(r *rand.Rand, table int) string {
 			"set_field:12->ip_dscp", "set_field:4106->vlan_vid",
 		}))
 	}
+	if r.IntN(6) == 0 {
+		acts = slices.Insert(acts, r.IntN(len(acts)+1), "ct_clear")
+	}
+	if isIP && r.IntN(4) == 0 {
+		// Some conntrack, before the other actions: a ct without
+		// table= goes on with them.
+		nat := "nat(src=10.0.0.9)"
+		if is6 {
+			nat = "nat(dst=[2001:db8::9]:80)"
+		}
+		acts = slices.Insert(acts, 0, pick(r, []string{"ct", "ct(commit)", "ct(commit,zone=5,mark=1/0xff)", "ct(commit," + nat + ")", "ct(nat)", "ct(force,zone=1)"}))
+	}
 	// Resubmits forward, mostly (a loop drops the packet once past the
 	// bounds).
 	switch at := r.IntN(len(acts) + 1); {
@@ -234,7 +259,11 @@ func randRule(r *rand.Rand, table int) string {
 	case r.IntN(40) == 0:
 		acts = slices.Insert(acts, at, fmt.Sprintf("resubmit(,%d)", r.IntN(table+1)))
 	}
-	if table < 2 && r.IntN(3) == 0 {
+	switch {
+	case isIP && table < 2 && r.IntN(4) == 0:
+		// Recirculation, forward.
+		acts = append(acts, fmt.Sprintf("%stable=%d)", pick(r, []string{"ct(", "ct(commit,", "ct(zone=5,", "ct(nat,"}), table+1+r.IntN(2-table)))
+	case table < 2 && r.IntN(3) == 0:
 		acts = append(acts, fmt.Sprintf("goto_table:%d", table+1+r.IntN(2-table)))
 	}
 	if r.IntN(8) == 0 {
@@ -275,6 +304,13 @@ func checkSoundness(t *testing.T, seed uint64, sets, packets int, b fault) (fail
 			text.WriteString(randRule(r, 1+r.IntN(2)))
 			text.WriteByte('\n')
 		}
+		// Sometimes a later table ends in a catch-all (where
+		// recirculated packets go).
+		for tbl := 1; tbl <= 2; tbl++ {
+			if r.IntN(2) == 0 {
+				fmt.Fprintf(&text, "table=%d,priority=0,actions=%s\n", tbl, pick(r, []string{"normal", "output:2", "mod_nw_ttl:9,output:1", "flood"}))
+			}
+		}
 		rs, err := ParseRules("random", strings.NewReader(text.String()))
 		if err != nil {
 			t.Fatalf("set %d: generated rules do not parse: %v\n%s", set, err, text.String())
@@ -287,22 +323,44 @@ func checkSoundness(t *testing.T, seed uint64, sets, packets int, b fault) (fail
 				}
 			}
 		}
-		env := &Env{Ports: poolPorts, Switch: sw, ControllerPID: 77}
+		// The recirculation IDs of the rules' ct(table=N), and the
+		// tables they go on in.
+		rt := NewRecircTable()
+		var recircIDs []uint32
+		recircTable := map[uint32]int{}
+		for i := range rs.Rules {
+			for _, a := range rs.Rules[i].Actions {
+				if a.Type == ActCT && a.CT.HasTable {
+					id := rt.RecircID(a.CT.ctKey(a.Table), int(a.Table))
+					if _, ok := recircTable[id]; !ok {
+						recircIDs = append(recircIDs, id)
+					}
+					recircTable[id] = int(a.Table)
+				}
+			}
+		}
+		env := &Env{Ports: poolPorts, Switch: sw, ControllerPID: 77, Recirc: rt}
 		if r.IntN(2) > 0 {
 			env.VLANs = randVLANs(r)
 		}
 		var cache []megaflow
 		for pkt := range packets {
 			k := randKey(r)
+			table := 0
+			if len(recircIDs) > 0 && r.IntN(4) == 0 {
+				// A packet back from recirculation.
+				k.RecircID = pick(r, recircIDs)
+				table = recircTable[k.RecircID]
+			}
 			var d Decision
-			rs.decide(&k, &d)
+			rs.decideAt(&k, table, &d)
 			direct := Translate(&d, &k, env).String()
 			if b == faultNone {
 				// Translation consults nothing outside the mask (it
 				// starts from it, as Translate does).
 				tm := d.Mask
 				var w walker
-				w.init(&k, &tm, &translator{ports: env.Ports, sw: sw, vlans: env.VLANs})
+				w.init(&k, &tm, &translator{ports: env.Ports, sw: sw, vlans: env.VLANs, recirc: rt})
 				w.rs = rs
 				w.run(d.Actions)
 				tm = w.mask
@@ -370,6 +428,8 @@ func TestSoundnessCatchesBugs(t *testing.T) {
 		{"normal does not mask the VLAN ID", faultNoVLANMask},
 		{"the tag restored after normal is not masked", faultNoRestoreMask},
 		{"lookups after table 0 add nothing to the mask", faultNoTableMask},
+		{"decisions do not read recirc_id", faultNoRecircMask},
+		{"a rule failing on ct_state, ct_zone or ct_mark adds no mask", faultNoCTFailMask},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := checkSoundness(t, 1, 3000, 150, tc.b)

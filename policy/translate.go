@@ -21,6 +21,9 @@ type Env struct {
 	// VLANs is the ports' VLAN configuration that normal follows (nil:
 	// every port is a trunk of every VLAN).
 	VLANs *VLANTable
+	// Recirc hands out the recirculation IDs of ct(...,table=N); without
+	// it a packet that reaches such an action is dropped.
+	Recirc Recirculator
 }
 
 // Learn teaches the learning switch what decision d for key k saw: when
@@ -53,7 +56,7 @@ func Translate(d *Decision, k *flowkeys.Key, env *Env) odp.Actions {
 func AppendTranslate(dst odp.Actions, d *Decision, k *flowkeys.Key, env *Env) odp.Actions {
 	tr := translator{out: dst}
 	if env != nil {
-		tr.ports, tr.sw, tr.pid, tr.vlans = env.Ports, env.Switch, env.ControllerPID, env.VLANs
+		tr.ports, tr.sw, tr.pid, tr.vlans, tr.recirc = env.Ports, env.Switch, env.ControllerPID, env.VLANs, env.Recirc
 	}
 	// Starting from the decision's mask, the lookups of resubmit and
 	// goto_table choose the proofs that decide chose (or ones it already
@@ -81,11 +84,12 @@ func AppendTranslate(dst odp.Actions, d *Decision, k *flowkeys.Key, env *Env) od
 
 // translator collects the datapath actions a walker emits.
 type translator struct {
-	ports []uint32
-	sw    *LearningSwitch
-	pid   uint32
-	vlans *VLANTable
-	out   odp.Actions
+	ports  []uint32
+	sw     *LearningSwitch
+	pid    uint32
+	vlans  *VLANTable
+	recirc Recirculator
+	out    odp.Actions
 }
 
 // normal emits what the learning switch does with the packet, whose
