@@ -142,9 +142,12 @@ type Daemon struct {
 	pol   atomic.Pointer[policyState]
 	polMu sync.Mutex // serialises policy replacements
 	flows *flowTable
-	m     *metrics
-	lat   Latency
-	taps  tapSet // upcall subscribers (tap.go)
+	// recirc is the recirculation IDs of ct(...,table=N), referred to by
+	// the flows' actions (counted by flows).
+	recirc *policy.RecircTable
+	m      *metrics
+	lat    Latency
+	taps   tapSet // upcall subscribers (tap.go)
 
 	flowLimit atomic.Int64
 	maxLimit  int64
@@ -233,12 +236,14 @@ func New(cfg Config) (*Daemon, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	recirc := policy.NewRecircTable()
 	d := &Daemon{
 		cfg:      cfg,
+		recirc:   recirc,
 		dp:       cfg.Datapath,
 		log:      cfg.Logger.With("datapath", cfg.Datapath.Type()+"@"+cfg.Datapath.Name()),
 		mono:     cfg.MonoMillis,
-		flows:    newFlowTable(),
+		flows:    newFlowTable(recirc),
 		dirty:    make(map[[6]byte]uint64),
 		wake:     make(chan struct{}, 1),
 		maxLimit: int64(cfg.FlowLimit),
@@ -259,7 +264,7 @@ func New(cfg Config) (*Daemon, error) {
 	if rules == nil {
 		rules = policy.DefaultRules()
 	}
-	d.pol.Store(&policyState{rules: rules, src: rules, env: &policy.Env{Switch: d.sw}, gen: 1})
+	d.pol.Store(&policyState{rules: rules, src: rules, env: &policy.Env{Switch: d.sw, Recirc: recirc}, gen: 1})
 	d.mode.Store("")
 	d.m = newMetrics(cfg.Registry, d)
 	return d, nil

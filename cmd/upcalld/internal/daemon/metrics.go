@@ -38,7 +38,7 @@ func newMetrics(reg prometheus.Registerer, d *Daemon) *metrics {
 		flowsModified:   newCounter("upcalld_flows_modified_total", "Flows whose actions the revalidator changed."),
 		flowsDeleted:    newCounterVec("upcalld_flows_deleted_total", "Flows the revalidator deleted, by reason (idle, limit, revalidate, unusable).", "reason"),
 		shed:            newCounter("upcalld_upcalls_shed_total", "Misses a lagging handler dropped without handling them (overload: the upcall had waited longer than the maximum lag)."),
-		flowsRefused:    newCounterVec("upcalld_megaflows_refused_total", "Misses that installed no megaflow for a reason other than the flow limit, by reason: key (the upcall's key could not be read), inexpressible (no flow the kernel accepts can match the decision's mask for that packet), actions (the actions could not be encoded), put (the datapath refused the flow).", "reason"),
+		flowsRefused:    newCounterVec("upcalld_megaflows_refused_total", "Misses that installed no megaflow for a reason other than the flow limit, by reason: key (the upcall's key could not be read), inexpressible (no flow the kernel accepts can match the decision's mask for that packet), actions (the actions could not be encoded), put (the datapath refused the flow), recirc (a packet came back from recirculation with a recirc_id the daemon no longer or never knew).", "reason"),
 		panics:          newCounterVec("upcalld_panics_contained_total", "Panics contained and logged with their stack, by where: handler (one upcall, or one batch, failed; the handler goes on), control (one control-socket connection closed; the socket goes on), status (one status connection answered with an error; the status socket goes on).", "where"),
 		flowLimitHits:   newCounter("upcalld_flow_limit_hits_total", "Misses executed without installing a flow because the flow limit was reached."),
 		revalidations:   newCounter("upcalld_revalidation_runs_total", "Revalidation passes (flow dumps) run."),
@@ -106,10 +106,11 @@ const (
 	refusedInexpressible
 	refusedActions
 	refusedPut
+	refusedRecirc
 	numRefused
 )
 
-var refusedNames = [numRefused]string{"key", "inexpressible", "actions", "put"}
+var refusedNames = [numRefused]string{"key", "inexpressible", "actions", "put", "recirc"}
 
 // refused counts a miss that installed no megaflow, for reason r.
 func (m *metrics) refused(r refusedReason) { m.refusedBy[r].Inc() }

@@ -1,0 +1,132 @@
+package daemon
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/ovsdp/ovsdp/odp"
+)
+
+// ctFirewallRules: port 1 may open connections to port 2, port 2 may
+// not open any, and replies flow.
+const ctFirewallRules = `
+table=0,priority=10,ip,actions=ct(table=1)
+table=0,priority=0,actions=drop
+table=1,priority=10,ct_state=+trk+new,ip,in_port=1,actions=ct(commit,table=2)
+table=1,priority=10,ct_state=+trk+est,ip,actions=resubmit(,2)
+table=1,priority=0,actions=drop
+table=2,in_port=1,actions=output:2
+table=2,in_port=2,actions=output:1
+`
+
+// recircFlows returns the flows that match a recirc_id other than 0.
+func recircFlows(fs []string) []string {
+	var out []string
+	for _, f := range fs {
+		if !strings.HasPrefix(f, "recirc_id(0),") {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// TestCTFirewall runs the stateful firewall through the daemon on a
+// userspace datapath with its connection tracker: the megaflows of each
+// pass, the recirculation IDs (allocated, reused, freed with their flows
+// by revalidation), and a packet back from recirculation with an ID the
+// daemon does not know.
+func TestCTFirewall(t *testing.T) {
+	h := newHarness(t, 2, Config{Rules: mustRules(t, ctFirewallRules)})
+	h.start()
+	a, b := macN(1), macN(2)
+	req := udpFrame(a, b, ip4(10, 0, 0, 1), ip4(10, 0, 0, 2), 1000, 2000, 0)
+	rep := udpFrame(b, a, ip4(10, 0, 0, 2), ip4(10, 0, 0, 1), 2000, 1000, 0)
+	opened := udpFrame(b, a, ip4(10, 0, 0, 2), ip4(10, 0, 0, 1), 3000, 4000, 0)
+
+	h.send(1, req)
+	h.expect(2, req)
+	h.send(2, rep)
+	h.expect(1, rep)
+	h.send(2, opened)
+	h.expectNone(1, 200e6)
+
+	fs := h.flows()
+	want := []string{
+		// Table 0 reads only the Ethernet type (and recirc_id).
+		"recirc_id(0),in_port(1),eth(),eth_type(0x0800) actions:ct,recirc(0x1)",
+		"recirc_id(0),in_port(2),eth(),eth_type(0x0800) actions:ct,recirc(0x1)",
+	}
+	got := fs[:0:0]
+	for _, f := range fs {
+		if strings.HasPrefix(f, "recirc_id(0),") {
+			got = append(got, f)
+		}
+	}
+	checkFlows(t, got, want...)
+	rf := recircFlows(fs)
+	// Table 1: new from 1 commits (+new+trk read); an established
+	// reply from 2 goes on (the first rule failed on in_port, so only
+	// the second's +est+trk is read); a new connection from 2 is dropped
+	// by the catch-all (the second rule failed on est). Table 2's flow
+	// reads in_port only.
+	wantRecirc := map[string]bool{
+		"recirc_id(0x1),in_port(1),ct_state(+new+trk),eth(),eth_type(0x0800) actions:ct(commit),recirc(0x2)": true,
+		"recirc_id(0x1),in_port(2),ct_state(+est+trk),eth(),eth_type(0x0800) actions:1":                      true,
+		"recirc_id(0x1),in_port(2),ct_state(-est+trk),eth() actions:drop":                                    true,
+		"recirc_id(0x2),in_port(1),eth() actions:2":                                                          true,
+	}
+	for _, f := range rf {
+		delete(wantRecirc, f)
+	}
+	for f := range wantRecirc {
+		t.Errorf("missing flow %s; have:\n%s", f, strings.Join(fs, "\n"))
+	}
+	// The two IDs are reused by every flow that recirculates: 1 by the
+	// two table-0 flows, 2 by the commit.
+	if n := h.d.recirc.Refs(1); n != 2 {
+		t.Errorf("recirc 1 has %d references, want 2", n)
+	}
+	if n := h.d.recirc.Refs(2); n != 1 {
+		t.Errorf("recirc 2 has %d references, want 1", n)
+	}
+
+	// A miss with a recirc_id the daemon does not know is dropped and
+	// counted.
+	up := missFrom(t, a, b)
+	for i, a := range up.Key {
+		if _, ok := a.(odp.RecircID); ok {
+			up.Key[i] = odp.RecircID(77)
+		}
+	}
+	if err := h.d.HandleUpcall(context.Background(), &up); err == nil || !strings.Contains(err.Error(), "recirc_id 0x4d") {
+		t.Errorf("unknown recirc_id: %v", err)
+	}
+	if got := h.counter("upcalld_megaflows_refused_total", "reason=recirc"); got != 1 {
+		t.Errorf("refused for recirc: %v, want 1", got)
+	}
+
+	// Without ct in the rules, revalidation rewrites the table-0 flows;
+	// the IDs lose their references, survive one more pass (a grace
+	// period for packets in flight), are freed by the next, and the
+	// flows that match them go with them.
+	if err := h.d.ReloadRules("plain.rules", strings.NewReader("ip,in_port=1,actions=output:2\nip,in_port=2,actions=output:1\n")); err != nil {
+		t.Fatal(err)
+	}
+	h.revalidate()
+	if n := h.d.recirc.Refs(1) + h.d.recirc.Refs(2); n != 0 {
+		t.Errorf("after the reload the IDs have %d references", n)
+	}
+	h.revalidate()
+	if h.d.recirc.Len() != 0 {
+		t.Errorf("%d recirculation IDs still live after two passes", h.d.recirc.Len())
+	}
+	h.revalidate()
+	if rf := recircFlows(h.flows()); len(rf) != 0 {
+		t.Errorf("flows of freed IDs left:\n%s", strings.Join(rf, "\n"))
+	}
+	// And a new connection from port 2 now passes.
+	h.drain()
+	h.send(2, opened)
+	h.expect(1, opened)
+}
