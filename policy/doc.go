@@ -21,8 +21,9 @@
 // arp_spa, arp_tpa (same, ARP only); nw_proto=N (the ARP opcode with
 // arp); nw_tos=N (the DSCP bits: a multiple of 4); nw_ttl=N;
 // tp_src, tp_dst=N[/MASK]; icmp_type, icmp_code=N;
-// ipv6_src, ipv6_dst=IP6[/LEN|/MASK]. Shorthands: ip, ipv6, arp, tcp,
-// udp, icmp, tcp6, udp6, icmp6.
+// ipv6_src, ipv6_dst=IP6[/LEN|/MASK]; ct_state=FLAGS (see Stateful
+// rules); ct_zone=N (0-65535); ct_mark=V[/M] (32 bits). Shorthands: ip,
+// ipv6, arp, tcp, udp, icmp, tcp6, udp6, icmp6.
 //
 // Prerequisites are enforced as Open vSwitch does for OpenFlow: nw_src
 // and nw_dst need ip or arp; arp_* need arp; ipv6_* need ipv6; nw_proto
@@ -61,6 +62,8 @@
 // there, in every table (the packet is dropped after any outputs already
 // done).
 //
+// ct(ARGS) and ct_clear are the stateful actions (see Stateful rules).
+//
 // Port names are resolved to numbers by (*RuleSet).Resolve, which the
 // daemon calls when it loads the rules and whenever its ports change: a
 // name that is no port (yet) makes in_port=NAME match nothing and
@@ -84,6 +87,76 @@
 // a field an action wrote is a constant and adds nothing, dl_vlan is read
 // where the tag then comes from), and of what the actions read.
 //
+// # Stateful rules
+//
+// ct and ct_clear are Open vSwitch's actions (ovs-actions(7)), and
+// ct_state, ct_zone and ct_mark its matches:
+//
+//	table=0,ip,actions=ct(table=1)
+//	table=1,ct_state=+trk+new,ip,in_port=1,actions=ct(commit,table=2)
+//	table=1,ct_state=+trk+est,ip,actions=resubmit(,2)
+//	table=1,priority=0,actions=drop
+//	table=2,actions=normal
+//
+// ct(ARGS) sends the packet through connection tracking; "ct" alone
+// only tracks. ARGS, comma-separated, any order: commit (commit the
+// connection); force (commit, deleting first an entry committed in the
+// other direction: the datapath's force_commit); zone=N (0-65535,
+// default 0); mark=V[/M] or exec(set_field:V[/M]->ct_mark) (set the
+// connection mark's bits M to V; needs commit or force; M not 0); nat
+// (apply the NAT of an existing connection); nat(src=RANGE[,FLAGS]) or
+// nat(dst=RANGE[,FLAGS]) (source or destination NAT of a new connection;
+// needs commit), RANGE being ADDR[-ADDR][:PORT[-PORT]] or :PORT[-PORT],
+// IPv6 addresses in brackets ("[2001:db8::1]-[2001:db8::9]:80"), FLAGS
+// random, hash (not both) and persistent; table=N (recirculate: see
+// below). A rule with ct must match ip or ipv6 (as Open vSwitch
+// requires; the datapath cannot track other packets), and a nat address
+// must be of that family. ct_clear forgets the packet's conntrack state:
+// later lookups see ct_state, ct_zone and ct_mark 0 (constants, which add
+// nothing to the mask).
+//
+// Without table=, the ct action is done and the actions after it go on
+// with the packet as it was: as in Open vSwitch, the ct fields that later
+// lookups see do not change. With table=N, ct must be the last action of
+// its rule, and it ends the packet's pass of the pipeline (the actions
+// after a resubmit that led to it do not run): the datapath action is
+// ct(...),recirc(ID), and the packet comes back from the datapath as a
+// miss with recirc_id ID and the ct fields set by the tracker (ct_state
+// with trk and new, est, rel, rpl, inv, snat, dnat as the tracker found
+// it; ct_zone the zone; ct_mark), and its decision starts in table N
+// ((*RuleSet).DecideAt). The modifications made before ct are emitted
+// before it, so the tracker and the recirculated packet see them.
+//
+// ct_state=FLAGS is a sequence of +FLAG (set) and -FLAG (clear) for the
+// flags new, est, rel, rpl, inv, trk, snat and dnat (each at most once),
+// e.g. +trk+est-new, or a number VALUE[/MASK] (OVS_CS_F_* bits: new 0x01,
+// est 0x02, rel 0x04, rpl 0x08, inv 0x10, trk 0x20, snat 0x40, dnat
+// 0x80). The rules print it in bit order (ct_state=-new+est+trk).
+//
+// Recirculation IDs come from an Env.Recirc (upcalld's RecircTable): one
+// ID per (ct action, table), the same for every flow that uses the same
+// pair, never 0. The daemon counts the installed flows whose actions
+// recirculate to each ID; an ID no flow has referred to for a whole
+// revalidation pass is freed at the end of the next one (the grace pass
+// lets a packet executed just before find its ID when it comes back),
+// and the flows that match a freed recirc_id are deleted. A miss with a
+// recirc_id the daemon does not know (freed, or from before a restart)
+// is dropped and counted; a restarted daemon hands out IDs above those
+// of the flows it adopts.
+//
+// Megaflows: when the rules have a ct(...,table=N), every decision reads
+// recirc_id whole (it says which table the packet starts in; upcalld
+// matches it exactly in every megaflow anyway, as Open vSwitch does).
+// The ct_state, ct_zone and ct_mark matches are masked as any other
+// field (a failing ct_state=+trk+est proves its failure with the bits
+// down to the first that differs); ct reads the Ethernet type whole (the
+// datapath needs an IP flow: a packet that reaches a ct through a
+// resubmit and is not IP, or not of the nat address's family, is not
+// tracked, and with table= its pass ends there, so it is dropped). So
+// the megaflow of a packet's first pass holds what table 0 read, and
+// that of each recirculated pass what its tables read, its recirc_id and
+// the ct bits its rules consulted.
+//
 // # Decisions and megaflow masks
 //
 // (*RuleSet).Decide evaluates table 0's rules in priority order (ties:
@@ -92,7 +165,7 @@
 //   - A rule that matches contributes its whole match mask (with its
 //     prerequisites, which are part of the match).
 //   - A rule that fails is examined field by field in a fixed order
-//     (in_port, dl_type, nw_proto, dl_src, dl_dst, dl_vlan, nw_src,
+//     (in_port, ct_state, ct_zone, ct_mark, dl_type, nw_proto, dl_src, dl_dst, dl_vlan, nw_src,
 //     nw_dst, ipv6_src, ipv6_dst, nw_tos, nw_ttl, tp_src, tp_dst): each
 //     field that matches contributes its rule mask, and the first that
 //     fails contributes only the bits that prove the failure, namely
@@ -175,5 +248,7 @@
 // modifications with no output after them are dropped. mod_vlan_vid on
 // a tagged packet is pop_vlan then push_vlan; on an untagged one
 // push_vlan with TPID 0x8100 and PCP 0. controller is a userspace action
-// to Env.ControllerPID.
+// to Env.ControllerPID. ct is the datapath's ct action (zone only when not
+// 0; commit alone, or force_commit for force), followed by recirc(ID)
+// with table=N; ct_clear is ct_clear.
 package policy
