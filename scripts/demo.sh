@@ -207,6 +207,106 @@ status_field() {
 
 declare -A R # results, by "DP:what"
 
+# The stateful policy: a firewall (h1 may open connections to anyone,
+# the others to nobody but the virtual IP, replies flow) and DNAT of a
+# virtual IP, 10.0.0.100:80, to h3's port 8080. ct(nat,table=1) tracks
+# every IP packet and applies the NAT of its connection (to a reply: the
+# reverse); table 1 decides on the connection's state.
+ctrules=$work/stateful.rules
+cat >"$ctrules" <<'RULES'
+table=0,priority=10,ip,actions=ct(nat,table=1)
+table=0,priority=0,actions=normal
+table=1,priority=20,ct_state=+trk+new,tcp,nw_dst=10.0.0.100,tp_dst=80,actions=ct(commit,nat(dst=10.0.0.3:8080),table=2)
+table=1,priority=10,ct_state=+trk+new,ip,in_port=ovsdemo1,actions=ct(commit,table=2)
+table=1,priority=10,ct_state=+trk+est,ip,actions=resubmit(,2)
+table=1,priority=10,ct_state=+trk+rel,ip,actions=resubmit(,2)
+table=1,priority=0,actions=drop
+table=2,actions=normal
+RULES
+
+# stateful switches the daemon (pid $2) on datapath $1 to the stateful
+# policy and shows the firewall and the DNAT at work, with the
+# connections in the datapath's conntrack.
+stateful() {
+	local dp=$1 upid=$2 gen i out
+	sub "a stateful firewall and a DNAT virtual IP: the rules reloaded (SIGHUP)"
+	sed 's/^/    /' "$ctrules"
+	gen=$(status_field "$dp" policy_generation)
+	cp "$ctrules" "$rules"
+	kill -HUP "$upid"
+	for i in $(seq 1 50); do
+		[ "$(status_field "$dp" policy_generation)" != "$gen" ] && break
+		sleep 0.1
+	done
+	# The virtual IP has no host: h1 and h2 reach it through h3's MAC.
+	for i in 1 2; do
+		ns "$i" ip neigh replace 10.0.0.100 lladdr 02:00:00:00:00:03 dev eth0
+	done
+
+	local fw=""
+	echo "h1 -> h2, TCP port 5002 (h1 may open connections):"
+	ns_bg 2 timeout 10 socat -u TCP-LISTEN:5002,reuseaddr "OPEN:$work/fw-h2,creat,trunc"
+	local spid=$bgpid
+	for i in $(seq 1 50); do
+		ns 2 ss -ltn 2>/dev/null | grep -q ':5002 ' && break
+		sleep 0.1
+	done
+	echo "hello h2" | ns 1 timeout 5 socat -u - TCP:10.0.0.2:5002 || true
+	wait "$spid" || true
+	if [ "$(cat "$work/fw-h2" 2>/dev/null)" = "hello h2" ]; then
+		echo "    h2 received \"hello h2\""
+		fw="h1->h2 open"
+	else
+		echo "    h2 received nothing: the connection FAILED"
+		fw="h1->h2 FAILED"
+	fi
+	echo "h2 -> h1, TCP port 5003 and ping (h2 may not open connections):"
+	ns_bg 1 timeout 6 socat -u TCP-LISTEN:5003,reuseaddr "OPEN:$work/fw-h1,creat,trunc"
+	spid=$bgpid
+	for i in $(seq 1 50); do
+		ns 1 ss -ltn 2>/dev/null | grep -q ':5003 ' && break
+		sleep 0.1
+	done
+	if echo "hello h1" | ns 2 timeout 3 socat -u - TCP:10.0.0.1:5003,connect-timeout=2 2>/dev/null; then
+		echo "    h2 CONNECTED to h1"
+		fw="$fw, h2->h1 OPEN"
+	else
+		echo "    h2's connection timed out: its SYN was dropped"
+		fw="$fw, h2->h1 refused"
+	fi
+	kill "$spid" 2>/dev/null || true
+	wait "$spid" 2>/dev/null || true
+	out=$(ns 2 ping -c 2 -i 0.2 -W 1 10.0.0.1 2>&1 || true)
+	echo "$out" | grep -E 'transmitted' | sed 's/^/    h2 ping h1: /'
+	R[$dp:fw]=$fw
+
+	echo "h1 -> 10.0.0.100:80, the virtual IP in front of h3:8080 (DNAT); h3 answers:"
+	ns_bg 3 timeout 10 socat TCP-LISTEN:8080,reuseaddr SYSTEM:'echo hello from h3 port 8080'
+	spid=$bgpid
+	for i in $(seq 1 50); do
+		ns 3 ss -ltn 2>/dev/null | grep -q ':8080 ' && break
+		sleep 0.1
+	done
+	out=$(echo "GET" | ns 1 timeout 5 socat - TCP:10.0.0.100:80 2>&1 || true)
+	wait "$spid" 2>/dev/null || true
+	echo "    h1 received: ${out:-nothing}"
+	if [ "$out" = "hello from h3 port 8080" ]; then
+		R[$dp:dnat]="reply via 10.0.0.100"
+	else
+		R[$dp:dnat]="FAILED"
+	fi
+
+	sub "the connections in $dp's conntrack (the DNAT one with its reply tuple from h3)"
+	out=$("$DPCTL" dump-conntrack "$dp" 2>&1 | grep '10\.0\.0\.' || true)
+	echo "\$ dpctl dump-conntrack $dp"
+	echo "$out" | sort | sed 's/^/    /'
+	R[$dp:conns]=$(echo "$out" | grep -c 'tcp' || true)
+	sub "the stateful megaflows: each pass its recirc_id, the ct_state bits its rules read"
+	echo "\$ dpctl dump-flows $dp | grep -v arp"
+	"$DPCTL" dump-flows "$dp" 2>&1 | grep -v 'eth_type(0x0806)' | sort | sed 's/^/    /'
+	[ "${R[$dp:dnat]}" != FAILED ] && [ "${fw#*FAIL}" = "$fw" ] && [ "${fw#*OPEN}" = "$fw" ] || die "the stateful step failed on $dp"
+}
+
 # half runs the whole scenario on one datapath (system@ or netdev@).
 half() {
 	local dp=$1 label=$2 i
@@ -317,6 +417,8 @@ half() {
 	R[$dp:upcalls]=$(status_field "$dp" upcalls_handled)
 	R[$dp:lost]=$(status_field "$dp" upcalls_lost)
 
+	stateful "$dp" "$upid"
+
 	sub "stopping upcalld (SIGTERM; --del-dp-on-exit removes the datapath)"
 	kill "$upid"
 	wait "$upid" || true
@@ -334,7 +436,7 @@ if [ $have_kernel = 1 ]; then
 	section "5. Cross-check: the same scenario on both datapaths"
 	printf '%-30s | %-28s | %-28s | %s\n' "" "userspace (netdev@)" "kernel (system@)" ""
 	printf '%s\n' "$(bar -)"
-	for k in ping:"ping replies" tcp:"TCP transfer" udp:"UDP rewritten" flows:"megaflows" upcalls:"upcalls handled" lost:"upcalls lost" lookups:"datapath lookups"; do
+	for k in ping:"ping replies" tcp:"TCP transfer" udp:"UDP rewritten" fw:"stateful firewall" dnat:"DNAT 10.0.0.100:80" conns:"TCP connections tracked" flows:"megaflows" upcalls:"upcalls handled" lost:"upcalls lost" lookups:"datapath lookups"; do
 		key=${k%%:*} what=${k#*:}
 		u=${R[netdev@$DP_NAME:$key]:-} s=${R[system@$DP_NAME:$key]:-}
 		same="same"
