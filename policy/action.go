@@ -101,6 +101,8 @@ type Action struct {
 	Userdata string
 	// CT holds the arguments of ActCT (its table= in Table).
 	CT CTArgs
+	// Group is the group of ActGroup.
+	Group uint32
 }
 
 // String formats the action in the rule syntax.
@@ -281,6 +283,8 @@ func (p *lineParser) parseAction(tok string, start int) (Action, error) {
 		return p.parseCT(rest, start+i)
 	case "ct_clear":
 		return noArg(ActCTClear)
+	case "group":
+		return p.parseGroupAction(rest, start+i)
 	case "flood":
 		return noArg(ActFlood)
 	case "all":

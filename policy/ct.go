@@ -377,6 +377,8 @@ func (a Action) stringCT() (string, bool) {
 		return formatCT(&a.CT, a.Table), true
 	case ActCTClear:
 		return "ct_clear", true
+	case ActGroup:
+		return fmt.Sprintf("group:%d", a.Group), true
 	}
 	return "", false
 }

@@ -477,6 +477,8 @@ func (w *walker) run(as []Action) {
 			w.resubmit(int(a.Table))
 		case ActCT, ActCTClear:
 			w.ct(a)
+		case ActGroup:
+			w.group(a)
 		case ActOutput:
 			if a.PortName != "" && a.Port == NoPort {
 				continue // a port name that is not a port (now)

@@ -62,7 +62,8 @@
 // there, in every table (the packet is dropped after any outputs already
 // done).
 //
-// ct(ARGS) and ct_clear are the stateful actions (see Stateful rules).
+// ct(ARGS) and ct_clear are the stateful actions (see Stateful rules);
+// group:N runs group N (see Groups).
 //
 // Port names are resolved to numbers by (*RuleSet).Resolve, which the
 // daemon calls when it loads the rules and whenever its ports change: a
@@ -157,6 +158,58 @@
 // that of each recirculated pass what its tables read, its recirc_id and
 // the ct bits its rules consulted.
 //
+// # Groups
+//
+// A line that starts with group_id= defines a group, in ovs-ofctl's
+// add-group syntax:
+//
+//	group_id=1,type=select,bucket=watch_port:2,actions=output:2,bucket=watch_port:3,actions=output:3
+//	group_id=2,type=fast_failover,bucket=watch_port:eth1,actions=output:eth1,bucket=watch_port:eth2,actions=output:eth2
+//	group_id=3,type=all,bucket=output:2,bucket=mod_nw_tos:8,output:3
+//	ip,actions=group:1
+//
+// group_id=N (0-0xffffff00, each defined once), type=all, select or
+// fast_failover, and one or more buckets: bucket=ACTIONS, or
+// bucket=[weight:W,][watch_port:PORT,]actions=ACTIONS, a bucket's
+// actions running to the next ",bucket=". Every action of the rules may
+// be in a bucket but goto_table and ct(...,table=N); group:N of another
+// group too, without loops. weight (0-65535, default 1) is a select
+// bucket's share; watch_port (a number or a port name) makes the bucket
+// live only while that port is up (Env.PortUp: upcalld reads the carrier
+// of the port's interface at every revalidation pass and re-decides the
+// flows when one changes); a bucket without watch_port is always live,
+// and a fast_failover bucket must have one. A group:N of no group is an
+// error with the place of the action.
+//
+// Each bucket runs on its own copy of the packet, as in Open vSwitch: the
+// actions after the group, and the other buckets, see the packet as it
+// was before the group (the modifications pending before the group are
+// emitted first). A bucket whose datapath actions only output is emitted
+// as it is; one that changes the packet is emitted inside clone(...).
+// type=all runs every bucket; fast_failover the first live one; select
+// one live bucket, chosen by a hash of the packet's 5-tuple (the
+// Ethernet type; the IPv4 or IPv6 source, destination and protocol; the
+// TCP, UDP or SCTP ports of a packet that has them; for a packet that is
+// not IP, the Ethernet addresses) spread over the live buckets by their
+// weights. No live bucket: the group does nothing.
+//
+// How select is translated: as a choice made here, with the hashed
+// fields exact in the megaflow (Open vSwitch's selection_method=hash),
+// not as the datapath's hash(l4(0)),recirc with a megaflow per dp_hash
+// value (Open vSwitch's default dp_hash method). The two datapaths'
+// dp_hash values differ (see odp.Hash: the kernel hashes with its
+// skb_get_hash, the userspace datapath with its own hash), so the same
+// connection would take a different bucket on system@ and netdev@, and
+// the cross-check could not compare them; here the same connection takes
+// the same bucket on both, always, and its megaflow says which. The cost
+// is a megaflow per connection (5-tuple) through a select group.
+//
+// What a group masks: deciding runs every bucket (each on its own copy),
+// so the mask holds what any bucket reads, whichever is live, and a
+// select group also masks the fields it hashes; liveness and the weights
+// are not in the key, so a change of liveness is a new policy (the daemon
+// re-decides its flows), like the MAC table.
+//
 // # Decisions and megaflow masks
 //
 // (*RuleSet).Decide evaluates table 0's rules in priority order (ties:
@@ -250,5 +303,6 @@
 // push_vlan with TPID 0x8100 and PCP 0. controller is a userspace action
 // to Env.ControllerPID. ct is the datapath's ct action (zone only when not
 // 0; commit alone, or force_commit for force), followed by recirc(ID)
-// with table=N; ct_clear is ct_clear.
+// with table=N; ct_clear is ct_clear. group:N is the actions of the
+// buckets it runs, each inside clone(...) when it changes the packet.
 package policy

@@ -7,18 +7,19 @@ package policy
 type fault uint8
 
 const (
-	faultNone          fault = iota
-	faultNoFailMask          // failing rules add nothing to the mask
-	faultNoTTLMask           // dec_ttl does not mask the TTL
-	faultNoInPortMask        // output and flood do not mask in_port
-	faultFailBitsShort       // a failing field's proof stops above the differing bit
-	faultNoPrereq            // a failing field's proof comes without its prerequisites
-	faultNoPCPMask           // mod_vlan_vid (and normal, on a priority tag) keeps the PCP without masking it
-	faultNoVLANMask          // normal does not mask the VLAN ID
-	faultNoRestoreMask       // the tag restored after normal is not masked
-	faultNoTableMask         // lookups in tables after the first add nothing to the mask
-	faultNoRecircMask        // decisions of rules with recirculation do not read recirc_id
-	faultNoCTFailMask        // a rule failing on a conntrack field (ct_state, ct_zone, ct_mark) adds nothing to the mask
+	faultNone             fault = iota
+	faultNoFailMask             // failing rules add nothing to the mask
+	faultNoTTLMask              // dec_ttl does not mask the TTL
+	faultNoInPortMask           // output and flood do not mask in_port
+	faultFailBitsShort          // a failing field's proof stops above the differing bit
+	faultNoPrereq               // a failing field's proof comes without its prerequisites
+	faultNoPCPMask              // mod_vlan_vid (and normal, on a priority tag) keeps the PCP without masking it
+	faultNoVLANMask             // normal does not mask the VLAN ID
+	faultNoRestoreMask          // the tag restored after normal is not masked
+	faultNoTableMask            // lookups in tables after the first add nothing to the mask
+	faultNoRecircMask           // decisions of rules with recirculation do not read recirc_id
+	faultNoCTFailMask           // a rule failing on a conntrack field (ct_state, ct_zone, ct_mark) adds nothing to the mask
+	faultSelectNoHashMask       // a select group does not mask the fields it hashes
 )
 
 // testFault is the variant decide runs; see fault.

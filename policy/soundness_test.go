@@ -236,7 +236,7 @@ func randRule(r *rand.Rand, table int) string {
 			"dec_ttl", "dec_ttl", "mod_tp_src:99", "mod_tp_dst:80", "mod_vlan_vid:10", "mod_vlan_vid:0",
 			"push_vlan:0x8100", "push_vlan:0x88a8", "pop_vlan", "mod_vlan_pcp:3", "set_field:5->vlan_pcp",
 			"set_field:2001:db8::9->ipv6_src", "set_field:fe80::1->ipv6_dst", "set_field:00:00:00:00:00:07->eth_dst",
-			"set_field:12->ip_dscp", "set_field:4106->vlan_vid",
+			"set_field:12->ip_dscp", "set_field:4106->vlan_vid", "group:1", "group:2",
 		}))
 	}
 	if r.IntN(6) == 0 {
@@ -272,6 +272,29 @@ func randRule(r *rand.Rand, table int) string {
 	return strings.Join(parts, ",") + ",actions=" + strings.Join(acts, ",")
 }
 
+// randGroup returns a random group id in the text syntax (group 2 may
+// use group 1).
+func randGroup(r *rand.Rand, id int) string {
+	typ := pick(r, []string{"all", "select", "select", "fast_failover"})
+	s := fmt.Sprintf("group_id=%d,type=%s", id, typ)
+	for range 1 + r.IntN(3) {
+		s += ",bucket="
+		if typ == "select" && r.IntN(3) == 0 {
+			s += fmt.Sprintf("weight:%d,", r.IntN(3))
+		}
+		if typ == "fast_failover" || r.IntN(3) == 0 {
+			s += fmt.Sprintf("watch_port:%d,", pick(r, poolPorts))
+		}
+		acts := []string{"output:1", "output:2", "3", "normal", "mod_nw_ttl:5,output:2", "mod_vlan_vid:7,output:3",
+			"dec_ttl,output:4", "flood", "mod_nw_src:10.0.0.9,4", "ct(commit),2", "mod_tp_dst:80,1", "strip_vlan,2"}
+		if id == 2 {
+			acts = append(acts, "group:1", "mod_dl_dst:00:00:00:00:00:02,group:1")
+		}
+		s += "actions=" + pick(r, acts)
+	}
+	return s + "\n"
+}
+
 type megaflow struct {
 	key, mask flowkeys.Key
 	d         Decision
@@ -295,6 +318,8 @@ func checkSoundness(t *testing.T, seed uint64, sets, packets int, b fault) (fail
 	r := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 	for set := range sets {
 		var text strings.Builder
+		text.WriteString(randGroup(r, 1))
+		text.WriteString(randGroup(r, 2))
 		for range 1 + r.IntN(8) {
 			text.WriteString(randRule(r, 0))
 			text.WriteByte('\n')
@@ -339,7 +364,11 @@ func checkSoundness(t *testing.T, seed uint64, sets, packets int, b fault) (fail
 				}
 			}
 		}
-		env := &Env{Ports: poolPorts, Switch: sw, ControllerPID: 77, Recirc: rt}
+		up := map[uint32]bool{}
+		for _, p := range poolPorts {
+			up[p] = r.IntN(3) > 0
+		}
+		env := &Env{Ports: poolPorts, Switch: sw, ControllerPID: 77, Recirc: rt, PortUp: func(p uint32) bool { return up[p] }}
 		if r.IntN(2) > 0 {
 			env.VLANs = randVLANs(r)
 		}
@@ -360,7 +389,7 @@ func checkSoundness(t *testing.T, seed uint64, sets, packets int, b fault) (fail
 				// starts from it, as Translate does).
 				tm := d.Mask
 				var w walker
-				w.init(&k, &tm, &translator{ports: env.Ports, sw: sw, vlans: env.VLANs, recirc: rt})
+				w.init(&k, &tm, &translator{ports: env.Ports, sw: sw, vlans: env.VLANs, recirc: rt, portUp: env.PortUp})
 				w.rs = rs
 				w.run(d.Actions)
 				tm = w.mask
@@ -430,6 +459,7 @@ func TestSoundnessCatchesBugs(t *testing.T) {
 		{"lookups after table 0 add nothing to the mask", faultNoTableMask},
 		{"decisions do not read recirc_id", faultNoRecircMask},
 		{"a rule failing on ct_state, ct_zone or ct_mark adds no mask", faultNoCTFailMask},
+		{"a select group does not mask the fields it hashes", faultSelectNoHashMask},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := checkSoundness(t, 1, 3000, 150, tc.b)

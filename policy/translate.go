@@ -24,6 +24,9 @@ type Env struct {
 	// Recirc hands out the recirculation IDs of ct(...,table=N); without
 	// it a packet that reaches such an action is dropped.
 	Recirc Recirculator
+	// PortUp reports whether a port is up: the liveness of the group
+	// buckets that watch it (nil: every port is up).
+	PortUp func(port uint32) bool
 }
 
 // Learn teaches the learning switch what decision d for key k saw: when
@@ -56,7 +59,7 @@ func Translate(d *Decision, k *flowkeys.Key, env *Env) odp.Actions {
 func AppendTranslate(dst odp.Actions, d *Decision, k *flowkeys.Key, env *Env) odp.Actions {
 	tr := translator{out: dst}
 	if env != nil {
-		tr.ports, tr.sw, tr.pid, tr.vlans, tr.recirc = env.Ports, env.Switch, env.ControllerPID, env.VLANs, env.Recirc
+		tr.ports, tr.sw, tr.pid, tr.vlans, tr.recirc, tr.portUp = env.Ports, env.Switch, env.ControllerPID, env.VLANs, env.Recirc, env.PortUp
 	}
 	// Starting from the decision's mask, the lookups of resubmit and
 	// goto_table choose the proofs that decide chose (or ones it already
@@ -89,6 +92,7 @@ type translator struct {
 	pid    uint32
 	vlans  *VLANTable
 	recirc Recirculator
+	portUp func(uint32) bool
 	out    odp.Actions
 }
 
