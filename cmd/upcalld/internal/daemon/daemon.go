@@ -60,6 +60,10 @@ type Config struct {
 	// not in it is a trunk of every VLAN. The names are resolved to port
 	// numbers whenever the port list changes.
 	PortVLANs map[string]policy.PortVLAN
+	// PortUp reports whether the network device of a port is up, for the
+	// liveness of group buckets (watch_port); nil reads its carrier
+	// (carrierUp).
+	PortUp func(name string) bool
 	// Rules is the policy; nil means the L2 learning switch
 	// (policy.DefaultRules).
 	Rules *policy.RuleSet
@@ -164,6 +168,9 @@ type Daemon struct {
 	// portNames is portNames of the port list refreshPorts last saw
 	// (the revalidator's goroutine, and Setup before it starts).
 	portNames string
+	// down is the canonical text of the ports that are down (liveness),
+	// as the policy's Env.PortUp last saw them.
+	down string
 
 	recvMu    sync.Mutex
 	receivers []odp.UpcallReceiver
@@ -309,6 +316,7 @@ func (d *Daemon) Setup(ctx context.Context) error {
 	if _, err := d.refreshPorts(ctx); err != nil {
 		return err
 	}
+	d.refreshLiveness(ctx)
 	if d.cfg.NoHandlers {
 		return nil
 	}

@@ -71,6 +71,7 @@ func (d *Daemon) RevalidateNow(ctx context.Context) (PassResult, error) {
 	if _, err := d.refreshPorts(ctx); err != nil {
 		return res, err
 	}
+	d.refreshLiveness(ctx)
 	d.sw.Expire()
 	ps := d.pol.Load()
 	dirty := d.snapshotDirty()
