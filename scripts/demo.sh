@@ -157,8 +157,10 @@ v6_default=$(sysctl -n net.ipv6.conf.default.disable_ipv6 2>/dev/null || echo)
 
 # The policy: UDP to h3's port 5001 gets its TTL decremented and DSCP 8
 # (TOS 0x20) set on the way; everything else is a learning switch.
+# (Each half starts from it: the stateful step replaces the file.)
 rules=$work/rules.txt
-cat >"$rules" <<'RULES'
+baserules=$work/base.rules
+cat >"$baserules" <<'RULES'
 priority=200,udp,nw_dst=10.0.0.3,tp_dst=5001,actions=dec_ttl,mod_nw_tos:32,normal
 priority=100,actions=normal
 RULES
@@ -311,6 +313,7 @@ stateful() {
 half() {
 	local dp=$1 label=$2 i
 	section "$label: three hosts on $dp, switched by upcalld"
+	cp "$baserules" "$rules"
 	build_net
 	echo "hosts h1, h2, h3 in namespaces ovsdemo-h1..3 (10.0.0.1-3/24), ports ovsdemo1..3"
 	echo "policy ($rules):"
