@@ -250,18 +250,11 @@ func (p *lineParser) parseCT(rest string, pos int) (Action, error) {
 
 // parseMark parses a mark VALUE[/MASK] (the mask must not be 0).
 func parseMark(s string) (v, m uint32, ok bool) {
-	vs, ms, hasMask := strings.Cut(s, "/")
-	n, ok := parseNum(vs, 32)
-	mk := uint64(^uint32(0))
-	if hasMask {
-		var ok2 bool
-		mk, ok2 = parseNum(ms, 32)
-		ok = ok && ok2
-	}
+	n, mk, ok := parseMaskedNum(s, 32)
 	if !ok || mk == 0 {
 		return 0, 0, false
 	}
-	return uint32(n & mk), uint32(mk), true
+	return uint32(n), uint32(mk), true
 }
 
 // parseNAT parses what follows "nat" in a ct argument: nothing, or
@@ -487,15 +480,8 @@ func parseCTState(s string) (v, m uint8, ok bool) {
 		return 0, 0, false
 	}
 	if s[0] != '+' && s[0] != '-' {
-		vs, ms, hasMask := strings.Cut(s, "/")
-		n, ok := parseNum(vs, 8)
-		mk := uint64(0xff)
-		if hasMask {
-			var ok2 bool
-			mk, ok2 = parseNum(ms, 8)
-			ok = ok && ok2
-		}
-		return uint8(n & mk), uint8(mk), ok
+		n, mk, ok := parseMaskedNum(s, 8)
+		return uint8(n), uint8(mk), ok
 	}
 	for s != "" {
 		if s[0] != '+' && s[0] != '-' {

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"os"
 	"strings"
 	"testing"
 
@@ -78,20 +79,19 @@ func ctKey() flowkeys.Key {
 	return k
 }
 
-// firewallRules are the stateful firewall of the tests and the demo:
-// port 1 may open connections to port 2, port 2 may not open any, and
-// replies flow.
-const firewallRules = `
-table=0,priority=10,ip,actions=ct(table=1)
-table=0,priority=0,actions=normal
-table=1,priority=10,ct_state=+trk+new,ip,in_port=1,actions=ct(commit,table=2)
-table=1,priority=10,ct_state=+trk+est,ip,actions=resubmit(,2)
-table=1,priority=0,actions=drop
-table=2,actions=normal
-`
+// firewallRules is contrib/firewall/firewall.rules (the stateful
+// firewall of the tests and the demo) with port 1 inside: it may open
+// connections to port 2, port 2 may not open any, and replies flow.
+func firewallRules(t *testing.T) string {
+	b, err := os.ReadFile("../contrib/firewall/firewall.rules")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.ReplaceAll(string(b), "fw-inside", "1")
+}
 
 func TestCTTranslate(t *testing.T) {
-	rs, err := ParseRules("fw", strings.NewReader(firewallRules))
+	rs, err := ParseRules("fw", strings.NewReader(firewallRules(t)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -413,6 +413,20 @@ func parseNum(s string, nbits int) (uint64, bool) {
 	return n, err == nil
 }
 
+// parseMaskedNum parses VALUE[/MASK], numbers of at most nbits bits:
+// the value under the mask, and the mask (all ones without /MASK).
+func parseMaskedNum(s string, nbits int) (v, m uint64, ok bool) {
+	vs, ms, hasMask := strings.Cut(s, "/")
+	v, ok = parseNum(vs, nbits)
+	m = 1<<nbits - 1
+	if hasMask {
+		var ok2 bool
+		m, ok2 = parseNum(ms, nbits)
+		ok = ok && ok2
+	}
+	return v & m, m, ok
+}
+
 // parseValue parses a field value of the given syntax into big-endian
 // value and mask.
 func parseValue(kind valueKind, s string) (v, m be, ok bool) {
@@ -449,25 +463,11 @@ func parseValue(kind valueKind, s string) (v, m be, ok bool) {
 		n, ok := parseNum(s, 16)
 		return u16be(uint16(n)), u16be(0xffff), ok
 	case vkCTMark:
-		vs, ms, hasMask := strings.Cut(s, "/")
-		n, ok := parseNum(vs, 32)
-		mk := uint64(^uint32(0))
-		if hasMask {
-			var ok2 bool
-			mk, ok2 = parseNum(ms, 32)
-			ok = ok && ok2
-		}
-		return u32be(uint32(n & mk)), u32be(uint32(mk)), ok
+		n, mk, ok := parseMaskedNum(s, 32)
+		return u32be(uint32(n)), u32be(uint32(mk)), ok
 	case vkTp:
-		vs, ms, hasMask := strings.Cut(s, "/")
-		n, ok := parseNum(vs, 16)
-		mk := uint64(0xffff)
-		if hasMask {
-			var ok2 bool
-			mk, ok2 = parseNum(ms, 16)
-			ok = ok && ok2
-		}
-		return u16be(uint16(n & mk)), u16be(uint16(mk)), ok
+		n, mk, ok := parseMaskedNum(s, 16)
+		return u16be(uint16(n)), u16be(uint16(mk)), ok
 	case vkMAC:
 		vs, ms, hasMask := strings.Cut(s, "/")
 		a, ok := parseMAC(vs)

@@ -4,6 +4,6 @@ package daemon
 
 import "testing"
 
-// TestIntegrationCTFirewall is scenarioCTFirewall (ct_linux_test.go) on
+// TestIntegrationCTFirewall is scenarioCTFirewall (stateful_linux_test.go) on
 // the kernel datapath and the kernel's conntrack, in the VM runner.
 func TestIntegrationCTFirewall(t *testing.T) { scenarioCTFirewall(t, openKernel) }

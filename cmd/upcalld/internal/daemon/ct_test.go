@@ -2,23 +2,22 @@ package daemon
 
 import (
 	"context"
+	"os"
 	"strings"
 	"testing"
 
 	"github.com/ovsdp/ovsdp/odp"
 )
 
-// ctFirewallRules: port 1 may open connections to port 2, port 2 may
-// not open any, and replies flow.
-const ctFirewallRules = `
-table=0,priority=10,ip,actions=ct(table=1)
-table=0,priority=0,actions=drop
-table=1,priority=10,ct_state=+trk+new,ip,in_port=1,actions=ct(commit,table=2)
-table=1,priority=10,ct_state=+trk+est,ip,actions=resubmit(,2)
-table=1,priority=0,actions=drop
-table=2,in_port=1,actions=output:2
-table=2,in_port=2,actions=output:1
-`
+// ctFirewall is contrib/firewall/firewall.rules with the port inside
+// (which may open connections; the others may not) named inside.
+func ctFirewall(t testing.TB, inside string) string {
+	b, err := os.ReadFile("../../../../contrib/firewall/firewall.rules")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.ReplaceAll(string(b), "fw-inside", inside)
+}
 
 // recircFlows returns the flows that match a recirc_id other than 0.
 func recircFlows(fs []string) []string {
@@ -37,7 +36,7 @@ func recircFlows(fs []string) []string {
 // by revalidation), and a packet back from recirculation with an ID the
 // daemon does not know.
 func TestCTFirewall(t *testing.T) {
-	h := newHarness(t, 2, Config{Rules: mustRules(t, ctFirewallRules)})
+	h := newHarness(t, 2, Config{Rules: mustRules(t, ctFirewall(t, "1"))})
 	h.start()
 	a, b := macN(1), macN(2)
 	req := udpFrame(a, b, ip4(10, 0, 0, 1), ip4(10, 0, 0, 2), 1000, 2000, 0)
@@ -67,14 +66,14 @@ func TestCTFirewall(t *testing.T) {
 	rf := recircFlows(fs)
 	// Table 1: new from 1 commits (+new+trk read); an established
 	// reply from 2 goes on (the first rule failed on in_port, so only
-	// the second's +est+trk is read); a new connection from 2 is dropped
-	// by the catch-all (the second rule failed on est). Table 2's flow
-	// reads in_port only.
+	// the second's +est+trk is read) to table 2's learning switch; a new
+	// connection from 2 is dropped by the catch-all (the second rule
+	// failed on est). Table 2's flows read what normal reads.
 	wantRecirc := map[string]bool{
-		"recirc_id(0x1),in_port(1),ct_state(+new+trk),eth(),eth_type(0x0800) actions:ct(commit),recirc(0x2)": true,
-		"recirc_id(0x1),in_port(2),ct_state(+est+trk),eth(),eth_type(0x0800) actions:1":                      true,
-		"recirc_id(0x1),in_port(2),ct_state(-est+trk),eth() actions:drop":                                    true,
-		"recirc_id(0x2),in_port(1),eth() actions:2":                                                          true,
+		"recirc_id(0x1),in_port(1),ct_state(+new+trk),eth(),eth_type(0x0800) actions:ct(commit),recirc(0x2)":                       true,
+		"recirc_id(0x1),in_port(2),ct_state(+est+trk),eth(src=02:00:00:00:00:02,dst=02:00:00:00:00:01),eth_type(0x0800) actions:1": true,
+		"recirc_id(0x1),in_port(2),ct_state(-est+trk),eth() actions:drop":                                                          true,
+		"recirc_id(0x2),in_port(1),eth(src=02:00:00:00:00:01,dst=02:00:00:00:00:02) actions:2":                                     true,
 	}
 	for _, f := range rf {
 		delete(wantRecirc, f)

@@ -4,6 +4,6 @@ package daemon
 
 import "testing"
 
-// TestIntegrationGroups is scenarioGroups (group_linux_test.go) on the
+// TestIntegrationGroups is scenarioGroups (stateful_linux_test.go) on the
 // kernel datapath, in the VM runner.
 func TestIntegrationGroups(t *testing.T) { scenarioGroups(t, openKernel) }

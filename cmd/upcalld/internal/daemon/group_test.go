@@ -28,24 +28,23 @@ udp,tp_dst=3000,actions=group:2
 	ff := udpFrame(a, b, ip4(10, 0, 0, 1), ip4(10, 0, 0, 2), 1000, 2000, 0)
 	h.send(1, ff)
 	h.expect(2, ff)
+	// setDown sets m2's liveness, runs a pass and sends the frame again.
+	setDown := func(d bool) {
+		mu.Lock()
+		down["m2"] = d
+		mu.Unlock()
+		h.revalidate()
+		h.drain()
+		h.send(1, ff)
+	}
 	// m2 goes down: the next pass moves the flow to m3.
-	mu.Lock()
-	down["m2"] = true
-	mu.Unlock()
-	h.revalidate()
-	h.drain()
-	h.send(1, ff)
+	setDown(true)
 	h.expect(3, ff)
 	h.expectNone(2, 100e6)
 	if fs := h.flows(); len(fs) != 1 || !strings.HasSuffix(fs[0], " actions:3") {
 		t.Errorf("flows after m2 went down:\n%s", strings.Join(fs, "\n"))
 	}
-	mu.Lock()
-	down["m2"] = false
-	mu.Unlock()
-	h.revalidate()
-	h.drain()
-	h.send(1, ff)
+	setDown(false)
 	h.expect(2, ff)
 
 	// select: 40 connections, each its own megaflow (the 5-tuple exact),

@@ -37,12 +37,9 @@ func contribPipeline(t testing.TB, client, srv1, srv2 string) string {
 // connections all go to the other.
 func scenarioContribPipeline(t *testing.T, open func(t testing.TB) odp.Datapath) {
 	testenv.RequireRoot(t)
-	var hosts []*testenv.Netns
-	var veths []*testenv.Veth
-	for i := range 3 {
-		ns, v := newHost(t, fmt.Sprintf("10.0.0.%d", i+1))
-		ns.SetMAC(t, v.Name, fmt.Sprintf("02:00:00:00:00:%02x", i+1))
-		hosts, veths = append(hosts, ns), append(veths, v)
+	hosts, veths := newHosts(t, 3, func(i int) string { return fmt.Sprintf("10.0.0.%d", i+1) })
+	for i, ns := range hosts {
+		ns.SetMAC(t, veths[i].Name, fmt.Sprintf("02:00:00:00:00:%02x", i+1))
 	}
 	// No ARP in this pipeline: the neighbours are static.
 	hosts[0].AddNeigh(t, veths[0].Name, "10.0.0.100", "02:00:00:00:01:00")

@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"encoding/binary"
+	"fmt"
 	"net"
 	"strings"
 	"testing"
@@ -11,6 +12,86 @@ import (
 	"github.com/ovsdp/ovsdp/odp"
 	"github.com/ovsdp/ovsdp/testenv"
 )
+
+// TestNamespaceCTFirewall is scenarioCTFirewall on the userspace
+// datapath and its connection tracker (as root; TestIntegrationCTFirewall
+// runs it on the kernel's, in the VM).
+func TestNamespaceCTFirewall(t *testing.T) { scenarioCTFirewall(t, openUserdp) }
+
+// scenarioCTFirewall: h1 pings h2 and opens a TCP connection to it that
+// carries a transfer (the replies and ACKs are established traffic);
+// h2's ping and connection to h1 fail, though h1 listens; the megaflows
+// of the recirculated passes match ct_state.
+func scenarioCTFirewall(t *testing.T, open func(t testing.TB) odp.Datapath) {
+	testenv.RequireRoot(t)
+	h1, v1 := newHost(t, hostIP(0))
+	h2, v2 := newHost(t, hostIP(1))
+	dp := open(t)
+	rules := mustRules(t, ctFirewall(t, v1.PeerName))
+	d, _ := startDaemon(t, Config{Datapath: dp, Ports: []string{v1.PeerName, v2.PeerName}, Rules: rules})
+
+	if err := h1.Ping(hostIP(1), 10*time.Second); err != nil {
+		t.Fatalf("ping from h1 to h2: %v", err)
+	}
+	tcpTransfer(t, h1, h2, hostIP(1), 256<<10)
+
+	// h2 may not open to h1: ICMP echo and a TCP connection to a
+	// listening h1 are both new from h2.
+	if err := h2.Ping(hostIP(0), 1500*time.Millisecond); err == nil {
+		t.Errorf("h2 pinged h1 through the firewall")
+	}
+	var l net.Listener
+	if err := h1.Do(func() error {
+		var err error
+		l, err = net.Listen("tcp", hostIP(0)+":5002")
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	accepted := make(chan struct{}, 1)
+	go func() {
+		if c, err := l.Accept(); err == nil {
+			c.Close()
+			accepted <- struct{}{}
+		}
+	}()
+	if err := h2.Do(func() error {
+		c, err := net.DialTimeout("tcp", hostIP(0)+":5002", 2*time.Second)
+		if err == nil {
+			c.Close()
+			return fmt.Errorf("connected")
+		}
+		return nil
+	}); err != nil {
+		t.Errorf("h2 opened a TCP connection to h1 through the firewall")
+	}
+	select {
+	case <-accepted:
+		t.Errorf("h1 accepted a connection from h2")
+	default:
+	}
+	// And h1 still may.
+	tcpTransfer(t, h1, h2, hostIP(1), 64<<10)
+
+	d.RevalidateNow(context.Background())
+	flows := dumpFlows(t, dp)
+	t.Logf("%d flows:\n%s", len(flows), strings.Join(flows, "\n"))
+	var commit, est, drop bool
+	for _, f := range flows {
+		switch {
+		case strings.Contains(f, "ct_state(+new+trk)") && strings.Contains(f, "actions:ct(commit),recirc("):
+			commit = true
+		case strings.Contains(f, "+est+trk)") && !strings.HasPrefix(f, "recirc_id(0),"):
+			est = true
+		case strings.Contains(f, "ct_state(-est+trk)") && strings.HasSuffix(f, "actions:drop"):
+			drop = true
+		}
+	}
+	if !commit || !est || !drop {
+		t.Errorf("want a committing flow for new connections (%v), a flow for established ones (%v) and a drop flow for h2's new ones (%v)", commit, est, drop)
+	}
+}
 
 // TestNamespaceGroups is scenarioGroups on the userspace datapath (as
 // root; TestIntegrationGroups runs it on the kernel's, in the VM).
@@ -24,12 +105,7 @@ func TestNamespaceGroups(t *testing.T) { scenarioGroups(t, openUserdp) }
 // traffic moves to h3; everything else is switched.
 func scenarioGroups(t *testing.T, open func(t testing.TB) odp.Datapath) {
 	testenv.RequireRoot(t)
-	var hosts []*testenv.Netns
-	var veths []*testenv.Veth
-	for i := range 3 {
-		ns, v := newHost(t, hostIP(i))
-		hosts, veths = append(hosts, ns), append(veths, v)
-	}
+	hosts, veths := newHosts(t, 3, hostIP)
 	p2, p3 := veths[1].PeerName, veths[2].PeerName
 	rules := mustRules(t, strings.NewReplacer("P2", p2, "P3", p3).Replace(`
 group_id=1,type=fast_failover,bucket=watch_port:P2,actions=output:P2,bucket=watch_port:P3,actions=output:P3
@@ -129,4 +205,15 @@ priority=0,actions=normal
 	if t.Failed() {
 		t.Logf("flows:\n%s", strings.Join(dumpFlows(t, dp), "\n"))
 	}
+}
+
+// newHosts makes n hosts (newHost), host i with address ip(i).
+func newHosts(t testing.TB, n int, ip func(i int) string) ([]*testenv.Netns, []*testenv.Veth) {
+	var hosts []*testenv.Netns
+	var veths []*testenv.Veth
+	for i := range n {
+		ns, v := newHost(t, ip(i))
+		hosts, veths = append(hosts, ns), append(veths, v)
+	}
+	return hosts, veths
 }
