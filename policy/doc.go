@@ -197,8 +197,9 @@
 // fields exact in the megaflow (Open vSwitch's selection_method=hash),
 // not as the datapath's hash(l4(0)),recirc with a megaflow per dp_hash
 // value (Open vSwitch's default dp_hash method). The two datapaths'
-// dp_hash values differ (see odp.Hash: the kernel hashes with its
-// skb_get_hash, the userspace datapath with its own hash), so the same
+// dp_hash values differ (see odp.Hash: the kernel takes the packet's
+// skb hash, whose seed is random per boot, the userspace datapath its
+// own hash of the 5-tuple), so the same
 // connection would take a different bucket on system@ and netdev@, and
 // the cross-check could not compare them; here the same connection takes
 // the same bucket on both, always, and its megaflow says which. The cost
