@@ -4,7 +4,9 @@ import (
 	"context"
 	"os"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/ovsdp/ovsdp/odp"
 )
@@ -128,4 +130,46 @@ func TestCTFirewall(t *testing.T) {
 	h.drain()
 	h.send(2, opened)
 	h.expect(1, opened)
+}
+
+// TestCTRecircFreedWithIdleFlows: when the flows that recirculate expire
+// (idle), their IDs lose their references and are freed, and the flows
+// matching the freed IDs are deleted; a new connection then gets a new
+// ID, never a freed one.
+func TestCTRecircFreedWithIdleFlows(t *testing.T) {
+	var now atomic.Uint64
+	now.Store(1000)
+	h := newHarness(t, 2, Config{Rules: mustRules(t, ctFirewall(t, "1")), IdleTimeout: time.Second, MonoMillis: now.Load})
+	h.start()
+	a, b := macN(1), macN(2)
+	req := udpFrame(a, b, ip4(10, 0, 0, 1), ip4(10, 0, 0, 2), 1000, 2000, 0)
+	h.send(1, req)
+	h.expect(2, req)
+	h.waitFlows(3)
+	if h.d.recirc.Refs(1) != 1 || h.d.recirc.Refs(2) != 1 {
+		t.Fatalf("references: %d, %d; want 1, 1", h.d.recirc.Refs(1), h.d.recirc.Refs(2))
+	}
+	// Every flow idle: all deleted, the IDs unreferenced.
+	now.Add(5000)
+	h.revalidate()
+	if n := len(h.flows()); n != 0 {
+		t.Fatalf("%d flows left after they all went idle", n)
+	}
+	if h.d.recirc.Refs(1)+h.d.recirc.Refs(2) != 0 {
+		t.Errorf("references left: %d, %d", h.d.recirc.Refs(1), h.d.recirc.Refs(2))
+	}
+	h.revalidate() // the grace pass ends
+	if n := h.d.recirc.Len(); n != 0 {
+		t.Errorf("%d IDs live after their flows expired", n)
+	}
+	// A new connection: new IDs.
+	req2 := udpFrame(a, b, ip4(10, 0, 0, 1), ip4(10, 0, 0, 2), 1001, 2000, 0)
+	h.send(1, req2)
+	h.expect(2, req2)
+	fs := h.waitFlows(3)
+	for _, f := range fs {
+		if strings.Contains(f, "recirc(0x1)") || strings.Contains(f, "recirc(0x2)") || strings.HasPrefix(f, "recirc_id(0x1)") || strings.HasPrefix(f, "recirc_id(0x2)") {
+			t.Errorf("a freed ID handed out again: %s", f)
+		}
+	}
 }
