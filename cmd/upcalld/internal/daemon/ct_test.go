@@ -91,6 +91,9 @@ func TestCTFirewall(t *testing.T) {
 	if n := h.d.recirc.Refs(2); n != 1 {
 		t.Errorf("recirc 2 has %d references, want 1", n)
 	}
+	if got := h.counter("upcalld_recirc_ids"); got != 2 {
+		t.Errorf("upcalld_recirc_ids %v, want 2", got)
+	}
 
 	// A miss with a recirc_id the daemon does not know is dropped and
 	// counted.

@@ -74,6 +74,9 @@ func newMetrics(reg prometheus.Registerer, d *Daemon) *metrics {
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "upcalld_flow_limit", Help: "The current (dynamic) flow limit.",
 		}, func() float64 { return float64(d.flowLimit.Load()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "upcalld_recirc_ids", Help: "Recirculation IDs in use (one per ct action with table= and continuation table that some flow refers to, or did until a pass ago).",
+		}, func() float64 { return float64(d.recirc.Len()) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "upcalld_upcalls_lost_total", Help: "Upcalls the datapath lost since the daemon started (queue full, ENOBUFS, no handler), from the datapath's statistics.",
 		}, func() float64 { return float64(d.lost.Load()) }),
