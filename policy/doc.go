@@ -205,6 +205,10 @@
 // the same bucket on both, always, and its megaflow says which. The cost
 // is a megaflow per connection (5-tuple) through a select group.
 //
+// Every bucket run counts as a resubmit towards the pipeline's bound
+// (4096 in all: see Pipelines), so that groups of groups cannot multiply
+// the work without limit; past it the packet is dropped.
+//
 // What a group masks: deciding runs every bucket (each on its own copy),
 // so the mask holds what any bucket reads, whichever is live, and a
 // select group also masks the fields it hashes; liveness and the weights

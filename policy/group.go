@@ -415,6 +415,13 @@ func (w *walker) group(a *Action) {
 // stays in the mask), and when translating, actions that change the
 // datapath's packet are emitted inside a clone.
 func (w *walker) bucket(b *Bucket) {
+	// Buckets count as resubmits towards the pipeline's bound, so that
+	// groups of groups cannot multiply the work without limit.
+	w.resubmits++
+	if w.resubmits > maxResubmits {
+		w.stopped, w.overflow = true, true
+		return
+	}
 	saved := *w
 	var start int
 	if w.tr != nil {

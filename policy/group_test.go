@@ -1,8 +1,10 @@
 package policy
 
 import (
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ovsdp/ovsdp/flowkeys"
 )
@@ -133,5 +135,34 @@ table=0,tcp,tp_src=3,actions=group:3
 		if a := Translate(&d, &k, env).String(); a != "3" {
 			t.Fatalf("select with port 2 down: %s", a)
 		}
+	}
+}
+
+// TestGroupFanOutBounded: groups of groups, each bucket of a group
+// calling the next, would run 2^30 buckets; the pipeline's bound stops
+// the walk (the packet is dropped) instead.
+func TestGroupFanOutBounded(t *testing.T) {
+	var text strings.Builder
+	for i := 1; i <= 30; i++ {
+		fmt.Fprintf(&text, "group_id=%d,type=all,bucket=group:%d,bucket=group:%d\n", i, i+1, i+1)
+	}
+	text.WriteString("group_id=31,type=all,bucket=output:2\nactions=group:1\n")
+	rs, err := ParseRules("fan", strings.NewReader(text.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := ctKey()
+	done := make(chan string, 1)
+	go func() {
+		d := rs.Decide(&k)
+		done <- Translate(&d, &k, &Env{}).String()
+	}()
+	select {
+	case got := <-done:
+		if got != "drop" {
+			t.Errorf("actions %.80s..., want drop", got)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a group fan-out of 2^30 buckets did not stop within 10 s")
 	}
 }

@@ -510,8 +510,12 @@ func (d *Daemon) seedLearning() {
 		}
 	})
 	for _, r := range seeds {
+		table, err := d.startTable(&r.key)
+		if err != nil {
+			continue // an earlier daemon's recirculation: nothing to learn
+		}
 		var dec policy.Decision
-		ps.rules.DecideInto(&r.key, &dec)
+		ps.rules.DecideAtInto(&r.key, table, &dec)
 		ps.env.Learn(&dec, &r.key)
 	}
 }
