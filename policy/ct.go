@@ -415,11 +415,7 @@ func (w *walker) ct(a *Action) {
 	w.restoreVLAN()
 	if a.Type == ActCTClear {
 		w.emitCTClear()
-		// The fields are constants from here on: zero.
-		w.write(offCTState, zeros[:1], ones[:1], false)
-		w.write(offCTZone, zeros[:2], ones[:2], false)
-		w.write(offCTMark, zeros[:4], ones[:4], false)
-		w.write(offCTLabel, zeros[:16], ones[:16], false)
+		w.untracked()
 		return
 	}
 	// The datapath needs an IP flow (the kernel's "ct family
@@ -436,6 +432,9 @@ func (w *walker) ct(a *Action) {
 		w.commit()
 		w.tr.ct(a)
 	}
+	// As in Open vSwitch, ct leaves the packet untracked for the rest of
+	// this pass: its fields are only seen after recirculation.
+	w.untracked()
 	if a.CT.HasTable {
 		// This pass of the pipeline ends; it goes on after recirculation.
 		w.stopped = true
@@ -443,6 +442,15 @@ func (w *walker) ct(a *Action) {
 			w.overflow = true // no recirculation IDs: drop
 		}
 	}
+}
+
+// untracked makes the packet's conntrack fields constants, zero, for
+// the rest of the pass (after ct_clear, or ct).
+func (w *walker) untracked() {
+	w.write(offCTState, zeros[:1], ones[:1], false)
+	w.write(offCTZone, zeros[:2], ones[:2], false)
+	w.write(offCTMark, zeros[:4], ones[:4], false)
+	w.write(offCTLabel, zeros[:16], ones[:16], false)
 }
 
 func (w *walker) emitCTClear() {

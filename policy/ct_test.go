@@ -255,3 +255,22 @@ func TestRecircTableLifecycle(t *testing.T) {
 		t.Errorf("len %d", rt.Len())
 	}
 }
+
+// TestCTUntrackedAfter: after a ct without table=, later lookups of the
+// pass see the packet untracked (Open vSwitch's "A ct action always sets
+// the packet to an untracked state"), whatever its ct_state was.
+func TestCTUntrackedAfter(t *testing.T) {
+	rs, err := ParseRules("u", strings.NewReader("ip,actions=ct(commit),resubmit(,1)\ntable=1,ct_state=+trk,actions=output:2\ntable=1,priority=0,actions=output:3\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := ctKey()
+	k.CTState = 0x22
+	d := rs.Decide(&k)
+	if got := Translate(&d, &k, &Env{}).String(); got != "ct(commit),3" {
+		t.Errorf("actions %s, want ct(commit),3", got)
+	}
+	if d.Mask.CTState != 0 {
+		t.Errorf("mask reads ct_state %#x", d.Mask.CTState)
+	}
+}

@@ -117,8 +117,9 @@
 // nothing to the mask).
 //
 // Without table=, the ct action is done and the actions after it go on
-// with the packet as it was: as in Open vSwitch, the ct fields that later
-// lookups see do not change. With table=N, ct must be the last action of
+// with the packet as it was, untracked: as in Open vSwitch, later lookups
+// of the pass see ct_state, ct_zone and ct_mark 0 (constants: the ct
+// fields are only seen after recirculation). With table=N, ct must be the last action of
 // its rule, and it ends the packet's pass of the pipeline (the actions
 // after a resubmit that led to it do not run): the datapath action is
 // ct(...),recirc(ID), and the packet comes back from the datapath as a
