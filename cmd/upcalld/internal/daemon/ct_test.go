@@ -176,3 +176,44 @@ func TestCTRecircFreedWithIdleFlows(t *testing.T) {
 		}
 	}
 }
+
+// TestCTRestartAdopts: a restarted daemon finds flows that recirculate
+// to an earlier daemon's IDs. It hands out IDs above them (never one of
+// theirs), rewrites the adopted first-pass flows to its own IDs at its
+// first pass, deletes the flows matching the earlier IDs, and the
+// firewall goes on working.
+func TestCTRestartAdopts(t *testing.T) {
+	rules := ctFirewall(t, "1")
+	h := newHarness(t, 2, Config{Rules: mustRules(t, rules)})
+	h.start()
+	a, b := macN(1), macN(2)
+	req := udpFrame(a, b, ip4(10, 0, 0, 1), ip4(10, 0, 0, 2), 1000, 2000, 0)
+	h.send(1, req)
+	h.expect(2, req)
+	h.waitFlows(3)
+	h.stop()
+
+	d2, err := New(Config{Datapath: h.dp, Rules: mustRules(t, rules), Handlers: 1, RevalidateInterval: time.Hour, Logger: discardLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.d = d2
+	h.start()
+	if id := d2.recirc.RecircID("probe", 9); id <= 2 {
+		t.Errorf("the restarted daemon handed out %d, an ID of the adopted flows", id)
+	}
+	h.revalidate()
+	for _, f := range h.flows() {
+		if strings.HasPrefix(f, "recirc_id(0x1)") || strings.HasPrefix(f, "recirc_id(0x2)") || strings.Contains(f, "recirc(0x1)") || strings.Contains(f, "recirc(0x2)") {
+			t.Errorf("a flow of the earlier daemon's IDs left: %s", f)
+		}
+	}
+	// A new connection from port 1 passes, one from port 2 does not.
+	h.drain()
+	req2 := udpFrame(a, b, ip4(10, 0, 0, 1), ip4(10, 0, 0, 2), 1001, 2000, 0)
+	h.send(1, req2)
+	h.expect(2, req2)
+	opened := udpFrame(b, a, ip4(10, 0, 0, 2), ip4(10, 0, 0, 1), 3000, 4000, 0)
+	h.send(2, opened)
+	h.expectNone(1, 200*time.Millisecond)
+}
