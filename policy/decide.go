@@ -10,8 +10,9 @@ import (
 
 // Decision is what the policy decided for a flow key.
 type Decision struct {
-	// Actions are the actions of the rule matched in table 0 (shared
-	// with the rule set: do not modify). Empty means drop.
+	// Actions are the actions of the rule matched in table 0 (DecideAt:
+	// in its table), shared with the rule set: do not modify. Empty
+	// means drop.
 	Actions []Action
 	// Mask has a one bit for every key bit the decision depended on: the
 	// megaflow mask. Every key k2 with k2&Mask == k&Mask gets the same
