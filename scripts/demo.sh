@@ -253,7 +253,9 @@ pipeline() {
 	ns 1 ip neigh replace 10.0.0.100 lladdr 02:00:00:00:01:00 dev eth0
 	for i in 2 3; do
 		ns "$i" ip neigh replace 10.0.0.1 lladdr 02:00:00:00:00:01 dev eth0
-		ns_bg "$i" timeout 20 socat TCP-LISTEN:8080,reuseaddr,fork SYSTEM:"echo h$i"
+		# (Killed at the end of the step; the timeout only bounds a demo
+		# that dies before: a guest under TCG takes seconds a connection.)
+		ns_bg "$i" timeout 300 socat TCP-LISTEN:8080,reuseaddr,fork SYSTEM:"echo h$i"
 	done
 	for i in $(seq 1 50); do
 		ns 2 ss -ltn 2>/dev/null | grep -q ':8080 ' && ns 3 ss -ltn 2>/dev/null | grep -q ':8080 ' && break
@@ -262,7 +264,7 @@ pipeline() {
 	echo "8 connections from h1 to the service 10.0.0.100:80; each server answers with its name:"
 	local answers=""
 	for i in $(seq 1 8); do
-		out=$(ns 1 timeout 5 socat -u TCP:10.0.0.100:80 - 2>/dev/null || true)
+		out=$(ns 1 timeout 15 socat -u TCP:10.0.0.100:80 - 2>/dev/null || true)
 		answers="$answers ${out:-none}"
 	done
 	echo "   $answers"
@@ -302,13 +304,13 @@ stateful() {
 
 	local fw=""
 	echo "h1 -> h2, TCP port 5002 (h1 may open connections):"
-	ns_bg 2 timeout 10 socat -u TCP-LISTEN:5002,reuseaddr "OPEN:$work/fw-h2,creat,trunc"
+	ns_bg 2 timeout 60 socat -u TCP-LISTEN:5002,reuseaddr "OPEN:$work/fw-h2,creat,trunc"
 	local spid=$bgpid
 	for i in $(seq 1 50); do
 		ns 2 ss -ltn 2>/dev/null | grep -q ':5002 ' && break
 		sleep 0.1
 	done
-	echo "hello h2" | ns 1 timeout 5 socat -u - TCP:10.0.0.2:5002 || true
+	echo "hello h2" | ns 1 timeout 15 socat -u - TCP:10.0.0.2:5002 || true
 	wait "$spid" || true
 	if [ "$(cat "$work/fw-h2" 2>/dev/null)" = "hello h2" ]; then
 		echo "    h2 received \"hello h2\""
@@ -338,7 +340,7 @@ stateful() {
 	R[$dp:fw]=$fw
 
 	echo "h1 -> 10.0.0.100:80, the virtual IP in front of h3:8080 (DNAT); h3 answers:"
-	ns_bg 3 timeout 10 socat TCP-LISTEN:8080,reuseaddr SYSTEM:'echo hello from h3 port 8080'
+	ns_bg 3 timeout 60 socat TCP-LISTEN:8080,reuseaddr SYSTEM:'echo hello from h3 port 8080'
 	spid=$bgpid
 	for i in $(seq 1 50); do
 		ns 3 ss -ltn 2>/dev/null | grep -q ':8080 ' && break
@@ -346,7 +348,7 @@ stateful() {
 	done
 	# -u: read the answer only (writing to a server that has answered and
 	# closed would fail).
-	out=$(ns 1 timeout 5 socat -u TCP:10.0.0.100:80 - 2>&1 || true)
+	out=$(ns 1 timeout 15 socat -u TCP:10.0.0.100:80 - 2>&1 || true)
 	wait "$spid" 2>/dev/null || true
 	echo "    h1 received: ${out:-nothing}"
 	if [ "$out" = "hello from h3 port 8080" ]; then
