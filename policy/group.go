@@ -523,15 +523,3 @@ func (rs *RuleSet) setGroups(groups []*Group) {
 	rs.groups = slices.Clone(groups)
 	sortGroups(rs.groups)
 }
-
-// NewRuleSetWithGroups is NewRuleSet with groups for the rules' group:N
-// actions; it fails as ParseRules does when a group:N names no group, a
-// group ID is given twice, or groups refer to themselves.
-func NewRuleSetWithGroups(name string, rules []Rule, groups []*Group) (*RuleSet, error) {
-	if err := checkGroups(name, rules, groups, nil); err != nil {
-		return nil, err
-	}
-	rs := NewRuleSet(name, rules)
-	rs.setGroups(groups)
-	return rs, nil
-}
