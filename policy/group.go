@@ -54,9 +54,9 @@ type Bucket struct {
 	// WatchPort is the port whose liveness (Env.PortUp) makes the bucket
 	// live; NoPort when it has none (always live).
 	WatchPort uint32
-	// WatchPortName is the name of watch_port=NAME (WatchPort is then its
-	// number once RuleSet.Resolve found it, else NoPort... and the bucket
-	// is not live: see live).
+	// WatchPortName is the name of watch_port:NAME (WatchPort is then its
+	// number once RuleSet.Resolve found it, else NoPort, and the bucket is
+	// not live while the name is no port).
 	WatchPortName string
 	// Actions are the bucket's actions.
 	Actions []Action
