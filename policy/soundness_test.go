@@ -433,7 +433,7 @@ func checkSoundness(t *testing.T, seed uint64, sets, packets int, b fault) (fail
 func TestSoundness(t *testing.T) {
 	const seed = 20240607
 	sets, packets := 3000, 150
-	if testing.Short() {
+	if testing.Short() || raceEnabled {
 		sets = 300
 	}
 	if f := checkSoundness(t, seed, sets, packets, faultNone); f != "" {
