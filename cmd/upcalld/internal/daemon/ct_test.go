@@ -135,6 +135,23 @@ func TestCTFirewall(t *testing.T) {
 	h.expect(1, opened)
 }
 
+// firewallConnected starts a daemon with cfg and contrib's firewall
+// (port 1 inside) on two memory ports, and sends one UDP datagram from a
+// on port 1 to b on port 2, which installs its three flows (two passes
+// of recirculation).
+func firewallConnected(t *testing.T, cfg Config) (h *harness, a, b mac) {
+	t.Helper()
+	cfg.Rules = mustRules(t, ctFirewall(t, "1"))
+	h = newHarness(t, 2, cfg)
+	h.start()
+	a, b = macN(1), macN(2)
+	req := udpFrame(a, b, ip4(10, 0, 0, 1), ip4(10, 0, 0, 2), 1000, 2000, 0)
+	h.send(1, req)
+	h.expect(2, req)
+	h.waitFlows(3)
+	return h, a, b
+}
+
 // TestCTRecircFreedWithIdleFlows: when the flows that recirculate expire
 // (idle), their IDs lose their references and are freed, and the flows
 // matching the freed IDs are deleted; a new connection then gets a new
@@ -142,13 +159,7 @@ func TestCTFirewall(t *testing.T) {
 func TestCTRecircFreedWithIdleFlows(t *testing.T) {
 	var now atomic.Uint64
 	now.Store(1000)
-	h := newHarness(t, 2, Config{Rules: mustRules(t, ctFirewall(t, "1")), IdleTimeout: time.Second, MonoMillis: now.Load})
-	h.start()
-	a, b := macN(1), macN(2)
-	req := udpFrame(a, b, ip4(10, 0, 0, 1), ip4(10, 0, 0, 2), 1000, 2000, 0)
-	h.send(1, req)
-	h.expect(2, req)
-	h.waitFlows(3)
+	h, a, b := firewallConnected(t, Config{IdleTimeout: time.Second, MonoMillis: now.Load})
 	if h.d.recirc.Refs(1) != 1 || h.d.recirc.Refs(2) != 1 {
 		t.Fatalf("references: %d, %d; want 1, 1", h.d.recirc.Refs(1), h.d.recirc.Refs(2))
 	}
@@ -184,13 +195,7 @@ func TestCTRecircFreedWithIdleFlows(t *testing.T) {
 // firewall goes on working.
 func TestCTRestartAdopts(t *testing.T) {
 	rules := ctFirewall(t, "1")
-	h := newHarness(t, 2, Config{Rules: mustRules(t, rules)})
-	h.start()
-	a, b := macN(1), macN(2)
-	req := udpFrame(a, b, ip4(10, 0, 0, 1), ip4(10, 0, 0, 2), 1000, 2000, 0)
-	h.send(1, req)
-	h.expect(2, req)
-	h.waitFlows(3)
+	h, a, b := firewallConnected(t, Config{})
 	h.stop()
 
 	d2, err := New(Config{Datapath: h.dp, Rules: mustRules(t, rules), Handlers: 1, RevalidateInterval: time.Hour, Logger: discardLogger()})
