@@ -99,6 +99,10 @@ type Action struct {
 	// Userdata is the userspace cookie of ActController (raw bytes; empty
 	// for none).
 	Userdata string
+	// CT holds the arguments of ActCT (its table= in Table).
+	CT CTArgs
+	// Group is the group of ActGroup.
+	Group uint32
 }
 
 // String formats the action in the rule syntax.
@@ -154,6 +158,9 @@ func (a Action) String() string {
 		return fmt.Sprintf("resubmit(,%d)", a.Table)
 	case ActGotoTable:
 		return fmt.Sprintf("goto_table:%d", a.Table)
+	}
+	if s, ok := a.stringCT(); ok {
+		return s
 	}
 	return fmt.Sprintf("unknown_action_%d", a.Type)
 }
@@ -229,6 +236,7 @@ func (p *lineParser) parseActions() ([]Action, error) {
 				return nil, err
 			}
 			as = append(as, a)
+			p.actPos = append(p.actPos, start)
 		}
 		if p.pos >= len(p.s) {
 			return as, nil
@@ -271,6 +279,12 @@ func (p *lineParser) parseAction(tok string, start int) (Action, error) {
 		return Action{}, p.errAt(start, "expected an action, found %q", tok[0])
 	case "normal":
 		return noArg(ActNormal)
+	case "ct":
+		return p.parseCT(rest, start+i)
+	case "ct_clear":
+		return noArg(ActCTClear)
+	case "group":
+		return p.parseGroupAction(rest, start+i)
 	case "flood":
 		return noArg(ActFlood)
 	case "all":

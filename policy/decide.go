@@ -10,16 +10,18 @@ import (
 
 // Decision is what the policy decided for a flow key.
 type Decision struct {
-	// Actions are the actions of the rule matched in table 0 (shared
-	// with the rule set: do not modify). Empty means drop.
+	// Actions are the actions of the rule matched in table 0 (DecideAt:
+	// in its table), shared with the rule set: do not modify. Empty
+	// means drop.
 	Actions []Action
 	// Mask has a one bit for every key bit the decision depended on: the
 	// megaflow mask. Every key k2 with k2&Mask == k&Mask gets the same
 	// Actions and, with the same learning-switch state and port list,
 	// the same datapath actions from Translate.
 	Mask flowkeys.Key
-	// Rule is the index in RuleSet.Rules of the rule matched in table 0,
-	// or -1 when no rule matched (the packet is dropped).
+	// Rule is the index in RuleSet.Rules of the rule matched in table 0
+	// (DecideAt: in its table), or -1 when no rule matched (the packet is
+	// dropped).
 	Rule int
 	// Normal is set when a "normal" action was reached: the datapath
 	// actions then depend on the learning switch, and a flow installed
@@ -53,13 +55,38 @@ func (rs *RuleSet) DecideInto(k *flowkeys.Key, d *Decision) {
 	rs.decide(k, d)
 }
 
-func (rs *RuleSet) decide(k *flowkeys.Key, d *Decision) {
+// DecideAt is Decide starting in table (instead of table 0): the
+// decision for a packet recirculated after ct(...,table=N), whose
+// recirc_id the daemon maps to N.
+func (rs *RuleSet) DecideAt(k *flowkeys.Key, table int) Decision {
+	var d Decision
+	rs.decideAt(k, table, &d)
+	return d
+}
+
+// DecideAtInto is DecideAt writing into d.
+func (rs *RuleSet) DecideAtInto(k *flowkeys.Key, table int, d *Decision) {
+	*d = Decision{}
+	rs.decideAt(k, table, d)
+}
+
+func (rs *RuleSet) decide(k *flowkeys.Key, d *Decision) { rs.decideAt(k, 0, d) }
+
+func (rs *RuleSet) decideAt(k *flowkeys.Key, table int, d *Decision) {
 	d.rs = rs
+	if table < 0 || table > MaxTable {
+		d.Rule = -1
+		return
+	}
 	var w walker
 	w.init(k, &d.Mask, nil)
 	w.rs = rs
 	w.fault = testFault
-	d.Rule = w.lookup(0)
+	if rs.recirc && w.fault != faultNoRecircMask {
+		// Which table the packet starts in depends on its recirc_id.
+		w.mask.RecircID = ^uint32(0)
+	}
+	d.Rule = w.lookup(table)
 	if d.Rule >= 0 {
 		d.Actions = rs.Rules[d.Rule].Actions
 		w.run(d.Actions)
@@ -205,7 +232,7 @@ func addFailProof(r *Rule, k, mask *flowkeys.Key, flt fault) {
 		fi := &fields[f]
 		rv, rm, pv := get(&r.Match.Value, f), get(&r.Match.Mask, f), get(k, f)
 		fb, failed := failBits(pv, rv, rm, fi.size)
-		if !failed {
+		if !failed || flt == faultNoCTFailMask && (f == fCTState || f == fCTZone || f == fCTMark) {
 			continue
 		}
 		if fi.exact {
@@ -469,6 +496,10 @@ func (w *walker) run(as []Action) {
 		switch a.Type {
 		case ActResubmit, ActGotoTable:
 			w.resubmit(int(a.Table))
+		case ActCT, ActCTClear:
+			w.ct(a)
+		case ActGroup:
+			w.group(a)
 		case ActOutput:
 			if a.PortName != "" && a.Port == NoPort {
 				continue // a port name that is not a port (now)

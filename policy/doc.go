@@ -21,8 +21,9 @@
 // arp_spa, arp_tpa (same, ARP only); nw_proto=N (the ARP opcode with
 // arp); nw_tos=N (the DSCP bits: a multiple of 4); nw_ttl=N;
 // tp_src, tp_dst=N[/MASK]; icmp_type, icmp_code=N;
-// ipv6_src, ipv6_dst=IP6[/LEN|/MASK]. Shorthands: ip, ipv6, arp, tcp,
-// udp, icmp, tcp6, udp6, icmp6.
+// ipv6_src, ipv6_dst=IP6[/LEN|/MASK]; ct_state=FLAGS (see Stateful
+// rules); ct_zone=N (0-65535); ct_mark=V[/M] (32 bits). Shorthands: ip,
+// ipv6, arp, tcp, udp, icmp, tcp6, udp6, icmp6.
 //
 // Prerequisites are enforced as Open vSwitch does for OpenFlow: nw_src
 // and nw_dst need ip or arp; arp_* need arp; ipv6_* need ipv6; nw_proto
@@ -61,6 +62,9 @@
 // there, in every table (the packet is dropped after any outputs already
 // done).
 //
+// ct(ARGS) and ct_clear are the stateful actions (see Stateful rules);
+// group:N runs group N (see Groups).
+//
 // Port names are resolved to numbers by (*RuleSet).Resolve, which the
 // daemon calls when it loads the rules and whenever its ports change: a
 // name that is no port (yet) makes in_port=NAME match nothing and
@@ -84,6 +88,134 @@
 // a field an action wrote is a constant and adds nothing, dl_vlan is read
 // where the tag then comes from), and of what the actions read.
 //
+// # Stateful rules
+//
+// ct and ct_clear are Open vSwitch's actions (ovs-actions(7)), and
+// ct_state, ct_zone and ct_mark its matches:
+//
+//	table=0,ip,actions=ct(table=1)
+//	table=1,ct_state=+trk+new,ip,in_port=1,actions=ct(commit,table=2)
+//	table=1,ct_state=+trk+est,ip,actions=resubmit(,2)
+//	table=1,priority=0,actions=drop
+//	table=2,actions=normal
+//
+// ct(ARGS) sends the packet through connection tracking; "ct" alone
+// only tracks. ARGS, comma-separated, any order: commit (commit the
+// connection); force (commit, deleting first an entry committed in the
+// other direction: the datapath's force_commit); zone=N (0-65535,
+// default 0); mark=V[/M] or exec(set_field:V[/M]->ct_mark) (set the
+// connection mark's bits M to V; needs commit or force; M not 0); nat
+// (apply the NAT of an existing connection); nat(src=RANGE[,FLAGS]) or
+// nat(dst=RANGE[,FLAGS]) (source or destination NAT of a new connection;
+// needs commit), RANGE being ADDR[-ADDR][:PORT[-PORT]] or :PORT[-PORT],
+// IPv6 addresses in brackets ("[2001:db8::1]-[2001:db8::9]:80"), FLAGS
+// random, hash (not both) and persistent; table=N (recirculate: see
+// below). A rule with ct must match ip or ipv6 (as Open vSwitch
+// requires; the datapath cannot track other packets), and a nat address
+// must be of that family. ct_clear forgets the packet's conntrack state:
+// later lookups see ct_state, ct_zone and ct_mark 0 (constants, which add
+// nothing to the mask).
+//
+// Without table=, the ct action is done and the actions after it go on
+// with the packet as it was, untracked: as in Open vSwitch, later lookups
+// of the pass see ct_state, ct_zone and ct_mark 0 (constants: the ct
+// fields are only seen after recirculation). With table=N, ct must be the last action of
+// its rule, and it ends the packet's pass of the pipeline (the actions
+// after a resubmit that led to it do not run): the datapath action is
+// ct(...),recirc(ID), and the packet comes back from the datapath as a
+// miss with recirc_id ID and the ct fields set by the tracker (ct_state
+// with trk and new, est, rel, rpl, inv, snat, dnat as the tracker found
+// it; ct_zone the zone; ct_mark), and its decision starts in table N
+// ((*RuleSet).DecideAt). The modifications made before ct are emitted
+// before it, so the tracker and the recirculated packet see them.
+//
+// ct_state=FLAGS is a sequence of +FLAG (set) and -FLAG (clear) for the
+// flags new, est, rel, rpl, inv, trk, snat and dnat (each at most once),
+// e.g. +trk+est-new, or a number VALUE[/MASK] (OVS_CS_F_* bits: new 0x01,
+// est 0x02, rel 0x04, rpl 0x08, inv 0x10, trk 0x20, snat 0x40, dnat
+// 0x80). The rules print it in bit order (ct_state=-new+est+trk).
+//
+// Recirculation IDs come from an Env.Recirc (upcalld's RecircTable): one
+// ID per (ct action, table), the same for every flow that uses the same
+// pair, never 0. The daemon counts the installed flows whose actions
+// recirculate to each ID; an ID no flow has referred to for a whole
+// revalidation pass is freed at the end of the next one (the grace pass
+// lets a packet executed just before find its ID when it comes back),
+// and the flows that match a freed recirc_id are deleted. A miss with a
+// recirc_id the daemon does not know (freed, or from before a restart)
+// is dropped and counted; a restarted daemon hands out IDs above those
+// of the flows it adopts.
+//
+// Megaflows: when the rules have a ct(...,table=N), every decision reads
+// recirc_id whole (it says which table the packet starts in; upcalld
+// matches it exactly in every megaflow anyway, as Open vSwitch does).
+// The ct_state, ct_zone and ct_mark matches are masked as any other
+// field (a failing ct_state=+trk+est proves its failure with the bits
+// down to the first that differs); ct reads the Ethernet type whole (the
+// datapath needs an IP flow: a packet that reaches a ct through a
+// resubmit and is not IP, or not of the nat address's family, is not
+// tracked, and with table= its pass ends there, so it is dropped). So
+// the megaflow of a packet's first pass holds what table 0 read, and
+// that of each recirculated pass what its tables read, its recirc_id and
+// the ct bits its rules consulted.
+//
+// # Groups
+//
+// A line that starts with group_id= defines a group, in ovs-ofctl's
+// add-group syntax:
+//
+//	group_id=1,type=select,bucket=watch_port:2,actions=output:2,bucket=watch_port:3,actions=output:3
+//	group_id=2,type=fast_failover,bucket=watch_port:eth1,actions=output:eth1,bucket=watch_port:eth2,actions=output:eth2
+//	group_id=3,type=all,bucket=output:2,bucket=mod_nw_tos:8,output:3
+//	ip,actions=group:1
+//
+// group_id=N (0-0xffffff00, each defined once), type=all, select or
+// fast_failover, and one or more buckets: bucket=ACTIONS, or
+// bucket=[weight:W,][watch_port:PORT,]actions=ACTIONS, a bucket's
+// actions running to the next ",bucket=". Every action of the rules may
+// be in a bucket but goto_table and ct(...,table=N); group:N of another
+// group too, without loops. weight (0-65535, default 1) is a select
+// bucket's share; watch_port (a number or a port name) makes the bucket
+// live only while that port is up (Env.PortUp: upcalld reads the carrier
+// of the port's interface at every revalidation pass and re-decides the
+// flows when one changes); a bucket without watch_port is always live,
+// and a fast_failover bucket must have one. A group:N of no group is an
+// error with the place of the action.
+//
+// Each bucket runs on its own copy of the packet, as in Open vSwitch: the
+// actions after the group, and the other buckets, see the packet as it
+// was before the group (the modifications pending before the group are
+// emitted first). A bucket whose datapath actions only output is emitted
+// as it is; one that changes the packet is emitted inside clone(...).
+// type=all runs every bucket; fast_failover the first live one; select
+// one live bucket, chosen by a hash of the packet's 5-tuple (the
+// Ethernet type; the IPv4 or IPv6 source, destination and protocol; the
+// TCP, UDP or SCTP ports of a packet that has them; for a packet that is
+// not IP, the Ethernet addresses) spread over the live buckets by their
+// weights. No live bucket: the group does nothing.
+//
+// How select is translated: as a choice made here, with the hashed
+// fields exact in the megaflow (Open vSwitch's selection_method=hash),
+// not as the datapath's hash(l4(0)),recirc with a megaflow per dp_hash
+// value (Open vSwitch's default dp_hash method). The two datapaths'
+// dp_hash values differ (see odp.Hash: the kernel takes the packet's
+// skb hash, whose seed is random per boot, the userspace datapath its
+// own hash of the 5-tuple), so the same
+// connection would take a different bucket on system@ and netdev@, and
+// the cross-check could not compare them; here the same connection takes
+// the same bucket on both, always, and its megaflow says which. The cost
+// is a megaflow per connection (5-tuple) through a select group.
+//
+// Every bucket run counts as a resubmit towards the pipeline's bound
+// (4096 in all: see Pipelines), so that groups of groups cannot multiply
+// the work without limit; past it the packet is dropped.
+//
+// What a group masks: deciding runs every bucket (each on its own copy),
+// so the mask holds what any bucket reads, whichever is live, and a
+// select group also masks the fields it hashes; liveness and the weights
+// are not in the key, so a change of liveness is a new policy (the daemon
+// re-decides its flows), like the MAC table.
+//
 // # Decisions and megaflow masks
 //
 // (*RuleSet).Decide evaluates table 0's rules in priority order (ties:
@@ -92,7 +224,7 @@
 //   - A rule that matches contributes its whole match mask (with its
 //     prerequisites, which are part of the match).
 //   - A rule that fails is examined field by field in a fixed order
-//     (in_port, dl_type, nw_proto, dl_src, dl_dst, dl_vlan, nw_src,
+//     (in_port, ct_state, ct_zone, ct_mark, dl_type, nw_proto, dl_src, dl_dst, dl_vlan, nw_src,
 //     nw_dst, ipv6_src, ipv6_dst, nw_tos, nw_ttl, tp_src, tp_dst): each
 //     field that matches contributes its rule mask, and the first that
 //     fails contributes only the bits that prove the failure, namely
@@ -198,4 +330,8 @@
 // bucket of --packet-in-burst, as Open vSwitch's controller_rate_limit
 // and controller_burst_limit), counting the rest in
 // upcalld_packet_ins_dropped_total{reason}.
+// ct is the datapath's ct action (zone only when not
+// 0; commit alone, or force_commit for force), followed by recirc(ID)
+// with table=N; ct_clear is ct_clear. group:N is the actions of the
+// buckets it runs, each inside clone(...) when it changes the packet.
 package policy

@@ -19,6 +19,9 @@ const (
 	faultNoTableMask            // lookups in tables after the first add nothing to the mask
 	faultNoMirrorMask           // mirrors add nothing to the mask (in_port)
 	faultNoMirrorVLANMask       // mirrors that select VLANs do not mask the VLAN
+	faultNoRecircMask           // decisions of rules with recirculation do not read recirc_id
+	faultNoCTFailMask           // a rule failing on a conntrack field (ct_state, ct_zone, ct_mark) adds nothing to the mask
+	faultSelectNoHashMask       // a select group does not mask the fields it hashes
 )
 
 // testFault is the variant decide runs; see fault.

@@ -17,6 +17,9 @@ type fieldID uint8
 
 const (
 	fInPort fieldID = iota
+	fCTState
+	fCTZone
+	fCTMark
 	fDlType
 	fNwProto
 	fDlSrc
@@ -53,6 +56,9 @@ var kz flowkeys.Key
 
 var fields = [numFields]fieldInfo{
 	fInPort:  {off: int(unsafe.Offsetof(kz.InPort)), size: 4, numeric: true, exact: true},
+	fCTState: {off: int(unsafe.Offsetof(kz.CTState)), size: 1, numeric: true},
+	fCTZone:  {off: int(unsafe.Offsetof(kz.CTZone)), size: 2, numeric: true},
+	fCTMark:  {off: int(unsafe.Offsetof(kz.CTMark)), size: 4, numeric: true},
 	fDlType:  {off: int(unsafe.Offsetof(kz.EthType)), size: 2, numeric: true, exact: true},
 	fNwProto: {off: int(unsafe.Offsetof(kz.IPProto)), size: 1, numeric: true, exact: true},
 	fDlSrc:   {off: int(unsafe.Offsetof(kz.EthSrc)), size: 6},

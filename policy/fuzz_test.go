@@ -28,6 +28,9 @@ var fuzzSeeds = []string{
 	"table=4,actions=goto_table:2",
 	"ipv6,actions=set_field:2001:db8::1->ipv6_dst,set_field:4106->vlan_vid,set_field:3->vlan_pcp,push_vlan:0x88a8,pop_vlan,mod_vlan_pcp:7,output:1",
 	"actions=set_field:12->ip_dscp,set_field:aa:bb:cc:dd:ee:ff->eth_src,set_field:1->in_port",
+	"ip,actions=ct(table=1)\ntable=1,ct_state=+trk+est-new,ct_zone=5,ct_mark=0x1/0xff,ip,actions=ct(commit,zone=5,mark=3/7,nat(src=10.0.0.1-10.0.0.9:100-200,random),table=2)\ntable=2,actions=ct_clear,normal",
+	"ipv6,actions=ct(force,exec(set_field:1->ct_mark),nat(dst=[2001:db8::1]:80,persistent)),ct(nat),1",
+	"group_id=1,type=select,bucket=weight:3,watch_port:veth0,actions=output:veth0,bucket=actions=ct(commit),2\ngroup_id=2,type=fast_failover,bucket=watch_port:1,actions=group:1\ngroup_id=3,type=all,bucket=mod_nw_tos:8,1,bucket=2\nip,actions=group:2,group:3",
 }
 
 // FuzzParseRules: the parser never panics; a rule set it accepts formats
@@ -73,11 +76,16 @@ func FuzzParseRules(f *testing.F) {
 			if !r.Match.Matches(&k) {
 				t.Fatalf("rule %s does not match its own value", r)
 			}
-			d := rs.Decide(&k)
-			if d.Rule < 0 || d.Rule > i {
+			// Decided from the rule's table (as after a recirculation to
+			// it), the rule or an earlier one of its table matches.
+			d := rs.DecideAt(&k, r.Table)
+			if start, _ := rs.table(r.Table); d.Rule < start || d.Rule > i {
 				t.Fatalf("rule %s: its own value decided by rule %d", r, d.Rule)
 			}
 			Translate(&d, &k, &Env{Ports: []uint32{1, 2}})
+			Translate(&d, &k, &Env{Ports: []uint32{1, 2}, Recirc: NewRecircTable(), PortUp: func(p uint32) bool { return p != 2 }})
+			d = rs.Decide(&k)
+			Translate(&d, &k, &Env{Ports: []uint32{1, 2}, Recirc: NewRecircTable()})
 		}
 		// With its port names resolved, and on ports with VLANs.
 		res, _ := rs.Resolve(map[string]uint32{"veth0": 1, "veth1": 2, "a": 3})

@@ -80,6 +80,8 @@ type lineParser struct {
 	pos int
 	// table is the rule's table, for goto_table's check.
 	table int
+	// actPos are the offsets of the actions parsed.
+	actPos []int
 }
 
 func (p *lineParser) errAt(pos int, format string, args ...any) *ParseError {
@@ -167,6 +169,9 @@ var matchFields = map[string]struct {
 	"icmp_code": {fTpDst, vkICMP},
 	"ipv6_src":  {fIPv6Src, vkIPv6},
 	"ipv6_dst":  {fIPv6Dst, vkIPv6},
+	"ct_state":  {fCTState, vkCTState},
+	"ct_zone":   {fCTZone, vkCTZone},
+	"ct_mark":   {fCTMark, vkCTMark},
 }
 
 type valueKind uint8
@@ -182,6 +187,9 @@ const (
 	vkTOS
 	vkTp
 	vkICMP
+	vkCTState
+	vkCTZone
+	vkCTMark
 )
 
 // expected describes each value syntax for errors.
@@ -196,6 +204,9 @@ var expected = [...]string{
 	vkTOS:     "a DSCP value (0-255, a multiple of 4)",
 	vkTp:      "a port number (0-65535, optionally /mask)",
 	vkICMP:    "a number 0-255",
+	vkCTState: "conntrack state flags (+FLAG or -FLAG for each of new, est, rel, rpl, inv, trk, snat, dnat; e.g. +trk+est-new) or VALUE[/MASK]",
+	vkCTZone:  "a zone (0-65535)",
+	vkCTMark:  "a mark VALUE[/MASK] (32 bits)",
 }
 
 // parseFields parses comma- or blank-separated fields up to the end of
@@ -402,6 +413,20 @@ func parseNum(s string, nbits int) (uint64, bool) {
 	return n, err == nil
 }
 
+// parseMaskedNum parses VALUE[/MASK], numbers of at most nbits bits:
+// the value under the mask, and the mask (all ones without /MASK).
+func parseMaskedNum(s string, nbits int) (v, m uint64, ok bool) {
+	vs, ms, hasMask := strings.Cut(s, "/")
+	v, ok = parseNum(vs, nbits)
+	m = 1<<nbits - 1
+	if hasMask {
+		var ok2 bool
+		m, ok2 = parseNum(ms, nbits)
+		ok = ok && ok2
+	}
+	return v & m, m, ok
+}
+
 // parseValue parses a field value of the given syntax into big-endian
 // value and mask.
 func parseValue(kind valueKind, s string) (v, m be, ok bool) {
@@ -431,16 +456,18 @@ func parseValue(kind valueKind, s string) (v, m be, ok bool) {
 	case vkICMP:
 		n, ok := parseNum(s, 8)
 		return u16be(uint16(n)), u16be(0xffff), ok
+	case vkCTState:
+		st, mk, ok := parseCTState(s)
+		return be{st}, be{mk}, ok
+	case vkCTZone:
+		n, ok := parseNum(s, 16)
+		return u16be(uint16(n)), u16be(0xffff), ok
+	case vkCTMark:
+		n, mk, ok := parseMaskedNum(s, 32)
+		return u32be(uint32(n)), u32be(uint32(mk)), ok
 	case vkTp:
-		vs, ms, hasMask := strings.Cut(s, "/")
-		n, ok := parseNum(vs, 16)
-		mk := uint64(0xffff)
-		if hasMask {
-			var ok2 bool
-			mk, ok2 = parseNum(ms, 16)
-			ok = ok && ok2
-		}
-		return u16be(uint16(n & mk)), u16be(uint16(mk)), ok
+		n, mk, ok := parseMaskedNum(s, 16)
+		return u16be(uint16(n)), u16be(uint16(mk)), ok
 	case vkMAC:
 		vs, ms, hasMask := strings.Cut(s, "/")
 		a, ok := parseMAC(vs)
@@ -563,6 +590,7 @@ func (m *Match) String() string {
 	if m.Mask.InPort != 0 {
 		add(fmt.Sprintf("in_port=%d", m.Value.InPort))
 	}
+	parts = appendCTMatch(parts, m)
 	t, hasType := m.Value.EthType, m.Mask.EthType != 0
 	p, hasProto := m.Value.IPProto, m.Mask.IPProto != 0
 	protoDone := false

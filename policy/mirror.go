@@ -179,12 +179,22 @@ func (e *Env) DecideInto(rs *RuleSet, k *flowkeys.Key, d *Decision) {
 	e.mirrorMask(d, k)
 }
 
+// DecideAtInto is DecideInto starting in table (RuleSet.DecideAtInto:
+// a packet recirculated after ct(...,table=N)).
+func (e *Env) DecideAtInto(rs *RuleSet, k *flowkeys.Key, table int, d *Decision) {
+	rs.DecideAtInto(k, table, d)
+	e.mirrorMask(d, k)
+}
+
 // mirrorMask adds to d's mask the bits the mirrors' selection reads.
 func (e *Env) mirrorMask(d *Decision, k *flowkeys.Key) {
 	if e == nil || len(e.Mirrors) == 0 || testFault == faultNoMirrorMask {
 		return
 	}
 	d.Mask.InPort = 0xffffffff
+	// A recirculated packet was copied by the ingress mirrors on its
+	// first pass (mirrorIngress): recirc_id tells the passes apart.
+	d.Mask.RecircID = 0xffffffff
 	if !e.mirrorsByVLAN() || testFault == faultNoMirrorVLANMask {
 		return
 	}
@@ -242,6 +252,11 @@ func (w *walker) mirrorIngress(env *Env) {
 		}
 	}
 	ms.vlan, ms.vlanOK = env.VLANs.InputVLAN(ms.in, tci)
+	if w.cur.RecircID != 0 {
+		// Recirculated (after ct): the ingress copies were made on the
+		// packet's first pass; mirrorMask makes recirc_id exact.
+		return
+	}
 	for i := range env.Mirrors {
 		m := &env.Mirrors[i]
 		if (m.All || slices.Contains(m.SrcPorts, ms.in)) && m.selectsVLAN(ms.vlan, ms.vlanOK) {

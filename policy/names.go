@@ -42,6 +42,18 @@ func (rs *RuleSet) PortNames() []string {
 			}
 		}
 	}
+	for _, g := range rs.groups {
+		for _, b := range g.Buckets {
+			if b.WatchPortName != "" {
+				names = append(names, b.WatchPortName)
+			}
+			for _, a := range b.Actions {
+				if a.PortName != "" {
+					names = append(names, a.PortName)
+				}
+			}
+		}
+	}
 	sort.Strings(names)
 	return slices.Compact(names)
 }
@@ -83,5 +95,24 @@ func (rs *RuleSet) Resolve(ports map[string]uint32) (*RuleSet, []string) {
 			}
 		}
 	}
-	return NewRuleSet(rs.Name, rules), missing
+	out := NewRuleSet(rs.Name, rules)
+	out.groups = make([]*Group, len(rs.groups))
+	for i, g := range rs.groups {
+		ng := *g
+		ng.Buckets = slices.Clone(g.Buckets)
+		for j := range ng.Buckets {
+			b := &ng.Buckets[j]
+			if b.WatchPortName != "" {
+				b.WatchPort = num(b.WatchPortName)
+			}
+			b.Actions = slices.Clone(b.Actions)
+			for k := range b.Actions {
+				if a := &b.Actions[k]; a.PortName != "" {
+					a.Port = num(a.PortName)
+				}
+			}
+		}
+		out.groups[i] = &ng
+	}
+	return out, missing
 }

@@ -98,6 +98,11 @@ type RuleSet struct {
 	// tables[t] is where table t's rules start in Rules (they end
 	// where table t+1's start).
 	tables [MaxTable + 2]int32
+	// recirc is set when a rule has ct(...,table=N): decisions then read
+	// recirc_id (it says which table a packet starts in).
+	recirc bool
+	// groups are the groups, by ID.
+	groups []*Group
 }
 
 // MaxTable is the highest table number (OpenFlow's tables 0-254).
@@ -124,6 +129,11 @@ func NewRuleSet(name string, rules []Rule) *RuleSet {
 		r.fieldOrder = nil
 		r.Actions = slices.Clip(r.Actions)
 		r.prepare()
+		for _, a := range r.Actions {
+			if a.Type == ActCT && a.CT.HasTable {
+				rs.recirc = true
+			}
+		}
 		for t < r.Table {
 			t++
 			rs.tables[t] = int32(i)
@@ -147,6 +157,10 @@ func DefaultRules() *RuleSet {
 // order; ParseRules of the result gives an equal rule set.
 func (rs *RuleSet) String() string {
 	var b strings.Builder
+	for _, g := range rs.groups {
+		b.WriteString(g.String())
+		b.WriteByte('\n')
+	}
 	for i := range rs.Rules {
 		b.WriteString(rs.Rules[i].String())
 		b.WriteByte('\n')
@@ -156,7 +170,8 @@ func (rs *RuleSet) String() string {
 
 // Equal reports whether two rule sets have equal rules in the same order.
 func (rs *RuleSet) Equal(o *RuleSet) bool {
-	return slices.EqualFunc(rs.Rules, o.Rules, func(a, b Rule) bool { return a.Equal(&b) })
+	return slices.EqualFunc(rs.Rules, o.Rules, func(a, b Rule) bool { return a.Equal(&b) }) &&
+		slices.EqualFunc(rs.groups, o.groups, func(a, b *Group) bool { return a.equal(b) })
 }
 
 // ParseRules reads rules in the ovs-ofctl flow syntax subset, one per
@@ -173,6 +188,8 @@ func ParseRules(name string, r io.Reader) (*RuleSet, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 4096), MaxLineLen)
 	var rules []Rule
+	var groups []*Group
+	actPos := map[int][]int{} // rule index: its actions' offsets
 	line := 0
 	for sc.Scan() {
 		line++
@@ -183,12 +200,23 @@ func ParseRules(name string, r io.Reader) (*RuleSet, error) {
 		if strings.TrimSpace(text) == "" {
 			continue
 		}
-		rule, err := parseRule(text)
+		if isGroupLine(text) {
+			g, err := parseGroup(text)
+			if err != nil {
+				err.File, err.Line = name, line
+				return nil, err
+			}
+			g.Line = line
+			groups = append(groups, g)
+			continue
+		}
+		rule, pos, err := parseRule(text)
 		if err != nil {
 			err.File, err.Line = name, line
 			return nil, err
 		}
 		rule.Line = line
+		actPos[len(rules)] = pos
 		rules = append(rules, rule)
 	}
 	if err := sc.Err(); err != nil {
@@ -197,29 +225,38 @@ func ParseRules(name string, r io.Reader) (*RuleSet, error) {
 		}
 		return nil, fmt.Errorf("policy: read %s: %w", name, err)
 	}
-	return NewRuleSet(name, rules), nil
+	if err := checkGroups(name, rules, groups, actPos); err != nil {
+		return nil, err
+	}
+	rs := NewRuleSet(name, rules)
+	rs.setGroups(groups)
+	return rs, nil
 }
 
-// parseRule parses one rule line (comment already removed).
-func parseRule(text string) (Rule, *ParseError) {
+// parseRule parses one rule line (comment already removed); it also
+// returns the offsets of the actions.
+func parseRule(text string) (Rule, []int, *ParseError) {
 	p := &lineParser{s: text}
 	pm, err := p.parseFields(true)
 	if err != nil {
-		return Rule{}, err.(*ParseError)
+		return Rule{}, nil, err.(*ParseError)
 	}
 	p.pos = pm.actionsPos
 	p.table = pm.table
 	as, err := p.parseActions()
 	if err != nil {
-		return Rule{}, err.(*ParseError)
+		return Rule{}, nil, err.(*ParseError)
 	}
-	return Rule{Table: pm.table, Priority: pm.priority, Match: pm.Match, InPortName: pm.inPortName, Actions: as}, nil
+	if err := p.checkCTRule(&pm.Match, as, p.actPos); err != nil {
+		return Rule{}, nil, err.(*ParseError)
+	}
+	return Rule{Table: pm.table, Priority: pm.priority, Match: pm.Match, InPortName: pm.inPortName, Actions: as}, p.actPos, nil
 }
 
 // ParseRule parses a single rule in the syntax of ParseRules (without
 // comments). Errors are *ParseError with Line 1 and an empty File.
 func ParseRule(s string) (Rule, error) {
-	r, err := parseRule(s)
+	r, _, err := parseRule(s)
 	if err != nil {
 		err.Line = 1
 		return Rule{}, err

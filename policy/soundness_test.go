@@ -34,6 +34,9 @@ var (
 	poolVLAN   = []uint16{10, 20, 4095}
 	poolProtoI = []uint8{1, 6, 17, 50}
 	poolProto6 = []uint8{6, 17, 58, 50}
+	// ct_state values: untracked, new, established, reply, invalid,
+	// related, NATed.
+	poolCTState = []uint8{0, 0x21, 0x22, 0x2a, 0x30, 0x24, 0x62, 0xa2}
 )
 
 func pick[T any](r *rand.Rand, s []T) T { return s[r.IntN(len(s))] }
@@ -85,6 +88,12 @@ func randKey(r *rand.Rand) flowkeys.Key {
 		k.IPProto = pick(r, poolProtoI)
 		k.IPv4Src, k.IPv4Dst = pick(r, poolIPv4), pick(r, poolIPv4)
 		k.IPv6Src = pick(r, poolIPv6)
+	}
+	// Conntrack fields, as after a ct action (or not).
+	if r.IntN(2) == 0 {
+		k.CTState = pick(r, poolCTState)
+		k.CTZone = pick(r, []uint16{0, 1, 5})
+		k.CTMark = pick(r, []uint32{0, 1, 2, 0x10})
 	}
 	if k.EthType == ethIPv4 || k.EthType == ethIPv6 {
 		k.IPTTL, k.IPTOS = pick(r, poolTTL), pick(r, poolTOS)
@@ -198,6 +207,10 @@ func randRule(r *rand.Rand, table int) string {
 	if isIP && maybe() {
 		add("nw_ttl=%d", pick(r, poolTTL))
 	}
+	if r.IntN(8) == 0 || table > 0 && r.IntN(3) == 0 {
+		add("%s", pick(r, []string{"ct_state=+trk", "ct_state=-trk", "ct_state=+trk+est", "ct_state=+trk+new",
+			"ct_state=+trk+est-new", "ct_state=+trk+est+rpl", "ct_state=+inv+trk", "ct_state=+snat", "ct_zone=5", "ct_mark=1", "ct_mark=0x10/0x10"}))
+	}
 	switch class {
 	case "tcp", "udp", "tcp6", "udp6":
 		for _, n := range []string{"tp_src", "tp_dst"} {
@@ -223,8 +236,20 @@ func randRule(r *rand.Rand, table int) string {
 			"dec_ttl", "dec_ttl", "mod_tp_src:99", "mod_tp_dst:80", "mod_vlan_vid:10", "mod_vlan_vid:0",
 			"push_vlan:0x8100", "push_vlan:0x88a8", "pop_vlan", "mod_vlan_pcp:3", "set_field:5->vlan_pcp",
 			"set_field:2001:db8::9->ipv6_src", "set_field:fe80::1->ipv6_dst", "set_field:00:00:00:00:00:07->eth_dst",
-			"set_field:12->ip_dscp", "set_field:4106->vlan_vid",
+			"set_field:12->ip_dscp", "set_field:4106->vlan_vid", "group:1", "group:2",
 		}))
+	}
+	if r.IntN(6) == 0 {
+		acts = slices.Insert(acts, r.IntN(len(acts)+1), "ct_clear")
+	}
+	if isIP && r.IntN(4) == 0 {
+		// Some conntrack, before the other actions: a ct without
+		// table= goes on with them.
+		nat := "nat(src=10.0.0.9)"
+		if is6 {
+			nat = "nat(dst=[2001:db8::9]:80)"
+		}
+		acts = slices.Insert(acts, 0, pick(r, []string{"ct", "ct(commit)", "ct(commit,zone=5,mark=1/0xff)", "ct(commit," + nat + ")", "ct(nat)", "ct(force,zone=1)"}))
 	}
 	// Resubmits forward, mostly (a loop drops the packet once past the
 	// bounds).
@@ -234,7 +259,11 @@ func randRule(r *rand.Rand, table int) string {
 	case r.IntN(40) == 0:
 		acts = slices.Insert(acts, at, fmt.Sprintf("resubmit(,%d)", r.IntN(table+1)))
 	}
-	if table < 2 && r.IntN(3) == 0 {
+	switch {
+	case isIP && table < 2 && r.IntN(4) == 0:
+		// Recirculation, forward.
+		acts = append(acts, fmt.Sprintf("%stable=%d)", pick(r, []string{"ct(", "ct(commit,", "ct(zone=5,", "ct(nat,"}), table+1+r.IntN(2-table)))
+	case table < 2 && r.IntN(3) == 0:
 		acts = append(acts, fmt.Sprintf("goto_table:%d", table+1+r.IntN(2-table)))
 	}
 	if r.IntN(8) == 0 {
@@ -272,6 +301,29 @@ func randMirrors(r *rand.Rand) []Mirror {
 	return ms
 }
 
+// randGroup returns a random group id in the text syntax (group 2 may
+// use group 1).
+func randGroup(r *rand.Rand, id int) string {
+	typ := pick(r, []string{"all", "select", "select", "fast_failover"})
+	s := fmt.Sprintf("group_id=%d,type=%s", id, typ)
+	for range 1 + r.IntN(3) {
+		s += ",bucket="
+		if typ == "select" && r.IntN(3) == 0 {
+			s += fmt.Sprintf("weight:%d,", r.IntN(3))
+		}
+		if typ == "fast_failover" || r.IntN(3) == 0 {
+			s += fmt.Sprintf("watch_port:%d,", pick(r, poolPorts))
+		}
+		acts := []string{"output:1", "output:2", "3", "normal", "mod_nw_ttl:5,output:2", "mod_vlan_vid:7,output:3",
+			"dec_ttl,output:4", "flood", "mod_nw_src:10.0.0.9,4", "ct(commit),2", "mod_tp_dst:80,1", "strip_vlan,2"}
+		if id == 2 {
+			acts = append(acts, "group:1", "mod_dl_dst:00:00:00:00:00:02,group:1")
+		}
+		s += "actions=" + pick(r, acts)
+	}
+	return s + "\n"
+}
+
 type megaflow struct {
 	key, mask flowkeys.Key
 	d         Decision
@@ -298,6 +350,8 @@ func checkSoundness(t *testing.T, seed uint64, sets, packets int, b fault) (fail
 	rm := rand.New(rand.NewPCG(seed, 0x6d6972726f7273))
 	for set := range sets {
 		var text strings.Builder
+		text.WriteString(randGroup(r, 1))
+		text.WriteString(randGroup(r, 2))
 		for range 1 + r.IntN(8) {
 			text.WriteString(randRule(r, 0))
 			text.WriteByte('\n')
@@ -306,6 +360,13 @@ func checkSoundness(t *testing.T, seed uint64, sets, packets int, b fault) (fail
 		for range r.IntN(5) {
 			text.WriteString(randRule(r, 1+r.IntN(2)))
 			text.WriteByte('\n')
+		}
+		// Sometimes a later table ends in a catch-all (where
+		// recirculated packets go).
+		for tbl := 1; tbl <= 2; tbl++ {
+			if r.IntN(2) == 0 {
+				fmt.Fprintf(&text, "table=%d,priority=0,actions=%s\n", tbl, pick(r, []string{"normal", "output:2", "mod_nw_ttl:9,output:1", "flood"}))
+			}
 		}
 		rs, err := ParseRules("random", strings.NewReader(text.String()))
 		if err != nil {
@@ -319,7 +380,27 @@ func checkSoundness(t *testing.T, seed uint64, sets, packets int, b fault) (fail
 				}
 			}
 		}
-		env := &Env{Ports: poolPorts, Switch: sw, ControllerPID: 77}
+		// The recirculation IDs of the rules' ct(table=N), and the
+		// tables they go on in.
+		rt := NewRecircTable()
+		var recircIDs []uint32
+		recircTable := map[uint32]int{}
+		for i := range rs.Rules {
+			for _, a := range rs.Rules[i].Actions {
+				if a.Type == ActCT && a.CT.HasTable {
+					id := rt.RecircID(a.CT.ctKey(a.Table), int(a.Table))
+					if _, ok := recircTable[id]; !ok {
+						recircIDs = append(recircIDs, id)
+					}
+					recircTable[id] = int(a.Table)
+				}
+			}
+		}
+		up := map[uint32]bool{}
+		for _, p := range poolPorts {
+			up[p] = r.IntN(3) > 0
+		}
+		env := &Env{Ports: poolPorts, Switch: sw, ControllerPID: 77, Recirc: rt, PortUp: func(p uint32) bool { return up[p] }}
 		if r.IntN(2) > 0 {
 			env.VLANs = randVLANs(r)
 		}
@@ -329,8 +410,14 @@ func checkSoundness(t *testing.T, seed uint64, sets, packets int, b fault) (fail
 		var cache []megaflow
 		for pkt := range packets {
 			k := randKey(r)
+			table := 0
+			if len(recircIDs) > 0 && r.IntN(4) == 0 {
+				// A packet back from recirculation.
+				k.RecircID = pick(r, recircIDs)
+				table = recircTable[k.RecircID]
+			}
 			var d Decision
-			rs.decide(&k, &d)
+			rs.decideAt(&k, table, &d)
 			env.mirrorMask(&d, &k)
 			direct := Translate(&d, &k, env).String()
 			if b == faultNone {
@@ -338,7 +425,7 @@ func checkSoundness(t *testing.T, seed uint64, sets, packets int, b fault) (fail
 				// starts from it, as Translate does).
 				tm := d.Mask
 				var w walker
-				w.init(&k, &tm, &translator{ports: env.Ports, sw: sw, vlans: env.VLANs})
+				w.init(&k, &tm, &translator{ports: env.Ports, sw: sw, vlans: env.VLANs, recirc: rt, portUp: env.PortUp})
 				w.rs = rs
 				w.translate(&d, env)
 				tm = w.mask
@@ -382,7 +469,7 @@ func checkSoundness(t *testing.T, seed uint64, sets, packets int, b fault) (fail
 func TestSoundness(t *testing.T) {
 	const seed = 20240607
 	sets, packets := 3000, 150
-	if testing.Short() {
+	if testing.Short() || raceEnabled {
 		sets = 300
 	}
 	if f := checkSoundness(t, seed, sets, packets, faultNone); f != "" {
@@ -408,6 +495,9 @@ func TestSoundnessCatchesBugs(t *testing.T) {
 		{"lookups after table 0 add nothing to the mask", faultNoTableMask},
 		{"mirrors do not mask in_port", faultNoMirrorMask},
 		{"mirrors selecting VLANs do not mask the VLAN", faultNoMirrorVLANMask},
+		{"decisions do not read recirc_id", faultNoRecircMask},
+		{"a rule failing on ct_state, ct_zone or ct_mark adds no mask", faultNoCTFailMask},
+		{"a select group does not mask the fields it hashes", faultSelectNoHashMask},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := checkSoundness(t, 1, 3000, 150, tc.b)

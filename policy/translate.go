@@ -24,6 +24,12 @@ type Env struct {
 	// Mirrors copy selected traffic to their output ports (mirror.go; at
 	// most MaxMirrors). Decide with Env.DecideInto when there are any.
 	Mirrors []Mirror
+	// Recirc hands out the recirculation IDs of ct(...,table=N); without
+	// it a packet that reaches such an action is dropped.
+	Recirc Recirculator
+	// PortUp reports whether a port is up: the liveness of the group
+	// buckets that watch it (nil: every port is up).
+	PortUp func(port uint32) bool
 }
 
 // Learn teaches the learning switch what decision d for key k saw: when
@@ -56,7 +62,7 @@ func Translate(d *Decision, k *flowkeys.Key, env *Env) odp.Actions {
 func AppendTranslate(dst odp.Actions, d *Decision, k *flowkeys.Key, env *Env) odp.Actions {
 	tr := translator{out: dst}
 	if env != nil {
-		tr.ports, tr.sw, tr.pid, tr.vlans = env.Ports, env.Switch, env.ControllerPID, env.VLANs
+		tr.ports, tr.sw, tr.pid, tr.vlans, tr.recirc, tr.portUp = env.Ports, env.Switch, env.ControllerPID, env.VLANs, env.Recirc, env.PortUp
 	}
 	// Starting from the decision's mask, the lookups of resubmit and
 	// goto_table choose the proofs that decide chose (or ones it already
@@ -94,6 +100,8 @@ type translator struct {
 	sw      *LearningSwitch
 	pid     uint32
 	vlans   *VLANTable
+	recirc  Recirculator
+	portUp  func(uint32) bool
 	out     odp.Actions
 	mirrors mirrorState
 }

@@ -67,6 +67,10 @@ type Config struct {
 	// PortModes is the userspace datapath's backend of ports by name
 	// (--port IFACE,mode=ring|mmsg|xdp: the port option mode=).
 	PortModes map[string]string
+	// PortUp reports whether the network device of a port is up, for the
+	// liveness of group buckets (watch_port); nil reads its carrier
+	// (carrierUp).
+	PortUp func(name string) bool
 	// Rules is the policy; nil means the L2 learning switch
 	// (policy.DefaultRules).
 	Rules *policy.RuleSet
@@ -155,10 +159,13 @@ type Daemon struct {
 	pol   atomic.Pointer[policyState]
 	polMu sync.Mutex // serialises policy replacements
 	flows *flowTable
-	m     *metrics
-	lat   Latency
-	taps  tapSet    // upcall subscribers (tap.go)
-	pins  packetIns // packet-in subscribers and their rate limit (packetin.go)
+	// recirc is the recirculation IDs of ct(...,table=N), referred to by
+	// the flows' actions (counted by flows).
+	recirc *policy.RecircTable
+	m      *metrics
+	lat    Latency
+	taps   tapSet    // upcall subscribers (tap.go)
+	pins   packetIns // packet-in subscribers and their rate limit (packetin.go)
 
 	flowLimit atomic.Int64
 	maxLimit  int64
@@ -175,6 +182,9 @@ type Daemon struct {
 	// portNames is portNames of the port list refreshPorts last saw
 	// (the revalidator's goroutine, and Setup before it starts).
 	portNames string
+	// down is the canonical text of the ports that are down (liveness),
+	// as the policy's Env.PortUp last saw them.
+	down string
 
 	recvMu    sync.Mutex
 	receivers []odp.UpcallReceiver
@@ -259,12 +269,14 @@ func New(cfg Config) (*Daemon, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	recirc := policy.NewRecircTable()
 	d := &Daemon{
 		cfg:      cfg,
+		recirc:   recirc,
 		dp:       cfg.Datapath,
 		log:      cfg.Logger.With("datapath", cfg.Datapath.Type()+"@"+cfg.Datapath.Name()),
 		mono:     cfg.MonoMillis,
-		flows:    newFlowTable(),
+		flows:    newFlowTable(recirc),
 		dirty:    make(map[[6]byte]uint64),
 		wake:     make(chan struct{}, 1),
 		maxLimit: int64(cfg.FlowLimit),
@@ -287,7 +299,7 @@ func New(cfg Config) (*Daemon, error) {
 	if rules == nil {
 		rules = policy.DefaultRules()
 	}
-	d.pol.Store(&policyState{rules: rules, src: rules, env: &policy.Env{Switch: d.sw}, gen: 1})
+	d.pol.Store(&policyState{rules: rules, src: rules, env: &policy.Env{Switch: d.sw, Recirc: recirc}, gen: 1})
 	d.mode.Store("")
 	d.m = newMetrics(cfg.Registry, d)
 	return d, nil
@@ -339,6 +351,7 @@ func (d *Daemon) Setup(ctx context.Context) error {
 	if _, err := d.refreshPorts(ctx); err != nil {
 		return err
 	}
+	d.refreshLiveness(ctx)
 	if d.cfg.NoHandlers {
 		return nil
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/ovsdp/ovsdp/flowkeys"
 	"github.com/ovsdp/ovsdp/odp"
+	"github.com/ovsdp/ovsdp/policy"
 )
 
 // record is what the daemon remembers about one datapath flow it owns:
@@ -54,10 +55,12 @@ type flowTable struct {
 		m  map[odp.UFID]*record
 	}
 	n atomic.Int64
+	// recirc counts the flows whose actions recirculate to each ID.
+	recirc *policy.RecircTable
 }
 
-func newFlowTable() *flowTable {
-	t := &flowTable{}
+func newFlowTable(recirc *policy.RecircTable) *flowTable {
+	t := &flowTable{recirc: recirc}
 	for i := range t.shards {
 		t.shards[i].m = make(map[odp.UFID]*record)
 	}
@@ -87,8 +90,17 @@ func (t *flowTable) add(r *record) bool {
 	s.mu.Unlock()
 	if !ok {
 		t.n.Add(1)
+		t.recirc.Ref(r.actions)
 	}
 	return !ok
+}
+
+// setActions replaces the actions of r, a record in the table, keeping
+// the recirculation counts.
+func (t *flowTable) setActions(r *record, acts odp.Actions, wire []byte) {
+	t.recirc.Ref(acts)
+	t.recirc.Unref(r.actions)
+	r.actions, r.actionsWire = acts, wire
 }
 
 // remove deletes the record of u, if r is still the one stored.
@@ -102,6 +114,7 @@ func (t *flowTable) remove(u odp.UFID, r *record) {
 	s.mu.Unlock()
 	if ok && (r == nil || cur == r) {
 		t.n.Add(-1)
+		t.recirc.Unref(cur.actions)
 	}
 }
 

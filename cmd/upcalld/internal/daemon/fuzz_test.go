@@ -31,6 +31,8 @@ var missRules = []string{
 	"udp,tp_src=0x100/0xff00,dl_dst=01:00:00:00:00:00/01:00:00:00:00:00,actions=mod_tp_dst:53,mod_nw_tos:8,3",
 	"ip,nw_ttl=1,nw_tos=4,actions=mod_nw_ttl:3,mod_nw_src:1.1.1.1,mod_nw_dst:2.2.2.2,mod_dl_src:00:00:00:00:00:01,2",
 	"tcp6,tp_src=1,actions=mod_tp_src:9,1,2\nipv6,ipv6_dst=2001:db8::1/ffff::ff,actions=3\ndl_type=0x8847,actions=2",
+	"ip,actions=ct(zone=3,table=1)\nipv6,actions=ct(commit,nat(dst=[2001:db8::1]:80)),2\npriority=0,actions=ct_clear,normal\ntable=1,ct_state=+trk,actions=2",
+	"group_id=1,type=select,bucket=mod_nw_ttl:3,2,bucket=3\ngroup_id=2,type=all,bucket=group:1,bucket=mod_vlan_vid:4,1\nip,actions=group:2\npriority=0,actions=group:1",
 }
 
 // logCapture is a slog handler that keeps the messages and attributes

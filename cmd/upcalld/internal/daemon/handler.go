@@ -326,13 +326,31 @@ func (d *Daemon) decide(ctx context.Context, h *handlerState, i int, up *odp.Upc
 	ps := d.pol.Load()
 	seq := d.macSeq.Load()
 	dec := &h.dec
-	ps.env.DecideInto(ps.rules, &k, dec)
+	table, err := d.startTable(&k)
+	if err != nil {
+		d.m.refused(refusedRecirc)
+		return err
+	}
+	ps.env.DecideAtInto(ps.rules, &k, table, dec)
 	ps.env.Learn(dec, &k)
 	w := &h.work[i]
 	w.acts = policy.Translate(dec, &k, ps.env)
 	w.exec = len(w.acts) > 0 // no actions: dropped
 	w.installErr = d.queueInstall(h, i, &k, dec, w.acts, ps, seq)
 	return nil
+}
+
+// startTable is the table a packet's decision starts in: 0, or after
+// recirculation the table its recirc_id continues in.
+func (d *Daemon) startTable(k *flowkeys.Key) (int, error) {
+	if k.RecircID == 0 {
+		return 0, nil
+	}
+	t, ok := d.recirc.Table(k.RecircID)
+	if !ok {
+		return 0, fmt.Errorf("recirc_id %#x is no recirculation of this daemon's (freed, or from before a restart): dropped", k.RecircID)
+	}
+	return t, nil
 }
 
 // megaflowMask is a decision's mask as installed: the policy's mask with

@@ -41,7 +41,7 @@ func newMetrics(reg prometheus.Registerer, d *Daemon) *metrics {
 		flowsModified:   newCounter("upcalld_flows_modified_total", "Flows whose actions the revalidator changed."),
 		flowsDeleted:    newCounterVec("upcalld_flows_deleted_total", "Flows the revalidator deleted, by reason (idle, limit, revalidate, unusable).", "reason"),
 		shed:            newCounter("upcalld_upcalls_shed_total", "Misses a lagging handler dropped without handling them (overload: the upcall had waited longer than the maximum lag)."),
-		flowsRefused:    newCounterVec("upcalld_megaflows_refused_total", "Misses that installed no megaflow for a reason other than the flow limit, by reason: key (the upcall's key could not be read), inexpressible (no flow the kernel accepts can match the decision's mask for that packet), actions (the actions could not be encoded), put (the datapath refused the flow).", "reason"),
+		flowsRefused:    newCounterVec("upcalld_megaflows_refused_total", "Misses that installed no megaflow for a reason other than the flow limit, by reason: key (the upcall's key could not be read), inexpressible (no flow the kernel accepts can match the decision's mask for that packet), actions (the actions could not be encoded), put (the datapath refused the flow), recirc (a packet came back from recirculation with a recirc_id the daemon no longer or never knew).", "reason"),
 		panics:          newCounterVec("upcalld_panics_contained_total", "Panics contained and logged with their stack, by where: handler (one upcall, or one batch, failed; the handler goes on), control (one control-socket connection closed; the socket goes on), status (one status connection answered with an error; the status socket goes on).", "where"),
 		packetInsSent:   newCounter("upcalld_packet_ins_total", "Packet-ins (upcalls of controller actions) sent to the status socket's packet-in subscribers."),
 		packetInDrop:    newCounterVec("upcalld_packet_ins_dropped_total", "Packet-ins not sent, by reason: no_subscriber (nobody subscribed), rate_limit (over --packet-in-rate and --packet-in-burst), queue_full (one per subscriber that read too slowly).", "reason"),
@@ -82,6 +82,9 @@ func newMetrics(reg prometheus.Registerer, d *Daemon) *metrics {
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "upcalld_flow_limit", Help: "The current (dynamic) flow limit.",
 		}, func() float64 { return float64(d.flowLimit.Load()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "upcalld_recirc_ids", Help: "Recirculation IDs in use (one per ct action with table= and continuation table that some flow refers to, or did until a pass ago).",
+		}, func() float64 { return float64(d.recirc.Len()) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "upcalld_upcalls_lost_total", Help: "Upcalls the datapath lost since the daemon started (queue full, ENOBUFS, no handler), from the datapath's statistics.",
 		}, func() float64 { return float64(d.lost.Load()) }),
@@ -114,10 +117,11 @@ const (
 	refusedInexpressible
 	refusedActions
 	refusedPut
+	refusedRecirc
 	numRefused
 )
 
-var refusedNames = [numRefused]string{"key", "inexpressible", "actions", "put"}
+var refusedNames = [numRefused]string{"key", "inexpressible", "actions", "put", "recirc"}
 
 // refused counts a miss that installed no megaflow, for reason r.
 func (m *metrics) refused(r refusedReason) { m.refusedBy[r].Inc() }

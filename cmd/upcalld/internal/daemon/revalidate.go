@@ -71,6 +71,7 @@ func (d *Daemon) RevalidateNow(ctx context.Context) (PassResult, error) {
 	if _, err := d.refreshPorts(ctx); err != nil {
 		return res, err
 	}
+	d.refreshLiveness(ctx)
 	d.sw.Expire()
 	ps := d.pol.Load()
 	dirty := d.snapshotDirty()
@@ -143,6 +144,15 @@ func (d *Daemon) RevalidateNow(ctx context.Context) (PassResult, error) {
 			res.Deleted++
 			continue
 		}
+		if r.key.RecircID != 0 && r.mask.RecircID != 0 {
+			if _, ok := d.recirc.Table(r.key.RecircID); !ok {
+				// Its recirculation ID was freed: no packet carries it
+				// any more (or it is a flow of an earlier daemon's).
+				d.delFlow(ctx, r.id, r, reasonRevalidate)
+				res.Deleted++
+				continue
+			}
+		}
 		need := r.rulesGen != ps.gen
 		if !need && r.normal {
 			if s, ok := dirty[r.key.EthDst]; ok && s > r.macSeq {
@@ -174,6 +184,9 @@ func (d *Daemon) RevalidateNow(ctx context.Context) (PassResult, error) {
 	for _, r := range gone {
 		d.flows.remove(r.ufid, r)
 	}
+	// Recirculation IDs no flow referred to for a whole pass are freed;
+	// the flows that match them go in the next pass.
+	d.recirc.Sweep()
 
 	res.Duration = time.Since(start)
 	d.lastDump.Store(int64(res.Duration))
@@ -271,11 +284,23 @@ func (d *Daemon) lookupDumped(ctx context.Context, df *dumped, now uint64) (*rec
 		return nil, err
 	}
 	r.packets = df.stats.Packets
+	d.reserveRecirc(r)
 	if cur := d.flows.get(r.ufid); cur != nil {
 		return cur, nil
 	}
 	d.flows.add(r)
 	return d.flows.get(r.ufid), nil
+}
+
+// reserveRecirc keeps the recirculation IDs of an adopted flow from
+// being handed out: they recirculate to an earlier daemon's tables.
+func (d *Daemon) reserveRecirc(r *record) {
+	d.recirc.Reserve(r.key.RecircID)
+	for _, a := range r.actions {
+		if rc, ok := a.(odp.Recirc); ok {
+			d.recirc.Reserve(rc.ID)
+		}
+	}
 }
 
 // adoptRecord builds the record of a flow found in the datapath. Its
@@ -387,6 +412,7 @@ func (d *Daemon) adopt(ctx context.Context) (int, error) {
 			return nil
 		}
 		r.packets = f.Stats.Packets
+		d.reserveRecirc(r)
 		if d.flows.add(r) {
 			n++
 		}
@@ -420,7 +446,12 @@ const (
 func (d *Daemon) redecide(ctx context.Context, r *record, ps *policyState) outcome {
 	seq := d.macSeq.Load()
 	var dec policy.Decision
-	ps.env.DecideInto(ps.rules, &r.key, &dec)
+	table, err := d.startTable(&r.key)
+	if err != nil {
+		d.delFlow(ctx, r.id, r, reasonRevalidate)
+		return outcomeDeleted
+	}
+	ps.env.DecideAtInto(ps.rules, &r.key, table, &dec)
 	mask := megaflowMask(&dec)
 	if !maskSubset(&mask, &r.mask) {
 		d.delFlow(ctx, r.id, r, reasonRevalidate)
@@ -448,7 +479,7 @@ func (d *Daemon) redecide(ctx context.Context, r *record, ps *policyState) outco
 		return outcomeDeleted
 	}
 	d.log.Debug("flow modified", "ufid", r.ufid.String(), "from", odp.FormatActions(r.actions), "to", odp.FormatActions(acts))
-	r.actions, r.actionsWire = acts, wire
+	d.flows.setActions(r, acts, wire)
 	r.rulesGen, r.macSeq, r.normal, r.normalTCI = ps.gen, seq, dec.Normal, dec.NormalTCI
 	d.m.flowsModified.Inc()
 	return outcomeModified
@@ -479,8 +510,12 @@ func (d *Daemon) seedLearning() {
 		}
 	})
 	for _, r := range seeds {
+		table, err := d.startTable(&r.key)
+		if err != nil {
+			continue // an earlier daemon's recirculation: nothing to learn
+		}
 		var dec policy.Decision
-		ps.env.DecideInto(ps.rules, &r.key, &dec)
+		ps.env.DecideAtInto(ps.rules, &r.key, table, &dec)
 		ps.env.Learn(&dec, &r.key)
 	}
 }

@@ -35,12 +35,7 @@ func TestNamespaceVLAN(t *testing.T) { scenarioVLAN(t, openUserdp) }
 func scenarioVLAN(t *testing.T, open func(t testing.TB) odp.Datapath) {
 	testenv.RequireRoot(t)
 	const a10, a20, b10, b20 = 0, 1, 2, 3
-	var hosts []*testenv.Netns
-	var veths []*testenv.Veth
-	for i := range 4 {
-		ns, v := newHost(t, hostIP(i))
-		hosts, veths = append(hosts, ns), append(veths, v)
-	}
+	hosts, veths := newHosts(t, 4, hostIP)
 	trunk := testenv.NewVeth(t, nil, nil)
 	for _, n := range []string{trunk.Name, trunk.PeerName} {
 		if err := disableOffloads(n); err != nil {
