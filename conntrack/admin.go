@@ -193,6 +193,11 @@ func (t *Tracker) zoneLimit(zone uint16) uint32 {
 	return t.defLimit
 }
 
+// Defrag returns the tracker's fragment reassembler, which the ct action
+// gives the fragments it meets before tracking (its queues expire with
+// the sweeper's steps).
+func (t *Tracker) Defrag() *Defrag { return t.frag }
+
 // Sweep deletes every expired connection and returns how many. Its cost
 // is a walk of the table, none of it on the packet path: packets only
 // store their connection's new expiry time.
@@ -261,6 +266,7 @@ func (t *Tracker) StartSweeper(interval time.Duration) (stop func()) {
 					t.coarse.Store(t.clock())
 				}
 				t.SweepBuckets(per)
+				t.frag.Expire()
 			}
 		}
 	}()

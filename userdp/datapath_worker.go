@@ -1,6 +1,7 @@
 package userdp
 
 import (
+	"github.com/ovsdp/ovsdp/conntrack"
 	"github.com/ovsdp/ovsdp/flowkeys"
 	"github.com/ovsdp/ovsdp/odp"
 )
@@ -33,6 +34,10 @@ type worker struct {
 	counters workerCounters
 
 	natArgs setArgs // the ct action's NAT rewrite (exec_ct.go)
+
+	// The ct action's reassembly and output's fragmentation (exec_ct.go).
+	reasm      conntrack.Reassembled
+	fragmenter conntrack.Fragmenter
 }
 
 // copySlot is one scratch packet copy.
@@ -79,6 +84,9 @@ func (w *worker) process(buf []byte, off, n int, inPort uint32) {
 	c.hValid, c.cutlen, c.recirc, c.steal = false, 0, 0, true
 	if c.ct.Flags != 0 { // only a ct action sets it
 		c.ct.Clear()
+	}
+	if c.frag.MRU != 0 { // only a reassembly sets it
+		c.frag = conntrack.FragInfo{}
 	}
 	l3, err := flowkeys.ExtractPortL3(buf[off:off+n], inPort, &c.key)
 	if err != nil {
@@ -149,7 +157,7 @@ func (w *worker) miss(c *pktCtx) {
 	if w.dp == nil {
 		return
 	}
-	m := upcallMsg{kind: odp.UpcallMiss, key: c.key, pkt: w.slab.copyOf(c.f.Bytes())}
+	m := upcallMsg{kind: odp.UpcallMiss, key: c.key, pkt: w.slab.copyOf(c.f.Bytes()), mru: c.frag.MRU}
 	if !w.dp.upcalls.send(&m, 0) {
 		w.counters.lost++
 	}
@@ -170,7 +178,7 @@ func (w *worker) userspace(c *pktCtx, o *op) {
 	if c.cutlen > 0 && int(c.cutlen) < len(b) {
 		b = b[:len(b)-int(c.cutlen)]
 	}
-	m := upcallMsg{kind: odp.UpcallAction, key: c.key, pkt: w.slab.copyOf(b), userdata: o.user.userdata}
+	m := upcallMsg{kind: odp.UpcallAction, key: c.key, pkt: w.slab.copyOf(b), userdata: o.user.userdata, mru: c.frag.MRU}
 	if o.user.actions && c.acts != nil {
 		m.acts = c.acts.odp
 	}

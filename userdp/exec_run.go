@@ -58,6 +58,10 @@ type pktCtx struct {
 	// ct is the packet's connection tracking state (the kernel's
 	// skb->_nfct and the key's ct fields), kept across recirculation.
 	ct conntrack.State
+	// frag is set on a datagram that a ct action reassembled (or that
+	// Execute was given an MRU for): output fragments it again (the
+	// kernel's OVS_CB(skb)->mru and the skb's frag_list).
+	frag conntrack.FragInfo
 }
 
 // keyProtocol is skb->protocol as the kernel's key_extract sets it: the
@@ -182,6 +186,13 @@ func (w *worker) run(c *pktCtx, ops []op) {
 				c.cutlen = 0
 			}
 			frame := c.f.Buf[c.f.Off : c.f.Off+n]
+			if c.frag.MRU != 0 {
+				w.outputReassembled(c, o.a, frame, o.last)
+				if o.last {
+					return
+				}
+				continue
+			}
 			if o.last {
 				if !c.steal || !w.tryQueue(o.a, frame) {
 					w.output(o.a, frame, c.steal)
@@ -290,7 +301,9 @@ func (w *worker) run(c *pktCtx, ops []op) {
 			}
 		case opCT:
 			if err := w.conntrack(c, o.ct); err != nil {
-				w.ctDrop(err)
+				if err != errCTStolen {
+					w.ctDrop(err)
+				}
 				return
 			}
 		case opCTClear:

@@ -32,6 +32,7 @@ type upcallMsg struct {
 	pkt      []byte
 	userdata []byte
 	acts     odp.Actions
+	mru      uint16 // a reassembled packet's MRU (OVS_PACKET_ATTR_MRU)
 }
 
 // upcallQueue is one handler's queue.
@@ -171,6 +172,7 @@ func (q *upcallQueue) fill(u *odp.Upcall, m *upcallMsg) {
 		Packet:   m.pkt,
 		Userdata: m.userdata,
 		Actions:  m.acts,
+		MRU:      m.mru,
 	}
 }
 
