@@ -85,9 +85,7 @@ func (w *worker) process(buf []byte, off, n int, inPort uint32) {
 	if c.ct.Flags != 0 { // only a ct action sets it
 		c.ct.Clear()
 	}
-	if c.frag.MRU != 0 { // only a reassembly sets it
-		c.frag = conntrack.FragInfo{}
-	}
+	c.frag.MRU = 0 // not reassembled (the other fields mean nothing then)
 	l3, err := flowkeys.ExtractPortL3(buf[off:off+n], inPort, &c.key)
 	if err != nil {
 		w.counters.extractErrors++

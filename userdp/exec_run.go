@@ -180,18 +180,14 @@ func (w *worker) run(c *pktCtx, ops []op) {
 		o := &ops[i]
 		switch o.kind {
 		case opOutput:
-			n := c.f.Len
-			if c.cutlen > 0 {
-				n = c.cutFrame()
-				c.cutlen = 0
-			}
-			frame := c.f.Buf[c.f.Off : c.f.Off+n]
-			if c.frag.MRU != 0 {
-				w.outputReassembled(c, o.a, frame, o.last)
-				if o.last {
-					return
+			frame := c.f.Buf[c.f.Off : c.f.Off+c.f.Len]
+			if c.cutlen|uint32(c.frag.MRU) != 0 { // rare: one test for both
+				if frame = w.outputSpecial(c, o, frame); frame == nil {
+					if o.last {
+						return
+					}
+					continue
 				}
-				continue
 			}
 			if o.last {
 				if !c.steal || !w.tryQueue(o.a, frame) {
@@ -368,6 +364,20 @@ func (w *worker) run(c *pktCtx, ops []op) {
 			w.releaseCopy()
 		}
 	}
+}
+
+// outputSpecial is an output after a trunc (it returns the frame cut) or
+// of a reassembled datagram (it outputs it and returns nil).
+func (w *worker) outputSpecial(c *pktCtx, o *op, frame []byte) []byte {
+	if c.cutlen > 0 {
+		frame = frame[:c.cutFrame()]
+		c.cutlen = 0
+	}
+	if c.frag.MRU != 0 {
+		w.outputReassembled(c, o.a, frame, o.last)
+		return nil
+	}
+	return frame
 }
 
 // nested runs a nested action list: on the packet itself when the
