@@ -501,6 +501,7 @@ func Scenarios() []*Scenario {
 		}),
 	})
 	ctScenarios(add)
+	fragScenarios(add)
 	return ss
 }
 
