@@ -27,6 +27,9 @@ type Entry struct {
 	TCP                         TCPState
 	WScaleOrig, WScaleReply     uint8
 	TCPFlagsOrig, TCPFlagsReply uint8
+	// Bucket is the hash bucket of the original direction's entry, from
+	// 0 to Tracker.Buckets()-1 (ct-bkts).
+	Bucket int
 }
 
 func (t *Tracker) entry(c *conn, now int64) Entry {
@@ -35,6 +38,7 @@ func (t *Tracker) entry(c *conn, now int64) Entry {
 		Zone: c.zone, Mark: c.mark.Load(), Labels: c.labelBytes(), Status: c.status.Load() &^ statusLiberal,
 		OrigPackets: c.pkts[dirOrig].Load(), OrigBytes: c.bytes[dirOrig].Load(),
 		ReplyPackets: c.pkts[dirReply].Load(), ReplyBytes: c.bytes[dirReply].Load(),
+		Bucket: t.tab.bucket(t.tab.seed.hash(&c.e0.tuple, c.zone)),
 	}
 	if left := c.expires.Load() - now; left > 0 {
 		e.Timeout = uint32(left / int64(time.Second))

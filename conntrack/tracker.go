@@ -156,7 +156,8 @@ type Tracker struct {
 	sweepMu     sync.Mutex
 	sweepCursor int
 
-	frag *Defrag // the ct action's fragment reassembler
+	frag   *Defrag     // the ct action's fragment reassembler
+	seqOff atomic.Bool // TCP sequence checks off (SetTCPSeqCheck)
 
 	coarseOK bool         // the clock is the default one: a sweeper may keep coarse
 	coarse   atomic.Int64 // the sweeper's last clock reading, or 0

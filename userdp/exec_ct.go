@@ -36,22 +36,30 @@ import (
 // Not done: an ICMPv6 error embedding an IPv6 packet with extension
 // headers is dropped when NAT would rewrite it.
 
-// ctSweepInterval is how often the whole conntrack table is swept.
+// ctSweepInterval is how often the whole conntrack table is swept, until
+// ct-set-sweep-interval changes it.
 const ctSweepInterval = time.Second
 
 // ctState is the datapath's tracker, made on first use.
 type ctState struct {
 	once sync.Once
 	t    *conntrack.Tracker
-	stop func()
+
+	mu     sync.Mutex // the sweeper's fields
+	stop   func()
+	sweep  time.Duration
+	closed bool
 }
 
 // Conntrack returns the datapath's connection tracker (made on first
 // use), for dpctl's conntrack commands.
 func (dp *Datapath) Conntrack() *conntrack.Tracker {
 	dp.ct.once.Do(func() {
-		dp.ct.t = conntrack.New(conntrack.Config{})
+		dp.ct.t = conntrack.New(conntrack.Config{MaxConns: dp.opts.ctMax})
+		dp.ct.mu.Lock()
+		dp.ct.sweep = ctSweepInterval
 		dp.ct.stop = dp.ct.t.StartSweeper(ctSweepInterval)
+		dp.ct.mu.Unlock()
 	})
 	return dp.ct.t
 }
@@ -59,8 +67,12 @@ func (dp *Datapath) Conntrack() *conntrack.Tracker {
 // closeConntrack stops the sweeper, if the tracker was made.
 func (dp *Datapath) closeConntrack() {
 	dp.ct.once.Do(func() {}) // no tracker after Close
+	dp.ct.mu.Lock()
+	defer dp.ct.mu.Unlock()
+	dp.ct.closed = true
 	if dp.ct.stop != nil {
 		dp.ct.stop()
+		dp.ct.stop = nil
 	}
 }
 

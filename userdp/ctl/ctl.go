@@ -93,6 +93,10 @@ type request struct {
 	Clear  bool             `json:"clear,omitempty"`
 	// CTFilter selects the entries of ct_dump and ct_flush.
 	CTFilter *odp.CTFilter `json:"ct_filter,omitempty"`
+	// V6 and On are the family and the setting of ipf_enable,
+	// ipf_min_frag and ct_set_seq_check (tuning.go).
+	V6 bool `json:"v6,omitempty"`
+	On bool `json:"on,omitempty"`
 }
 
 // response is one answer from the server. A dump answers with one
@@ -114,6 +118,11 @@ type response struct {
 	CTEntry *odp.CTEntry `json:"ct_entry,omitempty"`
 	CTStats *odp.CTStats `json:"ct_stats,omitempty"`
 	Count   *uint32      `json:"count,omitempty"`
+	// IPF answers ipf_status, IPFQueues ipf_queues (every response of
+	// it, possibly none), On ct_get_seq_check (tuning.go).
+	IPF       *odp.IPFStatusAll `json:"ipf,omitempty"`
+	IPFQueues []odp.IPFQueue    `json:"ipf_queues,omitempty"`
+	On        *bool             `json:"on,omitempty"`
 	// Closed is set on the server's last answer before it closes an
 	// idle connection; the request the client sent, if any, was not
 	// read.

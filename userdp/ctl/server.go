@@ -250,6 +250,9 @@ func (s *Server) handle(ctx context.Context, req *request, enc *json.Encoder) er
 		return s.handleMeter(ctx, req, enc)
 	case "ct_dump", "ct_flush", "ct_stats", "ct_count", "ct_get_max", "ct_set_max":
 		return s.handleConntrack(ctx, req, enc)
+	case "ipf_enable", "ipf_min_frag", "ipf_max_frags", "ipf_status", "ipf_queues",
+		"ct_get_seq_check", "ct_set_seq_check", "ct_get_sweep", "ct_set_sweep", "ct_buckets":
+		return s.handleTuning(ctx, req, enc)
 	case "execute":
 		if req.Packet == nil {
 			return fmt.Errorf("ctl: execute without a packet: %w", errInvalid)
