@@ -59,8 +59,14 @@
 //     embedded packet back to what it was before NAT. A tuple whose
 //     reply another connection holds is never handed out.
 //
-// Not done (yet): IP fragment reassembly (FromKey returns ErrFragment),
-// helpers and timeout policies (CompileAction refuses them), the TCP
+// IP fragments are reassembled before tracking by the tracker's Defrag
+// (frag.go: the kernel's handle_fragments over ip_defrag and
+// nf_ct_frag6_gather, with Open vSwitch's ipf settings), and a
+// reassembled datagram is fragmented again for output by a Fragmenter
+// (refrag.go: do_output and ovs_fragment).
+//
+// Not done (yet): helpers and timeout policies (CompileAction refuses
+// them), the TCP
 // checksum check the kernel makes at PRE_ROUTING, early drop of
 // unassured connections when the table is full, the reuse of an
 // existing source mapping for a source outside the range, and NAT

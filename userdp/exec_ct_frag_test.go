@@ -184,3 +184,29 @@ func TestCTFragmentsWhole(t *testing.T) {
 		}
 	}
 }
+
+// TestCTFragmentsReassemblyOff: with reassembly off (ipf-set-disabled),
+// a fragment goes through ct unreassembled and invalid (+trk+inv, as the
+// kernel leaves a fragment it cannot reassemble), its key no longer a
+// fragment's; on again, fragments are held.
+func TestCTFragmentsReassemblyOff(t *testing.T) {
+	h := newHarness(t, 2)
+	h.put("recirc_id(0),in_port(1),"+anyEth+"eth_type(0x0800),ipv4(proto=0/0)", "ct(zone=3),recirc(1)")
+	h.put("recirc_id(1),in_port(1),ct_state(+inv+trk),ct_zone(3),"+anyEth+"eth_type(0x0800),ipv4(proto=17/0xff,frag=no),udp(src=0/0,dst=0/0)", "2")
+	ctx := context.Background()
+	if err := h.dp.SetIPFEnabled(ctx, false, false); err != nil {
+		t.Fatal(err)
+	}
+	_, frags := fragDatagram(false, 3000, 9, 1480, 1480, 48)
+	h.send(1, frags[0])
+	h.expectFrame(2, frags[0])
+	if err := h.dp.SetIPFEnabled(ctx, false, true); err != nil {
+		t.Fatal(err)
+	}
+	h.send(1, frags[1])
+	h.expectNone(2)
+	st, err := h.dp.IPFStatus(ctx)
+	if err != nil || st.NFrags != 1 || !st.V4.Enabled || st.V4.Accepted != 1 {
+		t.Fatalf("status %+v, %v", st, err)
+	}
+}

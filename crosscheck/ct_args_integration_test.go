@@ -1,0 +1,109 @@
+//go:build integration
+
+package crosscheck
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/ovsdp/ovsdp/odp"
+	"github.com/ovsdp/ovsdp/testenv"
+	"github.com/ovsdp/ovsdp/testenv/vm"
+)
+
+// ctArgCases are ct actions with a helper or a timeout policy, put on
+// TCP and UDP flows.
+var ctArgCases = []struct{ name, key, acts string }{
+	{"ftp-on-tcp", "in_port(1),eth(),eth_type(0x0800),ipv4(proto=6,frag=no),tcp()", "ct(commit,helper=ftp)"},
+	{"ftp-without-commit", "in_port(1),eth(),eth_type(0x0800),ipv4(proto=6,frag=no),tcp()", "ct(helper=ftp)"},
+	{"ftp-on-udp", "in_port(1),eth(),eth_type(0x0800),ipv4(proto=17,frag=no),udp()", "ct(commit,helper=ftp)"},
+	{"tftp-on-udp", "in_port(1),eth(),eth_type(0x0800),ipv4(proto=17,frag=no),udp()", "ct(commit,helper=tftp)"},
+	{"unknown-helper", "in_port(1),eth(),eth_type(0x0800),ipv4(proto=6,frag=no),tcp()", "ct(commit,helper=nosuch)"},
+	{"unknown-timeout-policy", "in_port(1),eth(),eth_type(0x0800),ipv4(proto=17,frag=no),udp()", "ct(commit,timeout=nosuch)"},
+}
+
+// ctArgResults puts each case's flow on a fresh datapath and returns
+// what each put returned: "ok", the errno's name, or the error.
+func ctArgResults(t *testing.T, open Opener, name string) map[string]string {
+	t.Helper()
+	dp, cleanup, err := open(name)
+	if err != nil {
+		t.Fatalf("open %s: %v", name, err)
+	}
+	defer cleanup()
+	if _, err := dp.AddPort(context.Background(), odp.PortSpec{Name: name + "-p", Type: "internal"}); err != nil && !errors.Is(err, odp.ErrUnsupported) {
+		t.Logf("%s: add port: %v (in_port(1) then names no port)", name, err)
+	}
+	out := map[string]string{}
+	for _, c := range ctArgCases {
+		err := putFlowText(context.Background(), dp, FlowSpec{c.key, c.acts}, 0)
+		var errno syscall.Errno
+		switch {
+		case err == nil:
+			out[c.name] = "ok"
+		case errors.As(err, &errno):
+			out[c.name] = unix.ErrnoName(errno)
+		default:
+			out[c.name] = "error: " + err.Error()
+		}
+		t.Logf("%s: %s actions:%s: %v", name, c.key, c.acts, err)
+	}
+	return out
+}
+
+// loadHelperModules loads the kernel's FTP and TFTP conntrack helpers
+// from the VM's module tree (the guest cannot autoload them).
+func loadHelperModules(t *testing.T) {
+	t.Helper()
+	for _, m := range []string{"nf_conntrack_ftp", "nf_conntrack_tftp"} {
+		paths, _ := filepath.Glob(filepath.Join(vm.DefaultCache, "linux-image-*", "modules", "*", "kernel", "net", "netfilter", m+".ko"))
+		if len(paths) == 0 {
+			t.Fatalf("no %s.ko under %s: the kernel's helper cannot be loaded to check its answer", m, vm.DefaultCache)
+		}
+		f, err := os.Open(paths[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = unix.FinitModule(int(f.Fd()), "", 0)
+		f.Close()
+		if err != nil && err != unix.EEXIST {
+			t.Fatalf("loading %s: %v", paths[0], err)
+		}
+	}
+}
+
+// TestIntegrationCTHelperTimeout checks what kernel 6.1 answers to ct
+// actions with a helper or a timeout policy, with and without the
+// helper modules loaded, and that netdev@, which has no helpers and no
+// timeout policies, answers as the kernel does without them.
+func TestIntegrationCTHelperTimeout(t *testing.T) {
+	testenv.RequireRoot(t)
+	testenv.RequireKernelModule(t, "openvswitch")
+	mods, _ := os.ReadFile("/proc/modules")
+	for _, m := range []string{"nf_conntrack_ftp", "nf_conntrack_tftp"} {
+		if strings.Contains(string(mods), m+" ") {
+			t.Fatalf("%s is already loaded: the answer without helpers cannot be checked", m)
+		}
+	}
+	sys := ctArgResults(t, SystemOpener, "ctargs-sys")
+	net := ctArgResults(t, NetdevOpener, "ctargs-net")
+	loadHelperModules(t)
+	sysHelpers := ctArgResults(t, SystemOpener, "ctargs-sys2")
+	var b strings.Builder
+	fmt.Fprintf(&b, "%-24s %-14s %-14s %s\n", "case", "system@", "netdev@", "system@ with nf_conntrack_ftp/tftp")
+	for _, c := range ctArgCases {
+		fmt.Fprintf(&b, "%-24s %-14s %-14s %s\n", c.name, sys[c.name], net[c.name], sysHelpers[c.name])
+		if sys[c.name] != net[c.name] {
+			t.Errorf("%s: system@ %s, netdev@ %s", c.name, sys[c.name], net[c.name])
+		}
+	}
+	t.Logf("ct helper and timeout arguments:\n%s", b.String())
+}
