@@ -70,6 +70,16 @@ func (ft *fragTest) gather(v6 bool, zone uint16, want FragVerdict, frames ...[]b
 	return &r
 }
 
+// expect gives one frame (with the zone 0) and fails unless Gather
+// answers want with an error that is wantErr.
+func (ft *fragTest) expect(frame []byte, v6 bool, want FragVerdict, wantErr error) {
+	ft.t.Helper()
+	var r Reassembled
+	if v, err := ft.d.Gather(frame, 14, v6, 0, &r); v != want || !errors.Is(err, wantErr) {
+		ft.t.Fatalf("verdict %d (%v), want %d (%v)", v, err, want, wantErr)
+	}
+}
+
 func wrap(v6 bool, ips [][]byte) [][]byte {
 	out := make([][]byte, len(ips))
 	for i, ip := range ips {
@@ -170,11 +180,8 @@ func TestDefragDuplicateAndOverlap(t *testing.T) {
 				headertest.Piece{Off: 0, Len: 1600 + 8}) // spans two runs: an overlap
 
 			ft := newFragTest(t, DefragConfig{})
-			var r Reassembled
 			ft.gather(v6, 0, FragHeld, f[0], f[1])
-			if v, err := ft.d.Gather(f[3], 14, v6, 0, &r); v != FragHeld || !errors.Is(err, ErrFragDup) {
-				t.Fatalf("duplicate: %d %v", v, err)
-			}
+			ft.expect(f[3], v6, FragHeld, ErrFragDup)
 			ft.gather(v6, 0, FragDone, f[2])
 			if st := ft.d.Stats(v6); st.Overlap != 1 || st.Completed != 3 {
 				t.Fatalf("stats %+v", st)
@@ -182,9 +189,7 @@ func TestDefragDuplicateAndOverlap(t *testing.T) {
 
 			ft = newFragTest(t, DefragConfig{})
 			ft.gather(v6, 0, FragHeld, f[0], f[1])
-			if v, err := ft.d.Gather(f[4], 14, v6, 0, &r); v != FragDropped || !errors.Is(err, ErrFragOverlap) {
-				t.Fatalf("overlap: %d %v", v, err)
-			}
+			ft.expect(f[4], v6, FragDropped, ErrFragOverlap)
 			if n, _ := ft.d.Held(); n != 0 {
 				t.Fatalf("%d fragments held after an overlap", n)
 			}
@@ -199,12 +204,8 @@ func TestDefragDuplicateAndOverlap(t *testing.T) {
 			// and the run at 1600 (an overlap).
 			ft = newFragTest(t, DefragConfig{})
 			ft.gather(v6, 0, FragHeld, f[2], f[0])
-			if v, err := ft.d.Gather(f[5], 14, v6, 0, &r); v != FragHeld || !errors.Is(err, ErrFragDup) {
-				t.Fatalf("duplicate in an earlier run: %d %v", v, err)
-			}
-			if v, err := ft.d.Gather(f[6], 14, v6, 0, &r); v != FragDropped || !errors.Is(err, ErrFragOverlap) {
-				t.Fatalf("overlap of two runs: %d %v", v, err)
-			}
+			ft.expect(f[5], v6, FragHeld, ErrFragDup)
+			ft.expect(f[6], v6, FragDropped, ErrFragOverlap)
 		})
 	}
 }
@@ -244,10 +245,7 @@ func TestDefragTimeoutAndLimits(t *testing.T) {
 		t.Fatal(err)
 	}
 	ft.gather(false, 0, FragHeld, f[0], f[1])
-	var r Reassembled
-	if v, err := ft.d.Gather(f[2], 14, false, 0, &r); v != FragDropped || !errors.Is(err, ErrFragNoRoom) {
-		t.Fatalf("beyond the maximum: %d %v", v, err)
-	}
+	ft.expect(f[2], false, FragDropped, ErrFragNoRoom)
 	if st := ft.d.Stats(false); st.NoRoom != 1 {
 		t.Fatalf("stats %+v", st)
 	}
@@ -259,9 +257,7 @@ func TestDefragTimeoutAndLimits(t *testing.T) {
 
 	ft = newFragTest(t, DefragConfig{MaxBytes: 1000})
 	ft.gather(false, 0, FragHeld, f[0], f[1]) // 1600 bytes: over the limit now
-	if v, err := ft.d.Gather(f[2], 14, false, 0, &r); v != FragDropped || !errors.Is(err, ErrFragNoRoom) {
-		t.Fatalf("beyond the bytes: %d %v", v, err)
-	}
+	ft.expect(f[2], false, FragDropped, ErrFragNoRoom)
 }
 
 // TestDefragKernelRules checks the per-family rules of ip_frag_queue and
@@ -269,7 +265,6 @@ func TestDefragTimeoutAndLimits(t *testing.T) {
 func TestDefragKernelRules(t *testing.T) {
 	P := func(off, n int) headertest.Piece { return headertest.Piece{Off: off, Len: n} }
 	L := func(off, n int) headertest.Piece { return headertest.Piece{Off: off, Len: n, Last: true} }
-	var r Reassembled
 	for _, v6 := range []bool{false, true} {
 		cut := func(ps ...headertest.Piece) [][]byte {
 			if v6 {
@@ -285,9 +280,7 @@ func TestDefragKernelRules(t *testing.T) {
 			ft := newFragTest(t, DefragConfig{})
 			if v6 {
 				ft.gather(true, 0, FragHeld, f[1])
-				if v, err := ft.d.Gather(f[0], 14, true, 0, &r); v != FragPass || !errors.Is(err, ErrFragInvalid) {
-					t.Fatalf("%d %v", v, err)
-				}
+				ft.expect(f[0], true, FragPass, ErrFragInvalid)
 				if n, _ := ft.d.Held(); n != 0 {
 					t.Fatalf("%d held", n)
 				}
@@ -307,9 +300,7 @@ func TestDefragKernelRules(t *testing.T) {
 			f := cut(P(0, 800), L(1600, 800), L(800, 800), P(800, 800))
 			ft := newFragTest(t, DefragConfig{})
 			ft.gather(v6, 0, FragHeld, f[0], f[1])
-			if v, err := ft.d.Gather(f[2], 14, v6, 0, &r); v != FragDropped || !errors.Is(err, ErrFragInvalid) {
-				t.Fatalf("%d %v", v, err)
-			}
+			ft.expect(f[2], v6, FragDropped, ErrFragInvalid)
 			want := FragHeld
 			if v6 {
 				want = FragDone
@@ -320,9 +311,7 @@ func TestDefragKernelRules(t *testing.T) {
 			f := cut(L(800, 800), P(1600, 800))
 			ft := newFragTest(t, DefragConfig{})
 			ft.gather(v6, 0, FragHeld, f[0])
-			if v, err := ft.d.Gather(f[1], 14, v6, 0, &r); v != FragDropped || !errors.Is(err, ErrFragInvalid) {
-				t.Fatalf("%d %v", v, err)
-			}
+			ft.expect(f[1], v6, FragDropped, ErrFragInvalid)
 			if n, _ := ft.d.Held(); (n == 0) != !v6 {
 				t.Fatalf("%d held (IPv4 drops the queue, IPv6 keeps it)", n)
 			}
@@ -331,9 +320,7 @@ func TestDefragKernelRules(t *testing.T) {
 			f := cut(P(0, 800), P(800, 0))
 			ft := newFragTest(t, DefragConfig{})
 			ft.gather(v6, 0, FragHeld, f[0])
-			if v, err := ft.d.Gather(f[1], 14, v6, 0, &r); v != FragDropped || !errors.Is(err, ErrFragInvalid) {
-				t.Fatalf("%d %v", v, err)
-			}
+			ft.expect(f[1], v6, FragDropped, ErrFragInvalid)
 		})
 		t.Run(name+"/min-size-and-off", func(t *testing.T) {
 			f := cut(P(0, 800), P(800, 1600))
@@ -344,16 +331,12 @@ func TestDefragKernelRules(t *testing.T) {
 			if err := ft.d.SetMinFragSize(v6, 1000); err != nil {
 				t.Fatal(err)
 			}
-			if v, err := ft.d.Gather(f[0], 14, v6, 0, &r); v != FragDropped || !errors.Is(err, ErrFragTooSmall) {
-				t.Fatalf("%d %v", v, err)
-			}
+			ft.expect(f[0], v6, FragDropped, ErrFragTooSmall)
 			if st := ft.d.Stats(v6); st.TooSmall != 1 {
 				t.Fatalf("stats %+v", st)
 			}
 			ft.d.SetEnabled(v6, false)
-			if v, err := ft.d.Gather(f[0], 14, v6, 0, &r); v != FragPass || !errors.Is(err, ErrFragOff) {
-				t.Fatalf("%d %v", v, err)
-			}
+			ft.expect(f[0], v6, FragPass, ErrFragOff)
 			if s := ft.d.Settings(v6); s.Enabled || s.MinFragSize != 1000 {
 				t.Fatalf("settings %+v", s)
 			}
@@ -380,9 +363,7 @@ func TestDefragKernelRules(t *testing.T) {
 			fs = append(fs, frag(off, min(1480, 65528-off), true))
 		}
 		ft.gather(false, 0, FragHeld, fs...)
-		if v, err := ft.d.Gather(frag(65528, 100, false), 14, false, 0, &r); v != FragDropped || !errors.Is(err, ErrFragInvalid) {
-			t.Fatalf("%d %v", v, err)
-		}
+		ft.expect(frag(65528, 100, false), false, FragDropped, ErrFragInvalid)
 		if n, _ := ft.d.Held(); n != 0 {
 			t.Fatalf("%d held", n)
 		}
@@ -393,9 +374,7 @@ func TestDefragKernelRules(t *testing.T) {
 		short := append([]byte(nil), f[1][:14+48+4]...)
 		short[14+5] = 8 + 4
 		ft := newFragTest(t, DefragConfig{})
-		if v, err := ft.d.Gather(short, 14, true, 0, &r); v != FragPass || !errors.Is(err, ErrFragInvalid) {
-			t.Fatalf("%d %v", v, err)
-		}
+		ft.expect(short, true, FragPass, ErrFragInvalid)
 	})
 }
 

@@ -571,6 +571,15 @@ func cmdIPFSetMaxNFrags(e *env, args []string) error {
 		func(r odp.FragReassembler) error { return r.SetIPFMaxFrags(e.ctx, uint32(n)) })
 }
 
+// ipfFamily is one family's status, with its name as ipf-get-status
+// prints it.
+type ipfFamily struct {
+	name string
+	st   odp.IPFStatus
+}
+
+func ipfFamilies(s odp.IPFStatusAll) []ipfFamily { return []ipfFamily{{"v4", s.V4}, {"v6", s.V6}} }
+
 // writeIPFStatus is ipf-get-status' output (dpctl_ct_ipf_get_status).
 func writeIPFStatus(w io.Writer, s odp.IPFStatusAll) {
 	b := func(v bool) int {
@@ -585,10 +594,7 @@ func writeIPFStatus(w io.Writer, s odp.IPFStatusAll) {
 	fmt.Fprintf(w, "        v6 enabled: %d\n", b(s.V6.Enabled))
 	fmt.Fprintf(w, "        max num frags (v4/v6): %d\n", s.MaxFrags)
 	fmt.Fprintf(w, "        num frag: %d\n", s.NFrags)
-	for _, f := range []struct {
-		name string
-		st   odp.IPFStatus
-	}{{"v4", s.V4}, {"v6", s.V6}} {
+	for _, f := range ipfFamilies(s) {
 		fmt.Fprintf(w, "        min %s frag size: %d\n", f.name, f.st.MinFragSize)
 		fmt.Fprintf(w, "        %s frags accepted: %d\n", f.name, f.st.Accepted)
 		fmt.Fprintf(w, "        %s frags completed: %d\n", f.name, f.st.CompletedSent)
@@ -630,10 +636,7 @@ func cmdIPFGetStatus(e *env, args []string) error {
 // ipf_dump_create's format (the lists are not keyed by recirc_id, as the
 // kernel's are not: it is 0).
 func writeIPFQueues(w io.Writer, s odp.IPFStatusAll, qs []odp.IPFQueue) {
-	for _, f := range []struct {
-		name string
-		st   odp.IPFStatus
-	}{{"v4", s.V4}, {"v6", s.V6}} {
+	for _, f := range ipfFamilies(s) {
 		fmt.Fprintf(w, "        %s frags refused for lack of room: %d\n", f.name, f.st.NoRoom)
 		fmt.Fprintf(w, "        %s frags invalid: %d\n", f.name, f.st.Invalid)
 	}
