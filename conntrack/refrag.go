@@ -32,6 +32,14 @@ import (
 //     routing, destination options before a routing header) and a
 //     fragment header.
 //
+// The clone rule is the kernel's skb_cloned test: a packet is fragmented
+// on the slow path while another clone of it is alive. The userspace
+// datapath takes it for every output but its action list's last one
+// (the kernel's output clone, fragmented and freed at once); it does not
+// model the other clones the kernel may still hold at an output (a
+// recirculation deferred by an earlier recirc action, the packet of an
+// enclosing clone or sample), where the kernel takes the slow path too.
+//
 // One difference is kept on purpose: the kernel gives IPv6 fragments a
 // new identification (ipv6_select_ident, a keyed hash with a counter,
 // which cannot be reproduced); these keep the original fragments' one,
