@@ -13,9 +13,9 @@ import (
 // differ only in their identification render the same (and the frame
 // itself is not changed); without it, or for IPv4, they differ.
 func TestIgnoreIPv6FragmentIDs(t *testing.T) {
-	whole := headertest.IPv6(B1, B2, header.IPProtoUDP, 64, 0, 0, headertest.UDP(1, 2, make([]byte, 100)))
+	whole := headertest.IPv6(headertest.IP6("fd00::1"), headertest.IP6("fd00::2"), header.IPProtoUDP, 64, 0, 0, headertest.UDP(1, 2, make([]byte, 100)))
 	frame := func(id uint32) []byte {
-		return headertest.Eth(MAC2, MAC1, header.EtherTypeIPv6, headertest.Fragment6(whole, id, headertest.Piece{Off: 0, Len: 64})[0])
+		return headertest.Eth(headertest.MAC("02:00:00:00:00:02"), headertest.MAC("02:00:00:00:00:01"), header.EtherTypeIPv6, headertest.Fragment6(whole, id, headertest.Piece{Off: 0, Len: 64})[0])
 	}
 	a, b := frame(1), frame(2)
 	keep := append([]byte(nil), a...)
@@ -32,7 +32,7 @@ func TestIgnoreIPv6FragmentIDs(t *testing.T) {
 		t.Errorf("without the option the IDs are compared; diff %q", d)
 	}
 	v4 := func(id uint16) []byte {
-		return headertest.Eth(MAC2, MAC1, header.EtherTypeIPv4, headertest.IPv4(headertest.IPv4Hdr{Src: A1, Dst: A2, Proto: header.IPProtoUDP, TTL: 64, ID: id}, headertest.UDP(1, 2, nil)))
+		return headertest.Eth(headertest.MAC("02:00:00:00:00:02"), headertest.MAC("02:00:00:00:00:01"), header.EtherTypeIPv4, headertest.IPv4(headertest.IPv4Hdr{Src: headertest.IP4("10.0.0.1"), Dst: headertest.IP4("10.0.0.2"), Proto: header.IPProtoUDP, TTL: 64, ID: id}, headertest.UDP(1, 2, nil)))
 	}
 	if d := Compare(obs(v4(1)), obs(v4(2)), CompareOptions{IgnoreIPv6FragmentIDs: true}); d == "" {
 		t.Error("IPv4 identifications are left out too")
