@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -59,11 +60,44 @@ func ctArgResults(t *testing.T, open Opener, name string) map[string]string {
 	return out
 }
 
-// loadHelperModules loads the kernel's FTP and TFTP conntrack helpers
-// from the VM's module tree (the guest cannot autoload them).
-func loadHelperModules(t *testing.T) {
+// helperModules are the kernel's FTP and TFTP conntrack helpers and
+// their NAT parts, in the order they load.
+var helperModules = []string{"nf_conntrack_ftp", "nf_conntrack_tftp", "nf_nat_ftp", "nf_nat_tftp"}
+
+// loadedModules returns which of names /proc/modules lists.
+func loadedModules(t *testing.T, names []string) map[string]bool {
 	t.Helper()
-	for _, m := range []string{"nf_conntrack_ftp", "nf_conntrack_tftp"} {
+	b, err := os.ReadFile("/proc/modules")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]bool{}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) > 0 && slices.Contains(names, f[0]) {
+			out[f[0]] = true
+		}
+	}
+	return out
+}
+
+// setHelperModules loads (from the VM's module tree) or unloads the
+// helper modules.
+func setHelperModules(t *testing.T, load bool) {
+	t.Helper()
+	if !load {
+		for i := len(helperModules) - 1; i >= 0; i-- {
+			if m := helperModules[i]; loadedModules(t, helperModules)[m] {
+				if err := unix.DeleteModule(m, unix.O_NONBLOCK); err != nil {
+					t.Fatalf("unloading %s: %v", m, err)
+				}
+			}
+		}
+		return
+	}
+	for _, m := range helperModules {
+		if loadedModules(t, helperModules)[m] {
+			continue
+		}
 		paths, _ := filepath.Glob(filepath.Join(vm.DefaultCache, "linux-image-*", "modules", "*", "kernel", "net", "netfilter", m+".ko"))
 		if len(paths) == 0 {
 			t.Fatalf("no %s.ko under %s: the kernel's helper cannot be loaded to check its answer", m, vm.DefaultCache)
@@ -81,28 +115,26 @@ func loadHelperModules(t *testing.T) {
 }
 
 // TestIntegrationCTHelperTimeout checks what kernel 6.1 answers to ct
-// actions with a helper or a timeout policy, with and without the
-// helper modules loaded, and that netdev@, which has no helpers and no
-// timeout policies, answers as the kernel does without them.
+// actions with a helper or a timeout policy, with the helper modules
+// loaded and without them, and that netdev@, which has no helpers and
+// no timeout policies, answers as the kernel does without them.
 func TestIntegrationCTHelperTimeout(t *testing.T) {
 	testenv.RequireRoot(t)
 	testenv.RequireKernelModule(t, "openvswitch")
-	mods, _ := os.ReadFile("/proc/modules")
-	for _, m := range []string{"nf_conntrack_ftp", "nf_conntrack_tftp"} {
-		if strings.Contains(string(mods), m+" ") {
-			t.Fatalf("%s is already loaded: the answer without helpers cannot be checked", m)
-		}
-	}
-	sys := ctArgResults(t, SystemOpener, "ctargs-sys")
+	before := loadedModules(t, helperModules)
+	t.Logf("helper modules loaded at the start: %v", before)
+	setHelperModules(t, true)
+	sysHelpers := ctArgResults(t, SystemOpener, "ctargs-sys1")
+	setHelperModules(t, false)
+	defer setHelperModules(t, true)
+	sys := ctArgResults(t, SystemOpener, "ctargs-sys2")
 	net := ctArgResults(t, NetdevOpener, "ctargs-net")
-	loadHelperModules(t)
-	sysHelpers := ctArgResults(t, SystemOpener, "ctargs-sys2")
 	var b strings.Builder
 	fmt.Fprintf(&b, "%-24s %-14s %-14s %s\n", "case", "system@", "netdev@", "system@ with nf_conntrack_ftp/tftp")
 	for _, c := range ctArgCases {
 		fmt.Fprintf(&b, "%-24s %-14s %-14s %s\n", c.name, sys[c.name], net[c.name], sysHelpers[c.name])
 		if sys[c.name] != net[c.name] {
-			t.Errorf("%s: system@ %s, netdev@ %s", c.name, sys[c.name], net[c.name])
+			t.Errorf("%s: system@ without helpers %s, netdev@ %s", c.name, sys[c.name], net[c.name])
 		}
 	}
 	t.Logf("ct helper and timeout arguments:\n%s", b.String())
