@@ -336,7 +336,7 @@ func TestFlowOperations(t *testing.T) {
 		want      error
 	}{
 		{"in_port(1),ipv4(src=1.2.3.4)", "2", syscall.EINVAL}, // ipv4 without eth_type
-		{ip4Key, "ct(commit,helper=ftp)", odp.ErrUnsupported},
+		{ip4Key, "ct(commit,helper=ftp)", syscall.EINVAL},
 		{ip4Key, "push_eth(src=00:00:00:00:00:01,dst=00:00:00:00:00:02),2", odp.ErrUnsupported},
 		{ip4Key, "set(tunnel(tun_id=0x1,dst=1.1.1.1,ttl=64,flags(key))),2", odp.ErrUnsupported},
 		{"in_port(1)," + anyEth + "eth_type(0x0806),arp(sip=0.0.0.0/0.0.0.0)", "set(ipv4(ttl=3))", syscall.EINVAL}, // not IPv4
