@@ -205,6 +205,7 @@ func (dp *Datapath) Execute(ctx context.Context, p *odp.Packet) error {
 		// to the MRU again (the kernel's OVS_CB(skb)->mru; its fragment
 		// sizes are not known, and an IPv6 one gets a new ID).
 		c.frag = conntrack.FragInfo{MRU: p.MRU, V6: key.EthType == header.EtherTypeIPv6, ID: w.random()}
+		c.cutlen = cutReassembled
 	}
 	w.run(c, prog)
 	w.flush()

@@ -85,7 +85,6 @@ func (w *worker) process(buf []byte, off, n int, inPort uint32) {
 	if c.ct.Flags != 0 { // only a ct action sets it
 		c.ct.Clear()
 	}
-	c.frag.MRU = 0 // not reassembled (the other fields mean nothing then)
 	l3, err := flowkeys.ExtractPortL3(buf[off:off+n], inPort, &c.key)
 	if err != nil {
 		w.counters.extractErrors++
@@ -155,7 +154,7 @@ func (w *worker) miss(c *pktCtx) {
 	if w.dp == nil {
 		return
 	}
-	m := upcallMsg{kind: odp.UpcallMiss, key: c.key, pkt: w.slab.copyOf(c.f.Bytes()), mru: c.frag.MRU}
+	m := upcallMsg{kind: odp.UpcallMiss, key: c.key, pkt: w.slab.copyOf(c.f.Bytes()), mru: c.mru()}
 	if !w.dp.upcalls.send(&m, 0) {
 		w.counters.lost++
 	}
@@ -173,10 +172,10 @@ func (w *worker) userspace(c *pktCtx, o *op) {
 	b := c.f.Bytes()
 	// The kernel sends skb->len - cutlen bytes of the packet with its
 	// out-of-band tag put back in line: the whole frame less cutlen.
-	if c.cutlen > 0 && int(c.cutlen) < len(b) {
-		b = b[:len(b)-int(c.cutlen)]
+	if cut := c.cut(); cut > 0 && int(cut) < len(b) {
+		b = b[:len(b)-int(cut)]
 	}
-	m := upcallMsg{kind: odp.UpcallAction, key: c.key, pkt: w.slab.copyOf(b), userdata: o.user.userdata, mru: c.frag.MRU}
+	m := upcallMsg{kind: odp.UpcallAction, key: c.key, pkt: w.slab.copyOf(b), userdata: o.user.userdata, mru: c.mru()}
 	if o.user.actions && c.acts != nil {
 		m.acts = c.acts.odp
 	}

@@ -147,6 +147,7 @@ func (w *worker) defrag(c *pktCtx, tr *conntrack.Tracker, zone uint16) (untracke
 	c.steal = false
 	c.invalidate()
 	c.frag = r.Frag
+	c.cutlen |= cutReassembled
 	*r = conntrack.Reassembled{}
 	if err := c.validKey(); err != nil {
 		return false, fmt.Errorf("ct: reassembled datagram: %w", err)

@@ -210,3 +210,23 @@ func TestCTFragmentsReassemblyOff(t *testing.T) {
 		t.Fatalf("status %+v, %v", st, err)
 	}
 }
+
+// TestCTFragmentsTrunc: a trunc after reassembly cuts the datagram, which
+// then fits its MRU and goes out whole, cut (the kernel's do_output cuts
+// before it compares with the MRU); the next output, without a trunc,
+// fragments it again.
+func TestCTFragmentsTrunc(t *testing.T) {
+	h := newHarness(t, 2)
+	h.put("recirc_id(0),in_port(1),"+anyEth+"eth_type(0x0800),ipv4(proto=0/0)", "ct,recirc(1)")
+	h.put("recirc_id(1),in_port(1),"+anyEth+"eth_type(0x0800),ipv4(proto=17/0xff),udp(src=0/0,dst=0/0)", "trunc(100),2,2")
+	whole, frags := fragDatagram(false, 3000, 3, 1480, 1480, 48)
+	h.send(1, frags...)
+	if got := h.expect(2); !bytes.Equal(got, whole[:100]) {
+		t.Fatalf("truncated output:\n%x\nwant the datagram's first 100 bytes", got)
+	}
+	for i, want := range frags {
+		if got := h.expect(2); !bytes.Equal(got, want) {
+			t.Fatalf("fragment %d after the truncated output:\n%x\nwant\n%x", i, got, want)
+		}
+	}
+}

@@ -43,7 +43,10 @@ type pktCtx struct {
 	// 14): actions that move headers clear it with the key.
 	l3off int
 	// cutlen is the kernel's OVS_CB(skb)->cutlen: the bytes a trunc
-	// action asked the next output or userspace action to cut.
+	// action asked the next output or userspace action to cut (cut()),
+	// and in its top bit (cutReassembled) that frag is set: both are
+	// rare and make output take its slow path, on one test of the word
+	// that the receive path already clears for every packet.
 	cutlen uint32
 	// steal: the frame is the receive buffer and may be queued for
 	// transmission without a copy by its last output.
@@ -58,10 +61,29 @@ type pktCtx struct {
 	// ct is the packet's connection tracking state (the kernel's
 	// skb->_nfct and the key's ct fields), kept across recirculation.
 	ct conntrack.State
-	// frag is set on a datagram that a ct action reassembled (or that
-	// Execute was given an MRU for): output fragments it again (the
-	// kernel's OVS_CB(skb)->mru and the skb's frag_list).
+	// frag describes a datagram that a ct action reassembled (or that
+	// Execute was given an MRU for), when cutlen has cutReassembled:
+	// output fragments it again (the kernel's OVS_CB(skb)->mru and the
+	// skb's frag_list). It means nothing otherwise.
 	frag conntrack.FragInfo
+}
+
+// cutReassembled is the bit of pktCtx.cutlen that says pktCtx.frag is
+// set (a trunc's cutlen never reaches it: frames are at most 64 KiB).
+const cutReassembled = 1 << 31
+
+// cut returns the bytes a trunc asked the next output to cut.
+func (c *pktCtx) cut() uint32 { return c.cutlen &^ cutReassembled }
+
+// reassembled reports whether frag is set.
+func (c *pktCtx) reassembled() bool { return c.cutlen&cutReassembled != 0 }
+
+// mru is the packet's MRU for upcalls: frag's, or 0.
+func (c *pktCtx) mru() uint16 {
+	if c.reassembled() {
+		return c.frag.MRU
+	}
+	return 0
 }
 
 // keyProtocol is skb->protocol as the kernel's key_extract sets it: the
@@ -82,14 +104,15 @@ func keyProtocol(k *flowkeys.Key) uint16 {
 func (c *pktCtx) cutFrame() int {
 	b := c.f.Bytes()
 	sl := uint32(skbLen(b))
-	if c.cutlen > sl {
+	cut := c.cut()
+	if cut > sl {
 		return len(b)
 	}
 	hl := uint32(14)
 	if c.key.MacProto != flowkeys.MacProtoEthernet {
 		hl = 0
 	}
-	keep := max(sl-c.cutlen, hl)
+	keep := max(sl-cut, hl)
 	if keep >= sl {
 		return len(b)
 	}
@@ -181,7 +204,7 @@ func (w *worker) run(c *pktCtx, ops []op) {
 		switch o.kind {
 		case opOutput:
 			frame := c.f.Buf[c.f.Off : c.f.Off+c.f.Len]
-			if c.cutlen|uint32(c.frag.MRU) != 0 { // rare: one test for both
+			if c.cutlen > 0 { // rare: a trunc or a reassembled datagram
 				if frame = w.outputSpecial(c, o, frame); frame == nil {
 					if o.last {
 						return
@@ -198,7 +221,7 @@ func (w *worker) run(c *pktCtx, ops []op) {
 			w.output(o.a, frame, false)
 		case opUserspace:
 			w.userspace(c, o)
-			c.cutlen = 0
+			c.cutlen &= cutReassembled
 		case opDrop:
 			w.counters.explicitDrops++
 			return
@@ -207,7 +230,7 @@ func (w *worker) run(c *pktCtx, ops []op) {
 			// the length to keep, and only when the packet is longer
 			// than max_len; a shorter one keeps the cutlen it had.
 			if sl := uint32(skbLen(c.f.Bytes())); sl > o.a {
-				c.cutlen = sl - o.a
+				c.cutlen = c.cutlen&cutReassembled | (sl - o.a)
 			}
 		case opPushVLAN:
 			// The kernel's skb_vlan_push moves an out-of-band tag into
@@ -369,11 +392,11 @@ func (w *worker) run(c *pktCtx, ops []op) {
 // outputSpecial is an output after a trunc (it returns the frame cut) or
 // of a reassembled datagram (it outputs it and returns nil).
 func (w *worker) outputSpecial(c *pktCtx, o *op, frame []byte) []byte {
-	if c.cutlen > 0 {
+	if c.cut() > 0 {
 		frame = frame[:c.cutFrame()]
-		c.cutlen = 0
+		c.cutlen &= cutReassembled
 	}
-	if c.frag.MRU != 0 {
+	if c.reassembled() {
 		w.outputReassembled(c, o.a, frame, o.last)
 		return nil
 	}
