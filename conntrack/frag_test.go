@@ -465,3 +465,49 @@ func TestRefragment(t *testing.T) {
 		t.Fatalf("IPv6: MRU %d, refragmentation of %d bytes", r.Frag.MRU, len(r.Frame))
 	}
 }
+
+// TestDefragConcurrent: workers reassembling their own datagrams at once,
+// with a sweeper expiring, all complete (run with -race).
+func TestDefragConcurrent(t *testing.T) {
+	d := NewDefrag(DefragConfig{}, nil)
+	stop := make(chan struct{})
+	swept := make(chan struct{})
+	go func() {
+		defer close(swept)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				d.Expire()
+			}
+		}
+	}()
+	errs := make(chan error, 4)
+	for w := 0; w < 4; w++ {
+		go func(w int) {
+			for i := 0; i < 50; i++ {
+				frags := wrap(false, headertest.Fragment4(datagram4(2392, uint16(w*1000+i)), headertest.Pieces(2400, 800)...))
+				var r Reassembled
+				for j, f := range []int{2, 0, 1} {
+					v, err := d.Gather(frags[f], 14, false, uint16(w), &r)
+					if want := map[bool]FragVerdict{false: FragHeld, true: FragDone}[j == 2]; v != want {
+						errs <- fmt.Errorf("worker %d datagram %d fragment %d: verdict %d (%v)", w, i, f, v, err)
+						return
+					}
+				}
+			}
+			errs <- nil
+		}(w)
+	}
+	for w := 0; w < 4; w++ {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	close(stop)
+	<-swept
+	if st := d.Stats(false); st.Completed != 4*50*3 {
+		t.Errorf("stats %+v", st)
+	}
+}
