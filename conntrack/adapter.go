@@ -18,9 +18,11 @@ import (
 var ErrNotIP = errors.New("conntrack: packet is neither IPv4 nor IPv6")
 
 // ErrFragment: the packet is an IP fragment. The kernel's ct action
-// reassembles fragments before tracking; this tracker does not yet, and
-// the caller must not track a fragment as a whole packet.
-var ErrFragment = errors.New("conntrack: IP fragments are not reassembled")
+// reassembles fragments before tracking: the caller gives fragments to
+// Tracker.Defrag first and tracks the datagram it completes (or, for a
+// fragment Defrag passes on, clears the key's fragment type as the
+// kernel does); a fragment is never tracked as a whole packet.
+var ErrFragment = errors.New("conntrack: an IP fragment must be reassembled (Defrag) before it is tracked")
 
 // ICMP types that carry an embedded packet (errors), IPv4.
 func icmpIsError(t uint8) bool { return t == 3 || t == 4 || t == 5 || t == 11 || t == 12 }

@@ -28,6 +28,9 @@ type Entry struct {
 	TCP                         TCPState
 	WScaleOrig, WScaleReply     uint8
 	TCPFlagsOrig, TCPFlagsReply uint8
+	// Bucket is the hash bucket of the original direction's entry, from
+	// 0 to Tracker.Buckets()-1 (ct-bkts).
+	Bucket int
 }
 
 func (t *Tracker) entry(c *conn, now int64) Entry {
@@ -36,6 +39,7 @@ func (t *Tracker) entry(c *conn, now int64) Entry {
 		Zone: c.zone, Mark: c.mark.Load(), Labels: c.labelBytes(), Status: c.status.Load() &^ statusLiberal,
 		OrigPackets: c.pkts[dirOrig].Load(), OrigBytes: c.bytes[dirOrig].Load(),
 		ReplyPackets: c.pkts[dirReply].Load(), ReplyBytes: c.bytes[dirReply].Load(),
+		Bucket: t.tab.bucket(t.tab.seed.hash(&c.e0.tuple, c.zone)),
 	}
 	if left := c.expires.Load() - now; left > 0 {
 		e.Timeout = uint32(left / int64(time.Second))
@@ -208,6 +212,11 @@ func (t *Tracker) zoneLimit(zone uint16) uint32 {
 	return t.defLimit
 }
 
+// Defrag returns the tracker's fragment reassembler, which the ct action
+// gives the fragments it meets before tracking (its queues expire with
+// the sweeper's steps).
+func (t *Tracker) Defrag() *Defrag { return t.frag }
+
 // Sweep deletes every expired connection and returns how many. Its cost
 // is a walk of the table, none of it on the packet path: packets only
 // store their connection's new expiry time.
@@ -276,6 +285,7 @@ func (t *Tracker) StartSweeper(interval time.Duration) (stop func()) {
 					t.coarse.Store(t.clock())
 				}
 				t.SweepBuckets(per)
+				t.frag.Expire()
 			}
 		}
 	}()

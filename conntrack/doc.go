@@ -59,8 +59,21 @@
 //     embedded packet back to what it was before NAT. A tuple whose
 //     reply another connection holds is never handed out.
 //
-// Not done (yet): IP fragment reassembly (FromKey returns ErrFragment),
-// helpers and timeout policies (CompileAction refuses them), the TCP
+// IP fragments are reassembled before tracking by the tracker's Defrag
+// (frag.go: the kernel's handle_fragments over ip_defrag and
+// nf_ct_frag6_gather, with Open vSwitch's ipf settings), and a
+// reassembled datagram is fragmented again for output by a Fragmenter
+// (refrag.go: do_output and ovs_fragment).
+//
+// Helpers and timeout policies: there are none. A ct action with a
+// helper is refused with EINVAL, as kernel 6.1 refuses a helper it has
+// not loaded (with nf_conntrack_ftp/_tftp loaded it would accept ftp on
+// TCP and tftp on UDP, a difference); one with a timeout policy is
+// accepted and keeps the default timeouts, as the kernel does with a
+// policy it cannot find (it only logs). Checked in the VM by
+// crosscheck's TestIntegrationCTHelperTimeout.
+//
+// Not done (yet): connection helpers and timeout policies, the TCP
 // checksum check the kernel makes at PRE_ROUTING, early drop of
 // unassured connections when the table is full, the reuse of an
 // existing source mapping for a source outside the range, and NAT

@@ -413,7 +413,7 @@ func (t *Tracker) tcpInWindow(st *tcpConn, dir uint8, index int, tp *TCPInfo) bo
 	maxAckWin := max(sender.maxwin, maxAckWinConst)
 	if !(before(seq, sender.maxend+1) && inRecvWin && before(sack, receiver.end+1) &&
 		after(sack, receiver.end-maxAckWin-1)) {
-		return sender.flags&tcpFlagBeLiberal != 0 || t.liberal
+		return sender.flags&tcpFlagBeLiberal != 0 || t.liberal || t.seqOff.Load()
 	}
 	if !syn {
 		win <<= sender.scale

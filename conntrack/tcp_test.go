@@ -208,15 +208,24 @@ func TestTCPNew(t *testing.T) {
 	mustState(t, tr, tcpPacket(tuple(t, "10.0.0.1", "10.0.0.2", ProtoTCP, 1, 2), seg{flags: TCPAck}), commit, trkInv)
 }
 
+// synRecv commits a connection 10.0.0.1:40000 → 10.0.0.2:80 with a SYN
+// (sequence 1000) and its SYN/ACK (5000), both windows 65535, and
+// returns the client's and the server's tuples.
+func synRecv(t *testing.T, tr *Tracker) (c, s Tuple) {
+	t.Helper()
+	c = tuple(t, "10.0.0.1", "10.0.0.2", ProtoTCP, 40000, 80)
+	s = rev(t, c)
+	mustState(t, tr, tcpPacket(c, seg{flags: TCPSyn, seq: 1000, win: 65535}), commit, trkNew)
+	mustState(t, tr, tcpPacket(s, seg{flags: TCPSyn | TCPAck, seq: 5000, ack: 1001, win: 65535}), commit, trkEstRpl)
+	return c, s
+}
+
 // TestTCPOutOfWindowInvalid: before the connection is established and
 // assured, segments outside what each side announced are invalid and
 // change nothing; liberal tracking accepts them.
 func TestTCPOutOfWindowInvalid(t *testing.T) {
 	tr, _ := newTestTracker(t, Config{})
-	c := tuple(t, "10.0.0.1", "10.0.0.2", ProtoTCP, 40000, 80)
-	s := rev(t, c)
-	mustState(t, tr, tcpPacket(c, seg{flags: TCPSyn, seq: 1000, win: 65535}), commit, trkNew)
-	mustState(t, tr, tcpPacket(s, seg{flags: TCPSyn | TCPAck, seq: 5000, ack: 1001, win: 65535}), commit, trkEstRpl)
+	c, s := synRecv(t, tr)
 	for _, tc := range []struct {
 		name string
 		from Tuple
@@ -244,8 +253,7 @@ func TestTCPOutOfWindowInvalid(t *testing.T) {
 	mustState(t, tr, tcpPacket(c, seg{flags: TCPAck, seq: 1001, ack: 5001, win: 65535}), Action{}, trkEst)
 	// The same segments are accepted when tracking is liberal.
 	lib, _ := newTestTracker(t, Config{TCPLiberal: true})
-	mustState(t, lib, tcpPacket(c, seg{flags: TCPSyn, seq: 1000, win: 65535}), commit, trkNew)
-	mustState(t, lib, tcpPacket(s, seg{flags: TCPSyn | TCPAck, seq: 5000, ack: 1001, win: 65535}), commit, trkEstRpl)
+	synRecv(t, lib)
 	mustState(t, lib, tcpPacket(c, seg{flags: TCPAck, seq: 1001 + 200000, ack: 5001, win: 65535, data: 10}), Action{}, trkEst)
 }
 

@@ -109,6 +109,8 @@ type Config struct {
 	// (nf_conntrack_tcp_be_liberal); TCPNoPickup refuses to pick up
 	// connections from the middle (nf_conntrack_tcp_loose=0).
 	TCPLiberal, TCPNoPickup bool
+	// Defrag configures the fragment reassembler (Tracker.Defrag).
+	Defrag DefragConfig
 }
 
 // DefaultMaxConns is the default global maximum.
@@ -154,6 +156,9 @@ type Tracker struct {
 	sweepMu     sync.Mutex
 	sweepCursor int
 
+	frag   *Defrag     // the ct action's fragment reassembler
+	seqOff atomic.Bool // TCP sequence checks off (SetTCPSeqCheck)
+
 	coarseOK bool         // the clock is the default one: a sweeper may keep coarse
 	coarse   atomic.Int64 // the sweeper's last clock reading, or 0
 }
@@ -198,6 +203,7 @@ func New(cfg Config) *Tracker {
 		t.coarseOK = true
 	}
 	t.max.Store(max)
+	t.frag = NewDefrag(cfg.Defrag, t.clock)
 	to := DefaultTimeouts()
 	if cfg.Timeouts != nil {
 		to = *cfg.Timeouts

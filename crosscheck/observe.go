@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/ovsdp/ovsdp/internal/header"
 	"github.com/ovsdp/ovsdp/odp"
 )
 
@@ -107,6 +108,23 @@ type CompareOptions struct {
 	// its packet hash per boot, so which host gets which frame differs
 	// between the datapaths (and between boots), while the frames do not.
 	MergeHosts []string
+	// IgnoreIPv6FragmentIDs compares IPv6 fragments (a fragment header
+	// right after the fixed header) with their identification zeroed:
+	// the kernel gives the fragments it makes a new one from a keyed
+	// hash (ipv6_select_ident), userdp keeps the original fragments'.
+	IgnoreIPv6FragmentIDs bool
+}
+
+// zeroIPv6FragmentID returns b, or for an IPv6 fragment whose fragment
+// header follows the fixed header a copy with the identification zeroed.
+func zeroIPv6FragmentID(b []byte) []byte {
+	p := Parse(b)
+	if p.L3 < 0 || p.EthType != header.EtherTypeIPv6 || len(b) < p.L3+48 || b[p.L3+header.IPv6NextHeaderOffset] != 44 {
+		return b
+	}
+	c := append([]byte(nil), b...)
+	clear(c[p.L3+44 : p.L3+48])
+	return c
 }
 
 // Render returns the observation as text, the form Compare diffs.
@@ -131,7 +149,11 @@ func (ob *Observation) Render(o CompareOptions) string {
 	for _, r := range received {
 		lines := make([]string, 0, len(r.Frames))
 		for _, f := range r.Frames {
-			lines = append(lines, fmt.Sprintf("  %s | %s", f.Summary, hex.EncodeToString(f.Data)))
+			data := f.Data
+			if o.IgnoreIPv6FragmentIDs {
+				data = zeroIPv6FragmentID(data)
+			}
+			lines = append(lines, fmt.Sprintf("  %s | %s", f.Summary, hex.EncodeToString(data)))
 		}
 		if o.UnorderedFrames || r.Host == mergedName && mergedName != "" {
 			sort.Strings(lines)

@@ -503,6 +503,7 @@ func Scenarios() []*Scenario {
 	ctScenarios(add)
 	ct2Scenarios(add)
 	l2Scenarios(add)
+	fragScenarios(add)
 	return ss
 }
 

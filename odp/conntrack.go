@@ -357,10 +357,32 @@ type IPFStatus struct {
 	MinFragSize uint32
 	// Accepted, CompletedSent, ExpiredSent, TooSmall, Overlap and Purged
 	// count fragments: accepted, sent on after reassembly, sent on
-	// unreassembled after their list expired, refused as too small,
-	// refused as overlapping, and purged.
+	// unreassembled after their list expired (the userspace datapath
+	// drops them then, as the kernel does, and counts them here),
+	// refused as too small, refused as overlapping (or duplicating)
+	// another, and purged with their datagram.
 	Accepted, CompletedSent, ExpiredSent uint64
 	TooSmall, Overlap, Purged            uint64
+	// NoRoom and Invalid count fragments refused because the limits of
+	// fragments or bytes held were reached, and as malformed or
+	// inconsistent with their datagram (not in ipf-get-status' plain
+	// output; -m shows them).
+	NoRoom, Invalid uint64
+}
+
+// IPFQueue is a datagram whose fragments are being reassembled
+// (ipf-get-status -m).
+type IPFQueue struct {
+	Src, Dst netip.Addr
+	// ID is the IPv4 or IPv6 identification; Proto the IPv4 protocol (0
+	// for IPv6, whose fragments are not told apart by it).
+	ID    uint32
+	Proto uint8
+	Zone  uint16
+	// Frags is the number of fragments held; First and Last whether the
+	// first and the last fragment are among them.
+	Frags       uint32
+	First, Last bool
 }
 
 // IPFStatusAll is the fragment reassembler's state for both families.
@@ -383,6 +405,8 @@ type FragReassembler interface {
 	SetIPFMaxFrags(ctx context.Context, n uint32) error
 	// IPFStatus returns the reassembler's settings and counters.
 	IPFStatus(ctx context.Context) (IPFStatusAll, error)
+	// IPFQueues returns the datagrams being reassembled.
+	IPFQueues(ctx context.Context) ([]IPFQueue, error)
 }
 
 // CTZoneLimit is a conntrack zone's connection limit (the kernel's

@@ -85,7 +85,7 @@ func ctEntry(e *conntrack.Entry) odp.CTEntry {
 	ce := odp.CTEntry{Orig: ctTuple(e.Orig), Reply: ctTuple(e.Reply), Zone: e.Zone, Mark: e.Mark, Labels: odp.CTLabelsFromWire(e.Labels[:]),
 		Status: odp.CTStatus(e.Status), Timeout: e.Timeout,
 		OrigCounters:  odp.CTCounters{Packets: e.OrigPackets, Bytes: e.OrigBytes},
-		ReplyCounters: odp.CTCounters{Packets: e.ReplyPackets, Bytes: e.ReplyBytes}, Bucket: -1}
+		ReplyCounters: odp.CTCounters{Packets: e.ReplyPackets, Bytes: e.ReplyBytes}, Bucket: int64(e.Bucket)}
 	if e.Orig.Proto == odp.IPProtoTCP {
 		s := odp.CTTCPStateOfKernel(uint8(e.TCP))
 		ce.ProtoInfo = odp.CTProtoInfo{Proto: odp.IPProtoTCP, StateOrig: s, StateReply: s,

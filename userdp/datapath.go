@@ -98,6 +98,7 @@ type options struct {
 	memMTU       int
 	memDepth     int
 	flowLimit    int
+	ctMax        uint32
 }
 
 // Option configures New.
@@ -137,6 +138,14 @@ func WithRebalanceInterval(d time.Duration) Option {
 // the flows put through a control socket cannot grow without bound.
 func WithFlowLimit(n int) Option {
 	return func(o *options) { o.flowLimit = max(n, 0) }
+}
+
+// WithConntrackMax sets the connection tracker's global maximum of
+// connections (default conntrack.DefaultMaxConns), which also sizes its
+// hash table (ct-bkts shows it); ct-set-maxconns changes the maximum
+// later, not the table.
+func WithConntrackMax(n uint32) Option {
+	return func(o *options) { o.ctMax = n }
 }
 
 // New creates a userspace datapath called name. Unless WithoutLocalPort

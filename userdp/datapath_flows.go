@@ -8,6 +8,7 @@ import (
 
 	"github.com/ovsdp/ovsdp/conntrack"
 	"github.com/ovsdp/ovsdp/flowkeys"
+	"github.com/ovsdp/ovsdp/internal/header"
 	"github.com/ovsdp/ovsdp/odp"
 )
 
@@ -203,6 +204,13 @@ func (dp *Datapath) Execute(ctx context.Context, p *odp.Packet) error {
 	*c = pktCtx{f: frameBuf{Buf: buf, Off: DefaultHeadroom, Len: len(p.Data)}, key: key, keyValid: true, steal: true, proto: keyProtocol(&key),
 		acts: &flowActions{odp: p.Actions, prog: prog}, ct: conntrack.StateFromKey(&key), noEth: l3}
 	c.hash = w.cache.hashOf(&key) // for a recirc action's lookup (recircHash)
+	if p.MRU != 0 {
+		// A reassembled packet back from userspace: output fragments it
+		// to the MRU again (the kernel's OVS_CB(skb)->mru; its fragment
+		// sizes are not known, and an IPv6 one gets a new ID).
+		c.frag = conntrack.FragInfo{MRU: p.MRU, V6: key.EthType == header.EtherTypeIPv6, ID: w.random()}
+		c.cutlen = cutReassembled
+	}
 	w.run(c, prog)
 	w.flush()
 	return nil

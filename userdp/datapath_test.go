@@ -336,7 +336,7 @@ func TestFlowOperations(t *testing.T) {
 		want      error
 	}{
 		{"in_port(1),ipv4(src=1.2.3.4)", "2", syscall.EINVAL}, // ipv4 without eth_type
-		{ip4Key, "ct(commit,helper=ftp)", odp.ErrUnsupported},
+		{ip4Key, "ct(commit,helper=ftp)", syscall.EINVAL},
 		{ip4Key, "push_eth(src=00:00:00:00:00:01,dst=00:00:00:00:00:02),2", syscall.EINVAL}, // has an Ethernet header
 		{ip4Key, "lb_output(1)", odp.ErrUnsupported},
 		{ip4Key, "set(tunnel(tun_id=0x1,ttl=64,flags(key))),2", syscall.EINVAL},                                    // no destination

@@ -3,6 +3,7 @@ package userdp
 import (
 	"time"
 
+	"github.com/ovsdp/ovsdp/conntrack"
 	"github.com/ovsdp/ovsdp/flowkeys"
 	"github.com/ovsdp/ovsdp/odp"
 )
@@ -47,6 +48,9 @@ type worker struct {
 	popMD     flowkeys.Metadata
 	wall      time.Time // the batch's wall-clock time, for tunnel routes (exec_tnl.go)
 	wallValid bool
+	// The ct action's reassembly and output's fragmentation (exec_ct.go).
+	reasm      conntrack.Reassembled
+	fragmenter conntrack.Fragmenter
 }
 
 // copySlot is one scratch packet copy.
@@ -174,7 +178,7 @@ func (w *worker) miss(c *pktCtx) {
 	if w.dp == nil {
 		return
 	}
-	m := upcallMsg{kind: odp.UpcallMiss, key: c.key, pkt: w.slab.copyOf(c.f.Bytes()), tunOpts: w.optsCopy(c)}
+	m := upcallMsg{kind: odp.UpcallMiss, key: c.key, pkt: w.slab.copyOf(c.f.Bytes()), tunOpts: w.optsCopy(c), mru: c.mru()}
 	if !w.dp.upcalls.send(&m, 0) {
 		w.counters.lost++
 	}
@@ -193,10 +197,10 @@ func (w *worker) userspace(c *pktCtx, o *op) {
 	b := c.f.Bytes()
 	// The kernel sends skb->len - cutlen bytes of the packet with its
 	// out-of-band tag put back in line: the whole frame less cutlen.
-	if c.cutlen > 0 && int(c.cutlen) < len(b) {
-		b = b[:len(b)-int(c.cutlen)]
+	if cut := c.cut(); cut > 0 && int(cut) < len(b) {
+		b = b[:len(b)-int(cut)]
 	}
-	m := upcallMsg{kind: odp.UpcallAction, key: c.key, pkt: w.slab.copyOf(b), userdata: o.user.userdata, tunOpts: w.optsCopy(c)}
+	m := upcallMsg{kind: odp.UpcallAction, key: c.key, pkt: w.slab.copyOf(b), userdata: o.user.userdata, tunOpts: w.optsCopy(c), mru: c.mru()}
 	if o.user.actions && c.acts != nil {
 		m.acts = c.acts.odp
 	}

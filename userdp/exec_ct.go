@@ -2,12 +2,14 @@ package userdp
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
-	"github.com/ovsdp/ovsdp/internal/header"
 	"sync"
 	"time"
 
 	"github.com/ovsdp/ovsdp/conntrack"
+	"github.com/ovsdp/ovsdp/flowkeys"
+	"github.com/ovsdp/ovsdp/internal/header"
 	"github.com/ovsdp/ovsdp/odp"
 )
 
@@ -20,27 +22,44 @@ import (
 // them. NAT rewrites the packet with incremental checksums through the
 // same code as set(ipv4/ipv6/tcp/udp), which also updates the key.
 //
-// Not done: IP fragments are not reassembled (a ct action on a fragment
-// drops it, counted as an action error, where the kernel would
-// reassemble), and an ICMPv6 error embedding an IPv6 packet with
-// extension headers is dropped when NAT would rewrite it.
+// IP fragments: a ct action gives a fragment to the tracker's
+// reassembler first (the kernel's handle_fragments). A fragment that does
+// not complete its datagram goes no further (held, or dropped and
+// counted in the reassembler's counters; a dropped one is also an action
+// error). The one that completes it continues as the whole datagram (the
+// offset-0 fragment's frame with all the data, its key extracted again),
+// tracked, with the fragments' sizes and MRU in pktCtx.frag: output sends
+// it whole when it fits in the MRU and fragments it again otherwise,
+// upcalls carry its MRU, and a packet executed with an MRU is fragmented
+// on output too (see conntrack.Fragmenter for the kernel's rules).
+//
+// Not done: an ICMPv6 error embedding an IPv6 packet with extension
+// headers is dropped when NAT would rewrite it.
 
-// ctSweepInterval is how often the whole conntrack table is swept.
+// ctSweepInterval is how often the whole conntrack table is swept, until
+// ct-set-sweep-interval changes it.
 const ctSweepInterval = time.Second
 
 // ctState is the datapath's tracker, made on first use.
 type ctState struct {
 	once sync.Once
 	t    *conntrack.Tracker
-	stop func()
+
+	mu     sync.Mutex // the sweeper's fields
+	stop   func()
+	sweep  time.Duration
+	closed bool
 }
 
 // Conntrack returns the datapath's connection tracker (made on first
 // use), for dpctl's conntrack commands.
 func (dp *Datapath) Conntrack() *conntrack.Tracker {
 	dp.ct.once.Do(func() {
-		dp.ct.t = conntrack.New(conntrack.Config{})
+		dp.ct.t = conntrack.New(conntrack.Config{MaxConns: dp.opts.ctMax})
+		dp.ct.mu.Lock()
+		dp.ct.sweep = ctSweepInterval
 		dp.ct.stop = dp.ct.t.StartSweeper(ctSweepInterval)
+		dp.ct.mu.Unlock()
 	})
 	return dp.ct.t
 }
@@ -48,15 +67,34 @@ func (dp *Datapath) Conntrack() *conntrack.Tracker {
 // closeConntrack stops the sweeper, if the tracker was made.
 func (dp *Datapath) closeConntrack() {
 	dp.ct.once.Do(func() {}) // no tracker after Close
+	dp.ct.mu.Lock()
+	defer dp.ct.mu.Unlock()
+	dp.ct.closed = true
 	if dp.ct.stop != nil {
 		dp.ct.stop()
+		dp.ct.stop = nil
 	}
 }
+
+// errCTStolen: the ct action kept the packet (a fragment held for
+// reassembly); it goes no further, and that is no error.
+var errCTStolen = errors.New("ct: fragment held for reassembly")
 
 // conntrack executes a ct action on the packet.
 func (w *worker) conntrack(c *pktCtx, a *conntrack.Action) error {
 	if err := c.validKey(); err != nil {
 		return err
+	}
+	tr := w.dp.Conntrack()
+	if tr == nil {
+		return fmt.Errorf("ct: datapath closed: %w", odp.ErrUnsupported)
+	}
+	untracked := false
+	if c.key.IPFrag != flowkeys.FragNone {
+		var err error
+		if untracked, err = w.defrag(c, tr, a.Zone); err != nil {
+			return err
+		}
 	}
 	h, err := c.headers()
 	if err != nil {
@@ -68,10 +106,7 @@ func (w *worker) conntrack(c *pktCtx, a *conntrack.Action) error {
 	if err := conntrack.FromKey(&c.key, l4, l3len, &p); err != nil {
 		return err
 	}
-	tr := w.dp.Conntrack()
-	if tr == nil {
-		return fmt.Errorf("ct: datapath closed: %w", odp.ErrUnsupported)
-	}
+	p.Malformed = p.Malformed || untracked
 	if err := tr.Execute(&p, a, &c.ct); err != nil {
 		return err
 	}
@@ -82,6 +117,69 @@ func (w *worker) conntrack(c *pktCtx, a *conntrack.Action) error {
 	}
 	c.ct.ToKey(&c.key)
 	return nil
+}
+
+// defrag gives a fragment to the tracker's reassembler, as the kernel's
+// handle_fragments: errCTStolen when it is held, an error when it is
+// dropped. A fragment passed on unreassembled gets a key without the
+// fragment type, as the kernel's (untracked reports that it has no L4
+// header to track, or that reassembly is off: it is then invalid). The
+// fragment that completes a datagram is replaced by it.
+func (w *worker) defrag(c *pktCtx, tr *conntrack.Tracker, zone uint16) (untracked bool, err error) {
+	h, err := c.headers()
+	if err != nil {
+		return false, err
+	}
+	r := &w.reasm
+	r.Headroom = DefaultHeadroom
+	v, err := tr.Defrag().Gather(c.f.Bytes(), h.L3, c.key.EthType == header.EtherTypeIPv6, zone, r)
+	switch v {
+	case conntrack.FragHeld:
+		return false, errCTStolen
+	case conntrack.FragDropped:
+		return false, fmt.Errorf("ct: %w", err)
+	case conntrack.FragPass:
+		later := c.key.IPFrag == flowkeys.FragLater
+		c.key.IPFrag = flowkeys.FragNone
+		return later || errors.Is(err, conntrack.ErrFragOff), nil
+	}
+	c.f = frameBuf{Buf: r.Buf, Off: r.Headroom, Len: len(r.Frame)}
+	c.steal = false
+	c.invalidate()
+	c.frag = r.Frag
+	c.cutlen |= cutReassembled
+	*r = conntrack.Reassembled{}
+	if err := c.validKey(); err != nil {
+		return false, fmt.Errorf("ct: reassembled datagram: %w", err)
+	}
+	return false, nil
+}
+
+// outputReassembled outputs a reassembled datagram (or one executed with
+// an MRU) as the kernel's do_output: whole when its skb->len is within
+// the MRU plus the Ethernet header, dropped when the MRU exceeds the
+// port's MTU, else fragmented again (conntrack.Fragmenter: the original
+// fragments' sizes unless the kernel would output a clone, which is what
+// every output but the action list's last one outputs).
+func (w *worker) outputReassembled(c *pktCtx, port uint32, frame []byte, last bool) {
+	hh := 14
+	if c.key.MacProto != flowkeys.MacProtoEthernet {
+		hh = 0
+	}
+	if !c.frag.NeedsRefragment(skbLen(frame), hh) {
+		w.output(port, frame, false)
+		return
+	}
+	p := w.dp.portByNumber(port)
+	if p == nil {
+		w.counters.txNoPort++
+		return
+	}
+	l3 := c.l3()
+	err := w.fragmenter.Fragment(frame, l3, &c.frag, p.port.MTU(), !last, func(b []byte) { w.output(port, b, false) })
+	if err != nil {
+		w.actionError()
+	}
 }
 
 // ctDrop counts a packet the ct action dropped.

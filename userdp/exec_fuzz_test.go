@@ -17,8 +17,13 @@ func FuzzExecute(f *testing.F) {
 		"push_mpls(label=1,tc=0,ttl=9,bos=1,eth_type=0x8847),pop_mpls(eth_type=0x800),2", "hash(l4(0)),recirc(1)",
 		"set(tcp(src=1)),set(udp(dst=2)),set(icmp(type=0)),set(arp(op=2)),2",
 		"ct(commit,zone=1,nat(src=10.0.0.9:100-101)),2", "ct(commit,nat(dst=10.0.0.8)),ct(nat),2", "ct,ct_clear,recirc(1)",
+		"ct(zone=2),2,push_vlan(vid=5,pcp=0),2", "ct(commit,nat(src=10.0.0.7)),trunc(100),2", "ct(zone=2),userspace(pid=0),2",
 	}
-	frames := [][]byte{udpFrame(1, 2, 1000), make([]byte, 14), make([]byte, 60)}
+	// Fragments (IPv4 and IPv6) complete datagrams across the inputs: the
+	// worker's tracker keeps them.
+	_, f4 := fragDatagram(false, 200, 7, 104, 104)
+	_, f6 := fragDatagram(true, 200, 7, 104, 104)
+	frames := [][]byte{udpFrame(1, 2, 1000), make([]byte, 14), make([]byte, 60), f4[0], f4[1], f6[0], f6[1]}
 	for i, s := range seedActs {
 		as, err := odp.ParseActions(s)
 		if err != nil {

@@ -47,7 +47,10 @@ type pktCtx struct {
 	// 14): actions that move headers clear it with the key.
 	l3off int
 	// cutlen is the kernel's OVS_CB(skb)->cutlen: the bytes a trunc
-	// action asked the next output or userspace action to cut.
+	// action asked the next output or userspace action to cut (cut()),
+	// and in its top bit (cutReassembled) that frag is set: both are
+	// rare and make output take its slow path, on one test of the word
+	// that the receive path already clears for every packet.
 	cutlen uint32
 	// steal: the frame is the receive buffer and may be queued for
 	// transmission without a copy by its last output.
@@ -79,6 +82,11 @@ type pktCtx struct {
 	// probability is the kernel's OVS_CB(skb)->probability: the
 	// enclosing sample action's, 0 outside one (psample's rate).
 	probability uint32
+	// frag describes a datagram that a ct action reassembled (or that
+	// Execute was given an MRU for), when cutlen has cutReassembled:
+	// output fragments it again (the kernel's OVS_CB(skb)->mru and the
+	// skb's frag_list). It means nothing otherwise.
+	frag conntrack.FragInfo
 }
 
 // skbLen is the kernel's skb->len for the packet: for an Ethernet frame
@@ -89,6 +97,24 @@ func (c *pktCtx) skbLen() int {
 		return c.f.Len
 	}
 	return skbLen(c.f.Bytes())
+}
+
+// cutReassembled is the bit of pktCtx.cutlen that says pktCtx.frag is
+// set (a trunc's cutlen never reaches it: frames are at most 64 KiB).
+const cutReassembled = 1 << 31
+
+// cut returns the bytes a trunc asked the next output to cut.
+func (c *pktCtx) cut() uint32 { return c.cutlen &^ cutReassembled }
+
+// reassembled reports whether frag is set.
+func (c *pktCtx) reassembled() bool { return c.cutlen&cutReassembled != 0 }
+
+// mru is the packet's MRU for upcalls: frag's, or 0.
+func (c *pktCtx) mru() uint16 {
+	if c.reassembled() {
+		return c.frag.MRU
+	}
+	return 0
 }
 
 // keyProtocol is skb->protocol as the kernel's key_extract sets it: the
@@ -109,14 +135,15 @@ func keyProtocol(k *flowkeys.Key) uint16 {
 func (c *pktCtx) cutFrame() int {
 	b := c.f.Bytes()
 	sl := uint32(c.skbLen())
-	if c.cutlen > sl {
+	cut := c.cut()
+	if cut > sl {
 		return len(b)
 	}
 	hl := uint32(14)
 	if c.noEth {
 		hl = 0
 	}
-	keep := max(sl-c.cutlen, hl)
+	keep := max(sl-cut, hl)
 	if keep >= sl {
 		return len(b)
 	}
@@ -234,12 +261,15 @@ func (w *worker) run(c *pktCtx, ops []op) {
 				}
 				continue
 			}
-			n := c.f.Len
-			if c.cutlen > 0 {
-				n = c.cutFrame()
-				c.cutlen = 0
+			frame := c.f.Buf[c.f.Off : c.f.Off+c.f.Len]
+			if c.cutlen > 0 { // rare: a trunc or a reassembled datagram
+				if frame = w.outputSpecial(c, o, frame); frame == nil {
+					if o.last {
+						return
+					}
+					continue
+				}
 			}
-			frame := c.f.Buf[c.f.Off : c.f.Off+n]
 			if tp := w.tunnelPortOf(o.a); tp != nil {
 				w.outputTunnel(c, o.a, tp, frame)
 				if o.last {
@@ -295,7 +325,7 @@ func (w *worker) runOp(c *pktCtx, o *op) (stop bool) {
 	switch o.kind {
 	case opUserspace:
 		w.userspace(c, o)
-		c.cutlen = 0
+		c.cutlen &= cutReassembled
 	case opDrop:
 		w.counters.explicitDrops++
 		return true
@@ -304,7 +334,7 @@ func (w *worker) runOp(c *pktCtx, o *op) (stop bool) {
 		// the length to keep, and only when the packet is longer
 		// than max_len; a shorter one keeps the cutlen it had.
 		if sl := uint32(c.skbLen()); sl > o.a {
-			c.cutlen = sl - o.a
+			c.cutlen = c.cutlen&cutReassembled | (sl - o.a)
 		}
 	case opPushVLAN:
 		// The kernel's skb_vlan_push moves an out-of-band tag into
@@ -408,7 +438,9 @@ func (w *worker) runOp(c *pktCtx, o *op) (stop bool) {
 		}
 	case opCT:
 		if err := w.conntrack(c, o.ct); err != nil {
-			w.ctDrop(err)
+			if err != errCTStolen {
+				w.ctDrop(err)
+			}
 			return true
 		}
 	case opCTClear:
@@ -481,6 +513,20 @@ func (w *worker) runOp(c *pktCtx, o *op) (stop bool) {
 		w.releaseCopy()
 	}
 	return false
+}
+
+// outputSpecial is an output after a trunc (it returns the frame cut) or
+// of a reassembled datagram (it outputs it and returns nil).
+func (w *worker) outputSpecial(c *pktCtx, o *op, frame []byte) []byte {
+	if c.cut() > 0 {
+		frame = frame[:c.cutFrame()]
+		c.cutlen &= cutReassembled
+	}
+	if c.reassembled() {
+		w.outputReassembled(c, o.a, frame, o.last)
+		return nil
+	}
+	return frame
 }
 
 // nested runs a nested action list: on the packet itself when the

@@ -99,8 +99,8 @@ func (w *worker) psample(c *pktCtx, o *op) {
 	}
 	b := c.f.Bytes()
 	orig := len(b)
-	if c.cutlen > 0 && int(c.cutlen) < len(b) {
-		b = b[:len(b)-int(c.cutlen)]
+	if cut := c.cut(); cut > 0 && int(cut) < len(b) {
+		b = b[:len(b)-int(cut)]
 	}
 	rate := c.probability
 	if rate == 0 {

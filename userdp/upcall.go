@@ -33,6 +33,7 @@ type upcallMsg struct {
 	userdata []byte
 	acts     odp.Actions
 	tunOpts  []byte // the Geneve options the packet was received with
+	mru      uint16 // a reassembled packet's MRU (OVS_PACKET_ATTR_MRU)
 }
 
 // upcallQueue is one handler's queue.
@@ -172,6 +173,7 @@ func (q *upcallQueue) fill(u *odp.Upcall, m *upcallMsg) {
 		Packet:   m.pkt,
 		Userdata: m.userdata,
 		Actions:  m.acts,
+		MRU:      m.mru,
 	}
 }
 

@@ -571,6 +571,15 @@ func cmdIPFSetMaxNFrags(e *env, args []string) error {
 		func(r odp.FragReassembler) error { return r.SetIPFMaxFrags(e.ctx, uint32(n)) })
 }
 
+// ipfFamily is one family's status, with its name as ipf-get-status
+// prints it.
+type ipfFamily struct {
+	name string
+	st   odp.IPFStatus
+}
+
+func ipfFamilies(s odp.IPFStatusAll) []ipfFamily { return []ipfFamily{{"v4", s.V4}, {"v6", s.V6}} }
+
 // writeIPFStatus is ipf-get-status' output (dpctl_ct_ipf_get_status).
 func writeIPFStatus(w io.Writer, s odp.IPFStatusAll) {
 	b := func(v bool) int {
@@ -585,10 +594,7 @@ func writeIPFStatus(w io.Writer, s odp.IPFStatusAll) {
 	fmt.Fprintf(w, "        v6 enabled: %d\n", b(s.V6.Enabled))
 	fmt.Fprintf(w, "        max num frags (v4/v6): %d\n", s.MaxFrags)
 	fmt.Fprintf(w, "        num frag: %d\n", s.NFrags)
-	for _, f := range []struct {
-		name string
-		st   odp.IPFStatus
-	}{{"v4", s.V4}, {"v6", s.V6}} {
+	for _, f := range ipfFamilies(s) {
 		fmt.Fprintf(w, "        min %s frag size: %d\n", f.name, f.st.MinFragSize)
 		fmt.Fprintf(w, "        %s frags accepted: %d\n", f.name, f.st.Accepted)
 		fmt.Fprintf(w, "        %s frags completed: %d\n", f.name, f.st.CompletedSent)
@@ -602,13 +608,54 @@ func writeIPFStatus(w io.Writer, s odp.IPFStatusAll) {
 func cmdIPFGetStatus(e *env, args []string) error {
 	return withIPF(e, "ipf-get-status", args, 0, "[DP]", "ipf status could not be retrieved", "", func(r odp.FragReassembler) error {
 		s, err := r.IPFStatus(e.ctx)
-		switch {
-		case err != nil:
+		if err != nil {
 			return err
-		case e.json:
-			return e.printJSON(s)
+		}
+		var qs []odp.IPFQueue
+		if e.c.Bool("more") {
+			if qs, err = r.IPFQueues(e.ctx); err != nil {
+				return fmt.Errorf("starting ipf list dump: %w", err)
+			}
+		}
+		if e.json {
+			return e.printJSON(struct {
+				odp.IPFStatusAll
+				Queues []odp.IPFQueue `json:",omitempty"`
+			}{s, qs})
 		}
 		writeIPFStatus(e.out, s)
+		if e.c.Bool("more") {
+			writeIPFQueues(e.out, s, qs)
+		}
 		return nil
 	})
+}
+
+// writeIPFQueues is ipf-get-status -m's addition: the counters
+// ovs-dpctl does not have, then ovs-dpctl's "Fragment Lists" in
+// ipf_dump_create's format (the lists are not keyed by recirc_id, as the
+// kernel's are not: it is 0).
+func writeIPFQueues(w io.Writer, s odp.IPFStatusAll, qs []odp.IPFQueue) {
+	for _, f := range ipfFamilies(s) {
+		fmt.Fprintf(w, "        %s frags refused for lack of room: %d\n", f.name, f.st.NoRoom)
+		fmt.Fprintf(w, "        %s frags invalid: %d\n", f.name, f.st.Invalid)
+	}
+	fmt.Fprintf(w, "\n        Fragment Lists:\n\n")
+	for _, q := range qs {
+		dl := 0x0800
+		if q.Src.Is6() && !q.Src.Is4In6() {
+			dl = 0x86dd
+		}
+		state := "other frag"
+		switch {
+		case q.First && q.Last:
+			state = "first/last frag"
+		case q.First:
+			state = "first frag"
+		case q.Last:
+			state = "last frag"
+		}
+		fmt.Fprintf(w, "(src=%s,dst=%s,recirc_id=0,ip_id=%d,dl_type=0x%x,zone=%d,nw_proto=%d,num_fragments=%d,state=%s)\n",
+			q.Src, q.Dst, q.ID, dl, q.Zone, q.Proto, q.Frags, state)
+	}
 }

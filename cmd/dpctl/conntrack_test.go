@@ -2,11 +2,16 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"net/netip"
+	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/ovsdp/ovsdp/internal/header"
+	"github.com/ovsdp/ovsdp/internal/header/headertest"
 	"github.com/ovsdp/ovsdp/odp"
+	"github.com/ovsdp/ovsdp/userdp"
 )
 
 func TestWriteCTStats(t *testing.T) {
@@ -92,16 +97,20 @@ func TestWriteIPFStatus(t *testing.T) {
 }
 
 // TestGoldenConntrack runs the conntrack and fragment commands against a
-// userspace datapath: its tracker answers dump, flush, statistics and the
-// counts; what it lacks (buckets, TCP sequence checking and sweep
-// settings, fragment reassembly) fails saying so, never a stub's
-// success; every command's argument errors come first.
+// userspace datapath (through its control socket): its tracker answers
+// dump, flush, statistics, the counts, the buckets (a 16-bucket table
+// holding two connections), the TCP sequence check and sweep settings
+// and the fragment reassembler's settings and status (with two IPv4
+// fragments of one datagram and one of another held, one duplicate
+// refused); every command's argument errors come first. Before, the
+// tuning and ipf commands failed with "not available on this datapath's
+// tracker yet".
 func TestGoldenConntrack(t *testing.T) {
 	h := newHarness(t)
-	h.hostDP("br0")
+	dp := h.hostDP("br0", userdp.WithConntrackMax(16))
 	// One command a line: what the userspace tracker answers (through the
 	// control socket: its empty table here; userdp's TestConntrackAdmin
-	// fills one), then what it lacks.
+	// fills one).
 	const served = `dump-conntrack
 		dump-conntrack -m -s netdev@br0 zone=1
 		flush-conntrack
@@ -109,24 +118,84 @@ func TestGoldenConntrack(t *testing.T) {
 		ct-stats-show zone=1 verbose
 		ct-set-maxconns 10
 		ct-get-maxconns netdev@br0
-		ct-get-nconns`
+		ct-get-nconns
+		ct-get-tcp-seq-chk
+		ct-disable-tcp-seq-chk
+		ct-get-tcp-seq-chk
+		ct-enable-tcp-seq-chk netdev@br0
+		ct-get-tcp-seq-chk
+		ct-get-sweep-interval
+		ct-set-sweep-interval 100
+		ct-get-sweep-interval netdev@br0
+		ipf-get-status
+		ipf-set-disabled netdev@br0 v6
+		ipf-set-enabled v6
+		ipf-set-min-frag v4 1000
+		ipf-set-min-frag v4 0
+		ipf-set-max-nfrags 100`
 	for _, line := range strings.Split(served, "\n") {
 		h.mustRun("", strings.Fields(line)...)
 	}
-	const refused = `ct-bkts gt=2
-		ct-enable-tcp-seq-chk
-		ct-disable-tcp-seq-chk
-		ct-get-tcp-seq-chk
-		ct-set-sweep-interval 100
-		ct-get-sweep-interval
-		ipf-set-enabled v4
-		ipf-set-disabled netdev@br0 v6
-		ipf-set-min-frag v4 1000
-		ipf-set-max-nfrags 100
-		ipf-get-status`
-	for _, line := range strings.Split(refused, "\n") {
-		h.mustFail("netdev@br0: not available on this datapath's tracker yet", "", strings.Fields(line)...)
+	// Two committed connections, three fragments (one a duplicate).
+	ctx := context.Background()
+	execute := func(frame []byte, acts string) {
+		t.Helper()
+		a, err := odp.ParseActions(acts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := dp.Execute(ctx, &odp.Packet{Data: frame, Key: odp.FlowKey{odp.InPort(1)}, Actions: a}); err != nil {
+			t.Fatal(err)
+		}
 	}
+	ip := func(sport uint16, payload int) []byte {
+		return headertest.IPv4(headertest.IPv4Hdr{Src: headertest.IP4("10.0.0.1"), Dst: headertest.IP4("10.0.0.2"), Proto: header.IPProtoUDP, TTL: 64, ID: sport},
+			headertest.UDP(sport, 53, make([]byte, payload)))
+	}
+	eth := func(ip []byte) []byte {
+		return headertest.Eth(headertest.MAC("02:00:00:00:00:02"), headertest.MAC("02:00:00:00:00:01"), header.EtherTypeIPv4, ip)
+	}
+	execute(eth(ip(1000, 10)), "ct(commit)")
+	execute(eth(ip(1001, 10)), "ct(commit,zone=5)")
+	f := headertest.Fragment4(ip(2000, 2000), headertest.Pieces(2008, 1000)...)
+	g := headertest.Fragment4(ip(2001, 2000), headertest.Pieces(2008, 1000)...)
+	for _, fr := range [][]byte{f[0], f[1], f[1], g[2]} {
+		execute(eth(fr), "ct(zone=7)")
+	}
+	// Which buckets the connections are in depends on the table's random
+	// hash seed: the transcript shows a threshold above them, this the
+	// count.
+	saved := h.log.String()
+	r := h.mustRun("", "ct-bkts", "gt=0")
+	h.log.Reset()
+	h.log.WriteString(saved) // not in the transcript
+	n := 0
+	for _, line := range strings.Split(r.stdout, "\n") {
+		if _, row, ok := strings.Cut(line, "| "); ok && strings.Contains(line, "..") {
+			for _, f := range strings.Fields(row) {
+				if f != "." {
+					c, err := strconv.Atoi(f)
+					if err != nil {
+						t.Fatalf("ct-bkts row %q", line)
+					}
+					n += c
+				}
+			}
+		}
+	}
+	if n != 2 {
+		t.Fatalf("ct-bkts counts %d connections, want 2:\n%s", n, r.stdout)
+	}
+	const filled = `ct-bkts gt=2
+		ipf-get-status
+		ipf-get-status -m netdev@br0
+		--format=json ipf-get-status -m`
+	for _, line := range strings.Split(filled, "\n") {
+		h.mustRun("", strings.Fields(line)...)
+	}
+	h.mustFail("requested minimum fragment size too small; see documentation", "", "ipf-set-min-frag", "v6", "399")
+	h.mustFail("setting maximum fragments failed", "", "ipf-set-max-nfrags", "5001")
+	h.mustFail("setting maximum fragments failed", "", "ipf-set-max-nfrags", "0")
 	// Argument errors come before the datapath's.
 	h.mustFail(`"zone=x": the zone is not a number from 0 to 65535`, "", "dump-conntrack", "zone=x")
 	h.mustFail(`"zone=65536": the zone is not a number`, "", "dump-conntrack", "zone=65536")

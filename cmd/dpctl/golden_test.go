@@ -59,9 +59,9 @@ func (noKernel) open(context.Context, string) (odp.Datapath, error) {
 func (noKernel) del(context.Context, string) error { return os.ErrNotExist }
 
 // hostDP starts the userspace datapath netdev@name, as upcalld would.
-func (h *harness) hostDP(name string) *userdp.Datapath {
+func (h *harness) hostDP(name string, opts ...userdp.Option) *userdp.Datapath {
 	h.t.Helper()
-	dp, err := userdp.New(name, userdp.WithoutLocalPort(), userdp.WithRebalanceInterval(0))
+	dp, err := userdp.New(name, append([]userdp.Option{userdp.WithoutLocalPort(), userdp.WithRebalanceInterval(0)}, opts...)...)
 	if err != nil {
 		h.t.Fatal(err)
 	}

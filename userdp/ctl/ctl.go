@@ -97,6 +97,10 @@ type request struct {
 	// ct_get_limits and ct_del_limits.
 	ZoneLimits []odp.CTZoneLimit `json:"zone_limits,omitempty"`
 	Zones      []int32           `json:"zones,omitempty"`
+	// V6 and On are the family and the setting of ipf_enable,
+	// ipf_min_frag and ct_set_seq_check (tuning.go).
+	V6 bool `json:"v6,omitempty"`
+	On bool `json:"on,omitempty"`
 }
 
 // response is one answer from the server. A dump answers with one
@@ -122,6 +126,11 @@ type response struct {
 	ZoneLimits *[]odp.CTZoneLimit `json:"zone_limits,omitempty"`
 	// Psample is one event of a psample_events stream (More set).
 	Psample *odp.PsampleEvent `json:"psample,omitempty"`
+	// IPF answers ipf_status, IPFQueues ipf_queues (every response of
+	// it, possibly none), On ct_get_seq_check (tuning.go).
+	IPF       *odp.IPFStatusAll `json:"ipf,omitempty"`
+	IPFQueues []odp.IPFQueue    `json:"ipf_queues,omitempty"`
+	On        *bool             `json:"on,omitempty"`
 	// Closed is set on the server's last answer before it closes an
 	// idle connection; the request the client sent, if any, was not
 	// read.

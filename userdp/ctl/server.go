@@ -257,6 +257,9 @@ func (s *Server) handle(ctx context.Context, req *request, enc *json.Encoder) er
 		return s.handleConntrack(ctx, req, enc)
 	case "ct_set_limits", "ct_get_limits", "ct_del_limits":
 		return s.handleLimits(ctx, req, enc)
+	case "ipf_enable", "ipf_min_frag", "ipf_max_frags", "ipf_status", "ipf_queues",
+		"ct_get_seq_check", "ct_set_seq_check", "ct_get_sweep", "ct_set_sweep", "ct_buckets":
+		return s.handleTuning(ctx, req, enc)
 	case "execute":
 		if req.Packet == nil {
 			return fmt.Errorf("ctl: execute without a packet: %w", errInvalid)
