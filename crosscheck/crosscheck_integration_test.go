@@ -3,8 +3,8 @@
 package crosscheck
 
 import (
-	"math"
 	"context"
+	"math"
 	"os"
 	"strconv"
 	"testing"
@@ -112,6 +112,7 @@ func TestIntegrationCrosscheckMeterLoad(t *testing.T) {
 		}
 	}
 }
+
 // TestIntegrationActionSupport puts every case of actsupport.Cases() on a
 // kernel datapath and checks the kernel's answer against the table
 // (userdp's column is checked by userdp's TestActionSupportTable).
