@@ -64,7 +64,7 @@ type OVS struct {
 }
 
 // StartOVS starts a private ovsdb-server and ovs-vswitchd in namespace
-// ns. It fails the test, with the reason and the end of the daemon's
+// ns (nil: the test's own). It fails the test, with the reason and the end of the daemon's
 // log, if a program is missing or a daemon does not start. When the
 // test ends (also when it fails) both daemons are asked to exit, then
 // killed if they have not within 5 s, and the directory removed.
@@ -152,7 +152,12 @@ func (o *OVS) run(name string, args ...string) (string, error) {
 	cmd.Env = append(os.Environ(), "OVS_RUNDIR="+o.Dir, "OVS_DBDIR="+o.Dir, "OVS_LOGDIR="+o.Dir, "OVS_SYSCONFDIR="+o.Dir)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
-	err := o.ns.Do(cmd.Run)
+	var err error
+	if o.ns == nil {
+		err = cmd.Run()
+	} else {
+		err = o.ns.Do(cmd.Run)
+	}
 	if err != nil {
 		return out.String(), fmt.Errorf("ovs: %s %s in namespace %s: %w: %s", name, strings.Join(args, " "), o.ns, err, strings.TrimSpace(out.String()))
 	}
@@ -182,7 +187,11 @@ func (o *OVS) stop() error {
 		if d.pid == 0 {
 			continue
 		}
-		o.run("ovs-appctl", "-t", d.ctl, "exit") // an error here is handled by the kill below
+		args := []string{"-t", d.ctl, "exit"}
+		if d.name == "ovs-vswitchd" {
+			args = append(args, "--cleanup") // its datapaths go with it
+		}
+		o.run("ovs-appctl", args...) // an error here is handled by the kill below
 		if !waitGone(d.pid, 5*time.Second) {
 			syscall.Kill(d.pid, syscall.SIGKILL)
 			if !waitGone(d.pid, 5*time.Second) {

@@ -3,12 +3,10 @@
 package daemon
 
 import (
-	"bytes"
 	"context"
 	"encoding/binary"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -362,7 +360,7 @@ func (c *cmpCase) ovs(b *testing.B, n *cmpNet) cmpSwitch {
 	o.vsctl("add-port", "br0", n.srcV.PeerName, "--", "set", "interface", n.srcV.PeerName, "ofport_request=1")
 	o.vsctl("add-port", "br0", n.dstV.PeerName, "--", "set", "interface", n.dstV.PeerName, "ofport_request=2")
 	if r := c.rules(n, "1", "2"); r != "" {
-		file := filepath.Join(o.dir, "flows.txt")
+		file := filepath.Join(o.Dir, "flows.txt")
 		if err := os.WriteFile(file, []byte(r), 0o644); err != nil {
 			b.Fatal(err)
 		}
@@ -392,101 +390,30 @@ func (c *cmpCase) ovs(b *testing.B, n *cmpNet) cmpSwitch {
 	}
 }
 
-// ovsInstance is a private ovsdb-server and ovs-vswitchd under dir.
+// ovsInstance is a private Open vSwitch (testenv.StartOVS: in ns, or
+// here when ns is nil, stopped with its datapaths when the test ends)
+// whose commands fail the benchmark when they fail.
 type ovsInstance struct {
-	tb  testing.TB
-	dir string
-	env []string
-	ns  *testenv.Netns // where ovs-vswitchd runs (nil: here)
+	tb testing.TB
+	*testenv.OVS
 }
 
-// startOVS starts ovsdb-server and ovs-vswitchd (in ns, unless nil)
-// under a temporary directory, stopped (and their datapaths deleted)
-// when the test ends.
 func startOVS(tb testing.TB, ns *testenv.Netns) *ovsInstance {
-	for _, p := range []string{"ovsdb-tool", "ovsdb-server", "ovs-vswitchd", "ovs-vsctl", "ovs-ofctl", "ovs-appctl"} {
-		if _, err := exec.LookPath(p); err != nil {
-			tb.Fatalf("%s is not installed (Debian's openvswitch-switch): %v", p, err)
-		}
-	}
-	schema := "/usr/share/openvswitch/vswitch.ovsschema"
-	dir, err := os.MkdirTemp("", "ovscmp")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	o := &ovsInstance{tb: tb, dir: dir, env: append(os.Environ(), "OVS_RUNDIR="+dir, "OVS_DBDIR="+dir, "OVS_LOGDIR="+dir), ns: ns}
-	o.run("ovsdb-tool", "create", filepath.Join(dir, "conf.db"), schema)
-	o.run("ovsdb-server", filepath.Join(dir, "conf.db"), "--remote=punix:"+filepath.Join(dir, "db.sock"),
-		"--pidfile="+filepath.Join(dir, "ovsdb.pid"), "--detach", "--log-file="+filepath.Join(dir, "ovsdb.log"),
-		"--unixctl="+filepath.Join(dir, "ovsdb.ctl"))
-	tb.Cleanup(func() {
-		o.stop("ovsdb.ctl", "ovsdb.pid")
-		os.RemoveAll(dir)
-	})
-	o.vsctl("--no-wait", "init")
-	vswitchd := []string{"ovs-vswitchd"}
-	if ns != nil {
-		vswitchd = []string{"nsenter", "--net=" + ns.Path(), "ovs-vswitchd"}
-	}
-	o.run(vswitchd[0], append(vswitchd[1:], "unix:"+filepath.Join(dir, "db.sock"), "--pidfile="+filepath.Join(dir, "vswitchd.pid"), "--detach",
-		"--log-file="+filepath.Join(dir, "vswitchd.log"), "--unixctl="+filepath.Join(dir, "vswitchd.ctl"))...)
-	tb.Cleanup(func() {
-		exec.Command("ovs-vsctl", "--db=unix:"+filepath.Join(dir, "db.sock"), "--timeout=5", "del-br", "br0").Run()
-		o.stop("vswitchd.ctl", "vswitchd.pid")
-		exec.Command("ovs-dpctl", "del-dp", "ovs-system").Run()
-		if tb.Failed() {
-			if log, err := os.ReadFile(filepath.Join(dir, "vswitchd.log")); err == nil {
-				tb.Logf("ovs-vswitchd.log:\n%s", log)
-			}
-		}
-	})
-	return o
+	return &ovsInstance{tb: tb, OVS: testenv.StartOVS(tb, ns)}
 }
 
-func (o *ovsInstance) run(name string, args ...string) string {
+func (o *ovsInstance) must(out string, err error) string {
 	o.tb.Helper()
-	cmd := exec.Command(name, args...)
-	cmd.Env, cmd.Dir = o.env, o.dir
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	if err := cmd.Run(); err != nil {
-		o.tb.Fatalf("%s %s: %v\n%s%s", name, strings.Join(args, " "), err, out.String(), errb.String())
+	if err != nil {
+		o.tb.Fatal(err)
 	}
-	return out.String()
+	return out
 }
 
-func (o *ovsInstance) vsctl(args ...string) string {
-	return o.run("ovs-vsctl", append([]string{"--db=unix:" + filepath.Join(o.dir, "db.sock"), "--timeout=30"}, args...)...)
-}
+func (o *ovsInstance) vsctl(args ...string) string { return o.must(o.Vsctl(args...)) }
 
 func (o *ovsInstance) ofctl(cmd, br string, args ...string) string {
-	return o.run("ovs-ofctl", append([]string{cmd, "unix:" + filepath.Join(o.dir, br+".mgmt")}, args...)...)
+	return o.must(o.Ofctl(cmd, br, args...))
 }
 
-func (o *ovsInstance) appctl(args ...string) string {
-	return o.run("ovs-appctl", append([]string{"-t", filepath.Join(o.dir, "vswitchd.ctl")}, args...)...)
-}
-
-// stop asks the daemon at ctl to exit, and kills it by its pid file if
-// it has not within 5 s.
-func (o *ovsInstance) stop(ctl, pidFile string) {
-	args := []string{"-t", filepath.Join(o.dir, ctl), "exit"}
-	if strings.HasPrefix(ctl, "vswitchd") {
-		args = append(args, "--cleanup")
-	}
-	exec.Command("ovs-appctl", args...).Run()
-	raw, err := os.ReadFile(filepath.Join(o.dir, pidFile))
-	if err != nil {
-		return
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(raw)))
-	if err != nil || pid <= 1 {
-		return
-	}
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if unix.Kill(pid, 0) != nil {
-			return
-		}
-	}
-	unix.Kill(pid, unix.SIGKILL)
-}
+func (o *ovsInstance) appctl(args ...string) string { return o.must(o.Appctl(args...)) }
