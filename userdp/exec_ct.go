@@ -161,13 +161,20 @@ func (w *worker) defrag(c *pktCtx, tr *conntrack.Tracker, zone uint16) (untracke
 // port's MTU, else fragmented again (conntrack.Fragmenter: the original
 // fragments' sizes unless the kernel would output a clone, which is what
 // every output but the action list's last one outputs).
+//
+// A tunnel port gets each piece encapsulated (the kernel fragments in
+// do_output, before the tunnel device's transmit).
 func (w *worker) outputReassembled(c *pktCtx, port uint32, frame []byte, last bool) {
 	hh := 14
-	if c.key.MacProto != flowkeys.MacProtoEthernet {
+	if c.noEth {
 		hh = 0
 	}
+	send := func(b []byte) { w.output(port, b, false) }
+	if tp := w.tunnelPortOf(port); tp != nil {
+		send = func(b []byte) { w.outputTunnel(c, port, tp, b) }
+	}
 	if !c.frag.NeedsRefragment(skbLen(frame), hh) {
-		w.output(port, frame, false)
+		send(frame)
 		return
 	}
 	p := w.dp.portByNumber(port)
@@ -176,7 +183,7 @@ func (w *worker) outputReassembled(c *pktCtx, port uint32, frame []byte, last bo
 		return
 	}
 	l3 := c.l3()
-	err := w.fragmenter.Fragment(frame, l3, &c.frag, p.port.MTU(), !last, func(b []byte) { w.output(port, b, false) })
+	err := w.fragmenter.Fragment(frame, l3, &c.frag, p.port.MTU(), !last, send)
 	if err != nil {
 		w.actionError()
 	}

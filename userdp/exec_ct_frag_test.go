@@ -5,7 +5,9 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
+	"github.com/ovsdp/ovsdp/flowkeys"
 	"github.com/ovsdp/ovsdp/internal/header"
 	"github.com/ovsdp/ovsdp/internal/header/headertest"
 	"github.com/ovsdp/ovsdp/odp"
@@ -227,6 +229,58 @@ func TestCTFragmentsTrunc(t *testing.T) {
 	for i, want := range frags {
 		if got := h.expect(2); !bytes.Equal(got, want) {
 			t.Fatalf("fragment %d after the truncated output:\n%x\nwant\n%x", i, got, want)
+		}
+	}
+}
+
+// TestCTFragmentsToTunnel: a datagram that ct reassembled and that goes
+// out of a tunnel port is fragmented again and each fragment then
+// encapsulated, as the kernel's do_output fragments before the tunnel
+// device's transmit.
+func TestCTFragmentsToTunnel(t *testing.T) {
+	ft := newFakeTunnel(tunnelVXLAN, 4789, false)
+	dp, err := New("tfrag", WithoutLocalPort())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { dp.Close() })
+	ctx := context.Background()
+	if _, err := dp.AddPort(ctx, odp.PortSpec{Name: "m1", Type: PortMemory}); err != nil {
+		t.Fatal(err)
+	}
+	if p, err := dp.AttachPort(ft, 2); err != nil || p.Number != 2 {
+		t.Fatalf("attaching the tunnel port: %+v, %v", p, err)
+	}
+	for _, fl := range [][2]string{
+		{"recirc_id(0),in_port(1)," + anyEth + "eth_type(0x0800),ipv4(proto=0/0)", "ct,recirc(1)"},
+		{"recirc_id(1),in_port(1)," + anyEth + "eth_type(0x0800)" + anyIPv4, "set(tunnel(tun_id=0x2a,dst=10.1.1.2,ttl=64,flags(key))),2"},
+	} {
+		if _, err := dp.PutFlow(ctx, parseFlow(t, fl[0], fl[1]), odp.PutCreate); err != nil {
+			t.Fatalf("put %s: %v", fl[1], err)
+		}
+	}
+	_, frags := fragDatagram(false, 200, 7, 112, 96)
+	if _, err := dp.MemoryPeer("m1").WriteBatch(frags); err != nil {
+		t.Fatal(err)
+	}
+	var sent [][]byte
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline) && len(sent) < len(frags); time.Sleep(time.Millisecond) {
+		sent = ft.packets()
+	}
+	if len(sent) != len(frags) {
+		info, _ := dp.Info(ctx)
+		t.Fatalf("the tunnel port sent %d packets, want the %d fragments (port stats %+v, datapath %+v, drops %+v)", len(sent), len(frags), ft.Stats(), info, dp.Drops())
+	}
+	for i, got := range sent {
+		var md flowkeys.Tunnel
+		var opts [256]byte
+		rcfg := ft.cfg
+		off, n, _, err := decapTunnel(got, &rcfg, &md, &opts)
+		if err != nil {
+			t.Fatalf("packet %d is not a vxlan packet (%v): %x", i, err, got)
+		}
+		if !bytes.Equal(got[off:off+n], frags[i]) {
+			t.Errorf("packet %d carries\n%x\nwant fragment %d\n%x", i, got[off:off+n], i, frags[i])
 		}
 	}
 }
