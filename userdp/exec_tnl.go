@@ -277,6 +277,7 @@ func (w *worker) tnlPop(c *pktCtx, port uint32) {
 	c.f.Len = n
 	c.ct.Clear()
 	c.egress, c.tunOpts = nil, nil
+	c.noEth = false // what tnl_pop leaves is an Ethernet frame
 	if nopts > 0 {
 		c.tunOpts = w.popOpts[:nopts]
 	}
