@@ -333,14 +333,19 @@
 // select_all, select_vlan, output_port); upcalld's --mirror SELECT:PORT
 // configures them (ParseMirror: SELECT is IFACE for both directions,
 // in=IFACE, out=IFACE, all, and vlan=N to narrow). A packet received on
-// a selected port is copied first, as it came; one sent to a selected
-// port is copied right after that output, as it went. Each mirror copies
+// a selected port is copied first, tagged for the mirror's output port
+// as normal would tag it (untagged to an access port, with its VLAN to a
+// trunk), and not at all when its input port drops it for its VLAN
+// [mirror_packet: input_vid_is_valid, output_normal]; one sent to a
+// selected port is copied right after that output, as it went (Open
+// vSwitch re-tags egress copies too; not implemented). Each mirror copies
 // a packet once, never to its input port. normal neither learns on nor
 // sends to a mirror's output port, and drops what arrives on it;
 // explicit outputs still may. The megaflows carry the copies: decide
-// with Env.DecideInto, which adds to the mask the input port and, when a
-// mirror selects VLANs, the outer tag's present bit and VID (the VLAN is
-// the packet's VLAN on its input port).
+// with Env.DecideInto, which adds to the mask the input port, the outer
+// tag's present bit and VID, and the whole outer tag when its VID is 0
+// or the ports have VLAN configuration (the VLAN is the packet's VLAN on
+// its input port).
 //
 // # Datapath actions
 //
