@@ -515,12 +515,9 @@ func (w *walker) run(as []Action) {
 		case ActNormal:
 			w.restoreVLAN()
 			inPort := w.inPort()
-			tci, ok := w.normalVLAN()
-			if !ok {
-				continue // dropped, as xlate_normal drops a partial tag
-			}
 			w.read(offEthSrc, ones[:6])
 			w.read(offEthDst, ones[:6])
+			tci := w.normalVLAN()
 			if !w.normal {
 				w.normal, w.normalTCI = true, tci
 			}
@@ -658,12 +655,16 @@ func (w *walker) setAddr(a *Action) {
 // 0) may leave re-tagged with its input port's VLAN, keeping its PCP and
 // TPID as Open vSwitch does, so those are read too.
 //
-// ok is false for a frame that xlate_normal drops as malformed: one
-// without a tag whose Ethernet type is a VLAN TPID (a tag cut short).
-func (w *walker) normalVLAN() (tci uint16, ok bool) {
-	tci = w.tagRead(&w.outer, flowkeys.VLANTagPresent, 0)
+// Unlike Open vSwitch's xlate_normal, which drops a frame whose tag is
+// cut short (no tag, a VLAN TPID as Ethernet type), normal takes it as
+// untagged: telling it apart would put the Ethernet type in every
+// untagged megaflow, and the decision for such a frame would have no
+// flow (the daemon refuses those as inexpressible), so each of them
+// would be a miss.
+func (w *walker) normalVLAN() uint16 {
+	tci := w.tagRead(&w.outer, flowkeys.VLANTagPresent, 0)
 	if tci&flowkeys.VLANTagPresent == 0 {
-		return 0, !header.IsVLAN(w.read16(offEthType, 0xffff))
+		return 0
 	}
 	if w.fault != faultNoVLANMask {
 		tci = w.tagRead(&w.outer, 0xfff, 0)
@@ -671,7 +672,7 @@ func (w *walker) normalVLAN() (tci uint16, ok bool) {
 	if tci&0xfff == 0 && w.fault != faultNoPCPMask {
 		w.tagRead(&w.outer, 0xe000, 0xffff)
 	}
-	return tci & (flowkeys.VLANTagPresent | 0xfff), true
+	return tci & (flowkeys.VLANTagPresent | 0xfff)
 }
 
 // restoreVLAN is called by every action that may emit: after a normal

@@ -278,8 +278,6 @@
 // trunk of every VLAN. VID below is the outer tag's VLAN ID, 0 for an
 // untagged or priority-tagged frame (xvlan_extract).
 //
-//   - A frame whose Ethernet type is a VLAN TPID but that has no tag (cut
-//     short) is dropped [xlate_normal: "partial VLAN tag"].
 //   - Access port: VID 0 is accepted, any other VID dropped
 //     [input_vid_is_valid]; the frame is in the port's VLAN, keeping the
 //     PCP and TPID of a priority tag [xvlan_input_translate].
@@ -309,17 +307,20 @@
 //     DEI 0 (the datapaths fold DEI into the tag-present bit of the key
 //     and clear it on push_vlan) [commit_vlan_action: pop and push].
 //
-// Not implemented: priority-tags=if-nonzero|always, dot1q-tunnel ports,
-// and xbundle_includes_vlan's rule that an access port does not get a
-// frame with a second tag whose VID is not 0.
+// Not implemented: priority-tags=if-nonzero|always; dot1q-tunnel ports;
+// xbundle_includes_vlan's rule that an access port does not get a frame
+// with a second tag whose VID is not 0; and xlate_normal's drop of a
+// frame whose tag is cut short (a VLAN TPID as Ethernet type, no tag),
+// which normal takes as untagged (see normalVLAN: the drop would put the
+// Ethernet type in every untagged megaflow and leave such frames with
+// no flow).
 //
 // The outputs that keep the frame's tag as it is come first, so normal
 // changes the tag as few times as it can; the actions after a normal see
 // the frame's tag as it was before it.
 //
 // What normal masks: in_port, dl_src and dl_dst (as before), the
-// tag-present bit, the Ethernet type of an untagged frame (the partial
-// tag check), the VLAN ID of a tagged frame, the PCP and TPID of a
+// tag-present bit, the VLAN ID of a tagged frame, the PCP and TPID of a
 // priority-tagged one (it may be re-tagged or keep its tag), and when an action after a
 // normal may emit, the whole outer tag of a tagged frame (normal may have
 // removed it, and it is put back). None of this depends on the port

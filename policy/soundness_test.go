@@ -570,23 +570,20 @@ func TestMegaflowsSmall(t *testing.T) {
 	// The learning switch masks in_port, both addresses and the VLAN it
 	// keys its table by: for an untagged frame the tag-present bit
 	// alone, for a tagged one the VID too, for a priority-tagged one
-	// (VID 0, which it may re-tag) also the PCP and TPID; nothing else,
-	// but for an untagged frame the Ethernet type (a VLAN TPID there is
-	// a tag cut short, which normal drops).
+	// (VID 0, which it may re-tag) also the PCP and TPID; nothing else.
 	normalMask := flowkeys.Key{InPort: 0xffffffff, EthSrc: [6]byte{255, 255, 255, 255, 255, 255}, EthDst: [6]byte{255, 255, 255, 255, 255, 255}}
 	for _, tc := range []struct {
 		tci, tpid      uint16
 		maskTCI, maskT uint16
-		maskEthType    uint16
 	}{
-		{0, 0, flowkeys.VLANTagPresent, 0, 0xffff},
-		{0xa000 | flowkeys.VLANTagPresent | 10, flowkeys.EthTypeVLAN, 0x1fff, 0, 0},
-		{0xa000 | flowkeys.VLANTagPresent, flowkeys.EthTypeVLAN, 0xffff, 0xffff, 0},
+		{0, 0, flowkeys.VLANTagPresent, 0},
+		{0xa000 | flowkeys.VLANTagPresent | 10, flowkeys.EthTypeVLAN, 0x1fff, 0},
+		{0xa000 | flowkeys.VLANTagPresent, flowkeys.EthTypeVLAN, 0xffff, 0xffff},
 	} {
 		k.VLANTCI, k.VLANTPID = tc.tci, tc.tpid
 		d = DefaultRules().Decide(&k)
 		want := normalMask
-		want.VLANTCI, want.VLANTPID, want.EthType = tc.maskTCI, tc.maskT, tc.maskEthType
+		want.VLANTCI, want.VLANTPID = tc.maskTCI, tc.maskT
 		if d.Mask != want || !d.Normal || d.NormalTCI != tc.tci&0x1fff {
 			t.Errorf("normal, tci %#x: mask %+v normal %v tci %#x\nwant %+v", tc.tci, d.Mask, d.Normal, d.NormalTCI, want)
 		}

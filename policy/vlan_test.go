@@ -137,31 +137,6 @@ func TestNativeVLAN0(t *testing.T) {
 	}
 }
 
-// TestNormalDropsPartialTag: xlate_normal drops a frame whose Ethernet
-// type is a VLAN TPID but which has no tag (cut short), and learns
-// nothing from it; the decision reads the Ethernet type for it.
-func TestNormalDropsPartialTag(t *testing.T) {
-	env := vlanPorts()
-	env.Switch = NewLearningSwitch(LearningOptions{})
-	for _, et := range []uint16{flowkeys.EthTypeVLAN, flowkeys.EthTypeQinQ} {
-		k := tcpKey()
-		k.InPort = 6
-		k.EthType, k.IPProto = et, 0
-		k.IPv4Src, k.IPv4Dst, k.TpSrc, k.TpDst, k.IPTTL, k.IPTOS = [4]byte{}, [4]byte{}, 0, 0, 0, 0
-		d := DefaultRules().Decide(&k)
-		if got := Translate(&d, &k, env).String(); got != "drop" {
-			t.Errorf("ethertype %#x without a tag: got %s, want drop", et, got)
-		}
-		if d.Mask.EthType != 0xffff {
-			t.Errorf("ethertype %#x: mask of the Ethernet type %#x, want 0xffff", et, d.Mask.EthType)
-		}
-		env.Learn(&d, &k)
-		if _, ok := env.Switch.LookupVLAN(0, k.EthSrc); ok {
-			t.Errorf("ethertype %#x: learned from a dropped frame", et)
-		}
-	}
-}
-
 // TestVLANIsolation: the same addresses in two VLANs are learned apart,
 // and a frame to an address known only in the other VLAN floods its own
 // VLAN instead of crossing.
