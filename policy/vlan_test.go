@@ -70,14 +70,8 @@ func TestTranslateNormalVLANs(t *testing.T) {
 // native-untagged port of VLAN 0 strip the tag. Ports: 1, 2 trunks of
 // every VLAN, 3 access 0, 4 native-tagged 0, 5 native-untagged 0.
 func TestTranslateNormalVLAN0(t *testing.T) {
-	env := &Env{
-		Ports: []uint32{1, 2, 3, 4, 5},
-		VLANs: NewVLANTable(map[uint32]PortVLAN{
-			3: {Mode: VLANAccess, Tag: 0},
-			4: {Mode: VLANNativeTagged, Tag: 0},
-			5: {Mode: VLANNativeUntagged, Tag: 0},
-		}),
-	}
+	ports := map[uint32]PortVLAN{3: {Mode: VLANAccess}, 4: {Mode: VLANNativeTagged}, 5: {Mode: VLANNativeUntagged}}
+	env := &Env{Ports: []uint32{1, 2, 3, 4, 5}, VLANs: NewVLANTable(ports)}
 	for _, tc := range []struct {
 		name      string
 		in        uint32
