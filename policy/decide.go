@@ -654,6 +654,13 @@ func (w *walker) setAddr(a *Action) {
 // VLAN, and the VLAN decides the ports). A priority-tagged packet (VID
 // 0) may leave re-tagged with its input port's VLAN, keeping its PCP and
 // TPID as Open vSwitch does, so those are read too.
+//
+// Unlike Open vSwitch's xlate_normal, which drops a frame whose tag is
+// cut short (no tag, a VLAN TPID as Ethernet type), normal takes it as
+// untagged: telling it apart would put the Ethernet type in every
+// untagged megaflow, and the decision for such a frame would have no
+// flow (the daemon refuses those as inexpressible), so each of them
+// would be a miss.
 func (w *walker) normalVLAN() uint16 {
 	tci := w.tagRead(&w.outer, flowkeys.VLANTagPresent, 0)
 	if tci&flowkeys.VLANTagPresent == 0 {
@@ -709,20 +716,28 @@ func (w *walker) setForm(f vlanForm) {
 }
 
 // outputForm is the form of the outer tag for a normal output with VLAN
-// ID vid (0: untagged). A tag that normal adds keeps the PCP and TPID of
-// a priority tag (read by normalVLAN), else it has PCP 0 and TPID
-// 0x8100.
-func (w *walker) outputForm(vid uint16) vlanForm {
+// ID vid, or without a tag when strip is set (portVLAN.outputVID). As
+// Open vSwitch's xvlan_input_translate and xvlan_put: the tag carries
+// the PCP and TPID of the frame's tag (PCP 0 and TPID 0x8100 for an
+// untagged frame), and a tag whose VID and PCP are both 0 is left out,
+// so that a priority tag with a PCP stays on a port that tags VLAN 0
+// and one without is removed. normalVLAN has read the PCP and TPID of
+// a tag with VID 0, the only tag whose VID an output may change.
+func (w *walker) outputForm(vid uint16, strip bool) vlanForm {
 	tagged := w.outer.tci&flowkeys.VLANTagPresent != 0
+	pcp := uint16(0)
+	if tagged {
+		pcp = w.outer.tci & 0xe000
+	}
 	switch {
-	case vid == 0 && !tagged:
+	case (strip || vid == 0 && pcp == 0) && !tagged:
 		return vlanForm{kind: formKeep}
-	case vid == 0:
+	case strip || vid == 0 && pcp == 0:
 		return vlanForm{kind: formNone}
 	case tagged && w.outer.tci&0xfff == vid:
 		return vlanForm{kind: formKeep}
 	case tagged:
-		return vlanForm{kind: formConst, tpid: w.outer.tpid, tci: w.outer.tci&0xe000 | flowkeys.VLANTagPresent | vid}
+		return vlanForm{kind: formConst, tpid: w.outer.tpid, tci: pcp | flowkeys.VLANTagPresent | vid}
 	}
 	return vlanForm{kind: formConst, tpid: flowkeys.EthTypeVLAN, tci: flowkeys.VLANTagPresent | vid}
 }

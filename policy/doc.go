@@ -272,26 +272,56 @@
 //
 // normal follows the ports' VLAN configuration (Env.VLANs, from
 // upcalld's --port IFACE,vlan=N / trunks=LIST / vlan_mode=MODE,tag=N;
-// ParsePortSpecs), with Open vSwitch's semantics (ovs-vswitchd.conf.db(5)
-// and ofproto-dpif-xlate.c): a frame's VLAN is its VLAN ID on a trunk
-// (0 when untagged or priority-tagged), the port's tag on an access port
-// (which drops frames tagged with a VID other than 0), and on a native
-// port the native VLAN when untagged, else its VID; a trunk or native
-// port drops a VLAN it does not carry (trunks=, the native VLAN
-// included; no trunks= means every VLAN). A port without configuration
-// is a trunk of every VLAN. The MAC table is keyed by (VLAN, MAC);
-// normal sends a frame to the port its destination was learned on in its
-// VLAN, or floods it to the other ports that carry the VLAN. It leaves an
-// access port, and a native-untagged port in the native VLAN, untagged;
-// any other port tagged with its VLAN (a tag normal adds has PCP 0 and
-// TPID 0x8100, or the PCP and TPID of a priority tag it replaces). The
-// outputs that keep the frame's tag as it is come first, so normal
+// ParsePortSpecs) with Open vSwitch's semantics, checked against its
+// source (ofproto/ofproto-dpif-xlate.c and ofproto-dpif.c; the function
+// each rule comes from in brackets). A port without configuration is a
+// trunk of every VLAN. VID below is the outer tag's VLAN ID, 0 for an
+// untagged or priority-tagged frame (xvlan_extract).
+//
+//   - Access port: VID 0 is accepted, any other VID dropped
+//     [input_vid_is_valid]; the frame is in the port's VLAN, keeping the
+//     PCP and TPID of a priority tag [xvlan_input_translate].
+//   - Trunk: the frame is in VLAN VID (VLAN 0 when untagged) and is
+//     dropped unless the port trunks it: with trunks=, an untagged frame
+//     needs VLAN 0 listed [input_vid_is_valid, xbundle_trunks_vlan].
+//   - Native port: VID 0 is the native VLAN, always accepted (keeping a
+//     priority tag's PCP and TPID); another VID as on a trunk
+//     [input_vid_is_valid, xvlan_input_translate]. A native port whose
+//     VLAN is not 0 always trunks it and never trunks VLAN 0, whatever
+//     trunks= says [bundle_set].
+//   - The MAC table is keyed by (VLAN, MAC); normal sends to the port the
+//     destination was learned on in the VLAN, else floods to every other
+//     port that carries the VLAN: an access port its own, the others the
+//     VLANs they trunk [xlate_normal, xlate_normal_flood,
+//     xbundle_includes_vlan].
+//   - Output: an access port, and a native-untagged port for its native
+//     VLAN, strip the tag; trunks, native-tagged ports and
+//     native-untagged ones for another VLAN tag the frame with its VLAN
+//     [xvlan_output_translate]. The tag has the PCP and TPID of the
+//     frame's tag, or PCP 0 and TPID 0x8100 for an untagged frame; a tag
+//     whose VID and PCP are both 0 is left out, so VLAN 0 leaves a
+//     trunk priority-tagged when its PCP is not 0 and untagged when it
+//     is [xvlan_put, Port other_config:priority-tags=never, the
+//     default].
+//   - A tag left as it came keeps its DEI bit; a tag normal pushes has
+//     DEI 0 (the datapaths fold DEI into the tag-present bit of the key
+//     and clear it on push_vlan) [commit_vlan_action: pop and push].
+//
+// Not implemented: priority-tags=if-nonzero|always; dot1q-tunnel ports;
+// xbundle_includes_vlan's rule that an access port does not get a frame
+// with a second tag whose VID is not 0; and xlate_normal's drop of a
+// frame whose tag is cut short (a VLAN TPID as Ethernet type, no tag),
+// which normal takes as untagged (see normalVLAN: the drop would put the
+// Ethernet type in every untagged megaflow and leave such frames with
+// no flow).
+//
+// The outputs that keep the frame's tag as it is come first, so normal
 // changes the tag as few times as it can; the actions after a normal see
 // the frame's tag as it was before it.
 //
 // What normal masks: in_port, dl_src and dl_dst (as before), the
 // tag-present bit, the VLAN ID of a tagged frame, the PCP and TPID of a
-// priority-tagged one (it may be re-tagged), and when an action after a
+// priority-tagged one (it may be re-tagged or keep its tag), and when an action after a
 // normal may emit, the whole outer tag of a tagged frame (normal may have
 // removed it, and it is put back). None of this depends on the port
 // configuration or the MAC table, which Translate reads: a change of
@@ -304,14 +334,19 @@
 // select_all, select_vlan, output_port); upcalld's --mirror SELECT:PORT
 // configures them (ParseMirror: SELECT is IFACE for both directions,
 // in=IFACE, out=IFACE, all, and vlan=N to narrow). A packet received on
-// a selected port is copied first, as it came; one sent to a selected
-// port is copied right after that output, as it went. Each mirror copies
+// a selected port is copied first, tagged for the mirror's output port
+// as normal would tag it (untagged to an access port, with its VLAN to a
+// trunk), and not at all when its input port drops it for its VLAN
+// [mirror_packet: input_vid_is_valid, output_normal]; one sent to a
+// selected port is copied right after that output, as it went (Open
+// vSwitch re-tags egress copies too; not implemented). Each mirror copies
 // a packet once, never to its input port. normal neither learns on nor
 // sends to a mirror's output port, and drops what arrives on it;
 // explicit outputs still may. The megaflows carry the copies: decide
-// with Env.DecideInto, which adds to the mask the input port and, when a
-// mirror selects VLANs, the outer tag's present bit and VID (the VLAN is
-// the packet's VLAN on its input port).
+// with Env.DecideInto, which adds to the mask the input port, the outer
+// tag's present bit and VID, and the whole outer tag when its VID is 0
+// or the ports have VLAN configuration (the VLAN is the packet's VLAN on
+// its input port).
 //
 // # Datapath actions
 //

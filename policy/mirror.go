@@ -19,6 +19,13 @@ import (
 //     sent there, right after that output (egress);
 //   - select_vlan narrows both to the packets of those VLANs: the VLAN
 //     the packet belongs to on its input port (VLANTable.InputVLAN);
+//   - a packet its input port drops for its VLAN gets no ingress copy,
+//     and an ingress copy leaves the output port with that port's VLAN
+//     treatment, as normal would send it there (mirror_packet's
+//     input_vid_is_valid and output_normal); an egress copy is the
+//     packet as it was sent (not yet OVS's: it re-derives the VLAN from
+//     the port the packet was sent to and tags the copy for the
+//     mirror's output port);
 //   - each mirror copies a packet once, however often it selects it, and
 //     never back to the packet's input port (nor again to the port the
 //     selecting output went to);
@@ -28,9 +35,9 @@ import (
 //     or all in a rule still reaches it.
 //
 // Megaflows carry the copies as extra outputs. What selection reads is
-// in their mask: the input port exactly (Env.DecideInto), and, when some
-// mirror selects VLANs, the outer tag's present bit and, for a tagged
-// packet, its VLAN ID. The output ports a decision sends to come from
+// in their mask: the input port exactly (Env.DecideInto), the outer
+// tag's present bit and, for a tagged packet, its VID, and the whole
+// outer tag when its VID is 0 or the ports have VLAN configuration. The output ports a decision sends to come from
 // bits the decision already read.
 
 // MaxMirrors is how many mirrors an Env may have.
@@ -195,22 +202,20 @@ func (e *Env) mirrorMask(d *Decision, k *flowkeys.Key) {
 	// A recirculated packet was copied by the ingress mirrors on its
 	// first pass (mirrorIngress): recirc_id tells the passes apart.
 	d.Mask.RecircID = 0xffffffff
-	if !e.mirrorsByVLAN() || testFault == faultNoMirrorVLANMask {
+	if testFault == faultNoMirrorVLANMask {
 		return
 	}
+	// The packet's VLAN decides whether it is copied (its input port may
+	// drop it; select_vlan) and the copy's tag (outputForm): a priority
+	// tag with PCP 0 is removed, and with port VLAN configuration the
+	// copy's tag may replace the packet's, keeping its PCP and TPID.
 	d.Mask.VLANTCI |= flowkeys.VLANTagPresent
 	if k.VLANTCI&flowkeys.VLANTagPresent != 0 {
 		d.Mask.VLANTCI |= 0xfff
-	}
-}
-
-func (e *Env) mirrorsByVLAN() bool {
-	for i := range e.Mirrors {
-		if len(e.Mirrors[i].VLANs) > 0 {
-			return true
+		if k.VLANTCI&0xfff == 0 || e.VLANs != nil {
+			d.Mask.VLANTCI, d.Mask.VLANTPID = 0xffff, 0xffff
 		}
 	}
-	return false
 }
 
 // isMirrorOut reports whether port is some mirror's output port.
@@ -244,17 +249,16 @@ func (w *walker) mirrorIngress(env *Env) {
 	ms := &t.mirrors
 	ms.env = env
 	ms.in = w.read32(offInPort)
-	tci := uint16(0)
-	if env.mirrorsByVLAN() {
-		tci = w.tagRead(&w.outer, flowkeys.VLANTagPresent, 0)
-		if tci&flowkeys.VLANTagPresent != 0 {
-			tci = w.tagRead(&w.outer, 0xfff, 0) & (flowkeys.VLANTagPresent | 0xfff)
-		}
+	tci := w.tagRead(&w.outer, flowkeys.VLANTagPresent, 0)
+	if tci&flowkeys.VLANTagPresent != 0 {
+		tci = w.tagRead(&w.outer, 0xfff, 0) & (flowkeys.VLANTagPresent | 0xfff)
 	}
 	ms.vlan, ms.vlanOK = env.VLANs.InputVLAN(ms.in, tci)
-	if w.cur.RecircID != 0 {
+	if w.cur.RecircID != 0 || !ms.vlanOK {
 		// Recirculated (after ct): the ingress copies were made on the
-		// packet's first pass; mirrorMask makes recirc_id exact.
+		// packet's first pass; mirrorMask makes recirc_id exact. A
+		// packet its input port drops for its VLAN is not copied
+		// (mirror_packet's input_vid_is_valid).
 		return
 	}
 	for i := range env.Mirrors {
@@ -262,10 +266,14 @@ func (w *walker) mirrorIngress(env *Env) {
 		if (m.All || slices.Contains(m.SrcPorts, ms.in)) && m.selectsVLAN(ms.vlan, ms.vlanOK) {
 			ms.done |= 1 << i
 			if m.Out != ms.in {
+				// With the output port's VLAN treatment, as normal
+				// sends (mirror_packet's output_normal).
+				w.setForm(w.outputForm(env.VLANs.port(m.Out).outputVID(ms.vlan)))
 				t.output(m.Out)
 			}
 		}
 	}
+	w.setForm(vlanForm{kind: formKeep})
 }
 
 // mirrorEgress emits the copies of the mirrors that select the output

@@ -108,13 +108,12 @@ func TestTranslateMirrors(t *testing.T) {
 		if d.Mask.InPort != 0xffffffff {
 			t.Errorf("%s: the mask lacks in_port", tc.name)
 		}
-		byVLAN := len(tc.mirrors[0].VLANs) > 0
-		wantTCI := uint16(0)
-		if byVLAN {
-			wantTCI = flowkeys.VLANTagPresent
-			if k.VLANTCI != 0 {
-				wantTCI |= 0xfff
-			}
+		// Without port VLAN configuration a copy keeps the packet's tag,
+		// but drops a priority tag whose PCP is 0 (xvlan_put): the
+		// present bit and, for a tagged packet, the VID.
+		wantTCI := uint16(flowkeys.VLANTagPresent)
+		if k.VLANTCI != 0 {
+			wantTCI |= 0xfff
 		}
 		if d.Mask.VLANTCI != wantTCI && !strings.Contains(tc.rule, "normal") {
 			t.Errorf("%s: VLAN TCI mask %#x, want %#x", tc.name, d.Mask.VLANTCI, wantTCI)
@@ -141,5 +140,69 @@ func TestMirrorOutputNotLearned(t *testing.T) {
 	env.DecideInto(DefaultRules(), &k, &d)
 	if _, changed := env.Learn(&d, &k); !changed {
 		t.Error("did not learn from an ordinary port")
+	}
+}
+
+// TestMirrorVLANs checks ingress copies against Open vSwitch's
+// mirror_packet: a packet its input port drops for its VLAN is not
+// copied by any mirror (input_vid_is_valid), and a copy leaves the
+// mirror's output port with that port's VLAN treatment (output_normal):
+// tagged with the packet's VLAN on a trunk, untagged on an access port.
+// Ports: 1 access 10, 2 trunk of every VLAN, 3 access 10, 9 trunk of
+// every VLAN (the mirror's output), 8 access 20 (another mirror output).
+func TestMirrorVLANs(t *testing.T) {
+	vlans := NewVLANTable(map[uint32]PortVLAN{
+		1: {Mode: VLANAccess, Tag: 10},
+		3: {Mode: VLANAccess, Tag: 10},
+		8: {Mode: VLANAccess, Tag: 20},
+	})
+	for _, tc := range []struct {
+		name    string
+		rule    string
+		mirrors []Mirror
+		in      uint32
+		tci     uint16 // with the present bit; 0: untagged
+		want    string
+	}{
+		{"untagged from access 10 is copied tagged to a trunk", "actions=output:2", []Mirror{{SrcPorts: []uint32{1}, Out: 9}}, 1, 0,
+			"push_vlan(vid=10,pcp=0),9,pop_vlan,2"},
+		{"a priority tag's PCP is kept in the copy", "actions=output:2", []Mirror{{SrcPorts: []uint32{1}, Out: 9}}, 1, flowkeys.VLANTagPresent | 0xa000,
+			"pop_vlan,push_vlan(vid=10,pcp=5),9,pop_vlan,push_vlan(vid=0,pcp=5),2"},
+		{"tagged from a trunk is copied as it came", "actions=output:3", []Mirror{{SrcPorts: []uint32{2}, Out: 9}}, 2, flowkeys.VLANTagPresent | 10,
+			"9,3"},
+		{"copy to an access port is untagged", "actions=output:3", []Mirror{{SrcPorts: []uint32{2}, Out: 8}}, 2, flowkeys.VLANTagPresent | 10,
+			"pop_vlan,8,push_vlan(vid=10,pcp=0),3"},
+		{"a frame the access port drops is not copied", "actions=output:2", []Mirror{{SrcPorts: []uint32{1}, Out: 9}}, 1, flowkeys.VLANTagPresent | 10,
+			"2"},
+		{"but a mirror of every port copies it as sent to the trunk", "actions=output:2", []Mirror{{All: true, Out: 9}}, 1, flowkeys.VLANTagPresent | 10,
+			"2,9"},
+		{"the copy drops a priority tag with PCP 0", "actions=output:3", []Mirror{{SrcPorts: []uint32{2}, Out: 9}}, 2, flowkeys.VLANTagPresent,
+			"pop_vlan,9,push_vlan(vid=0,pcp=0),3"},
+	} {
+		env := &Env{Ports: []uint32{1, 2, 3, 8, 9}, Mirrors: tc.mirrors, VLANs: vlans}
+		rs, err := ParseRules("m", strings.NewReader(tc.rule+"\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		k := tcpKey()
+		k.InPort = tc.in
+		if tc.tci != 0 {
+			k.VLANTCI, k.VLANTPID = tc.tci, flowkeys.EthTypeVLAN
+		}
+		var d Decision
+		env.DecideInto(rs, &k, &d)
+		if got := Translate(&d, &k, env).String(); got != tc.want {
+			t.Errorf("%s: got %s, want %s", tc.name, got, tc.want)
+		}
+		// The copies depend on the input port's VLAN and the tag's PCP
+		// and TPID: the mask has the whole outer tag of a tagged packet
+		// and the present bit of an untagged one.
+		wantTCI, wantTPID := uint16(flowkeys.VLANTagPresent), uint16(0)
+		if tc.tci != 0 {
+			wantTCI, wantTPID = 0xffff, 0xffff
+		}
+		if d.Mask.VLANTCI&wantTCI != wantTCI || d.Mask.VLANTPID&wantTPID != wantTPID {
+			t.Errorf("%s: mask tci %#x tpid %#x, want at least %#x %#x", tc.name, d.Mask.VLANTCI, d.Mask.VLANTPID, wantTCI, wantTPID)
+		}
 	}
 }

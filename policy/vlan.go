@@ -304,14 +304,23 @@ func NewVLANTable(ports map[uint32]PortVLAN) *VLANTable {
 	t := &VLANTable{ports: make(map[uint32]*portVLAN, len(ports))}
 	for n, c := range ports {
 		pv := &portVLAN{mode: c.Mode, tag: c.Tag & 0xfff}
-		if len(c.Trunks) > 0 && c.Mode != VLANAccess {
+		native := c.Mode == VLANNativeTagged || c.Mode == VLANNativeUntagged
+		if len(c.Trunks) > 0 && c.Mode != VLANAccess || native && pv.tag != 0 {
 			pv.trunks = new([64]uint64)
+			if len(c.Trunks) == 0 {
+				for i := range pv.trunks {
+					pv.trunks[i] = ^uint64(0)
+				}
+			}
 			for _, v := range c.Trunks {
 				pv.trunks[v&0xfff/64] |= 1 << (v & 63)
 			}
-			if c.Mode != VLANTrunk {
-				// The native VLAN is always carried.
+			if native && pv.tag != 0 {
+				// As ofproto-dpif's bundle_set: a native port always
+				// trunks its native VLAN and never VLAN 0 (an untagged
+				// frame that enters is in the native VLAN).
 				pv.trunks[pv.tag/64] |= 1 << (pv.tag & 63)
+				pv.trunks[0] &^= 1
 			}
 		}
 		t.ports[n] = pv
@@ -358,21 +367,25 @@ func (p *portVLAN) input(vid uint16) (vlan uint16, ok bool) {
 	return vid, p.trunksVLAN(vid)
 }
 
-// outputVID is the VLAN ID a frame of vlan leaves the port with (0:
-// untagged).
-func (p *portVLAN) outputVID(vlan uint16) uint16 {
+// outputVID is the VLAN ID a frame of vlan leaves the port with, and
+// whether the port strips the tag instead (Open vSwitch's
+// xvlan_output_translate): an access port, and a native-untagged port
+// for its native VLAN, strip it; the others tag the frame with vlan,
+// which for VLAN 0 is a priority tag when the frame's PCP is not 0
+// (xvlan_put).
+func (p *portVLAN) outputVID(vlan uint16) (vid uint16, strip bool) {
 	if p == nil {
-		return vlan
+		return vlan, false
 	}
 	switch p.mode {
 	case VLANAccess:
-		return 0
+		return 0, true
 	case VLANNativeUntagged:
 		if vlan == p.tag {
-			return 0
+			return 0, true
 		}
 	}
-	return vlan
+	return vlan, false
 }
 
 // InputVLAN returns the VLAN that a frame entering by port with outer

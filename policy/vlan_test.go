@@ -47,7 +47,8 @@ func TestTranslateNormalVLANs(t *testing.T) {
 		{"trunk drops untagged (VLAN 0 not trunked)", 3, untagged, "drop"},
 		{"native-untagged: untagged is the native VLAN", 4, untagged, "1,7,push_vlan(vid=10,pcp=0),3,5,6"},
 		{"native-tagged: untagged is the native VLAN, leaves tagged", 5, untagged, "2,push_vlan(vid=20,pcp=0),3,4,6"},
-		{"unconfigured trunk, untagged: VLAN 0 only to trunks of all", 6, untagged, "5"},
+		// bundle_set: a native port (tag 10/20) never trunks VLAN 0.
+		{"unconfigured trunk, untagged: native ports do not carry VLAN 0", 6, untagged, "drop"},
 		{"unconfigured trunk, VLAN 30", 6, tag(30), "5"},
 	} {
 		env := vlanPorts()
@@ -58,6 +59,74 @@ func TestTranslateNormalVLANs(t *testing.T) {
 		d := rs.Decide(&k)
 		if got := Translate(&d, &k, env).String(); got != tc.want {
 			t.Errorf("%s: got %s, want %s", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestTranslateNormalVLAN0 checks VLAN 0 against Open vSwitch's
+// xvlan_output_translate and xvlan_put: a frame of VLAN 0 leaves a
+// trunk or native-tagged port with a priority tag (its TPID and PCP)
+// when its PCP is not 0, untagged when it is; access ports and a
+// native-untagged port of VLAN 0 strip the tag. Ports: 1, 2 trunks of
+// every VLAN, 3 access 0, 4 native-tagged 0, 5 native-untagged 0.
+func TestTranslateNormalVLAN0(t *testing.T) {
+	ports := map[uint32]PortVLAN{3: {Mode: VLANAccess}, 4: {Mode: VLANNativeTagged}, 5: {Mode: VLANNativeUntagged}}
+	env := &Env{Ports: []uint32{1, 2, 3, 4, 5}, VLANs: NewVLANTable(ports)}
+	for _, tc := range []struct {
+		name      string
+		in        uint32
+		tpid, tci uint16 // tci without the present bit; tpid 0: untagged
+		want      string
+	}{
+		{"untagged from a trunk", 1, 0, 0, "2,3,4,5"},
+		{"priority tag PCP 5 from a trunk", 1, flowkeys.EthTypeVLAN, 0xa000, "2,4,pop_vlan,3,5"},
+		{"priority tag PCP 5, TPID 0x88a8, from a trunk", 1, flowkeys.EthTypeQinQ, 0xa000, "2,4,pop_vlan,3,5"},
+		{"priority tag PCP 0 from a trunk", 1, flowkeys.EthTypeVLAN, 0, "pop_vlan,2,3,4,5"},
+		{"priority tag PCP 3 from access 0", 3, flowkeys.EthTypeVLAN, 0x6000, "1,2,4,pop_vlan,5"},
+		{"priority tag PCP 3 from native-untagged 0", 5, flowkeys.EthTypeVLAN, 0x6000, "1,2,4,pop_vlan,3"},
+		{"untagged from access 0", 3, 0, 0, "1,2,4,5"},
+	} {
+		k := tcpKey()
+		k.InPort = tc.in
+		if tc.tpid != 0 {
+			k.VLANTCI, k.VLANTPID = flowkeys.VLANTagPresent|tc.tci, tc.tpid
+		}
+		d := DefaultRules().Decide(&k)
+		if got := Translate(&d, &k, env).String(); got != tc.want {
+			t.Errorf("%s: got %s, want %s", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestNativeVLAN0 checks ofproto-dpif's bundle_set: a native port whose
+// VLAN is not 0 never trunks VLAN 0, even when trunks= lists it, and
+// always trunks its native VLAN.
+func TestNativeVLAN0(t *testing.T) {
+	vt := NewVLANTable(map[uint32]PortVLAN{
+		1: {Mode: VLANNativeTagged, Tag: 10},
+		2: {Mode: VLANNativeUntagged, Tag: 10, Trunks: []uint16{0, 20}},
+		3: {Mode: VLANNativeTagged, Tag: 0},
+		4: {Mode: VLANTrunk, Trunks: []uint16{0, 20}},
+	})
+	for _, tc := range []struct {
+		port uint32
+		vlan uint16
+		want bool
+	}{
+		{1, 0, false}, {1, 10, true}, {1, 30, true},
+		{2, 0, false}, {2, 10, true}, {2, 20, true}, {2, 30, false},
+		{3, 0, true}, {3, 30, true},
+		{4, 0, true}, {4, 20, true}, {4, 10, false},
+	} {
+		if got := vt.port(tc.port).includes(tc.vlan); got != tc.want {
+			t.Errorf("port %d carries VLAN %d: %v, want %v", tc.port, tc.vlan, got, tc.want)
+		}
+	}
+	// Untagged frames still enter port 2 (its native VLAN); a frame
+	// tagged with VLAN 0 is a priority-tagged frame, also native.
+	for _, tci := range []uint16{0, flowkeys.VLANTagPresent, flowkeys.VLANTagPresent | 0xa000} {
+		if v, ok := vt.InputVLAN(2, tci); !ok || v != 10 {
+			t.Errorf("port 2, tci %#x: VLAN %d %v, want 10", tci, v, ok)
 		}
 	}
 }
