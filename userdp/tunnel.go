@@ -473,6 +473,7 @@ type tunnelInfo struct {
 	src6, dst6 [16]byte
 	tos, ttl   uint8
 	flags      uint16 // kernel TUNNEL_* bits
+	tpSrc      uint16 // reported in an egress key only (GRE keeps it)
 	tpDst      uint16
 	gbp        uint32
 	opts       []byte // Geneve options
@@ -526,6 +527,9 @@ func compileSetTunnel(t odp.Tunnel, path string) (*tunnelInfo, error) {
 	}
 	if t.Present&odp.TunnelHasTOS != 0 {
 		ti.tos = t.TOS
+	}
+	if t.Present&odp.TunnelHasTPSrc != 0 {
+		ti.tpSrc = t.TPSrc
 	}
 	if t.Present&odp.TunnelHasTPDst != 0 {
 		ti.tpDst = t.TPDst
