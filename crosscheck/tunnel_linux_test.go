@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ovsdp/ovsdp/internal/header/headertest"
 	"github.com/ovsdp/ovsdp/odp"
 	"github.com/ovsdp/ovsdp/testenv"
 )
@@ -180,6 +181,8 @@ func tunnelInterop(t *testing.T, openA Opener, c tunnelCase) {
 		}
 	}
 
+	checkEgressKeys(t, c, k, u, peer)
+
 	for _, s := range []*tunnelSide{k, u} {
 		put(s, s.tun.Number, fmt.Sprint(s.local.Number))
 	}
@@ -195,6 +198,79 @@ func tunnelInterop(t *testing.T, openA Opener, c tunnelCase) {
 			if out, err := s.host.Run("ping", "-c", "2", "-s", "1472", "-W", "5", peer[s].hostIP); err != nil {
 				t.Errorf("full-sized ping from behind %s: %v\n%s", s.name, err, out)
 			}
+		}
+	}
+}
+
+// checkEgressKeys executes on each side one UDP packet with
+// set(tunnel(...)),userspace(tunnel_out_port=T) for its tunnel port T
+// and compares the egress tunnel keys of the two action upcalls: the
+// same but for the addresses (each its own route's source, the peer's
+// as the destination) and the UDP source port (a hash: only that it is
+// in the port's range). Each key must name its own underlay address as
+// the source: the route lookup filled it in.
+func checkEgressKeys(t *testing.T, c tunnelCase, k, u *tunnelSide, peer map[*tunnelSide]*tunnelSide) {
+	t.Helper()
+	ctx := context.Background()
+	keys := map[*tunnelSide]string{}
+	for _, s := range []*tunnelSide{k, u} {
+		pr, ok := s.ups[0].(pider)
+		if !ok {
+			t.Fatalf("%s: the upcall receiver %T has no PID", s.name, s.ups[0])
+		}
+		acts, err := odp.ParseActions(fmt.Sprintf("set(tunnel(%s)),userspace(pid=%d,userdata(0102),tunnel_out_port=%d)",
+			strings.Replace(c.tunnel, "DST", peer[s].underIP, 1), pr.PID(), s.tun.Number))
+		if err != nil {
+			t.Fatal(err)
+		}
+		pkt := &odp.Packet{Data: udp4(headertest.IPv4Hdr{}, 5000, 7300, "egress key"), Key: odp.FlowKey{odp.InPort(s.local.Number)}, Actions: acts}
+		if err := s.dp.Execute(ctx, pkt); err != nil {
+			t.Fatalf("%s: executing %s: %v", s.name, odp.FormatActions(acts), err)
+		}
+		eg, err := egressUpcall(s)
+		if err != nil {
+			t.Fatalf("%s: %v", s.name, err)
+		}
+		x := odp.FormatKey(odp.FlowKey{*eg}, nil, false)
+		t.Logf("%s's egress tunnel key: %s", s.name, x)
+		if !strings.Contains(x, "src="+s.underIP+",") {
+			t.Errorf("%s's egress key %s does not have its underlay address %s as the source", s.name, x, s.underIP)
+		}
+		lo, hi := uint16(1), uint16(65535)
+		if c.typ == "vxlan" {
+			lo, hi = 32768, 60999
+		}
+		if c.typ != "gre" && (eg.TPSrc < lo || eg.TPSrc > hi) {
+			t.Errorf("%s's egress key has the UDP source port %d outside %d-%d", s.name, eg.TPSrc, lo, hi)
+		}
+		x = strings.ReplaceAll(x, "src="+s.underIP+",", "src=SELF,")
+		x = strings.ReplaceAll(x, "dst="+peer[s].underIP+",", "dst=PEER,")
+		keys[s] = regexp.MustCompile(`tp_src=\d+`).ReplaceAllString(x, "tp_src=N")
+	}
+	if keys[k] != keys[u] {
+		t.Errorf("egress tunnel keys differ:\n  A: %s\n  B: %s", keys[k], keys[u])
+	}
+}
+
+// egressUpcall waits for an action upcall on s and returns its egress
+// tunnel key (an error if it has none).
+func egressUpcall(s *tunnelSide) (*odp.Tunnel, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var ups [8]odp.Upcall
+	for {
+		n, err := s.ups[0].Recv(ctx, ups[:])
+		if err != nil {
+			return nil, fmt.Errorf("no action upcall: %w", err)
+		}
+		for _, up := range ups[:n] {
+			if up.Kind != odp.UpcallAction {
+				continue
+			}
+			if up.EgressTunnel == nil {
+				return nil, fmt.Errorf("an action upcall without an egress tunnel key (userdata %x)", up.Userdata)
+			}
+			return up.EgressTunnel, nil
 		}
 	}
 }
