@@ -3,8 +3,11 @@
 package crosscheck
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"fmt"
+	"net"
 	"regexp"
 	"strings"
 	"testing"
@@ -137,6 +140,10 @@ func tunnelInterop(t *testing.T, openA Opener, c tunnelCase) {
 		put(s, s.local.Number, fmt.Sprintf("set(tunnel(%s)),%d", strings.Replace(tunnel, "DST", peer[s].underIP, 1), s.tun.Number))
 	}
 	if c.dropped {
+		// Capture on each side's underlay end: the other side's outer
+		// packets must arrive there (and then be dropped), so that a
+		// side that sent nothing cannot pass.
+		caps := map[*tunnelSide]*testenv.Capture{k: k.under.Capture(t, uv.Name), u: u.under.Capture(t, uv.PeerName)}
 		for _, s := range []*tunnelSide{k, u} {
 			go peer[s].host.Ping(s.hostIP, 2*time.Second)
 		}
@@ -146,6 +153,11 @@ func tunnelInterop(t *testing.T, openA Opener, c tunnelCase) {
 			wait = 200 * time.Millisecond
 			if err == nil {
 				t.Errorf("%s received %s, want it dropped", s.name, odp.FormatKey(odp.FlowKey{tun}, nil, false))
+			}
+		}
+		for _, s := range []*tunnelSide{k, u} {
+			if _, err := caps[s].WaitFor(time.Second, func(f testenv.Frame) bool { return !f.Outgoing && isOuterFrom(f.Data, c, peer[s].underIP) }); err != nil {
+				t.Errorf("%s's underlay saw no %s packet from %s (so nothing was sent to drop): %v", s.name, c.typ, peer[s].underIP, err)
 			}
 		}
 		return
@@ -200,6 +212,34 @@ func tunnelInterop(t *testing.T, openA Opener, c tunnelCase) {
 			}
 		}
 	}
+}
+
+// isOuterFrom reports whether frame is an outer packet of c's tunnel
+// from src as the dropped cases send it: GRE with the checksum flag, or
+// UDP to the geneve port over IPv6 with a zero checksum.
+func isOuterFrom(frame []byte, c tunnelCase, src string) bool {
+	const eth = 14
+	if len(frame) < eth+40+8 {
+		return false
+	}
+	ip := net.ParseIP(src)
+	switch et := binary.BigEndian.Uint16(frame[12:]); {
+	case et == 0x0800 && ip.To4() != nil:
+		h := frame[eth:]
+		hl := int(h[0]&0xf) * 4
+		if !bytes.Equal(h[12:16], ip.To4()) || len(h) < hl+4 {
+			return false
+		}
+		return c.typ == "gre" && h[9] == 47 && binary.BigEndian.Uint16(h[hl:])&0x8000 != 0
+	case et == 0x86dd && ip.To4() == nil:
+		h := frame[eth:]
+		if !bytes.Equal(h[8:24], ip.To16()) || h[6] != 17 {
+			return false
+		}
+		udp := h[40:]
+		return c.typ == "geneve" && binary.BigEndian.Uint16(udp[2:]) == 6081 && binary.BigEndian.Uint16(udp[6:]) == 0
+	}
+	return false
 }
 
 // checkEgressKeys executes on each side one UDP packet with
