@@ -180,14 +180,10 @@ func (k *egressKey) tunnel() *odp.Tunnel {
 		t.TOS = ti.tos
 		t.Present |= odp.TunnelHasTOS
 	}
-	if ti.flags&odp.KernelTunnelDF != 0 {
-		t.Flags |= odp.TunnelDF
-	}
-	if ti.flags&odp.KernelTunnelCSUM != 0 {
-		t.Flags |= odp.TunnelCSUM
-	}
-	if ti.flags&odp.KernelTunnelOAM != 0 {
-		t.Flags |= odp.TunnelOAM
+	for _, f := range tunnelFlagBits {
+		if ti.flags&f.kernel != 0 {
+			t.Flags |= f.attr
+		}
 	}
 	if k.tpSrc != 0 {
 		t.TPSrc = k.tpSrc

@@ -484,6 +484,13 @@ type tunnelInfo struct {
 	geneve, vxlan, vxlanGBP, gre []byte
 }
 
+// tunnelFlagBits pairs the flag attributes of odp.Tunnel with the
+// kernel's TUNNEL_* bits.
+var tunnelFlagBits = [...]struct {
+	attr   odp.TunnelFlags
+	kernel uint16
+}{{odp.TunnelDF, odp.KernelTunnelDF}, {odp.TunnelCSUM, odp.KernelTunnelCSUM}, {odp.TunnelOAM, odp.KernelTunnelOAM}}
+
 // compileSetTunnel converts set(tunnel(...)) into its tunnel info with
 // the kernel's rules (validate_and_copy_set_tun: ip_tun_from_nlattr,
 // then validate_geneve_opts).
@@ -534,14 +541,10 @@ func compileSetTunnel(t odp.Tunnel, path string) (*tunnelInfo, error) {
 	if t.Present&odp.TunnelHasTPDst != 0 {
 		ti.tpDst = t.TPDst
 	}
-	if t.Flags&odp.TunnelDF != 0 {
-		ti.flags |= odp.KernelTunnelDF
-	}
-	if t.Flags&odp.TunnelCSUM != 0 {
-		ti.flags |= odp.KernelTunnelCSUM
-	}
-	if t.Flags&odp.TunnelOAM != 0 {
-		ti.flags |= odp.KernelTunnelOAM
+	for _, f := range tunnelFlagBits {
+		if t.Flags&f.attr != 0 {
+			ti.flags |= f.kernel
+		}
 	}
 	if t.Present&odp.TunnelHasGeneve != 0 {
 		o := t.Geneve

@@ -630,15 +630,14 @@ func BenchmarkTunnelEncap(b *testing.B) {
 // source address and the port's UDP ports; nothing without set(tunnel),
 // for a port that is not a tunnel, or IPv6 metadata on a GRE port.
 func TestUserspaceEgressTunnelKey(t *testing.T) {
-	for _, tc := range []struct {
-		name      string
-		kind      tunnelKind
-		dstPort   uint16
-		acts      string
-		want      string // the key with tp_src=SPORT for the hashed source port
-		lo, hi    int    // the source port's range
-		wantNoKey bool
-	}{
+	type egressCase struct {
+		name, acts, want string // want: the key, tp_src=SPORT for the hashed source port
+		kind             tunnelKind
+		dstPort          uint16
+		lo, hi           int // the source port's range
+		wantNoKey        bool
+	}
+	for _, tc := range []egressCase{
 		{name: "geneve", kind: tunnelGeneve, dstPort: 6081,
 			acts: "set(tunnel(tun_id=0x2a,dst=192.0.2.2,ttl=64,tp_dst=4789,geneve({class=0x102,type=0x80,len=4,0xdeadbeef}),flags(df|key))),userspace(pid=0,tunnel_out_port=2)",
 			want: "tunnel(tun_id=0x2a,src=10.1.1.1,dst=192.0.2.2,ttl=64,tp_src=SPORT,tp_dst=6081,geneve({class=0x102,type=0x80,len=4,0xdeadbeef}),flags(df|key))", lo: 1, hi: 65535},
