@@ -3,13 +3,17 @@
 package crosscheck
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"fmt"
+	"net"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/ovsdp/ovsdp/internal/header/headertest"
 	"github.com/ovsdp/ovsdp/odp"
 	"github.com/ovsdp/ovsdp/testenv"
 )
@@ -136,6 +140,10 @@ func tunnelInterop(t *testing.T, openA Opener, c tunnelCase) {
 		put(s, s.local.Number, fmt.Sprintf("set(tunnel(%s)),%d", strings.Replace(tunnel, "DST", peer[s].underIP, 1), s.tun.Number))
 	}
 	if c.dropped {
+		// Capture on each side's underlay end: the other side's outer
+		// packets must arrive there (and then be dropped), so that a
+		// side that sent nothing cannot pass.
+		caps := map[*tunnelSide]*testenv.Capture{k: k.under.Capture(t, uv.Name), u: u.under.Capture(t, uv.PeerName)}
 		for _, s := range []*tunnelSide{k, u} {
 			go peer[s].host.Ping(s.hostIP, 2*time.Second)
 		}
@@ -145,6 +153,11 @@ func tunnelInterop(t *testing.T, openA Opener, c tunnelCase) {
 			wait = 200 * time.Millisecond
 			if err == nil {
 				t.Errorf("%s received %s, want it dropped", s.name, odp.FormatKey(odp.FlowKey{tun}, nil, false))
+			}
+		}
+		for _, s := range []*tunnelSide{k, u} {
+			if _, err := caps[s].WaitFor(time.Second, func(f testenv.Frame) bool { return !f.Outgoing && isOuterFrom(f.Data, c, peer[s].underIP) }); err != nil {
+				t.Errorf("%s's underlay saw no %s packet from %s (so nothing was sent to drop): %v", s.name, c.typ, peer[s].underIP, err)
 			}
 		}
 		return
@@ -180,6 +193,8 @@ func tunnelInterop(t *testing.T, openA Opener, c tunnelCase) {
 		}
 	}
 
+	checkEgressKeys(t, c, k, u, peer)
+
 	for _, s := range []*tunnelSide{k, u} {
 		put(s, s.tun.Number, fmt.Sprint(s.local.Number))
 	}
@@ -195,6 +210,107 @@ func tunnelInterop(t *testing.T, openA Opener, c tunnelCase) {
 			if out, err := s.host.Run("ping", "-c", "2", "-s", "1472", "-W", "5", peer[s].hostIP); err != nil {
 				t.Errorf("full-sized ping from behind %s: %v\n%s", s.name, err, out)
 			}
+		}
+	}
+}
+
+// isOuterFrom reports whether frame is an outer packet of c's tunnel
+// from src as the dropped cases send it: GRE with the checksum flag, or
+// UDP to the geneve port over IPv6 with a zero checksum.
+func isOuterFrom(frame []byte, c tunnelCase, src string) bool {
+	const eth = 14
+	if len(frame) < eth+40+8 {
+		return false
+	}
+	ip := net.ParseIP(src)
+	switch et := binary.BigEndian.Uint16(frame[12:]); {
+	case et == 0x0800 && ip.To4() != nil:
+		h := frame[eth:]
+		hl := int(h[0]&0xf) * 4
+		if !bytes.Equal(h[12:16], ip.To4()) || len(h) < hl+4 {
+			return false
+		}
+		return c.typ == "gre" && h[9] == 47 && binary.BigEndian.Uint16(h[hl:])&0x8000 != 0
+	case et == 0x86dd && ip.To4() == nil:
+		h := frame[eth:]
+		if !bytes.Equal(h[8:24], ip.To16()) || h[6] != 17 {
+			return false
+		}
+		udp := h[40:]
+		return c.typ == "geneve" && binary.BigEndian.Uint16(udp[2:]) == 6081 && binary.BigEndian.Uint16(udp[6:]) == 0
+	}
+	return false
+}
+
+// checkEgressKeys executes on each side one UDP packet with
+// set(tunnel(...)),userspace(tunnel_out_port=T) for its tunnel port T
+// and compares the egress tunnel keys of the two action upcalls: the
+// same but for the addresses (each its own route's source, the peer's
+// as the destination) and the UDP source port (a hash: only that it is
+// in the port's range). Each key must name its own underlay address as
+// the source: the route lookup filled it in.
+func checkEgressKeys(t *testing.T, c tunnelCase, k, u *tunnelSide, peer map[*tunnelSide]*tunnelSide) {
+	t.Helper()
+	ctx := context.Background()
+	keys := map[*tunnelSide]string{}
+	for _, s := range []*tunnelSide{k, u} {
+		pr, ok := s.ups[0].(pider)
+		if !ok {
+			t.Fatalf("%s: the upcall receiver %T has no PID", s.name, s.ups[0])
+		}
+		acts, err := odp.ParseActions(fmt.Sprintf("set(tunnel(%s)),userspace(pid=%d,userdata(0102),tunnel_out_port=%d)",
+			strings.Replace(c.tunnel, "DST", peer[s].underIP, 1), pr.PID(), s.tun.Number))
+		if err != nil {
+			t.Fatal(err)
+		}
+		pkt := &odp.Packet{Data: udp4(headertest.IPv4Hdr{}, 5000, 7300, "egress key"), Key: odp.FlowKey{odp.InPort(s.local.Number)}, Actions: acts}
+		if err := s.dp.Execute(ctx, pkt); err != nil {
+			t.Fatalf("%s: executing %s: %v", s.name, odp.FormatActions(acts), err)
+		}
+		eg, err := egressUpcall(s)
+		if err != nil {
+			t.Fatalf("%s: %v", s.name, err)
+		}
+		x := odp.FormatKey(odp.FlowKey{*eg}, nil, false)
+		t.Logf("%s's egress tunnel key: %s", s.name, x)
+		if !strings.Contains(x, "src="+s.underIP+",") {
+			t.Errorf("%s's egress key %s does not have its underlay address %s as the source", s.name, x, s.underIP)
+		}
+		lo, hi := uint16(1), uint16(65535)
+		if c.typ == "vxlan" {
+			lo, hi = 32768, 60999
+		}
+		if c.typ != "gre" && (eg.TPSrc < lo || eg.TPSrc > hi) {
+			t.Errorf("%s's egress key has the UDP source port %d outside %d-%d", s.name, eg.TPSrc, lo, hi)
+		}
+		x = strings.ReplaceAll(x, "src="+s.underIP+",", "src=SELF,")
+		x = strings.ReplaceAll(x, "dst="+peer[s].underIP+",", "dst=PEER,")
+		keys[s] = regexp.MustCompile(`tp_src=\d+`).ReplaceAllString(x, "tp_src=N")
+	}
+	if keys[k] != keys[u] {
+		t.Errorf("egress tunnel keys differ:\n  A: %s\n  B: %s", keys[k], keys[u])
+	}
+}
+
+// egressUpcall waits for an action upcall on s and returns its egress
+// tunnel key (an error if it has none).
+func egressUpcall(s *tunnelSide) (*odp.Tunnel, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var ups [8]odp.Upcall
+	for {
+		n, err := s.ups[0].Recv(ctx, ups[:])
+		if err != nil {
+			return nil, fmt.Errorf("no action upcall: %w", err)
+		}
+		for _, up := range ups[:n] {
+			if up.Kind != odp.UpcallAction {
+				continue
+			}
+			if up.EgressTunnel == nil {
+				return nil, fmt.Errorf("an action upcall without an egress tunnel key (userdata %x)", up.Userdata)
+			}
+			return up.EgressTunnel, nil
 		}
 	}
 }

@@ -555,6 +555,13 @@ func (r *RawUpcall) decode(u *odp.Upcall) error {
 	if r.Userdata != nil {
 		u.Userdata = append([]byte{}, r.Userdata...)
 	}
+	if r.EgressTunKey != nil {
+		t, err := odp.UnmarshalTunnel(r.EgressTunKey)
+		if err != nil {
+			return &odp.DecodeError{What: "upcall", Attr: "OVS_PACKET_ATTR_EGRESS_TUN_KEY", Err: err}
+		}
+		u.EgressTunnel = &t
+	}
 	return nil
 }
 

@@ -76,6 +76,42 @@ func TestDecodeGood(t *testing.T) {
 	}
 }
 
+// egressTunKey is an OVS_PACKET_ATTR_EGRESS_TUN_KEY payload as the
+// kernel's __ip_tun_to_nlattr writes it for a geneve port: tun_id,
+// src, dst, ttl, df, tp_src, tp_dst and one Geneve option, built by
+// hand.
+func egressTunKey() []byte {
+	return cat(attr(0, []byte{0, 0, 0, 0, 0, 0, 0, 0x2a}), attr(1, []byte{192, 0, 2, 1}), attr(2, []byte{192, 0, 2, 2}),
+		attr(4, []byte{64}), attr(5, nil), attr(9, []byte{0xc3, 0x50}), attr(10, []byte{0x17, 0xc1}),
+		attr(8, []byte{0x01, 0x02, 0x03, 0x01, 0xde, 0xad, 0xbe, 0xef}))
+}
+
+// TestDecodeUpcallEgressTunKey: the egress tunnel key of a userspace
+// action with tunnel_out_port is decoded into Upcall.EgressTunnel, and
+// an upcall without one leaves it nil.
+func TestDecodeUpcallEgressTunKey(t *testing.T) {
+	var u odp.Upcall
+	if err := DecodeUpcall(packetCmdAction, cat(goodUpcall(), attr(packetAttrEgressTunKey, egressTunKey())), &u); err != nil {
+		t.Fatal(err)
+	}
+	if u.EgressTunnel == nil {
+		t.Fatal("EgressTunnel is nil")
+	}
+	got := odp.FormatKey(odp.FlowKey{*u.EgressTunnel}, nil, false)
+	const want = "tunnel(tun_id=0x2a,src=192.0.2.1,dst=192.0.2.2,ttl=64,tp_src=50000,tp_dst=6081,geneve({class=0x102,type=0x3,len=4,0xdeadbeef}),flags(df|key))"
+	if got != want {
+		t.Errorf("EgressTunnel = %s\nwant          %s", got, want)
+	}
+	if err := DecodeUpcall(packetCmdAction, goodUpcall(), &u); err != nil || u.EgressTunnel != nil {
+		t.Errorf("without the attribute: EgressTunnel %v, %v; want nil", u.EgressTunnel, err)
+	}
+	// A bad key fails the upcall with the attribute's name.
+	bad := cat(goodUpcall(), attr(packetAttrEgressTunKey, attr(1, []byte{192, 0, 2})))
+	if err := DecodeUpcall(packetCmdAction, bad, &u); err == nil || !strings.Contains(err.Error(), "OVS_PACKET_ATTR_EGRESS_TUN_KEY") || !strings.Contains(err.Error(), "src") {
+		t.Errorf("a 3-byte tunnel src: %v, want an error naming OVS_PACKET_ATTR_EGRESS_TUN_KEY and src", err)
+	}
+}
+
 func TestDecodeMalformed(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -229,6 +265,7 @@ func FuzzDecodeFlow(f *testing.F) {
 func FuzzDecodeUpcall(f *testing.F) {
 	f.Add(uint8(packetCmdMiss), goodUpcall())
 	f.Add(uint8(packetCmdAction), cat(goodUpcall(), attr(packetAttrActions, attr(1, u32b(1)))))
+	f.Add(uint8(packetCmdAction), cat(goodUpcall(), attr(packetAttrEgressTunKey, egressTunKey())))
 	f.Fuzz(func(t *testing.T, cmd uint8, b []byte) {
 		var r RawUpcall
 		rawErr := ParseUpcall(cmd, b, &r)

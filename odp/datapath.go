@@ -228,6 +228,18 @@ type Upcall struct {
 	MRU uint16
 	// Hash is the packet's hash, or 0.
 	Hash uint64
+	// EgressTunnel is the egress tunnel key of a userspace action with
+	// tunnel_out_port=P (OVS_PACKET_ATTR_EGRESS_TUN_KEY): the metadata
+	// of the packet's last set(tunnel) as tunnel port P fills it in
+	// before sending (the kernel's dev_fill_metadata_dst): the source
+	// address of the route when set(tunnel) gave none, and the UDP
+	// ports that port would use. nil when the action has no
+	// tunnel_out_port, P is not a tunnel port, the packet had no
+	// set(tunnel), or P could not send it (no route; IPv6 metadata on
+	// a GRE port). The UDP source port is the flow hash scaled into the
+	// port's range, and the kernel's hash is seeded per boot, so it
+	// differs between the datapaths as dp_hash does.
+	EgressTunnel *Tunnel
 }
 
 // UpcallReceiver receives upcalls for one handler.

@@ -396,6 +396,18 @@ func init() {
 	keyParsers["tunnel"] = parseTunnel
 }
 
+// UnmarshalTunnel decodes b, the nested OVS_TUNNEL_KEY_ATTR_* attributes
+// of an OVS_KEY_ATTR_TUNNEL or of an upcall's
+// OVS_PACKET_ATTR_EGRESS_TUN_KEY (without the enclosing attribute's
+// header).
+func UnmarshalTunnel(b []byte) (Tunnel, error) {
+	k, err := decodeTunnel(&rawAttr{Type: uint16(KeyTunnel), Data: b, Offset: -nlaHdrLen}, "tunnel", 0)
+	if err != nil {
+		return Tunnel{}, err
+	}
+	return k.(Tunnel), nil
+}
+
 func decodeTunnel(a *rawAttr, path string, _ int) (KeyAttr, error) {
 	var t Tunnel
 	w := newAttrWalker(a.Data, a.Offset+nlaHdrLen)

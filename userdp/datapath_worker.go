@@ -204,6 +204,9 @@ func (w *worker) userspace(c *pktCtx, o *op) {
 	if o.user.actions && c.acts != nil {
 		m.acts = c.acts.odp
 	}
+	if o.user.hasTunPort {
+		m.egress = w.egressKeyFor(c, o.user.tunPort)
+	}
 	if !w.dp.upcalls.send(&m, o.user.pid) {
 		w.counters.lost++
 	}

@@ -53,8 +53,6 @@
 // EINVAL), except these, refused with an error wrapping
 // odp.ErrUnsupported:
 //
-//   - userspace(tunnel_out_port): an upcall (odp.Upcall) has no field
-//     for the egress tunnel's key yet;
 //   - ct with a helper or a timeout policy: the tracker has no helpers
 //     and no timeout policies (package conntrack);
 //   - push_nsh with MD type 2 metadata whose length is not a multiple
@@ -62,6 +60,13 @@
 //     its 6-bit length field counts (nothing at all for 248 bytes);
 //   - lb_output: the Open vSwitch userspace datapath's balanced bond
 //     output; there are no bonds here (and the kernel rejects it).
+//
+// userspace(tunnel_out_port=P) gives its upcall the egress tunnel key
+// (odp.Upcall.EgressTunnel) as the kernel's output_userspace does: the
+// packet's set(tunnel) metadata as tunnel port P would send it, with
+// the route's source address and the port's UDP ports (exec_tnl.go,
+// egressKeyFor); the UDP source port is a flow hash, whose value
+// differs from the kernel's (seeded per boot).
 //
 // Beyond Linux 6.1, which refuses them (EINVAL): tnl_push and tnl_pop
 // (Open vSwitch's userspace tunnel actions, exec_tnl.go); psample (Linux 6.11's

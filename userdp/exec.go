@@ -106,6 +106,10 @@ type userspaceArgs struct {
 	pid      uint32
 	userdata []byte
 	actions  bool
+	// tunPort, when hasTunPort, is tunnel_out_port: the port whose
+	// egress tunnel key the upcall carries.
+	tunPort    uint32
+	hasTunPort bool
 }
 
 // Limits the kernel applies to action lists.
@@ -178,10 +182,8 @@ func (c *compiler) action(a odp.Action, depth int, path string, last bool) (op, 
 	case odp.Output:
 		return op{kind: opOutput, a: a.Port}, nil
 	case odp.Userspace:
-		if a.HasEgressTunPort {
-			return op{}, unsupported(path, a)
-		}
-		return op{kind: opUserspace, user: &userspaceArgs{pid: a.PID, userdata: a.Userdata, actions: a.Actions}}, nil
+		return op{kind: opUserspace, user: &userspaceArgs{pid: a.PID, userdata: a.Userdata, actions: a.Actions,
+			tunPort: a.EgressTunPort, hasTunPort: a.HasEgressTunPort}}, nil
 	case odp.Drop:
 		if !last {
 			return op{}, einval("%s: drop must be the last action", path)

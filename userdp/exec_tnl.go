@@ -60,19 +60,8 @@ func (w *worker) outputTunnel(c *pktCtx, n uint32, tp tunnelOut, frame []byte) {
 		st.TxDropped.Add(1)
 		return
 	}
-	var hash uint32
-	if c.validKey() == nil {
-		hash = l4Hash(&c.key, false, 0)
-	}
-	lo, hi := tp.localPortRange()
-	l3 := -1
-	if c.key.MacProto == flowkeys.MacProtoEthernet {
-		l3 = c.l3()
-	}
-	// In the worker: the interface call would make a local escape.
-	p := &w.encap
-	*p = encapParams{hopLimit: tp.defaultHopLimit(), hash: hash, proto: c.proto, l3: l3, portMin: lo, portMax: hi}
-	if err := tp.route(ti, w.wallNow(), p); err != nil {
+	p, err := w.encapFor(c, tp, ti)
+	if err != nil {
 		st.TxErrors.Add(1)
 		return
 	}
@@ -86,6 +75,133 @@ func (w *worker) outputTunnel(c *pktCtx, n uint32, tp tunnelOut, frame []byte) {
 		return
 	}
 	w.commit(n, encapTunnel(buf, frame, cfg, ti, p))
+}
+
+// encapFor returns the parameters (w.encap) for sending packet c with
+// metadata ti through tunnel port tp: the flow hash, the inner protocol
+// and the route's source address.
+func (w *worker) encapFor(c *pktCtx, tp tunnelOut, ti *tunnelInfo) (*encapParams, error) {
+	var hash uint32
+	if c.validKey() == nil {
+		hash = l4Hash(&c.key, false, 0)
+	}
+	lo, hi := tp.localPortRange()
+	l3 := -1
+	if c.key.MacProto == flowkeys.MacProtoEthernet {
+		l3 = c.l3()
+	}
+	// In the worker: the interface call would make a local escape.
+	p := &w.encap
+	*p = encapParams{hopLimit: tp.defaultHopLimit(), hash: hash, proto: c.proto, l3: l3, portMin: lo, portMax: hi}
+	return p, tp.route(ti, w.wallNow(), p)
+}
+
+// egressKey is the egress tunnel key of userspace(tunnel_out_port=P):
+// the packet's set(tunnel) metadata as port P fills it in.
+type egressKey struct {
+	ti           *tunnelInfo // nil: no key
+	src          [4]byte     // the source address, set(tunnel)'s or the route's
+	src6         [16]byte
+	tpSrc, tpDst uint16
+}
+
+// egressKeyFor is the kernel's dev_fill_metadata_dst for tunnel port n
+// (output_userspace with OVS_USERSPACE_ATTR_EGRESS_TUN_PORT): nothing
+// when n is not a tunnel port or the packet has no set(tunnel)
+// metadata; otherwise the source address of the route when the
+// metadata has none (a failed route lookup gives nothing, as the
+// kernel's error does) and the UDP ports the port would send with:
+// vxlan_fill_metadata_dst (source port from the flow hash in the local
+// port range, destination set(tunnel)'s tp_dst or the port's),
+// geneve_fill_metadata_dst (source port from the hash in 1-65535,
+// destination the port's); gre_fill_metadata_dst fills the source
+// address only, and refuses IPv6 metadata.
+func (w *worker) egressKeyFor(c *pktCtx, n uint32) egressKey {
+	ti := c.egress
+	tp := w.tunnelPortOf(n)
+	if ti == nil || tp == nil {
+		return egressKey{}
+	}
+	cfg := tp.tunnelConfig()
+	if ti.v6 && cfg.kind == tunnelGRE {
+		return egressKey{}
+	}
+	p, err := w.encapFor(c, tp, ti)
+	if err != nil {
+		return egressKey{}
+	}
+	k := egressKey{ti: ti, src: ti.src, src6: ti.src6, tpSrc: ti.tpSrc, tpDst: ti.tpDst}
+	if k.src == ([4]byte{}) {
+		k.src = p.src
+	}
+	if k.src6 == ([16]byte{}) {
+		k.src6 = p.src6
+	}
+	switch cfg.kind {
+	case tunnelVXLAN:
+		k.tpSrc = udpSourcePort(p.hash, cfg, p)
+		if k.tpDst == 0 {
+			k.tpDst = cfg.dstPort
+		}
+	case tunnelGeneve:
+		k.tpSrc, k.tpDst = udpSourcePort(p.hash, cfg, p), cfg.dstPort
+	}
+	return k
+}
+
+// tunnel converts k to the attributes the kernel's __ip_tun_to_nlattr
+// writes: the id with the key flag, the addresses and TOS and ports
+// when not zero, the TTL always, the flags, and the Geneve options or
+// else the VXLAN GBP when set(tunnel) gave them. nil when k is empty.
+func (k *egressKey) tunnel() *odp.Tunnel {
+	ti := k.ti
+	if ti == nil {
+		return nil
+	}
+	t := &odp.Tunnel{Present: odp.TunnelHasTTL, TTL: ti.ttl}
+	if ti.flags&odp.KernelTunnelKey != 0 {
+		t.ID = ti.id
+		t.Present |= odp.TunnelHasID
+	}
+	if ti.v6 {
+		t.IPv6Src, t.IPv6Dst = k.src6, ti.dst6
+		if k.src6 != ([16]byte{}) {
+			t.Present |= odp.TunnelHasIPv6Src
+		}
+		t.Present |= odp.TunnelHasIPv6Dst
+	} else {
+		t.IPv4Src, t.IPv4Dst = k.src, ti.dst
+		if k.src != ([4]byte{}) {
+			t.Present |= odp.TunnelHasIPv4Src
+		}
+		t.Present |= odp.TunnelHasIPv4Dst
+	}
+	if ti.tos != 0 {
+		t.TOS = ti.tos
+		t.Present |= odp.TunnelHasTOS
+	}
+	for _, f := range tunnelFlagBits {
+		if ti.flags&f.kernel != 0 {
+			t.Flags |= f.attr
+		}
+	}
+	if k.tpSrc != 0 {
+		t.TPSrc = k.tpSrc
+		t.Present |= odp.TunnelHasTPSrc
+	}
+	if k.tpDst != 0 {
+		t.TPDst = k.tpDst
+		t.Present |= odp.TunnelHasTPDst
+	}
+	switch {
+	case ti.flags&odp.KernelTunnelGeneveOpt != 0:
+		t.Geneve = append([]byte{}, ti.opts...)
+		t.Present |= odp.TunnelHasGeneve
+	case ti.flags&odp.KernelTunnelVXLANOpt != 0:
+		t.VXLANGBP = ti.gbp
+		t.Present |= odp.TunnelHasVXLAN
+	}
+	return t
 }
 
 // wallNow returns the time for the route cache, read once per batch.

@@ -473,6 +473,7 @@ type tunnelInfo struct {
 	src6, dst6 [16]byte
 	tos, ttl   uint8
 	flags      uint16 // kernel TUNNEL_* bits
+	tpSrc      uint16 // reported in an egress key only (GRE keeps it)
 	tpDst      uint16
 	gbp        uint32
 	opts       []byte // Geneve options
@@ -482,6 +483,13 @@ type tunnelInfo struct {
 	// packet.
 	geneve, vxlan, vxlanGBP, gre []byte
 }
+
+// tunnelFlagBits pairs the flag attributes of odp.Tunnel with the
+// kernel's TUNNEL_* bits.
+var tunnelFlagBits = [...]struct {
+	attr   odp.TunnelFlags
+	kernel uint16
+}{{odp.TunnelDF, odp.KernelTunnelDF}, {odp.TunnelCSUM, odp.KernelTunnelCSUM}, {odp.TunnelOAM, odp.KernelTunnelOAM}}
 
 // compileSetTunnel converts set(tunnel(...)) into its tunnel info with
 // the kernel's rules (validate_and_copy_set_tun: ip_tun_from_nlattr,
@@ -527,17 +535,16 @@ func compileSetTunnel(t odp.Tunnel, path string) (*tunnelInfo, error) {
 	if t.Present&odp.TunnelHasTOS != 0 {
 		ti.tos = t.TOS
 	}
+	if t.Present&odp.TunnelHasTPSrc != 0 {
+		ti.tpSrc = t.TPSrc
+	}
 	if t.Present&odp.TunnelHasTPDst != 0 {
 		ti.tpDst = t.TPDst
 	}
-	if t.Flags&odp.TunnelDF != 0 {
-		ti.flags |= odp.KernelTunnelDF
-	}
-	if t.Flags&odp.TunnelCSUM != 0 {
-		ti.flags |= odp.KernelTunnelCSUM
-	}
-	if t.Flags&odp.TunnelOAM != 0 {
-		ti.flags |= odp.KernelTunnelOAM
+	for _, f := range tunnelFlagBits {
+		if t.Flags&f.attr != 0 {
+			ti.flags |= f.kernel
+		}
 	}
 	if t.Present&odp.TunnelHasGeneve != 0 {
 		o := t.Geneve

@@ -90,11 +90,20 @@ func (tt *tunnelTopo) linuxVXLANMiss(t *testing.T, vx *netlink.Vxlan) (odp.Tunne
 	t.Helper()
 	vx.LinkAttrs = netlink.LinkAttrs{Name: "vx0", MTU: 1400}
 	vx.Port, vx.Learning = 4789, true
-	if err := tt.k.Handle().LinkAdd(vx); err != nil {
-		t.Fatalf("creating a vxlan device in namespace %s: %v", tt.k, err)
+	return tt.linuxDeviceMiss(t, vx)
+}
+
+// linuxDeviceMiss creates Linux's tunnel device dev in namespace k with
+// the address 192.168.77.2, and returns the tunnel attribute of the
+// first miss from the tunnel port: an ARP request of a ping from k.
+func (tt *tunnelTopo) linuxDeviceMiss(t *testing.T, dev netlink.Link) (odp.Tunnel, odp.UpcallReceiver) {
+	t.Helper()
+	name := dev.Attrs().Name
+	if err := tt.k.Handle().LinkAdd(dev); err != nil {
+		t.Fatalf("creating a %s device in namespace %s: %v", dev.Type(), tt.k, err)
 	}
-	tt.k.AddAddr(t, "vx0", "192.168.77.2/24")
-	tt.k.LinkUp(t, "vx0")
+	tt.k.AddAddr(t, name, "192.168.77.2/24")
+	tt.k.LinkUp(t, name)
 	ups, err := tt.dp.Upcalls(context.Background(), 1)
 	if err != nil {
 		t.Fatal(err)
@@ -151,23 +160,33 @@ func TestNamespaceTunnelLinuxVXLAN(t *testing.T) {
 			if tun.TPSrc < 32768 || tun.TPSrc > 60999 {
 				t.Errorf("vxlan source port %d outside the local port range", tun.TPSrc)
 			}
-			for _, csum := range []string{"csum|", ""} {
-				tt.dp.FlushFlows(context.Background())
-				tt.putBoth(t, tt.local.Number, fmt.Sprintf("set(tunnel("+c.tunnel+")),%d", csum, tt.tun.Number))
-				tt.putBoth(t, tt.tun.Number, itoa(tt.local.Number))
-				if err := tt.h.Ping("192.168.77.2", 10*time.Second); err != nil {
-					t.Fatalf("flags(%skey): ping through the vxlan tunnel: %v", csum, err)
-				}
-				if err := tt.k.Ping("192.168.77.1", 10*time.Second); err != nil {
-					t.Fatalf("flags(%skey): ping from Linux's vxlan device: %v", csum, err)
-				}
-				testenv.TCPTransfer(t, tt.h, tt.k, "192.168.77.2:5001", 256<<10)
-			}
-			st := tt.dp.portByNumber(tt.tun.Number).port.Stats()
-			if st.RxPackets == 0 || st.TxPackets == 0 || st.RxErrors != 0 {
-				t.Errorf("tunnel port stats %+v: want packets both ways and no errors", st)
-			}
+			tt.pingAndTCP(t, "vxlan", c.tunnel, []string{"csum|", ""})
 		})
+	}
+}
+
+// pingAndTCP installs the flows host <-> tunnel (set(tunnel(tunnel)),
+// %s in it for each of flags) and checks ping both ways and TCP through
+// Linux's device, then that the tunnel port counted packets both ways
+// and no receive error.
+func (tt *tunnelTopo) pingAndTCP(t *testing.T, kind, tunnel string, flags []string) {
+	t.Helper()
+	for _, fl := range flags {
+		tt.dp.FlushFlows(context.Background())
+		tt.putBoth(t, tt.local.Number, fmt.Sprintf("set(tunnel("+tunnel+")),%d", fl, tt.tun.Number))
+		tt.putBoth(t, tt.tun.Number, itoa(tt.local.Number))
+		if err := tt.h.Ping("192.168.77.2", 10*time.Second); err != nil {
+			t.Fatalf("flags(%skey): ping through the %s tunnel: %v", fl, kind, err)
+		}
+		if err := tt.k.Ping("192.168.77.1", 10*time.Second); err != nil {
+			t.Fatalf("flags(%skey): ping from Linux's %s device: %v", fl, kind, err)
+		}
+		testenv.TCPTransfer(t, tt.h, tt.k, "192.168.77.2:5001", 256<<10)
+		testenv.TCPTransfer(t, tt.k, tt.h, "192.168.77.1:5002", 256<<10)
+	}
+	st := tt.dp.portByNumber(tt.tun.Number).port.Stats()
+	if st.RxPackets == 0 || st.TxPackets == 0 || st.RxErrors != 0 {
+		t.Errorf("tunnel port stats %+v: want packets both ways and no errors", st)
 	}
 }
 

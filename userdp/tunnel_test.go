@@ -78,6 +78,16 @@ func (f *fakeTunnel) packets() [][]byte {
 // port 2, and a flow from 1 to the tunnel with the set(tunnel) given.
 func tunnelFixture(t testing.TB, ft *fakeTunnel, setTunnel string) *Datapath {
 	t.Helper()
+	acts := "2"
+	if setTunnel != "" {
+		acts = "set(tunnel(" + setTunnel + ")),2"
+	}
+	return tunnelFixtureActs(t, ft, acts)
+}
+
+// tunnelFixtureActs is tunnelFixture with the flow's actions given.
+func tunnelFixtureActs(t testing.TB, ft *fakeTunnel, acts string) *Datapath {
+	t.Helper()
 	dp, err := New("tdp", WithoutLocalPort())
 	if err != nil {
 		t.Fatal(err)
@@ -88,10 +98,6 @@ func tunnelFixture(t testing.TB, ft *fakeTunnel, setTunnel string) *Datapath {
 	}
 	if p, err := dp.AttachPort(ft, 2); err != nil || p.Number != 2 {
 		t.Fatalf("attaching the tunnel port: %+v, %v", p, err)
-	}
-	acts := "2"
-	if setTunnel != "" {
-		acts = "set(tunnel(" + setTunnel + ")),2"
 	}
 	f := parseFlow(t, "in_port(1),"+anyEth+"eth_type(0x0800)"+anyIPv4, acts)
 	if _, err := dp.PutFlow(context.Background(), f, odp.PutCreate); err != nil {
@@ -616,4 +622,93 @@ func BenchmarkTunnelEncap(b *testing.B) {
 	b.ResetTimer()
 	pumpFrames(w, &bufs, frame, 0, b.N)
 	w.flush()
+}
+
+// TestUserspaceEgressTunnelKey: userspace(tunnel_out_port=2) gives the
+// upcall the egress tunnel key as the kernel's output_userspace and the
+// port's fill_metadata_dst do: set(tunnel)'s metadata with the route's
+// source address and the port's UDP ports; nothing without set(tunnel),
+// for a port that is not a tunnel, or IPv6 metadata on a GRE port.
+func TestUserspaceEgressTunnelKey(t *testing.T) {
+	type egressCase struct {
+		name, acts, want string // want: the key, tp_src=SPORT for the hashed source port
+		kind             tunnelKind
+		dstPort          uint16
+		lo, hi           int // the source port's range
+		wantNoKey        bool
+	}
+	for _, tc := range []egressCase{
+		{name: "geneve", kind: tunnelGeneve, dstPort: 6081,
+			acts: "set(tunnel(tun_id=0x2a,dst=192.0.2.2,ttl=64,tp_dst=4789,geneve({class=0x102,type=0x80,len=4,0xdeadbeef}),flags(df|key))),userspace(pid=0,tunnel_out_port=2)",
+			want: "tunnel(tun_id=0x2a,src=10.1.1.1,dst=192.0.2.2,ttl=64,tp_src=SPORT,tp_dst=6081,geneve({class=0x102,type=0x80,len=4,0xdeadbeef}),flags(df|key))", lo: 1, hi: 65535},
+		{name: "vxlan with tp_dst and gbp", kind: tunnelVXLAN, dstPort: 4789,
+			acts: "set(tunnel(tun_id=0x5,src=10.9.9.9,dst=192.0.2.2,tos=0x10,ttl=9,tp_dst=5000,vxlan(gbp(id=10,flags=0x8)),flags(csum|key))),userspace(pid=0,tunnel_out_port=2)",
+			want: "tunnel(tun_id=0x5,src=10.9.9.9,dst=192.0.2.2,tos=0x10,ttl=9,tp_src=SPORT,tp_dst=5000,vxlan(gbp(id=10,flags=0x8)),flags(csum|key))", lo: 32768, hi: 60999},
+		{name: "vxlan default port", kind: tunnelVXLAN, dstPort: 4789,
+			acts: "set(tunnel(dst=192.0.2.2,ttl=64)),userspace(pid=0,tunnel_out_port=2)",
+			want: "tunnel(src=10.1.1.1,dst=192.0.2.2,ttl=64,tp_src=SPORT,tp_dst=4789,flags(0))", lo: 32768, hi: 60999},
+		{name: "gre", kind: tunnelGRE,
+			acts: "set(tunnel(tun_id=0x7,dst=192.0.2.2,ttl=64,tp_src=99,flags(key))),userspace(pid=0,tunnel_out_port=2)",
+			want: "tunnel(tun_id=0x7,src=10.1.1.1,dst=192.0.2.2,ttl=64,tp_src=99,flags(key))"},
+		{name: "ipv6 geneve", kind: tunnelGeneve, dstPort: 6081,
+			acts: "set(tunnel(ipv6_dst=fd00::2,ttl=64)),userspace(pid=0,tunnel_out_port=2)",
+			want: "tunnel(ipv6_src=fd00::1,ipv6_dst=fd00::2,ttl=64,tp_src=SPORT,tp_dst=6081,flags(0))", lo: 1, hi: 65535},
+		{name: "ipv6 gre", kind: tunnelGRE, acts: "set(tunnel(ipv6_dst=fd00::2,ttl=64)),userspace(pid=0,tunnel_out_port=2)", wantNoKey: true},
+		{name: "no set(tunnel)", kind: tunnelGeneve, dstPort: 6081, acts: "userspace(pid=0,tunnel_out_port=2)", wantNoKey: true},
+		{name: "not a tunnel port", kind: tunnelGeneve, dstPort: 6081, acts: "set(tunnel(dst=192.0.2.2,ttl=64)),userspace(pid=0,tunnel_out_port=1)", wantNoKey: true},
+		{name: "no tunnel_out_port", kind: tunnelGeneve, dstPort: 6081, acts: "set(tunnel(dst=192.0.2.2,ttl=64)),userspace(pid=0)", wantNoKey: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ft := newFakeTunnel(tc.kind, tc.dstPort, false)
+			dp := tunnelFixtureActs(t, ft, tc.acts)
+			rs, err := dp.Upcalls(t.Context(), 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := dp.MemoryPeer("m1").WriteBatch([][]byte{udpFrame(1, 2, 1000)}); err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+			defer cancel()
+			ups := make([]odp.Upcall, 1)
+			if n, err := rs[0].Recv(ctx, ups); err != nil || n != 1 {
+				t.Fatalf("Recv: %d, %v", n, err)
+			}
+			u := ups[0]
+			if u.Kind != odp.UpcallAction {
+				t.Fatalf("upcall kind %v, want an action upcall", u.Kind)
+			}
+			if tc.wantNoKey {
+				if u.EgressTunnel != nil {
+					t.Errorf("egress key %s, want none", odp.FormatKey(odp.FlowKey{*u.EgressTunnel}, nil, false))
+				}
+				return
+			}
+			if u.EgressTunnel == nil {
+				t.Fatal("no egress tunnel key")
+			}
+			got := odp.FormatKey(odp.FlowKey{*u.EgressTunnel}, nil, false)
+			want := tc.want
+			if tc.hi > 0 {
+				sp := int(u.EgressTunnel.TPSrc)
+				if sp < tc.lo || sp > tc.hi {
+					t.Errorf("tp_src %d outside %d-%d", sp, tc.lo, tc.hi)
+				}
+				want = strings.Replace(want, "SPORT", fmt.Sprint(sp), 1)
+			}
+			if got != want {
+				t.Errorf("egress key\n got %s\nwant %s", got, want)
+			}
+			// The key survives the netlink round trip (what genl
+			// decodes from the kernel's attribute).
+			b, err := odp.MarshalKey(odp.FlowKey{*u.EgressTunnel})
+			if err != nil {
+				t.Fatal(err)
+			}
+			k, err := odp.UnmarshalKey(b)
+			if err != nil || odp.FormatKey(k, nil, false) != got {
+				t.Errorf("round trip: %v, %v", k, err)
+			}
+		})
+	}
 }

@@ -32,8 +32,9 @@ type upcallMsg struct {
 	pkt      []byte
 	userdata []byte
 	acts     odp.Actions
-	tunOpts  []byte // the Geneve options the packet was received with
-	mru      uint16 // a reassembled packet's MRU (OVS_PACKET_ATTR_MRU)
+	tunOpts  []byte    // the Geneve options the packet was received with
+	mru      uint16    // a reassembled packet's MRU (OVS_PACKET_ATTR_MRU)
+	egress   egressKey // userspace(tunnel_out_port)'s egress tunnel key
 }
 
 // upcallQueue is one handler's queue.
@@ -175,6 +176,7 @@ func (q *upcallQueue) fill(u *odp.Upcall, m *upcallMsg) {
 		Actions:  m.acts,
 		MRU:      m.mru,
 	}
+	u.EgressTunnel = m.egress.tunnel()
 }
 
 // Close unregisters the receiver and unblocks a pending Recv. Upcalls

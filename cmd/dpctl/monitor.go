@@ -33,7 +33,8 @@ func monitorCommand() *cli.Command {
 			"packets are also written as pcapng: one interface per port, the flow key as each\n" +
 			"packet's comment. With --packet-ins it prints, instead of the upcalls, upcalld's\n" +
 			"packet-ins (the upcalls of its rules' controller actions, within its --packet-in-rate):\n" +
-			"PACKET_IN[SEQ/yes]: KEY port P: PACKET userdata(HEX).",
+			"PACKET_IN[SEQ/yes]: KEY port P: PACKET userdata(HEX). An action upcall of\n" +
+			"userspace(tunnel_out_port=P) ends with egress_tun_key(tunnel(...)), the egress tunnel key.",
 		ArgsUsage: "[DP]",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "pcap", Usage: "also write the packets to `FILE` (pcapng; - for standard output)"},
@@ -52,8 +53,11 @@ type monitored struct {
 	key      odp.FlowKey
 	packet   []byte
 	userdata []byte
-	time     time.Time
-	dropped  uint64
+	// egress is a userspace(tunnel_out_port) upcall's egress tunnel
+	// key, or nil.
+	egress  *odp.Tunnel
+	time    time.Time
+	dropped uint64
 	// packetIn marks a packet-in; limited counts those upcalld's rate
 	// limit dropped before it.
 	packetIn bool
@@ -158,6 +162,9 @@ func monitorLine(m monitored, keyText, portName string) string {
 	s += " port " + port + ": " + packetSummary(m.packet)
 	if m.kind == odp.UpcallAction {
 		s += " userdata(" + hex.EncodeToString(m.userdata) + ")"
+	}
+	if m.egress != nil {
+		s += " egress_tun_key(" + odp.FormatKey(odp.FlowKey{*m.egress}, nil, false) + ")"
 	}
 	return s
 }
@@ -315,7 +322,7 @@ func (s *ownSource) next(ctx context.Context) (monitored, error) {
 	u := s.ups[s.i]
 	s.i++
 	s.seq++
-	return monitored{seq: s.seq, kind: u.Kind, port: u.Port, key: u.Key, packet: u.Packet, userdata: u.Userdata, time: time.Now()}, nil
+	return monitored{seq: s.seq, kind: u.Kind, port: u.Port, key: u.Key, packet: u.Packet, userdata: u.Userdata, egress: u.EgressTunnel, time: time.Now()}, nil
 }
 
 func (s *ownSource) close() error { return s.rx.Close() }

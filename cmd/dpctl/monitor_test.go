@@ -288,3 +288,19 @@ func TestSubscribeRefused(t *testing.T) {
 		t.Errorf("subscribe: %v", err)
 	}
 }
+
+// TestMonitorLineEgressTunKey: an action upcall with an egress tunnel key
+// (userspace(tunnel_out_port)) prints it after the userdata; one without
+// prints none.
+func TestMonitorLineEgressTunKey(t *testing.T) {
+	tun := odp.Tunnel{Present: odp.TunnelHasIPv4Dst | odp.TunnelHasTTL | odp.TunnelHasTPDst, IPv4Dst: [4]byte{192, 0, 2, 2}, TTL: 64, TPDst: 6081}
+	m := monitored{seq: 1, kind: odp.UpcallAction, port: 1, userdata: []byte{0xbe, 0xef}, egress: &tun}
+	got := monitorLine(m, "in_port(1)", "")
+	if want := " userdata(beef) egress_tun_key(tunnel(dst=192.0.2.2,ttl=64,tp_dst=6081,flags(0)))"; !strings.HasSuffix(got, want) {
+		t.Errorf("monitorLine = %q, want it to end with %q", got, want)
+	}
+	m.egress = nil
+	if got := monitorLine(m, "in_port(1)", ""); strings.Contains(got, "egress_tun_key") {
+		t.Errorf("monitorLine without a key = %q", got)
+	}
+}
