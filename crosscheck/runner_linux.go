@@ -231,6 +231,11 @@ func Play(t testing.TB, s *Scenario, dpName string, open Opener) (*Observation, 
 	}()
 
 	env := &Env{hosts: hosts, PID: pid, Datapath: dp.Type()}
+	env.sent = func() {
+		mu.Lock()
+		lastActivity = time.Now()
+		mu.Unlock()
+	}
 	env.quiet = func(d time.Duration) error {
 		start := time.Now()
 		for {

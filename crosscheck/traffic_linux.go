@@ -22,6 +22,12 @@ type Env struct {
 	Datapath string
 	quiet    func(time.Duration) error
 	received func(host string) ([][]byte, error)
+	// sent marks an injection as activity: a quiet period (WaitQuiet,
+	// and Play's wait before it reads the datapath) counts from the
+	// last frame sent as well as from the last one received, so that a
+	// frame the datapath has yet to handle (a slow one, under load) is
+	// not taken for one that made nothing happen.
+	sent func()
 }
 
 // Received returns copies of the frames host has received so far, in
@@ -58,6 +64,9 @@ func (e *Env) Inject(host string, frames ...[]byte) error {
 	h, err := e.host(host)
 	if err != nil {
 		return err
+	}
+	if e.sent != nil {
+		defer e.sent()
 	}
 	return h.ns.Do(func() error {
 		var old, one unix.CPUSet
