@@ -416,8 +416,11 @@ func (t *Tracker) Execute(p *Packet, a *Action, s *State) error {
 		s.c, cached = nil, false
 	}
 	if !cached {
-		*s = State{}
+		// track sets s's connection, direction and ctinfo, and fill
+		// every other field: no need to zero s first.
+		s.c = nil
 		if err := t.track(p, a.Zone, now, s); err != nil {
+			*s = State{}
 			t.drop.Add(1)
 			return err
 		}

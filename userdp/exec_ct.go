@@ -82,12 +82,19 @@ var errCTStolen = errors.New("ct: fragment held for reassembly")
 
 // conntrack executes a ct action on the packet.
 func (w *worker) conntrack(c *pktCtx, a *conntrack.Action) error {
-	if err := c.validKey(); err != nil {
-		return err
+	if !c.keyValid {
+		if err := c.validKey(); err != nil {
+			return err
+		}
 	}
-	tr := w.dp.Conntrack()
+	tr := w.tracker
 	if tr == nil {
-		return fmt.Errorf("ct: datapath closed: %w", odp.ErrUnsupported)
+		// Once made, the tracker stays the datapath's (Close stops its
+		// sweeper only), so the worker keeps it.
+		if tr = w.dp.Conntrack(); tr == nil {
+			return fmt.Errorf("ct: datapath closed: %w", odp.ErrUnsupported)
+		}
+		w.tracker = tr
 	}
 	untracked := false
 	if c.key.IPFrag != flowkeys.FragNone {
@@ -102,16 +109,16 @@ func (w *worker) conntrack(c *pktCtx, a *conntrack.Action) error {
 	}
 	b := c.f.Bytes()
 	l4, l3len := ipPayload(b, h)
-	var p conntrack.Packet
-	if err := conntrack.FromKey(&c.key, l4, l3len, &p); err != nil {
+	p := &w.ctPkt // FromKey sets all of it
+	if err := conntrack.FromKey(&c.key, l4, l3len, p); err != nil {
 		return err
 	}
 	p.Malformed = p.Malformed || untracked
-	if err := tr.Execute(&p, a, &c.ct); err != nil {
+	if err := tr.Execute(p, a, &c.ct); err != nil {
 		return err
 	}
 	if p.Rewritten != 0 {
-		if err := w.natRewrite(c, &p, h); err != nil {
+		if err := w.natRewrite(c, p, h); err != nil {
 			return err
 		}
 	}
