@@ -28,6 +28,17 @@ func TestConnLayout(t *testing.T) {
 			t.Errorf("conn.%s at bytes %d-%d, outside the first 128", f.name, f.off, f.end-1)
 		}
 	}
+	for _, f := range []struct {
+		name     string
+		off, end uintptr
+	}{
+		{"labels", unsafe.Offsetof(c.labels), unsafe.Offsetof(c.labels) + unsafe.Sizeof(c.labels)},
+		{"mark", unsafe.Offsetof(c.mark), unsafe.Offsetof(c.mark) + unsafe.Sizeof(c.mark)},
+	} {
+		if f.off < 128 || f.end > 192 {
+			t.Errorf("conn.%s at bytes %d-%d, outside the third line (128-191)", f.name, f.off, f.end-1)
+		}
+	}
 	// The allocator's size class for 256 bytes is 256 and its objects
 	// start on 256-byte boundaries: check a few.
 	for i := range layoutSink {

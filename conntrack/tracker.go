@@ -32,7 +32,8 @@ const (
 	statusLiberal    = 1 << 16 // internal: TCP windows made liberal (see liberalIfEstablished)
 	statusLimited    = 1 << 17 // internal: committed while its zone had a limit, so counted in zoneConn
 	statusSingle     = 1 << 18 // internal: orig and reply tuples are equal, one entry (see table.insert)
-	statusInternal   = statusLiberal | statusLimited | statusSingle
+	statusMarked     = 1 << 19 // internal: mark or labels were set (else both are zero; see fill)
+	statusInternal   = statusLiberal | statusLimited | statusSingle | statusMarked
 )
 
 // The ct_state bits (OVS_CS_F_*), as flowkeys.Key.CTState holds them.
@@ -229,17 +230,18 @@ func New(cfg Config) *Tracker {
 // (dead, expires, status) in the first 128 bytes, an aligned pair
 // of cache lines, which the L2's spatial prefetcher fetches together. A
 // lookup in either direction then touches the bucket's line and this
-// pair (TestConnLayout checks the offsets).
+// pair (TestConnLayout checks the offsets). Mark and labels, in the
+// next line, are read only once they have been set (statusMarked).
 type conn struct {
 	e0      entry // original direction (bytes 0-55); e0.zone is the connection's zone
 	status  atomic.Uint32
 	dead    atomic.Bool
 	expires atomic.Int64
 	e1      entry // reply direction (bytes 72-127)
+	labels  [2]atomic.Uint64
 	mark    atomic.Uint32
 	tcp     tcpConn // guarded by mu, as the kernel's ct->lock
-	labels  [2]atomic.Uint64
-	stream  int64 // UDP: replies after this make a stream
+	stream  int64   // UDP: replies after this make a stream
 
 	pkts, bytes [2]atomic.Uint64
 
@@ -479,13 +481,19 @@ func (t *Tracker) fill(s *State, zone uint16) {
 	case infoNew:
 		f |= StateNew
 	}
-	if !c.confirmed() {
+	st := c.status.Load()
+	if st&StatusConfirmed == 0 {
 		f |= StateNew
 	}
 	s.Flags = f
 	s.Zone = c.e0.zone
-	s.Mark = c.mark.Load()
-	s.Labels = c.labelBytes()
+	if st&statusMarked != 0 {
+		s.Mark = c.mark.Load()
+		s.Labels = c.labelBytes()
+	} else {
+		// Never set: zero, without reading their cache line.
+		s.Mark, s.Labels = 0, [16]byte{}
+	}
 	s.Orig = c.e0.tuple
 	s.HasOrig = true
 }
@@ -690,6 +698,10 @@ func (t *Tracker) setMarkLabels(c *conn, a *Action) {
 		}
 		c.setLabels(l)
 		c.mu.Unlock()
+	}
+	// After the stores: a lookup that sees the bit reads them.
+	if c.status.Load()&statusMarked == 0 && (c.mark.Load() != 0 || c.labels[0].Load()|c.labels[1].Load() != 0) {
+		c.status.Or(statusMarked)
 	}
 }
 
