@@ -229,21 +229,19 @@ func innerL4(b []byte, in *Tuple) bool {
 // key's address family).
 func (s *State) ToKey(k *flowkeys.Key) {
 	k.CTState, k.CTZone, k.CTMark, k.CTLabels = s.Flags, s.Zone, s.Mark, s.Labels
-	k.CTOrigProto = 0
-	k.CTOrigIPv4Src, k.CTOrigIPv4Dst = [4]byte{}, [4]byte{}
-	k.CTOrigIPv6Src, k.CTOrigIPv6Dst = [16]byte{}, [16]byte{}
-	k.CTOrigTpSrc, k.CTOrigTpDst = 0, 0
-	if !s.HasOrig {
-		return
-	}
 	o := &s.Orig
 	switch {
-	case !o.V6 && k.EthType == 0x0800:
-		copy(k.CTOrigIPv4Src[:], o.Src[:4])
-		copy(k.CTOrigIPv4Dst[:], o.Dst[:4])
-	case o.V6 && k.EthType == 0x86dd && !isND(k):
+	case s.HasOrig && !o.V6 && k.EthType == 0x0800:
+		k.CTOrigIPv4Src, k.CTOrigIPv4Dst = [4]byte(o.Src[:4]), [4]byte(o.Dst[:4])
+		k.CTOrigIPv6Src, k.CTOrigIPv6Dst = [16]byte{}, [16]byte{}
+	case s.HasOrig && o.V6 && k.EthType == 0x86dd && !isND(k):
+		k.CTOrigIPv4Src, k.CTOrigIPv4Dst = [4]byte{}, [4]byte{}
 		k.CTOrigIPv6Src, k.CTOrigIPv6Dst = o.Src, o.Dst
 	default:
+		k.CTOrigProto = 0
+		k.CTOrigIPv4Src, k.CTOrigIPv4Dst = [4]byte{}, [4]byte{}
+		k.CTOrigIPv6Src, k.CTOrigIPv6Dst = [16]byte{}, [16]byte{}
+		k.CTOrigTpSrc, k.CTOrigTpDst = 0, 0
 		return
 	}
 	k.CTOrigProto = o.Proto

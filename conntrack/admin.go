@@ -36,10 +36,10 @@ type Entry struct {
 func (t *Tracker) entry(c *conn, now int64) Entry {
 	e := Entry{
 		Orig: c.e0.tuple, Reply: c.e1.tuple,
-		Zone: c.zone, Mark: c.mark.Load(), Labels: c.labelBytes(), Status: c.status.Load() &^ statusLiberal,
+		Zone: c.e0.zone, Mark: c.mark.Load(), Labels: c.labelBytes(), Status: c.status.Load() &^ statusInternal,
 		OrigPackets: c.pkts[dirOrig].Load(), OrigBytes: c.bytes[dirOrig].Load(),
 		ReplyPackets: c.pkts[dirReply].Load(), ReplyBytes: c.bytes[dirReply].Load(),
-		Bucket: t.tab.bucket(t.tab.seed.hash(&c.e0.tuple, c.zone)),
+		Bucket: t.tab.bucket(t.tab.seed.hash(&c.e0.tuple, c.e0.zone)),
 	}
 	if left := c.expires.Load() - now; left > 0 {
 		e.Timeout = uint32(left / int64(time.Second))
@@ -68,7 +68,7 @@ type Filter struct {
 	Match func(*Entry) bool
 }
 
-func (f *Filter) zoneOK(c *conn) bool { return !f.HasZone || c.zone == f.Zone }
+func (f *Filter) zoneOK(c *conn) bool { return !f.HasZone || c.e0.zone == f.Zone }
 
 // Dump calls fn for every live connection f selects; an error from fn
 // stops the dump and is returned. Connections committed or deleted while

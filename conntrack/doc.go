@@ -94,6 +94,17 @@
 // least the maximum of connections), so the chains stay short and no
 // reader ever meets a resize.
 //
+// A connection is laid out for the lookup (see conn): 256 bytes, with
+// both entries and the fields every lookup reads in its first 128, an
+// aligned pair of cache lines; mark and labels, in the next line, are
+// read only once set. A lookup of a table larger than the caches thus
+// misses on the bucket's line and that pair. Measured with cachegrind's
+// simulation of this machine's L1d and 4 MB L2 (no prefetcher modelled),
+// BenchmarkEstablished at 1,000,000 connections misses the L2 about 3.6
+// times per lookup, its own probe array included (4.2 with the earlier
+// 296-byte layout). What remains above cache size is memory (and TLB)
+// latency per line.
+//
 // A TCP segment then takes its connection's own mutex for the state
 // machine, as the kernel takes ct->lock; UDP, ICMP and generic packets
 // only store the new expiry and add to the counters, atomically.

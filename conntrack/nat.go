@@ -203,7 +203,7 @@ func (t *Tracker) used(c *conn, tp *Tuple) bool {
 	if !ok {
 		return false
 	}
-	e, _ := t.tab.find(&r, c.zone, t.now())
+	e, _ := t.tab.find(&r, c.e0.zone, t.now())
 	return e != nil && e.c != c
 }
 
@@ -244,7 +244,7 @@ func (t *Tracker) uniqueTuple(c *conn, orig Tuple, rng *NATRange, manip int) (Tu
 	}
 	tp := orig
 	if rng.HasIP {
-		t.chooseAddr(&tp, rng, manip, c.zone)
+		t.chooseAddr(&tp, rng, manip, c.e0.zone)
 	}
 	if !randomAll {
 		if rng.HasProto {
@@ -286,7 +286,7 @@ func (t *Tracker) uniqueTuple(c *conn, orig Tuple, rng *NATRange, manip int) (Tu
 	// destination NAT to a port range does not start at its first port).
 	off := rand.Uint32()
 	if rng.Hash {
-		off = uint32(t.tab.seed.hash(&orig, c.zone))
+		off = uint32(t.tab.seed.hash(&orig, c.e0.zone))
 	}
 	for i := uint32(0); i < size; i++ {
 		*key = uint16(lo + (off+i)%size)

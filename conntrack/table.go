@@ -32,13 +32,23 @@ const (
 	dirReply = 1
 )
 
-// entry is one direction of a connection in a bucket chain.
+// entry is one direction of a connection in a bucket chain: 56 bytes,
+// so that both entries and the fields a lookup reads fit in the
+// connection's first 128 bytes (see conn). Its direction is which of
+// the connection's entries it is (dir).
 type entry struct {
 	next  atomic.Pointer[entry]
 	tuple Tuple
-	c     *conn
-	dir   uint8
 	zone  uint16 // the connection's, read without touching it
+	c     *conn
+}
+
+// dir is the entry's direction (dirOrig or dirReply).
+func (e *entry) dir() uint8 {
+	if e == &e.c.e1 {
+		return dirReply
+	}
+	return dirOrig
 }
 
 const lockStripes = 256
@@ -120,12 +130,12 @@ func (t *table) clash(b int, tp *Tuple, zone uint16, c *conn) *conn {
 // another connection, which it returns (expired or live) without
 // inserting.
 func (t *table) insert(c *conn) *conn {
-	b0 := t.bucket(t.seed.hash(&c.e0.tuple, c.zone))
-	b1 := t.bucket(t.seed.hash(&c.e1.tuple, c.zone))
+	b0 := t.bucket(t.seed.hash(&c.e0.tuple, c.e0.zone))
+	b1 := t.bucket(t.seed.hash(&c.e1.tuple, c.e0.zone))
 	s0, s1 := t.lockPair(b0, b1)
 	defer t.unlockPair(s0, s1)
 	for d, b := range [2]int{b0, b1} {
-		if o := t.clash(b, &c.entry(uint8(d)).tuple, c.zone, c); o != nil {
+		if o := t.clash(b, &c.entry(uint8(d)).tuple, c.e0.zone, c); o != nil {
 			return o
 		}
 	}
@@ -134,7 +144,7 @@ func (t *table) insert(c *conn) *conn {
 		// ways): one entry, as the kernel would find it in the
 		// original direction first.
 		t.push(b0, &c.e0)
-		c.single = true
+		c.status.Or(statusSingle)
 		return nil
 	}
 	t.push(b0, &c.e0)
@@ -150,8 +160,8 @@ func (t *table) push(b int, e *entry) {
 // remove unlinks both directions of c and marks it dead; it reports
 // whether this call removed it (false when it was already gone).
 func (t *table) remove(c *conn) bool {
-	b0 := t.bucket(t.seed.hash(&c.e0.tuple, c.zone))
-	b1 := t.bucket(t.seed.hash(&c.e1.tuple, c.zone))
+	b0 := t.bucket(t.seed.hash(&c.e0.tuple, c.e0.zone))
+	b1 := t.bucket(t.seed.hash(&c.e1.tuple, c.e0.zone))
 	s0, s1 := t.lockPair(b0, b1)
 	defer t.unlockPair(s0, s1)
 	if c.dead.Load() {
@@ -159,7 +169,7 @@ func (t *table) remove(c *conn) bool {
 	}
 	c.dead.Store(true)
 	t.unlink(b0, &c.e0)
-	if !c.single {
+	if c.status.Load()&statusSingle == 0 {
 		t.unlink(b1, &c.e1)
 	}
 	return true
@@ -181,7 +191,7 @@ func (t *table) unlink(b int, target *entry) {
 func (t *table) each(from, to int, fn func(c *conn)) {
 	for b := from; b < to && b < len(t.buckets); b++ {
 		for e := t.buckets[b].Load(); e != nil; e = e.next.Load() {
-			if e.dir == dirOrig && !e.c.dead.Load() {
+			if e == &e.c.e0 && !e.c.dead.Load() {
 				fn(e.c)
 			}
 		}

@@ -30,6 +30,10 @@ const (
 	StatusDying      = 1 << 9
 	statusNATMask    = StatusSrcNAT | StatusDstNAT
 	statusLiberal    = 1 << 16 // internal: TCP windows made liberal (see liberalIfEstablished)
+	statusLimited    = 1 << 17 // internal: committed while its zone had a limit, so counted in zoneConn
+	statusSingle     = 1 << 18 // internal: orig and reply tuples are equal, one entry (see table.insert)
+	statusMarked     = 1 << 19 // internal: mark or labels were set (else both are zero; see fill)
+	statusInternal   = statusLiberal | statusLimited | statusSingle | statusMarked
 )
 
 // The ct_state bits (OVS_CS_F_*), as flowkeys.Key.CTState holds them.
@@ -221,27 +225,27 @@ func New(cfg Config) *Tracker {
 
 // conn is one tracked connection.
 //
-// The fields every lookup reads (dead, expires, status) sit between the
-// two entries, so that they share or neighbour the cache line of the
-// entry a lookup found, in either direction.
+// Its layout is for the lookup: 256 bytes (a size class whose objects
+// are 256-byte aligned), with both entries and everything a lookup reads
+// (dead, expires, status) in the first 128 bytes, an aligned pair
+// of cache lines, which the L2's spatial prefetcher fetches together. A
+// lookup in either direction then touches the bucket's line and this
+// pair (TestConnLayout checks the offsets). Mark and labels, in the
+// next line, are read only once they have been set (statusMarked).
 type conn struct {
-	e0      entry // original direction
-	dead    atomic.Bool
-	single  bool // orig and reply tuples are equal: one entry
-	limited bool // committed while its zone had a limit: counted in zoneConn
-	zone    uint16
+	e0      entry // original direction (bytes 0-55); e0.zone is the connection's zone
 	status  atomic.Uint32
+	dead    atomic.Bool
 	expires atomic.Int64
-	e1      entry // reply direction
-	mark    atomic.Uint32
+	e1      entry // reply direction (bytes 72-127)
 	labels  [2]atomic.Uint64
-	start   int64
-	stream  int64 // UDP: replies after this make a stream
+	mark    atomic.Uint32
+	tcp     tcpConn // guarded by mu, as the kernel's ct->lock
+	stream  int64   // UDP: replies after this make a stream
 
 	pkts, bytes [2]atomic.Uint64
 
-	mu  sync.Mutex // guards tcp, as the kernel's ct->lock
-	tcp tcpConn
+	mu sync.Mutex
 }
 
 // entry returns the entry of direction dir.
@@ -394,15 +398,15 @@ func (t *Tracker) Execute(p *Packet, a *Action, s *State) error {
 	now := t.now()
 	p.Rewritten = 0
 	cached := false
-	if s.c != nil && s.c.zone == a.Zone {
+	if s.c != nil && s.c.e0.zone == a.Zone {
 		cached = true
 	} else if s.c == nil && s.Flags&StateTracked != 0 && s.Flags&StateInvalid == 0 && s.Zone == a.Zone {
 		// Tracked before but the connection reference was lost (the
 		// packet came back through an upcall): find it by tuple, as
 		// the kernel's ovs_ct_executed.
 		if e, _ := t.tab.find(&p.Tuple, a.Zone, now); e != nil {
-			s.c, s.dir = e.c, e.dir
-			s.info = infoOf(e.c, e.dir)
+			s.c, s.dir = e.c, e.dir()
+			s.info = infoOf(e.c, e.dir())
 			s.Orig, s.HasOrig = e.c.e0.tuple, true
 			cached = true
 		}
@@ -414,8 +418,11 @@ func (t *Tracker) Execute(p *Packet, a *Action, s *State) error {
 		s.c, cached = nil, false
 	}
 	if !cached {
-		*s = State{}
+		// track sets s's connection, direction and ctinfo, and fill
+		// every other field: no need to zero s first.
+		s.c = nil
 		if err := t.track(p, a.Zone, now, s); err != nil {
+			*s = State{}
 			t.drop.Add(1)
 			return err
 		}
@@ -474,13 +481,19 @@ func (t *Tracker) fill(s *State, zone uint16) {
 	case infoNew:
 		f |= StateNew
 	}
-	if !c.confirmed() {
+	st := c.status.Load()
+	if st&StatusConfirmed == 0 {
 		f |= StateNew
 	}
 	s.Flags = f
-	s.Zone = c.zone
-	s.Mark = c.mark.Load()
-	s.Labels = c.labelBytes()
+	s.Zone = c.e0.zone
+	if st&statusMarked != 0 {
+		s.Mark = c.mark.Load()
+		s.Labels = c.labelBytes()
+	} else {
+		// Never set: zero, without reading their cache line.
+		s.Mark, s.Labels = 0, [16]byte{}
+	}
 	s.Orig = c.e0.tuple
 	s.HasOrig = true
 }
@@ -506,7 +519,7 @@ func (t *Tracker) track(p *Packet, zone uint16, now int64, s *State) error {
 			t.invalid.Add(1)
 			return nil
 		}
-		s.c, s.dir, s.info = e.c, e.dir, infoRelated
+		s.c, s.dir, s.info = e.c, e.dir(), infoRelated
 		return nil
 	}
 	for retry := 0; retry < 2; retry++ {
@@ -517,7 +530,7 @@ func (t *Tracker) track(p *Packet, zone uint16, now int64, s *State) error {
 		if e == nil {
 			return t.trackNew(p, zone, now, s)
 		}
-		c, dir := e.c, e.dir
+		c, dir := e.c, e.dir()
 		info := infoOf(c, dir)
 		switch t.l4(c, dir, p, now, false) {
 		case vInvalid:
@@ -551,9 +564,9 @@ func (t *Tracker) trackNew(p *Packet, zone uint16, now int64, s *State) error {
 		t.invalid.Add(1)
 		return nil
 	}
-	c := &conn{zone: zone, start: now, stream: now + t.to[toUDPStream]}
-	c.e0 = entry{tuple: p.Tuple, c: c, dir: dirOrig, zone: zone}
-	c.e1 = entry{tuple: reply, c: c, dir: dirReply, zone: zone}
+	c := &conn{stream: now + t.to[toUDPStream]}
+	c.e0 = entry{tuple: p.Tuple, c: c, zone: zone}
+	c.e1 = entry{tuple: reply, c: c, zone: zone}
 	if t.l4(c, dirOrig, p, now, true) != vAccept {
 		t.invalid.Add(1)
 		return nil
@@ -633,13 +646,13 @@ func (t *Tracker) commit(c *conn, a *Action, now int64) error {
 		// counts only the connections committed while it had a limit
 		// (its own or the default): one committed unlimited is not
 		// counted against a limit set later.
-		c.limited = false
+		c.status.And(^uint32(statusLimited))
 		if t.limitsOn.Load() {
-			if lim := t.zoneLimit(c.zone); lim != 0 {
-				if int64(t.zoneConn[c.zone].Load())+1 > int64(lim) {
-					return fmt.Errorf("%w: zone %d has %d", ErrZoneLimit, c.zone, lim)
+			if lim := t.zoneLimit(c.e0.zone); lim != 0 {
+				if int64(t.zoneConn[c.e0.zone].Load())+1 > int64(lim) {
+					return fmt.Errorf("%w: zone %d has %d", ErrZoneLimit, c.e0.zone, lim)
 				}
-				c.limited = true
+				c.status.Or(statusLimited)
 			}
 		}
 		t.setMarkLabels(c, a)
@@ -659,8 +672,8 @@ func (t *Tracker) commit(c *conn, a *Action, now int64) error {
 		}
 		t.insert.Add(1)
 		t.count.Add(1)
-		if c.limited {
-			t.zoneConn[c.zone].Add(1)
+		if c.status.Load()&statusLimited != 0 {
+			t.zoneConn[c.e0.zone].Add(1)
 		}
 		return nil
 	}
@@ -686,6 +699,10 @@ func (t *Tracker) setMarkLabels(c *conn, a *Action) {
 		c.setLabels(l)
 		c.mu.Unlock()
 	}
+	// After the stores: a lookup that sees the bit reads them.
+	if c.status.Load()&statusMarked == 0 && (c.mark.Load() != 0 || c.labels[0].Load()|c.labels[1].Load() != 0) {
+		c.status.Or(statusMarked)
+	}
 }
 
 // delete removes a connection (uncounting it if it was committed) and
@@ -699,8 +716,8 @@ func (t *Tracker) delete(c *conn) bool {
 	}
 	c.status.Or(StatusDying)
 	t.count.Add(-1)
-	if c.limited {
-		t.zoneConn[c.zone].Add(-1)
+	if c.status.Load()&statusLimited != 0 {
+		t.zoneConn[c.e0.zone].Add(-1)
 	}
 	return true
 }

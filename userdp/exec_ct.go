@@ -82,12 +82,19 @@ var errCTStolen = errors.New("ct: fragment held for reassembly")
 
 // conntrack executes a ct action on the packet.
 func (w *worker) conntrack(c *pktCtx, a *conntrack.Action) error {
-	if err := c.validKey(); err != nil {
-		return err
+	if !c.keyValid {
+		if err := c.validKey(); err != nil {
+			return err
+		}
 	}
-	tr := w.dp.Conntrack()
+	tr := w.tracker
 	if tr == nil {
-		return fmt.Errorf("ct: datapath closed: %w", odp.ErrUnsupported)
+		// Once made, the tracker stays the datapath's (Close stops its
+		// sweeper only), so the worker keeps it.
+		if tr = w.dp.Conntrack(); tr == nil {
+			return fmt.Errorf("ct: datapath closed: %w", odp.ErrUnsupported)
+		}
+		w.tracker = tr
 	}
 	untracked := false
 	if c.key.IPFrag != flowkeys.FragNone {
@@ -96,22 +103,28 @@ func (w *worker) conntrack(c *pktCtx, a *conntrack.Action) error {
 			return err
 		}
 	}
-	h, err := c.headers()
-	if err != nil {
-		return err
+	l4, l3len, ok := c.ipv4Payload()
+	if !ok {
+		h, err := c.headers()
+		if err != nil {
+			return err
+		}
+		l4, l3len = ipPayload(c.f.Bytes(), h)
 	}
-	b := c.f.Bytes()
-	l4, l3len := ipPayload(b, h)
-	var p conntrack.Packet
-	if err := conntrack.FromKey(&c.key, l4, l3len, &p); err != nil {
+	p := &w.ctPkt // FromKey sets all of it
+	if err := conntrack.FromKey(&c.key, l4, l3len, p); err != nil {
 		return err
 	}
 	p.Malformed = p.Malformed || untracked
-	if err := tr.Execute(&p, a, &c.ct); err != nil {
+	if err := tr.Execute(p, a, &c.ct); err != nil {
 		return err
 	}
 	if p.Rewritten != 0 {
-		if err := w.natRewrite(c, &p, h); err != nil {
+		h, err := c.headers()
+		if err != nil {
+			return err
+		}
+		if err := w.natRewrite(c, p, h); err != nil {
 			return err
 		}
 	}
@@ -215,6 +228,29 @@ func ipPayload(b []byte, h *pktHeaders) ([]byte, uint32) {
 		return nil, uint32(max(0, end-h.L3))
 	}
 	return b[h.L4:end], uint32(end - h.L3)
+}
+
+// ipv4Payload is ipPayload for the common case, without parsing the
+// headers again: an IPv4 packet whose network header key extraction
+// located (as pktCtx.headers' shortcut), with a header length and total
+// length that are consistent and within the frame. ok is false for
+// every other packet, which ipPayload handles.
+func (c *pktCtx) ipv4Payload() (l4 []byte, l3Len uint32, ok bool) {
+	l3 := c.l3off
+	if l3 <= 0 || c.noEth || c.proto != header.EtherTypeIPv4 || c.key.EthType != header.EtherTypeIPv4 {
+		return nil, 0, false
+	}
+	b := c.f.Bytes()
+	if len(b) < l3+header.IPv4MinimumSize {
+		return nil, 0, false
+	}
+	ip := b[l3:]
+	ihl := int(ip[0]&0x0f) * 4
+	tot := int(binary.BigEndian.Uint16(ip[2:]))
+	if ihl < header.IPv4MinimumSize || ihl > tot || tot > len(ip) {
+		return nil, 0, false
+	}
+	return ip[ihl:tot], uint32(tot), true
 }
 
 // natRewrite makes the packet carry p.Tuple (and p.Inner), as the

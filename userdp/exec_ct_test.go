@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ovsdp/ovsdp/flowkeys"
 	"github.com/ovsdp/ovsdp/odp"
 )
 
@@ -438,5 +439,54 @@ func TestRecircLookupsHitCache(t *testing.T) {
 	}
 	if got := sink.tx.Load() - tx0; got != n+1 {
 		t.Errorf("the executed packet was not forwarded after its recirculation (%d frames)", got-n)
+	}
+}
+
+// TestIPv4PayloadMatchesHeaders: the ct action's shortcut to the L4
+// bytes (pktCtx.ipv4Payload) gives what parsing the headers again and
+// ipPayload give, for IPv4 frames with and without options, padded,
+// cut short, and with header and total lengths that disagree; where it
+// declines, the ct action takes the parsing path.
+func TestIPv4PayloadMatchesHeaders(t *testing.T) {
+	base := udpFrame(1, 2, 1000)
+	taken := 0
+	for ihl := 0; ihl < 16; ihl++ {
+		for _, tot := range []int{0, 19, 20, 27, 28, 36, len(base) - 14, len(base) - 13, 200} {
+			for _, cut := range []int{0, 1, 8, len(base) - 34, len(base) - 20} {
+				f := append([]byte(nil), base...)
+				f = append(f, make([]byte, 8)...) // padding past the IP packet
+				f = f[:len(f)-cut]
+				if len(f) < 15 {
+					continue
+				}
+				f[14] = 0x40 | byte(ihl)
+				if len(f) >= 18 {
+					binary.BigEndian.PutUint16(f[16:], uint16(tot))
+				}
+				var key flowkeys.Key
+				l3, err := flowkeys.ExtractPortL3(f, 1, &key)
+				if err != nil {
+					continue
+				}
+				c := &pktCtx{f: frameBuf{Buf: f, Len: len(f)}, key: key, keyValid: true, l3off: l3}
+				c.proto = keyProtocol(&c.key)
+				l4, n, ok := c.ipv4Payload()
+				if !ok {
+					continue
+				}
+				taken++
+				h, err := c.headers()
+				if err != nil {
+					t.Fatalf("ihl %d tot %d cut %d: the shortcut took a frame headers refuses: %v", ihl, tot, cut, err)
+				}
+				wl4, wn := ipPayload(c.f.Bytes(), h)
+				if !bytes.Equal(l4, wl4) || n != wn || (l4 == nil) != (wl4 == nil) {
+					t.Errorf("ihl %d tot %d cut %d: shortcut %d bytes (l3 %d), ipPayload %d bytes (l3 %d)", ihl, tot, cut, len(l4), n, len(wl4), wn)
+				}
+			}
+		}
+	}
+	if taken == 0 {
+		t.Fatal("the shortcut took no frame")
 	}
 }
