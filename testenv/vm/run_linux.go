@@ -400,7 +400,10 @@ func (s *stream) flush() { s.f.Flush() }
 func (s *stream) seen() bool { return s.f.Seen() }
 
 // diagnostics returns the last n lines of the guest console and the QEMU
-// log (all lines when n is 0), for error messages.
+// log (all lines when n is 0), for error messages. When the console's
+// last n lines start after the first line of a kernel failure report
+// (failureMarkers), up to failureLines lines from that one come first:
+// the reason must not be lost to a long stack trace.
 func diagnostics(console, qemuLog string, n int) string {
 	var b strings.Builder
 	for _, f := range []struct{ name, path string }{{"guest console", console}, {"qemu", qemuLog}} {
@@ -409,6 +412,16 @@ func diagnostics(console, qemuLog string, n int) string {
 			continue
 		}
 		lines := tailLines(data, n)
+		if f.path == console && n > 0 {
+			all := tailLines(data, 0)
+			if i := firstFailure(all); i >= 0 && i < len(all)-len(lines) {
+				fmt.Fprintf(&b, "--- guest console (from line %d, where a kernel failure report begins) ---\n", i+1)
+				for _, l := range all[i:min(i+failureLines, len(all)-len(lines))] {
+					b.WriteString(l)
+					b.WriteByte('\n')
+				}
+			}
+		}
 		fmt.Fprintf(&b, "--- %s (last %d lines) ---\n", f.name, len(lines))
 		for _, l := range lines {
 			b.WriteString(l)
@@ -416,6 +429,27 @@ func diagnostics(console, qemuLog string, n int) string {
 		}
 	}
 	return b.String()
+}
+
+// failureMarkers start the lines of the guest kernel's failure reports:
+// a panic, an oops, a BUG, a sysrq-triggered crash, a protection fault.
+var failureMarkers = []string{"Kernel panic", "BUG:", "Oops:", "sysrq: ", "general protection fault"}
+
+// failureLines is how many lines from a failure report's first one
+// diagnostics keeps when the console's tail does not reach back to it.
+const failureLines = 8
+
+// firstFailure is the index of the first of lines that starts a kernel
+// failure report, or -1.
+func firstFailure(lines []string) int {
+	for i, l := range lines {
+		for _, m := range failureMarkers {
+			if strings.Contains(l, m) {
+				return i
+			}
+		}
+	}
+	return -1
 }
 
 func tailLines(data []byte, n int) []string {
