@@ -306,15 +306,7 @@ func (c *cmpCase) run(b *testing.B, ownNS bool, start func(*cmpNet) cmpSwitch) {
 // receives (and sends), with reads that time out after 50 ms; it is
 // closed when the test ends.
 func rawSinkOn(tb testing.TB, ns *testenv.Netns, ifname string) int {
-	var fd int
-	if err := ns.Do(func() error {
-		var err error
-		fd, err = unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0)
-		return err
-	}); err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { unix.Close(fd) })
+	fd := packetSocketIn(tb, ns)
 	if err := unix.Bind(fd, &unix.SockaddrLinklayer{Protocol: header.Htons(unix.ETH_P_ALL), Ifindex: ns.Index(tb, ifname)}); err != nil {
 		tb.Fatalf("binding the sink to %s: %v", ifname, err)
 	}

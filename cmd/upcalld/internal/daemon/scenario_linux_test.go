@@ -167,6 +167,12 @@ func (tp *topo) rawSender(i int) (int, *unix.SockaddrLinklayer) {
 // rawSenderOn opens an AF_PACKET socket in ns that sends on ifname,
 // closed when the test ends.
 func rawSenderOn(tb testing.TB, ns *testenv.Netns, ifname string) (int, *unix.SockaddrLinklayer) {
+	return packetSocketIn(tb, ns), &unix.SockaddrLinklayer{Ifindex: ns.Index(tb, ifname), Protocol: 0x0008, Halen: 6}
+}
+
+// packetSocketIn opens an unbound AF_PACKET socket in ns, closed when
+// the test ends.
+func packetSocketIn(tb testing.TB, ns *testenv.Netns) int {
 	var fd int
 	if err := ns.Do(func() error {
 		var err error
@@ -176,7 +182,7 @@ func rawSenderOn(tb testing.TB, ns *testenv.Netns, ifname string) (int, *unix.So
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { unix.Close(fd) })
-	return fd, &unix.SockaddrLinklayer{Ifindex: ns.Index(tb, ifname), Protocol: 0x0008, Halen: 6}
+	return fd
 }
 
 // dumpFlows returns the datapath's flows as text lines.
