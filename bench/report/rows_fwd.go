@@ -55,7 +55,7 @@ func (r *Results) forwardRows() []Row {
 	// What was sent arriving, through userdp's AF_XDP ports.
 	const what = "Forwarding over veth, userdp AF_XDP ports: sent frames arriving"
 	if arr, ok := r.Est(pkg, fwdBench, "xdp-arrived"); ok {
-		pct := Estimate{Center: 100 * arr.Center, Lo: 100 * arr.Lo, Hi: 100 * arr.Hi, Confidence: arr.Confidence, N: arr.N}
+		pct := Estimate{Center: 100 * arr.Center, Mean: 100 * arr.Mean, Lo: 100 * arr.Lo, Hi: 100 * arr.Hi, Confidence: arr.Confidence, N: arr.N}
 		row := Row{Group: g, What: what, Ours: fmt.Sprintf("%.1f%%", pct.Center) + arr.spread(), Baseline: "—", Ratio: pct, RatioUnit: "%",
 			Goal: "≥ 99%", Note: fmt.Sprintf("`userdp` %s: frames R received / frames S sent in the measured windows%s", fwdBench, r.fwdDrops("xdp"))}
 		row.setGoal(99, false)

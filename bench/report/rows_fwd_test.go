@@ -66,6 +66,10 @@ func TestForwardRows(t *testing.T) {
 	check("Forwarding over veth, 64-byte UDP, userdp ring ports (vs ovs-vswitchd 3.1, default ports, same run)", metNo, 1.4, "0.42 Mpps", "0.3 Mpps")
 	check("Forwarding between two namespaces over veth, 64-byte UDP, userdp ring ports (vs Linux bridge)", metYes, 0.69426)
 	check("Forwarding over veth, userdp AF_XDP ports: sent frames arriving", metYes, 99.5, "receive side 1.0%")
+	// The percentage's plain mean is in percent too (it read 0.00%).
+	if m := rows["Forwarding over veth, userdp AF_XDP ports: sent frames arriving"].Ratio.Mean; m < 99.49 || m > 99.51 {
+		t.Errorf("arrived mean %g%%, want 99.5%%", m)
+	}
 	check("Forwarding over veth: CPU per delivered packet, by forwarder", metNone, 0, "ovs-vswitchd, AF_XDP ports 2 µs", "userdp, ring ports 2.38 µs", "Linux bridge")
 
 	check("Forwarding on two cores: two in-memory ports, two receive goroutines (vs one)", metYes, 1.9, "19 Mpps", "10 Mpps", "43 ns", "43.5 ns")
