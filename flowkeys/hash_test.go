@@ -379,3 +379,31 @@ func TestHashMicroflow(t *testing.T) {
 		t.Errorf("HashMicroflow allocates %.1f times", n)
 	}
 }
+
+// TestHashKeyedMasked: the fused masked hash is HashKeyed of the masked
+// copy for every range of random keys and masks, and does not allocate.
+func TestHashKeyedMasked(t *testing.T) {
+	rng := rand.New(rand.NewSource(11))
+	h := flowkeys.NewKeyedHasherFromSecret([]byte("masked"))
+	var k, m, masked flowkeys.Key
+	for trial := 0; trial < 2000; trial++ {
+		kw, mw := k.Words(), m.Words()
+		for i := range kw {
+			kw[i] = rng.Uint64()
+			mw[i] = rng.Uint64() & rng.Uint64()
+		}
+		start := rng.Intn(flowkeys.KeyWords)
+		r := flowkeys.Range{Start: start, End: start + 1 + rng.Intn(flowkeys.KeyWords-start)}
+		masked = flowkeys.Key{}
+		flowkeys.ApplyMask(&masked, &k, &m, r)
+		seed := rng.Uint32()
+		if got, want := flowkeys.HashKeyedMasked(&k, &m, r, h, seed), flowkeys.HashKeyed(&masked, r, h, seed); got != want {
+			t.Fatalf("range %v: HashKeyedMasked %#x, HashKeyed of the masked copy %#x", r, got, want)
+		}
+	}
+	var sink uint32
+	if n := testing.AllocsPerRun(100, func() { sink += flowkeys.HashKeyedMasked(&k, &m, flowkeys.FullRange, h, 1) }); n != 0 {
+		t.Errorf("HashKeyedMasked allocates %.1f times", n)
+	}
+	_ = sink
+}

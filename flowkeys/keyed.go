@@ -99,6 +99,31 @@ func HashKeyed(k *Key, r Range, h *KeyedHasher, seed uint32) uint32 {
 	return finish((sum0 + sum1 + sum2 + sum3) ^ h.final ^ uint64(seed)<<32 ^ uint64(r.Start)<<8 ^ uint64(r.End))
 }
 
+// HashKeyedMasked returns HashKeyed of k's words in r masked with mask's
+// (k AND mask), without writing the masked words anywhere: a megaflow
+// table hashes every packet under each mask it tries, and this reads the
+// key and the mask once instead of storing a masked copy and reading it
+// back. It panics if r is not Valid.
+func HashKeyedMasked(k, mask *Key, r Range, h *KeyedHasher, seed uint32) uint32 {
+	if !r.Valid() {
+		panic("flowkeys: HashKeyedMasked of an invalid range")
+	}
+	w, m := k.Words(), mask.Words()
+	s := &h.secret
+	var sum0, sum1, sum2, sum3 uint64
+	i, end := uint(r.Start), uint(r.End)
+	for ; i+4 <= end && i+3 < KeyWords; i += 4 {
+		sum0 += nh(w[i]&m[i], s[i])
+		sum1 += nh(w[i+1]&m[i+1], s[i+1])
+		sum2 += nh(w[i+2]&m[i+2], s[i+2])
+		sum3 += nh(w[i+3]&m[i+3], s[i+3])
+	}
+	for ; i < end && i < KeyWords; i++ {
+		sum0 += nh(w[i]&m[i], s[i])
+	}
+	return finish((sum0 + sum1 + sum2 + sum3) ^ h.final ^ uint64(seed)<<32 ^ uint64(r.Start)<<8 ^ uint64(r.End))
+}
+
 // nh is one NH term: the two 32-bit halves of w, each added to the
 // matching half of the secret word modulo 2^32, multiplied to 64 bits.
 func nh(w, s uint64) uint64 {

@@ -171,11 +171,10 @@ func einval(format string, args ...any) error {
 	return fmt.Errorf(format+": %w", append(args, syscall.EINVAL)...)
 }
 
-// hashMasked returns the subtable's hash of k's words under the mask.
-// scratch is a key the caller lends for the masked words.
-func (st *subtable) hashMasked(k, scratch *flowkeys.Key) uint32 {
-	flowkeys.ApplyMask(scratch, k, &st.mask, st.rng)
-	return flowkeys.HashKeyed(scratch, st.rng, st.hasher, 0)
+// hashMasked returns the subtable's hash of k's words under the mask
+// (the keyed hash of k AND mask, computed without a masked copy).
+func (st *subtable) hashMasked(k *flowkeys.Key) uint32 {
+	return flowkeys.HashKeyedMasked(k, &st.mask, st.rng, st.hasher, 0)
 }
 
 // find returns the flow of st whose masked key matches k (hash h), or nil.
@@ -199,10 +198,10 @@ func (st *subtable) find(k *flowkeys.Key, h uint32) *megaflow {
 // (flowCache.countSubtableHit), which publishes the counts once per
 // batch, so that lookups on several cores do not all write the
 // subtable's line.
-func (t *table) lookup(k, scratch *flowkeys.Key) (f *megaflow, probed int) {
+func (t *table) lookup(k *flowkeys.Key) (f *megaflow, probed int) {
 	l := t.list.Load()
 	for i, st := range l.st {
-		if f = st.find(k, st.hashMasked(k, scratch)); f != nil {
+		if f = st.find(k, st.hashMasked(k)); f != nil {
 			return f, i + 1
 		}
 	}
@@ -212,10 +211,9 @@ func (t *table) lookup(k, scratch *flowkeys.Key) (f *megaflow, probed int) {
 // findExact returns the flow whose mask is m and masked key is k's (both
 // already masked), or nil. Writers only.
 func (t *table) findExact(k, m *flowkeys.Key) (*megaflow, *subtable) {
-	var scratch flowkeys.Key
 	for _, st := range t.list.Load().st {
 		if st.mask == *m {
-			return st.find(k, st.hashMasked(k, &scratch)), st
+			return st.find(k, st.hashMasked(k)), st
 		}
 	}
 	return nil, nil
@@ -241,8 +239,7 @@ func (t *table) insert(f *megaflow, m *flowkeys.Key) {
 	st, created := t.subtableFor(m)
 	f.st, f.mask, f.rng = st, &st.mask, st.rng
 	flowkeys.ApplyMask(&f.key, &f.key, m, flowkeys.FullRange)
-	var scratch flowkeys.Key
-	f.hash = st.hashMasked(&f.key, &scratch)
+	f.hash = st.hashMasked(&f.key)
 	arr := st.arr.Load()
 	if uint32(st.n+1) > 2*(arr.mask+1) {
 		arr = st.grow(arr)
@@ -457,7 +454,6 @@ type flowCache struct {
 	hasher  *flowkeys.KeyedHasher
 	sets    []cacheSet // nil: cache disabled
 	setMask uint32     // len(sets)-1
-	scratch flowkeys.Key
 
 	// Counters since the last publish (plain: one goroutine). A cache
 	// hit counts only in cacheHits (it is also a hit and one mask
@@ -581,7 +577,7 @@ func (c *flowCache) lookupHashed(k *flowkeys.Key, h uint32) *megaflow {
 		c.cacheHits++
 	} else {
 		var probed int
-		f, probed = c.t.lookup(k, &c.scratch)
+		f, probed = c.t.lookup(k)
 		c.maskHits += uint64(probed)
 		if f == nil {
 			c.missed++

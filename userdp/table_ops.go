@@ -53,8 +53,7 @@ func (t *table) put(s *flowSpec, flags odp.PutFlags) (odp.FlowStats, error) {
 			f = t.byUFID[s.ufid]
 		}
 		if f == nil {
-			var scratch flowkeys.Key
-			f, _ = t.lookup(&s.key, &scratch)
+			f, _ = t.lookup(&s.key)
 		}
 		if f == nil {
 			if t.limit > 0 && t.nflows.Load() >= t.limit {
@@ -107,9 +106,8 @@ func (t *table) findID(u odp.UFID, k *flowkeys.Key) *megaflow {
 	if !u.IsZero() {
 		return t.byUFID[u]
 	}
-	var scratch flowkeys.Key
 	for _, st := range t.list.Load().st {
-		if f := st.find(k, st.hashMasked(k, &scratch)); f != nil && f.ukey != nil && *f.ukey == *k {
+		if f := st.find(k, st.hashMasked(k)); f != nil && f.ukey != nil && *f.ukey == *k {
 			return f
 		}
 	}

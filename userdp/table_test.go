@@ -118,14 +118,13 @@ func TestTableLookupMatchesBruteForce(t *testing.T) {
 		t.Fatalf("%d subtables, want 60", got)
 	}
 	c := newFlowCache(fx.t, 256)
-	var scratch flowkeys.Key
 	for i := range fx.packets {
 		for _, useCache := range []bool{false, true, true} {
 			var f *megaflow
 			if useCache {
 				f = c.lookup(&fx.packets[i])
 			} else {
-				f, _ = fx.t.lookup(&fx.packets[i], &scratch)
+				f, _ = fx.t.lookup(&fx.packets[i])
 			}
 			if f == nil || !bruteMatch(f, &fx.packets[i]) {
 				t.Fatalf("packet %d: lookup gave %v, which does not match", i, f)
@@ -135,7 +134,7 @@ func TestTableLookupMatchesBruteForce(t *testing.T) {
 	// Random packets: a hit must match, a miss must match no flow.
 	for i := 0; i < 2000; i++ {
 		pk := randomKey(rng)
-		f, _ := fx.t.lookup(&pk, &scratch)
+		f, _ := fx.t.lookup(&pk)
 		if f != nil && !bruteMatch(f, &pk) {
 			t.Fatalf("random packet matched a flow it does not match")
 		}
@@ -170,7 +169,6 @@ func TestTableLookupMatchesBruteForce(t *testing.T) {
 func TestTableRebalanceRanksByHits(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	fx := newTableFixture(rng, 30, 3)
-	var scratch flowkeys.Key
 	// Hit only flows of the last mask, through a worker's cache (off:
 	// every lookup goes to the subtables), which counts the hits and
 	// publishes them at the end of a batch.
@@ -185,7 +183,7 @@ func TestTableRebalanceRanksByHits(t *testing.T) {
 	if fx.t.list.Load().st[0] != last {
 		t.Errorf("the most used subtable is not first after rebalance")
 	}
-	if _, probed := fx.t.lookup(&fx.packets[2], &scratch); probed != 1 {
+	if _, probed := fx.t.lookup(&fx.packets[2]); probed != 1 {
 		t.Errorf("lookup probed %d subtables, want 1", probed)
 	}
 }
