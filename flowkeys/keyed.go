@@ -136,16 +136,24 @@ func HashMicroflow(k *Key, h *KeyedHasher) uint32 {
 	w2 := uint64(le.Uint32(k.IPv4Src[:])) | uint64(le.Uint32(k.IPv4Dst[:]))<<32
 	w3 := uint64(le.Uint32(k.EthSrc[:4])) | uint64(le.Uint32(k.EthDst[:4]))<<32
 	w4 := uint64(le.Uint16(k.EthSrc[4:])) | uint64(le.Uint16(k.EthDst[4:]))<<16 | uint64(k.IPProto)<<32
-	hi0, lo0 := bits.Mul64(w0+s[0], w1+s[1])
-	hi1, lo1 := bits.Mul64(w2+s[2], w3+s[3])
-	hi2, lo2 := bits.Mul64(w4+s[4], s[5])
-	lo, hi := lo0+lo1+lo2, hi0+hi1+hi2
+	lo, hi := microflowSums(w0, w1, w2, w3, w4, h)
 	if k.EthType == EthTypeIPv6 {
 		hi3, lo3 := bits.Mul64(le.Uint64(k.IPv6Src[:8])+s[6], le.Uint64(k.IPv6Src[8:])+s[7])
 		hi4, lo4 := bits.Mul64(le.Uint64(k.IPv6Dst[:8])+s[8], le.Uint64(k.IPv6Dst[8:])+s[9])
 		lo, hi = lo+lo3+lo4, hi+hi3+hi4
 	}
 	return finish(lo ^ hi ^ h.final)
+}
+
+// microflowSums is HashMicroflow's NH over its first five words (the
+// fields of every packet), as the low and high sums of the products;
+// ExtractPortHashed computes the same words from the packet.
+func microflowSums(w0, w1, w2, w3, w4 uint64, h *KeyedHasher) (lo, hi uint64) {
+	s := &h.secret
+	hi0, lo0 := bits.Mul64(w0+s[0], w1+s[1])
+	hi1, lo1 := bits.Mul64(w2+s[2], w3+s[3])
+	hi2, lo2 := bits.Mul64(w4+s[4], s[5])
+	return lo0 + lo1 + lo2, hi0 + hi1 + hi2
 }
 
 // finish is the keyed hashes' final mixer: it spreads an NH sum over
