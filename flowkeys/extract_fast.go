@@ -55,12 +55,12 @@ func ExtractPortHashed(packet []byte, inPort uint32, key *Key, h *KeyedHasher) (
 	key.IPv4Dst = [4]byte(p[30:34])
 	key.TpSrc, key.TpDst, key.TCPFlags = sport, dport, flags
 
-	// HashMicroflow's words, from the packet (see microflowWords).
+	// HashMicroflow's words, loaded from the packet.
 	w0 := uint64(inPort)
-	w1 := uint64(EthTypeIPv4) | uint64(sport)<<32 | uint64(dport)<<48
-	w2 := le.Uint64(p[26:34])
-	w3 := uint64(le.Uint32(p[6:10])) | uint64(le.Uint32(p[0:4]))<<32
-	w4 := uint64(le.Uint16(p[10:12])) | uint64(le.Uint16(p[4:6]))<<16 | uint64(proto)<<32
+	w1 := uint64(le.Uint32(p[34:38])) | uint64(EthTypeIPv4)<<32 // the ports in wire order; no VLAN
+	w2 := le.Uint64(p[26:34])                                   // the IPv4 addresses
+	w3 := le.Uint64(p[0:8])                                     // eth_dst, then eth_src's first 2 bytes
+	w4 := uint64(le.Uint32(p[8:12])) | uint64(proto)<<32        // eth_src's last 4 bytes
 	lo, hi := microflowSums(w0, w1, w2, w3, w4, h)
 	return 14, finish(lo ^ hi ^ h.final), nil
 }
