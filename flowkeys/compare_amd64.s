@@ -268,6 +268,10 @@ done:
 	MOVB AL, ret+32(FP)
 	RET
 
+// RXAM(i, d, r): r = (a ^ b) & m over the 4 words at byte d from word
+// i of each key (SI = a, DI = b, DX = m), for equalMaskedRange.
+#define RXAM(i, d, r) VMOVDQU d(SI)(i*8), r; VPXOR d(DI)(i*8), r, r; VPAND d(DX)(i*8), r, r
+
 // func equalMaskedRange(a, b, m *Key, r Range) bool
 //
 // EqualMasked's work once it has checked r. With AVX-512, 1-16 words
@@ -328,68 +332,53 @@ rcall512:
 
 rnotavx512:
 	CMPB ·cmpImpl(SB), $cmpAVX2
-	JNE  rcallsse2
+	JNE  rcall
 	CMPQ CX, $4
-	JB   rcall2
+	JB   rcall
 	CMPQ CX, $8
 	JA   r2over8
 
 	// AVX2, 4-8 words: [Start, Start+4) and [End-4, End).
-	VMOVDQU (SI)(AX*8), Y0
-	VMOVDQU -32(SI)(BX*8), Y1
-	VPXOR   (DI)(AX*8), Y0, Y0
-	VPXOR   -32(DI)(BX*8), Y1, Y1
-	VPAND   (DX)(AX*8), Y0, Y0
-	VPAND   -32(DX)(BX*8), Y1, Y1
-	VPOR    Y1, Y0, Y0
-	VPTEST  Y0, Y0
+	RXAM(AX, 0, Y0)
+	RXAM(BX, -32, Y1)
+	VPOR Y1, Y0, Y0
+	VPTEST Y0, Y0
 	VZEROUPPER
-	SETEQ   ret+40(FP)
+	SETEQ ret+40(FP)
 	RET
 
 r2over8:
 	CMPQ CX, $16
-	JA   rcall2
+	JA   rcall
 
 	// AVX2, 9-16 words: [Start, Start+8) and [End-8, End), in four
 	// chunks, without the call and the address arithmetic of the
 	// body: the common megaflow ranges.
-	VMOVDQU (SI)(AX*8), Y0
-	VMOVDQU 32(SI)(AX*8), Y1
-	VMOVDQU -64(SI)(BX*8), Y2
-	VMOVDQU -32(SI)(BX*8), Y3
-	VPXOR   (DI)(AX*8), Y0, Y0
-	VPXOR   32(DI)(AX*8), Y1, Y1
-	VPXOR   -64(DI)(BX*8), Y2, Y2
-	VPXOR   -32(DI)(BX*8), Y3, Y3
-	VPAND   (DX)(AX*8), Y0, Y0
-	VPAND   32(DX)(AX*8), Y1, Y1
-	VPAND   -64(DX)(BX*8), Y2, Y2
-	VPAND   -32(DX)(BX*8), Y3, Y3
-	VPOR    Y1, Y0, Y0
-	VPOR    Y3, Y2, Y2
-	VPOR    Y2, Y0, Y0
-	VPTEST  Y0, Y0
+	RXAM(AX, 0, Y0)
+	RXAM(AX, 32, Y1)
+	RXAM(BX, -64, Y2)
+	RXAM(BX, -32, Y3)
+	VPOR Y1, Y0, Y0
+	VPOR Y3, Y2, Y2
+	VPOR Y2, Y0, Y0
+	VPTEST Y0, Y0
 	VZEROUPPER
-	SETEQ   ret+40(FP)
+	SETEQ ret+40(FP)
 	RET
 
-rcall2:
+rcall:
+	// Any other length: the body cmpImpl chooses, on the words'
+	// addresses.
 	TESTQ CX, CX
 	JZ    rempty
 	LEAQ  (SI)(AX*8), SI
 	LEAQ  (DI)(AX*8), DI
 	LEAQ  (DX)(AX*8), DX
+	CMPB  ·cmpImpl(SB), $cmpAVX2
+	JNE   rsse2
 	CALL  avx2Body<>(SB)
 	MOVB  AL, ret+40(FP)
 	RET
-
-rcallsse2:
-	TESTQ CX, CX
-	JZ    rempty
-	LEAQ  (SI)(AX*8), SI
-	LEAQ  (DI)(AX*8), DI
-	LEAQ  (DX)(AX*8), DX
 
 rsse2:
 	CALL  sse2Body<>(SB)
