@@ -268,17 +268,19 @@ done:
 	MOVB AL, ret+32(FP)
 	RET
 
-// RXAM(i, d, r): r = (a ^ b) & m over the 4 words at byte d from word
-// i of each key (SI = a, DI = b, DX = m), for equalMaskedRange.
-#define RXAM(i, d, r) VMOVDQU d(SI)(i*8), r; VPXOR d(DI)(i*8), r, r; VPAND d(DX)(i*8), r, r
-
 // func equalMaskedRange(a, b, m *Key, r Range) bool
 //
 // EqualMasked's work once it has checked r. With AVX-512, 1-16 words
 // run here without a further call, addressing the words by index
-// (r.Start for the first chunk, r.End for the last, which overlaps it);
-// with AVX2, 4-16 words likewise (two or four YMM chunks); otherwise it
-// computes the words' addresses and CALLs the body cmpImpl chooses.
+// (r.Start for the first chunk, r.End for the last, which overlaps it).
+// Otherwise it computes the words' addresses; with AVX2 it runs 4-16
+// words here too (two or four YMM chunks), else it CALLs the body
+// cmpImpl chooses. Measured on a Sapphire Rapids host (thread CPU time,
+// interleaved against bytes.Equal over 128 bytes): AVX2 with indexed
+// operands 0.80x, with base-only ones 0.90x (an indexed memory operand
+// of a three-operand VEX instruction costs Intel CPUs a second
+// micro-op); AVX-512 with indexed operands 0.96x, with the addresses
+// computed first 0.89x (six more instructions).
 TEXT ·equalMaskedRange(SB), NOSPLIT, $0-41
 	MOVQ a+0(FP), SI
 	MOVQ b+8(FP), DI
@@ -331,16 +333,26 @@ rcall512:
 	RET
 
 rnotavx512:
-	CMPB ·cmpImpl(SB), $cmpAVX2
-	JNE  rcall
-	CMPQ CX, $4
-	JB   rcall
-	CMPQ CX, $8
-	JA   r2over8
+	// The words' addresses: base-only addressing below (an indexed
+	// memory operand of a three-operand VEX instruction costs Intel
+	// CPUs a second micro-op).
+	TESTQ CX, CX
+	JZ    rempty
+	LEAQ  (SI)(AX*8), SI
+	LEAQ  (DI)(AX*8), DI
+	LEAQ  (DX)(AX*8), DX
+	CMPB  ·cmpImpl(SB), $cmpAVX2
+	JNE   rsse2
+	CMPQ  CX, $4
+	JB    rcall2
+	CMPQ  CX, $8
+	JA    r2over8
 
-	// AVX2, 4-8 words: [Start, Start+4) and [End-4, End).
-	RXAM(AX, 0, Y0)
-	RXAM(BX, -32, Y1)
+	// AVX2, 4-8 words: [0, 4) and [n-4, n), as avx2Body but without
+	// its call.
+	ENDS(-32)
+	XAM(VMOVDQU, VPXOR, VPAND, 0(SI), 0(DI), 0(DX), Y0)
+	XAM(VMOVDQU, VPXOR, VPAND, 0(R8), 0(R9), 0(R10), Y1)
 	VPOR Y1, Y0, Y0
 	VPTEST Y0, Y0
 	VZEROUPPER
@@ -349,35 +361,22 @@ rnotavx512:
 
 r2over8:
 	CMPQ CX, $16
-	JA   rcall
+	JA   rcall2
 
-	// AVX2, 9-16 words: [Start, Start+8) and [End-8, End), in four
-	// chunks, without the call and the address arithmetic of the
-	// body: the common megaflow ranges.
-	RXAM(AX, 0, Y0)
-	RXAM(AX, 32, Y1)
-	RXAM(BX, -64, Y2)
-	RXAM(BX, -32, Y3)
-	VPOR Y1, Y0, Y0
-	VPOR Y3, Y2, Y2
+	// AVX2, 9-16 words: [0, 8) and [n-8, n), the common megaflow
+	// ranges.
+	ENDS(-64)
+	XAM2(0(SI), 0(DI), 0(DX), 32(SI), 32(DI), 32(DX), Y0, Y1)
+	XAM2(0(R8), 0(R9), 0(R10), 32(R8), 32(R9), 32(R10), Y2, Y3)
 	VPOR Y2, Y0, Y0
 	VPTEST Y0, Y0
 	VZEROUPPER
 	SETEQ ret+40(FP)
 	RET
 
-rcall:
-	// Any other length: the body cmpImpl chooses, on the words'
-	// addresses.
-	TESTQ CX, CX
-	JZ    rempty
-	LEAQ  (SI)(AX*8), SI
-	LEAQ  (DI)(AX*8), DI
-	LEAQ  (DX)(AX*8), DX
-	CMPB  ·cmpImpl(SB), $cmpAVX2
-	JNE   rsse2
-	CALL  avx2Body<>(SB)
-	MOVB  AL, ret+40(FP)
+rcall2:
+	CALL avx2Body<>(SB)
+	MOVB AL, ret+40(FP)
 	RET
 
 rsse2:
