@@ -18,7 +18,7 @@ func ExtractPortHashed(packet []byte, inPort uint32, key *Key, h *KeyedHasher) (
 	// Ethernet (14) + IPv4 without options (20) + UDP (8): the shortest
 	// frame the straight-line path takes. With these lengths checked,
 	// its constant indexes need no bounds checks.
-	if len(p) < 42 || be16(p[12:14]) != EthTypeIPv4 || p[14] != 0x45 || // no VLAN tag or LLC; version 4, IHL 5
+	if len(p) < 42 || be32(p[12:16])>>8 != EthTypeIPv4<<8|0x45 || // no VLAN tag or LLC; version 4, IHL 5
 		be16(p[20:22])&0x3fff != 0 { // neither a later fragment (offset) nor a first one (MF)
 		return extractHashed(packet, inPort, key, h)
 	}
