@@ -272,9 +272,15 @@ done:
 //
 // EqualMasked's work once it has checked r. With AVX-512, 1-16 words
 // run here without a further call, addressing the words by index
-// (r.Start for the first chunk, r.End for the last, which overlaps it);
-// otherwise it computes the words' addresses and CALLs the body cmpImpl
-// chooses. (Inlining AVX2's chunks here as well measured no faster.)
+// (r.Start for the first chunk, r.End for the last, which overlaps it).
+// Otherwise it computes the words' addresses; with AVX2 it runs 4-16
+// words here too (two or four YMM chunks), else it CALLs the body
+// cmpImpl chooses. Measured on a Sapphire Rapids host (thread CPU time,
+// interleaved against bytes.Equal over 128 bytes): AVX2 with indexed
+// operands 0.80x, with base-only ones 0.90x (an indexed memory operand
+// of a three-operand VEX instruction costs Intel CPUs a second
+// micro-op); AVX-512 with indexed operands 0.96x, with the addresses
+// computed first 0.89x (six more instructions).
 TEXT ·equalMaskedRange(SB), NOSPLIT, $0-41
 	MOVQ a+0(FP), SI
 	MOVQ b+8(FP), DI
@@ -327,6 +333,9 @@ rcall512:
 	RET
 
 rnotavx512:
+	// The words' addresses: base-only addressing below (an indexed
+	// memory operand of a three-operand VEX instruction costs Intel
+	// CPUs a second micro-op).
 	TESTQ CX, CX
 	JZ    rempty
 	LEAQ  (SI)(AX*8), SI
@@ -334,8 +343,40 @@ rnotavx512:
 	LEAQ  (DX)(AX*8), DX
 	CMPB  ·cmpImpl(SB), $cmpAVX2
 	JNE   rsse2
-	CALL  avx2Body<>(SB)
-	MOVB  AL, ret+40(FP)
+	CMPQ  CX, $4
+	JB    rcall2
+	CMPQ  CX, $8
+	JA    r2over8
+
+	// AVX2, 4-8 words: [0, 4) and [n-4, n), as avx2Body but without
+	// its call.
+	ENDS(-32)
+	XAM(VMOVDQU, VPXOR, VPAND, 0(SI), 0(DI), 0(DX), Y0)
+	XAM(VMOVDQU, VPXOR, VPAND, 0(R8), 0(R9), 0(R10), Y1)
+	VPOR Y1, Y0, Y0
+	VPTEST Y0, Y0
+	VZEROUPPER
+	SETEQ ret+40(FP)
+	RET
+
+r2over8:
+	CMPQ CX, $16
+	JA   rcall2
+
+	// AVX2, 9-16 words: [0, 8) and [n-8, n), the common megaflow
+	// ranges.
+	ENDS(-64)
+	XAM2(0(SI), 0(DI), 0(DX), 32(SI), 32(DI), 32(DX), Y0, Y1)
+	XAM2(0(R8), 0(R9), 0(R10), 32(R8), 32(R9), 32(R10), Y2, Y3)
+	VPOR Y2, Y0, Y0
+	VPTEST Y0, Y0
+	VZEROUPPER
+	SETEQ ret+40(FP)
+	RET
+
+rcall2:
+	CALL avx2Body<>(SB)
+	MOVB AL, ret+40(FP)
 	RET
 
 rsse2:

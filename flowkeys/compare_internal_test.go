@@ -117,15 +117,19 @@ func TestComparatorsRandom(t *testing.T) {
 }
 
 // TestEqualMaskedEveryImpl runs the exported EqualMasked with each
-// setting of the dispatch this CPU allows, over every range.
+// setting of the dispatch this CPU allows, over every range: equal keys,
+// a word at each end and in the middle differing in one bit, and (with
+// a random mask, different in every word) each of its 64 bits in turn,
+// which must count only where the mask has it.
 func TestEqualMaskedEveryImpl(t *testing.T) {
 	orig := cmpImpl
 	defer func() { cmpImpl = orig }()
 	rng := rand.New(rand.NewSource(13))
-	var a, m Key
+	var a, m, rm Key
 	for j := range a.Words() {
 		a.Words()[j] = rng.Uint64()
 		m.Words()[j] = ^uint64(0)
+		rm.Words()[j] = rng.Uint64()
 	}
 	for name, impl := range cmpImpls() {
 		cmpImpl = impl
@@ -141,6 +145,18 @@ func TestEqualMaskedEveryImpl(t *testing.T) {
 						b.Words()[w] ^= 1 << 63
 						if EqualMasked(&a, &b, &m, Range{s, e}) {
 							t.Fatalf("%s: EqualMasked(word %d differs, %d-%d) = true", name, w, s, e)
+						}
+					}
+				}
+				if e > s {
+					for _, w := range []int{s, (s + e) / 2, e - 1} {
+						for bit := range 64 {
+							b = a
+							b.Words()[w] ^= 1 << bit
+							want := rm.Words()[w]&(1<<bit) == 0
+							if got := EqualMasked(&a, &b, &rm, Range{s, e}); got != want {
+								t.Fatalf("%s: EqualMasked(word %d differs in bit %d, mask %#x, %d-%d) = %v", name, w, bit, rm.Words()[w], s, e, got)
+							}
 						}
 					}
 				}

@@ -145,7 +145,10 @@ func nh(w, s uint64) uint64 {
 //
 // It reads each field at its own width, the width key extraction writes
 // it with, so it never waits for several narrow stores to be merged into
-// one wide load. The fields make 5 words (9 for IPv6), hashed as NH over
+// one wide load. The fields make 5 words (9 for IPv6), arranged as the
+// bytes of an untagged IPv4 frame lie (the Ethernet addresses as in its
+// first 12 bytes, the L4 ports in wire order), so that ExtractPortHashed
+// loads them from the packet whole; they are hashed as NH over
 // pairs of 64-bit words: each pair is added to secret words modulo 2^64
 // and multiplied to 128 bits (one multiply per two words, where
 // HashKeyed's 32-bit NH needs one per word); the products' low and high
@@ -157,20 +160,28 @@ func HashMicroflow(k *Key, h *KeyedHasher) uint32 {
 	s := &h.secret
 	le := binary.LittleEndian
 	w0 := uint64(k.InPort) | uint64(k.RecircID)<<32
-	w1 := uint64(k.EthType) | uint64(k.VLANTCI)<<16 | uint64(k.TpSrc)<<32 | uint64(k.TpDst)<<48
+	w1 := uint64(bits.ReverseBytes16(k.TpSrc)) | uint64(bits.ReverseBytes16(k.TpDst))<<16 | uint64(k.EthType)<<32 | uint64(k.VLANTCI)<<48
 	w2 := uint64(le.Uint32(k.IPv4Src[:])) | uint64(le.Uint32(k.IPv4Dst[:]))<<32
-	w3 := uint64(le.Uint32(k.EthSrc[:4])) | uint64(le.Uint32(k.EthDst[:4]))<<32
-	w4 := uint64(le.Uint16(k.EthSrc[4:])) | uint64(le.Uint16(k.EthDst[4:]))<<16 | uint64(k.IPProto)<<32
-	hi0, lo0 := bits.Mul64(w0+s[0], w1+s[1])
-	hi1, lo1 := bits.Mul64(w2+s[2], w3+s[3])
-	hi2, lo2 := bits.Mul64(w4+s[4], s[5])
-	lo, hi := lo0+lo1+lo2, hi0+hi1+hi2
+	w3 := uint64(le.Uint32(k.EthDst[:4])) | uint64(le.Uint16(k.EthDst[4:]))<<32 | uint64(le.Uint16(k.EthSrc[:2]))<<48
+	w4 := uint64(le.Uint32(k.EthSrc[2:])) | uint64(k.IPProto)<<32
+	lo, hi := microflowSums(w0, w1, w2, w3, w4, h)
 	if k.EthType == EthTypeIPv6 {
 		hi3, lo3 := bits.Mul64(le.Uint64(k.IPv6Src[:8])+s[6], le.Uint64(k.IPv6Src[8:])+s[7])
 		hi4, lo4 := bits.Mul64(le.Uint64(k.IPv6Dst[:8])+s[8], le.Uint64(k.IPv6Dst[8:])+s[9])
 		lo, hi = lo+lo3+lo4, hi+hi3+hi4
 	}
 	return finish(lo ^ hi ^ h.final)
+}
+
+// microflowSums is HashMicroflow's NH over its first five words (the
+// fields of every packet), as the low and high sums of the products;
+// ExtractPortHashed computes the same words from the packet.
+func microflowSums(w0, w1, w2, w3, w4 uint64, h *KeyedHasher) (lo, hi uint64) {
+	s := &h.secret
+	hi0, lo0 := bits.Mul64(w0+s[0], w1+s[1])
+	hi1, lo1 := bits.Mul64(w2+s[2], w3+s[3])
+	hi2, lo2 := bits.Mul64(w4+s[4], s[5])
+	return lo0 + lo1 + lo2, hi0 + hi1 + hi2
 }
 
 // finish is the keyed hashes' final mixer: it spreads an NH sum over

@@ -96,7 +96,9 @@ func newWorker(dp *Datapath, cacheEntries int) *worker {
 func (w *worker) process(buf []byte, off, n int, inPort uint32) {
 	c := &w.ctx
 	w.start(c, buf, off, n)
-	l3, err := flowkeys.ExtractPortL3(buf[off:off+n], inPort, &c.key)
+	// The key and its cache hash in one pass (cacheHash's value; with
+	// the cache disabled the hash is not used).
+	l3, h, err := flowkeys.ExtractPortHashed(buf[off:off+n], inPort, &c.key, w.cache.hasher)
 	if err != nil {
 		w.counters.extractErrors++
 		return
@@ -104,7 +106,7 @@ func (w *worker) process(buf []byte, off, n int, inPort uint32) {
 	c.l3off = l3
 	c.keyValid = true
 	c.proto = keyProtocol(&c.key)
-	w.lookupAndRun(c, w.cache.hashOf(&c.key))
+	w.lookupAndRun(c, h)
 }
 
 // start resets the packet state for a received frame at buf[off:off+n].
