@@ -182,7 +182,9 @@ EOF
 		# guest, as a program's directory always is.
 		chmod +x "$raw/vm.sh"
 		# One VM at a time on this machine: wait for whoever holds the VM
-		# lock (wrap other vmrun uses in the same flock to serialise them).
+		# lock (wrap other vmrun uses in the same flock to serialise them;
+		# never make bench itself: the lock it held would be inherited
+		# here, and this flock would wait for it for ever).
 		lock=""
 		command -v flock >/dev/null && lock="flock /tmp/ovsdp-vm.lock"
 		$lock bin/vmrun -timeout "$vm_timeout" "$raw/vm.sh" >"$raw/vm.log" 2>&1
