@@ -304,3 +304,37 @@ func TestMonitorLineEgressTunKey(t *testing.T) {
 		t.Errorf("monitorLine without a key = %q", got)
 	}
 }
+
+// TestEgressTunKeyDecode: the egress tunnel key of upcalld's stream is
+// none when absent, the tunnel of a one-attribute key, and otherwise an
+// error saying what was wrong.
+func TestEgressTunKeyDecode(t *testing.T) {
+	if got, err := egressTunKey(nil); got != nil || err != nil {
+		t.Errorf("no key: %v, %v", got, err)
+	}
+	tun := odp.Tunnel{Present: odp.TunnelHasIPv4Dst | odp.TunnelHasTTL, IPv4Dst: [4]byte{192, 0, 2, 2}, TTL: 64}
+	enc := func(k odp.FlowKey) []byte {
+		b, err := odp.MarshalKey(k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	got, err := egressTunKey(enc(odp.FlowKey{tun}))
+	if err != nil || got == nil || odp.FormatKey(odp.FlowKey{*got}, nil, false) != odp.FormatKey(odp.FlowKey{tun}, nil, false) {
+		t.Errorf("tunnel key: %+v, %v", got, err)
+	}
+	for _, tc := range []struct {
+		name string
+		b    []byte
+		want string
+	}{
+		{"not a tunnel", enc(odp.FlowKey{odp.InPort(1)}), "in_port(1) is not a tunnel attribute"},
+		{"two attributes", enc(odp.FlowKey{tun, odp.InPort(1)}), "2 attributes"},
+		{"truncated", enc(odp.FlowKey{tun})[:5], "key"},
+	} {
+		if got, err := egressTunKey(tc.b); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %+v, %v; want an error with %q", tc.name, got, err, tc.want)
+		}
+	}
+}
