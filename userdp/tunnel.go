@@ -58,8 +58,16 @@ import (
 // the metadata has DF (tunnel_linux.go), as the kernel's ip_fragment.
 // Not done: such a packet with DF, or over IPv6, is dropped and counted
 // as a tx error (the kernel fragments IPv6 ones too, and answers DF ones
-// with an ICMP "fragmentation needed" to the inner sender); the skb mark
-// in the route lookup; ERSPAN and GTP-U.
+// with an ICMP "fragmentation needed" to the inner sender); ERSPAN and
+// GTP-U.
+//
+// The route (source address, MTU) is looked up with the packet's skb
+// mark, as all three of the kernel's tunnels do for IPv4 and IPv6
+// (flowi4_mark/flowi6_mark = skb->mark in geneve_get_v4_rt and
+// geneve_get_v6_dst, vxlan_get_route and vxlan6_get_route, and the GRE
+// route lookup of gre_fb_xmit; their fill_metadata_dst, which computes
+// userspace(tunnel_out_port)'s egress key, uses the same lookups), and
+// the outer packet is sent with that mark.
 
 // ipProtoGRE is IPPROTO_GRE.
 const ipProtoGRE = 47

@@ -2,6 +2,7 @@ package userdp
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"net"
 	"testing"
@@ -248,4 +249,137 @@ func TestNamespaceTnlPushPopLinuxVXLAN(t *testing.T) {
 	}
 	testenv.TCPTransfer(t, h, k, "192.168.79.2:5002", 256<<10)
 	testenv.TCPTransfer(t, k, h, "192.168.79.1:5003", 256<<10)
+}
+
+// TestNamespaceTunnelRouteMark: the outer packet's route is looked up
+// with the packet's skb mark, as the kernel's tunnels do (flowi4_mark
+// and flowi6_mark = skb->mark, in geneve_get_v4_rt/_v6_dst,
+// vxlan_get_route/vxlan6_get_route and the GRE route lookup, and so in
+// their fill_metadata_dst): with an ip rule sending fwmark 7 to another
+// table, a packet marked by set(skb_mark(7)) leaves through that
+// table's route, with its source address (in the outer header and the
+// egress tunnel key of userspace(tunnel_out_port)), and unmarked ones
+// through the main table's, before and after (the route cache is keyed
+// by the mark too). Over IPv4 and IPv6 underlays.
+func TestNamespaceTunnelRouteMark(t *testing.T) {
+	for _, c := range []struct {
+		name                 string
+		v6                   bool
+		addrA, peerA, netA   string // underlay A: the main table's route
+		addrB, peerB, netB   string // underlay B: table 100, for fwmark 7
+		dst, remote, setDest string
+	}{
+		{"ipv4", false, "10.71.1.1", "10.71.1.2", "/24", "10.71.2.1", "10.71.2.2", "/24", "10.81.0.2", "10.81.0.0/24", "dst=10.81.0.2"},
+		{"ipv6", true, "fd71:1::1", "fd71:1::2", "/64", "fd71:2::1", "fd71:2::2", "/64", "fd81::2", "fd81::/64", "ipv6_dst=fd81::2"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			testenv.RequireRoot(t)
+			u, a, b := testenv.NewNetns(t), testenv.NewNetns(t), testenv.NewNetns(t)
+			va, vb := testenv.NewVeth(t, u, a), testenv.NewVeth(t, u, b)
+			u.AddAddr(t, va.Name, c.addrA+c.netA)
+			a.AddAddr(t, va.PeerName, c.peerA+c.netA)
+			u.AddAddr(t, vb.Name, c.addrB+c.netB)
+			b.AddAddr(t, vb.PeerName, c.peerB+c.netB)
+			u.AddNeigh(t, va.Name, c.peerA, a.MAC(t, va.PeerName).String())
+			u.AddNeigh(t, vb.Name, c.peerB, b.MAC(t, vb.PeerName).String())
+			fam := "-4"
+			if c.v6 {
+				fam = "-6"
+			}
+			u.MustRun(t, "ip", fam, "route", "add", c.remote, "via", c.peerA, "dev", va.Name)
+			u.MustRun(t, "ip", fam, "route", "add", c.remote, "via", c.peerB, "dev", vb.Name, "table", "100")
+			u.MustRun(t, "ip", fam, "rule", "add", "fwmark", "7", "table", "100")
+			capA, capB := a.Capture(t, va.PeerName), b.Capture(t, vb.PeerName)
+
+			dp, err := New(testenv.NewName(), WithoutLocalPort())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer dp.Close()
+			ctx := context.Background()
+			if _, err := dp.AddPort(ctx, odp.PortSpec{Name: "m1", Type: PortMemory}); err != nil {
+				t.Fatal(err)
+			}
+			var tun odp.Port
+			if err := u.Do(func() (err error) {
+				tun, err = dp.AddPort(ctx, odp.PortSpec{Name: "gnv0", Type: odp.PortGeneve})
+				return err
+			}); err != nil {
+				t.Fatalf("the geneve port in namespace %s: %v", u, err)
+			}
+			ups, err := dp.Upcalls(ctx, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, mark := range []uint32{0, 7, 0} {
+				src, via, other := c.addrA, capA, capB
+				if mark == 7 {
+					src, via, other = c.addrB, capB, capA
+				}
+				if err := dp.FlushFlows(ctx); err != nil {
+					t.Fatal(err)
+				}
+				acts := fmt.Sprintf("set(tunnel(tun_id=0x9,%s,ttl=64)),userspace(pid=0,tunnel_out_port=%d),%d", c.setDest, tun.Number, tun.Number)
+				if mark != 0 {
+					acts = fmt.Sprintf("set(skb_mark(%d)),", mark) + acts
+				}
+				f := parseFlow(t, "in_port(1),"+anyEth+"eth_type(0x0800)"+anyIPv4, acts)
+				if _, err := dp.PutFlow(ctx, f, odp.PutCreate); err != nil {
+					t.Fatalf("put %s: %v", acts, err)
+				}
+				if _, err := dp.MemoryPeer("m1").WriteBatch([][]byte{udpFrame(1, 2, uint16(1000+i))}); err != nil {
+					t.Fatal(err)
+				}
+				// The egress key's source: the route's for the mark.
+				rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+				var u1 [1]odp.Upcall
+				_, err := ups[0].Recv(rctx, u1[:])
+				cancel()
+				if err != nil {
+					t.Fatalf("packet %d (mark %d): no userspace upcall: %v", i, mark, err)
+				}
+				if e := u1[0].EgressTunnel; e == nil {
+					t.Errorf("packet %d (mark %d): no egress tunnel key", i, mark)
+				} else if got := egressSource(e, c.v6); got != src {
+					t.Errorf("packet %d (mark %d): egress key source %s, want %s (the route of table %s)", i, mark, got, src, map[bool]string{true: "100", false: "main"}[mark == 7])
+				}
+				// The outer packet: out of the mark's route, from its address.
+				isOuter := func(fr testenv.Frame) bool { return outerSource(fr.Data, c.v6, c.dst) != "" }
+				fr, err := via.WaitFor(5*time.Second, isOuter)
+				if err != nil {
+					t.Fatalf("packet %d (mark %d): no outer packet to %s on the route's underlay: %v", i, mark, c.dst, err)
+				}
+				if got := outerSource(fr.Data, c.v6, c.dst); got != src {
+					t.Errorf("packet %d (mark %d): outer source %s, want %s", i, mark, got, src)
+				}
+				if fr, err := other.WaitFor(100*time.Millisecond, isOuter); err == nil {
+					t.Errorf("packet %d (mark %d): an outer packet from %s took the other underlay too", i, mark, outerSource(fr.Data, c.v6, c.dst))
+				}
+			}
+		})
+	}
+}
+
+// egressSource is the source address of an egress tunnel key.
+func egressSource(e *odp.Tunnel, v6 bool) string {
+	if v6 {
+		return net.IP(e.IPv6Src[:]).String()
+	}
+	return net.IP(e.IPv4Src[:]).String()
+}
+
+// outerSource returns the source address of frame if it is an IPv4 (or,
+// with v6, IPv6) packet to dst, else "".
+func outerSource(frame []byte, v6 bool, dst string) string {
+	if len(frame) < 14 {
+		return ""
+	}
+	ip := frame[14:]
+	switch {
+	case !v6 && binary.BigEndian.Uint16(frame[12:]) == 0x0800 && len(ip) >= 20 && net.IP(ip[16:20]).String() == dst:
+		return net.IP(ip[12:16]).String()
+	case v6 && binary.BigEndian.Uint16(frame[12:]) == 0x86dd && len(ip) >= 40 && net.IP(ip[24:40]).String() == dst:
+		return net.IP(ip[8:24]).String()
+	}
+	return ""
 }
