@@ -53,6 +53,12 @@ type worker struct {
 	// The ct action's reassembly and output's fragmentation (exec_ct.go).
 	reasm      conntrack.Reassembled
 	fragmenter conntrack.Fragmenter
+	// A tunnel port's PMTU replies (tunnel_pmtu.go): the reply's
+	// buffer, and the worker that runs it as received on the port
+	// (noInject in that one).
+	pmtuBuf  []byte
+	injector *worker
+	noInject bool
 }
 
 // copySlot is one scratch packet copy.

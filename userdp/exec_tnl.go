@@ -69,6 +69,14 @@ func (w *worker) outputTunnel(c *pktCtx, n uint32, tp tunnelOut, frame []byte) {
 		st.TxErrors.Add(1)
 		return
 	}
+	if h := pmtuHeadroom(cfg.kind, ti); h > 0 && p.mtu > 0 && p.l3 >= 0 && len(frame)-p.l3 > p.mtu-h {
+		// skb_tunnel_check_pmtu (tunnel_pmtu.go): answered, or sent
+		// as it is.
+		if w.pmtuExceeded(c, n, tp, ti, p, frame, p.mtu-h) {
+			st.TxErrors.Add(1)
+			return
+		}
+	}
 	size := ti.encapOverhead(cfg) + len(frame)
 	if size > 65535 {
 		st.TxErrors.Add(1)

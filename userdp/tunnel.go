@@ -681,6 +681,7 @@ type encapParams struct {
 	src      [4]byte  // the route's preferred source, when the metadata has none
 	src6     [16]byte // the same for an IPv6 underlay
 	hopLimit uint8    // the route's hop limit (ip4_dst_hoplimit)
+	mtu      int      // the route's MTU, 0 if not known
 	hash     uint32   // the flow hash, for the UDP source port
 	proto    uint16   // the kernel's skb->protocol of the inner frame
 	l3       int      // offset of the inner network header in the frame, or -1

@@ -324,26 +324,33 @@ func (p *tunnelPort) writeMarked(pkts [][]byte, marks []uint32) (int, error) {
 	return n, first
 }
 
-// route implements tunnelOut: the source address of the route to the
-// metadata's destination for skb mark mark, from the cache or
-// rtnetlink, when the metadata has none.
+// route implements tunnelOut: the MTU of the route to the metadata's
+// destination for skb mark mark, and its source address when the
+// metadata has none, from the cache or rtnetlink. With a source in the
+// metadata a failed lookup is no error (the host routes the packet when
+// it is sent) and leaves the MTU unknown.
 func (p *tunnelPort) route(ti *tunnelInfo, mark uint32, now time.Time, ep *encapParams) error {
+	var d [16]byte
+	given := ti.src != ([4]byte{})
 	if ti.v6 {
-		if ti.src6 != ([16]byte{}) {
-			return nil
-		}
-		r := p.lookup(ti.dst6, mark, now)
-		ep.src6 = r.src
-		return r.err
+		d, given = ti.dst6, ti.src6 != ([16]byte{})
+	} else {
+		copy(d[12:], ti.dst[:])
+		d[10], d[11] = 0xff, 0xff // IPv4-mapped
 	}
-	if ti.src != ([4]byte{}) {
+	r := p.lookup(d, mark, now)
+	if given {
+		if r.err == nil {
+			ep.mtu = r.mtu
+		}
 		return nil
 	}
-	var d [16]byte
-	copy(d[12:], ti.dst[:])
-	d[10], d[11] = 0xff, 0xff // IPv4-mapped
-	r := p.lookup(d, mark, now)
-	ep.src = [4]byte(r.src[12:])
+	ep.mtu = r.mtu
+	if ti.v6 {
+		ep.src6 = r.src
+	} else {
+		ep.src = [4]byte(r.src[12:])
+	}
 	return r.err
 }
 

@@ -25,6 +25,8 @@ type fakeTunnel struct {
 	cfg   tunnelConfig
 	src   [4]byte
 	stats Counters
+	// routeMTU is the MTU route gives (0: not known).
+	routeMTU int
 
 	mu    sync.Mutex
 	sent  [][]byte
@@ -70,6 +72,7 @@ func (f *fakeTunnel) writeMarked(pkts [][]byte, marks []uint32) (int, error) {
 }
 func (f *fakeTunnel) route(ti *tunnelInfo, mark uint32, now time.Time, p *encapParams) error {
 	p.src, p.src6 = f.src, [16]byte{0xfd, 15: 1}
+	p.mtu = f.routeMTU
 	return nil
 }
 func (f *fakeTunnel) ipv6Reader() Port                 { return nil }
