@@ -183,7 +183,7 @@ func pmtuBuildIPv4(dst, frame []byte, mtu int) int {
 	ip[0] = 0x45
 	binary.BigEndian.PutUint16(ip[2:], uint16(ipv4HeaderLen+8+len(payload)))
 	binary.BigEndian.PutUint16(ip[6:], 0x4000) // DF
-	ip[8] = orig[8]                             // the original TTL
+	ip[8] = orig[8]                            // the original TTL
 	ip[9] = header.IPProtoICMP
 	copy(ip[12:16], orig[16:20])
 	copy(ip[16:20], orig[12:16])
