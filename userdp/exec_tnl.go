@@ -72,8 +72,15 @@ func (w *worker) outputTunnel(c *pktCtx, n uint32, tp tunnelOut, frame []byte) {
 	if h := pmtuHeadroom(cfg.kind, ti); h > 0 && p.mtu > 0 && p.l3 >= 0 && len(frame)-p.l3 > p.mtu-h {
 		// skb_tunnel_check_pmtu (tunnel_pmtu.go): answered, or sent
 		// as it is.
-		if w.pmtuExceeded(c, n, tp, ti, p, frame, p.mtu-h) {
-			st.TxErrors.Add(1)
+		if ln := w.pmtuExceeded(c, n, ti, p, frame, p.mtu-h); ln > 0 {
+			if cfg.kind == tunnelVXLAN {
+				// vxlan_encap_bypass counts the reply as sent and
+				// received (the whole frame).
+				st.tx(1, uint64(ln))
+				st.rx(1, uint64(ln))
+			} else {
+				st.TxErrors.Add(1) // geneve_xmit's -EMSGSIZE
+			}
 			return
 		}
 	}

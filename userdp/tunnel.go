@@ -54,12 +54,14 @@ import (
 // OAM and critical bits; the VXLAN group policy when the port has the gbp
 // extension and the policy is not zero.
 //
-// An IPv4 outer packet longer than the route's MTU is fragmented unless
-// the metadata has DF (tunnel_linux.go), as the kernel's ip_fragment.
-// Not done: such a packet with DF, or over IPv6, is dropped and counted
-// as a tx error (the kernel fragments IPv6 ones too, and answers DF ones
-// with an ICMP "fragmentation needed" to the inner sender); ERSPAN and
-// GTP-U.
+// Path MTU (tunnel_pmtu.go): a geneve or vxlan frame too long for the
+// route's MTU is answered with an ICMP "fragmentation needed" or ICMPv6
+// "packet too big" received on the tunnel port, where Linux's
+// skb_tunnel_check_pmtu answers it; what is not answered is
+// encapsulated, and an IPv4 outer packet longer than the route's MTU is
+// then fragmented unless the metadata has DF (tunnel_linux.go), as the
+// kernel's ip_fragment, while one with DF, or an IPv6 one, is dropped,
+// as ip_fragment and ip6_fragment drop them. Not done: ERSPAN and GTP-U.
 //
 // The route (source address, MTU) is looked up with the packet's skb
 // mark, as all three of the kernel's tunnels do for IPv4 and IPv6

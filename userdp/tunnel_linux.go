@@ -309,7 +309,11 @@ func (p *tunnelPort) writeMarked(pkts [][]byte, marks []uint32) (int, error) {
 				n++
 				p.stats.tx(1, uint64(innerL3Len(b, &p.cfg)))
 			} else {
-				if e == unix.EAGAIN || e == unix.ENOBUFS {
+				// As iptunnel_xmit_stats after ip_local_out: an IPv4
+				// packet that cannot go (EMSGSIZE: DF, too long for
+				// the route) is a tx drop; an IPv6 one a tx error
+				// (ip6tunnel_xmit counts any failure so).
+				if e == unix.EAGAIN || e == unix.ENOBUFS || e == unix.EMSGSIZE && fam == 0 {
 					p.stats.TxDropped.Add(1)
 				} else {
 					p.stats.TxErrors.Add(1)
@@ -593,9 +597,11 @@ func (r *tunnelRx6) Close() error {
 // sendFragments sends an IPv4 packet that is longer than its route's
 // MTU, without DF, as fragments (the kernel's tunnels fragment it in
 // ip_fragment; a raw socket refuses it with EMSGSIZE). It reports
-// whether every fragment was sent. A packet with DF is not sent (the
-// kernel would answer the inner sender with "fragmentation needed";
-// that is not done here).
+// whether every fragment was sent. A packet with DF is not sent, as
+// ip_fragment does not (its ICMP goes to the outer source, this host;
+// the answer to the inner sender is skb_tunnel_check_pmtu's, made
+// before encapsulation: tunnel_pmtu.go). Nor is an IPv6 one: the
+// kernel's tunnel skb is not ignore_df, so ip6_fragment refuses it too.
 func (p *tunnelPort) sendFragments(b []byte, mark uint32) bool {
 	if b[0]>>4 != 4 || binary.BigEndian.Uint16(b[6:])&0x4000 != 0 {
 		return false

@@ -383,3 +383,111 @@ func outerSource(frame []byte, v6 bool, dst string) string {
 	}
 	return ""
 }
+
+// TestNamespaceTunnelOuterTooLong: outer packets longer than the
+// underlay's MTU of 1400, for frames the PMTU check lets through (GRE
+// has none; a frame without DF is not answered), go as Linux's IP
+// output sends them: an IPv4 one without DF in fragments, one with DF
+// not at all (a tx drop, as iptunnel_xmit_stats counts ip_fragment's
+// refusal), an IPv6 one not at all (a tx error, as ip6tunnel_xmit
+// counts it: the tunnel skb is not ignore_df, so ip6_fragment refuses).
+func TestNamespaceTunnelOuterTooLong(t *testing.T) {
+	testenv.RequireRoot(t)
+	u, k := testenv.NewNetns(t), testenv.NewNetns(t)
+	v := testenv.NewVeth(t, u, k)
+	u.SetMTU(t, v.Name, 1400)
+	k.SetMTU(t, v.PeerName, 1400)
+	u.AddAddr(t, v.Name, "10.72.0.1/24")
+	k.AddAddr(t, v.PeerName, "10.72.0.2/24")
+	u.AddAddr(t, v.Name, "fd72::1/64")
+	k.AddAddr(t, v.PeerName, "fd72::2/64")
+	u.AddNeigh(t, v.Name, "10.72.0.2", k.MAC(t, v.PeerName).String())
+	u.AddNeigh(t, v.Name, "fd72::2", k.MAC(t, v.PeerName).String())
+	capK := k.Capture(t, v.PeerName)
+	dp, err := New(testenv.NewName(), WithoutLocalPort())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dp.Close()
+	ctx := context.Background()
+	if _, err := dp.AddPort(ctx, odp.PortSpec{Name: "m1", Type: PortMemory}); err != nil {
+		t.Fatal(err)
+	}
+	ports := map[odp.PortType]odp.Port{}
+	if err := u.Do(func() error {
+		for _, typ := range []odp.PortType{odp.PortGRE, odp.PortGeneve} {
+			p, err := dp.AddPort(ctx, odp.PortSpec{Name: string(typ) + "0", Type: typ})
+			if err != nil {
+				return err
+			}
+			ports[typ] = p
+		}
+		return nil
+	}); err != nil {
+		t.Fatalf("tunnel ports in namespace %s: %v", u, err)
+	}
+	// 1428-byte inner IPv4 packets without DF.
+	frame := udpFrame(1, 2, 1000)
+	frame = append(frame[:14+28:14+28], make([]byte, 1400)...)
+	binary.BigEndian.PutUint16(frame[14+2:], uint16(len(frame)-14))
+	binary.BigEndian.PutUint16(frame[14+24:], uint16(len(frame)-14-20))
+	fixIPv4(frame, 14)
+	for _, c := range []struct {
+		name, tunnel string
+		typ          odp.PortType
+		frags        int // the outer fragments the underlay must see; 0: none
+		dropped      bool
+	}{
+		{"gre without DF", "tun_id=0x7,dst=10.72.0.2,ttl=64,flags(key)", odp.PortGRE, 2, false},
+		{"gre with DF", "tun_id=0x7,dst=10.72.0.2,ttl=64,flags(df|key)", odp.PortGRE, 0, true},
+		{"geneve over IPv6", "tun_id=0x7,ipv6_dst=fd72::2,ttl=64,flags(key)", odp.PortGeneve, 0, false},
+	} {
+		tun := ports[c.typ]
+		before := dp.portByNumber(tun.Number).port.Stats()
+		if err := dp.FlushFlows(ctx); err != nil {
+			t.Fatal(err)
+		}
+		f := parseFlow(t, "in_port(1),"+anyEth+"eth_type(0x0800)"+anyIPv4, fmt.Sprintf("set(tunnel(%s)),%d", c.tunnel, tun.Number))
+		if _, err := dp.PutFlow(ctx, f, odp.PutCreate); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := dp.MemoryPeer("m1").WriteBatch([][]byte{frame}); err != nil {
+			t.Fatal(err)
+		}
+		outer := func(fr testenv.Frame) bool {
+			return outerSource(fr.Data, false, "10.72.0.2") == "10.72.0.1" || outerSource(fr.Data, true, "fd72::2") == "fd72::1"
+		}
+		seen := 0
+		for {
+			wait := 2 * time.Second
+			if seen >= c.frags {
+				wait = 300 * time.Millisecond
+			}
+			fr, err := capK.WaitFor(wait, outer)
+			if err != nil {
+				break
+			}
+			if len(fr.Data) > 14+1400 {
+				t.Errorf("%s: a %d-byte frame crossed the 1400-byte underlay", c.name, len(fr.Data))
+			}
+			seen++
+		}
+		if seen != c.frags {
+			t.Errorf("%s: the underlay saw %d outer packets or fragments, want %d", c.name, seen, c.frags)
+		}
+		var st odp.PortStats
+		for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+			if st = dp.portByNumber(tun.Number).port.Stats(); st != before {
+				break
+			}
+		}
+		switch {
+		case c.frags > 0 && st.TxPackets != before.TxPackets+1:
+			t.Errorf("%s: stats %+v, want one more packet sent than %+v", c.name, st, before)
+		case c.frags == 0 && c.dropped && (st.TxDropped != before.TxDropped+1 || st.TxErrors != before.TxErrors):
+			t.Errorf("%s: stats %+v, want one more tx drop than %+v", c.name, st, before)
+		case c.frags == 0 && !c.dropped && (st.TxErrors != before.TxErrors+1 || st.TxDropped != before.TxDropped):
+			t.Errorf("%s: stats %+v, want one more tx error than %+v", c.name, st, before)
+		}
+	}
+}

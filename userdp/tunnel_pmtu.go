@@ -228,14 +228,14 @@ func pmtuEthernet(b, frame []byte) {
 	copy(b[12:14], frame[12:14])
 }
 
-// pmtuExceeded handles a frame too long for tunnel port n's route, of
-// MTU routeMTU, before it is encapsulated with metadata ti and the
-// encapsulation's parameters p: it reports whether the frame is
-// consumed, answered with a PMTU reply received on the port (see
-// above); false means the frame is sent as it is.
-func (w *worker) pmtuExceeded(c *pktCtx, n uint32, tp tunnelOut, ti *tunnelInfo, p *encapParams, frame []byte, mtu int) bool {
+// pmtuExceeded handles a frame too long for tunnel port n's route (mtu
+// is what skb_tunnel_check_pmtu allows), before it is encapsulated with
+// metadata ti and the encapsulation's parameters p: it returns the
+// length of the PMTU reply it ran as received on the port (see above),
+// the frame being consumed, or 0: the frame is to be sent as it is.
+func (w *worker) pmtuExceeded(c *pktCtx, n uint32, ti *tunnelInfo, p *encapParams, frame []byte, mtu int) int {
 	if w.dp == nil || w.noInject || c.noEth || w.packetForHost(c) {
-		return false
+		return 0
 	}
 	if w.pmtuBuf == nil {
 		w.pmtuBuf = make([]byte, DefaultHeadroom+pmtuReplyMax)
@@ -243,7 +243,7 @@ func (w *worker) pmtuExceeded(c *pktCtx, n uint32, tp tunnelOut, ti *tunnelInfo,
 	buf := w.pmtuBuf
 	ln := pmtuReply(buf[DefaultHeadroom:], frame, p.l3, c.proto, mtu)
 	if ln == 0 {
-		return false
+		return 0
 	}
 	// The metadata it is received with: the egress metadata, source
 	// and destination swapped (the route's source as the destination).
@@ -271,7 +271,7 @@ func (w *worker) pmtuExceeded(c *pktCtx, n uint32, tp tunnelOut, ti *tunnelInfo,
 	nopts := copy(iw.tunOpts[:], ti.opts)
 	iw.processTunnel(buf, DefaultHeadroom, ln, &md, nopts)
 	iw.flush()
-	return true
+	return ln
 }
 
 // packetForHost reports whether the kernel's skb of packet c would have
