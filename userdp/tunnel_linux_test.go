@@ -291,15 +291,8 @@ func TestNamespaceTunnelRouteMark(t *testing.T) {
 			u.MustRun(t, "ip", fam, "rule", "add", "fwmark", "7", "table", "100")
 			capA, capB := a.Capture(t, va.PeerName), b.Capture(t, vb.PeerName)
 
-			dp, err := New(testenv.NewName(), WithoutLocalPort())
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer dp.Close()
+			dp := memPortDatapath(t)
 			ctx := context.Background()
-			if _, err := dp.AddPort(ctx, odp.PortSpec{Name: "m1", Type: PortMemory}); err != nil {
-				t.Fatal(err)
-			}
 			var tun odp.Port
 			if err := u.Do(func() (err error) {
 				tun, err = dp.AddPort(ctx, odp.PortSpec{Name: "gnv0", Type: odp.PortGeneve})
@@ -360,6 +353,21 @@ func TestNamespaceTunnelRouteMark(t *testing.T) {
 	}
 }
 
+// memPortDatapath is a datapath, closed when the test ends, with the
+// memory port m1 as port 1.
+func memPortDatapath(t *testing.T) *Datapath {
+	t.Helper()
+	dp, err := New(testenv.NewName(), WithoutLocalPort())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { dp.Close() })
+	if _, err := dp.AddPort(context.Background(), odp.PortSpec{Name: "m1", Type: PortMemory}); err != nil {
+		t.Fatal(err)
+	}
+	return dp
+}
+
 // egressSource is the source address of an egress tunnel key.
 func egressSource(e *odp.Tunnel, v6 bool) string {
 	if v6 {
@@ -404,15 +412,8 @@ func TestNamespaceTunnelOuterTooLong(t *testing.T) {
 	u.AddNeigh(t, v.Name, "10.72.0.2", k.MAC(t, v.PeerName).String())
 	u.AddNeigh(t, v.Name, "fd72::2", k.MAC(t, v.PeerName).String())
 	capK := k.Capture(t, v.PeerName)
-	dp, err := New(testenv.NewName(), WithoutLocalPort())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dp.Close()
+	dp := memPortDatapath(t)
 	ctx := context.Background()
-	if _, err := dp.AddPort(ctx, odp.PortSpec{Name: "m1", Type: PortMemory}); err != nil {
-		t.Fatal(err)
-	}
 	ports := map[odp.PortType]odp.Port{}
 	if err := u.Do(func() error {
 		for _, typ := range []odp.PortType{odp.PortGRE, odp.PortGeneve} {

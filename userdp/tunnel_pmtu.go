@@ -171,17 +171,29 @@ func pmtuAnswersIPv6(p []byte, mtu int) bool {
 	return true
 }
 
+// pmtuStart lays a reply to frame out in dst: the Ethernet header with
+// the frame's addresses swapped, hl bytes of IP header and 8 of ICMP
+// header (zeroed, for the caller to fill), then the frame's packet cut
+// so that the IP packet is at most minMTU bytes. It returns the reply,
+// the reply from its IP header on, and the frame's packet.
+func pmtuStart(dst, frame []byte, hl, minMTU int) (b, ip, orig []byte) {
+	orig = frame[header.EthernetMinimumSize:]
+	payload := orig[:min(len(orig), minMTU-hl-8)]
+	b = dst[:header.EthernetMinimumSize+hl+8+len(payload)]
+	copy(b[0:6], frame[6:12])
+	copy(b[6:12], frame[0:6])
+	copy(b[12:14], frame[12:14])
+	ip = b[header.EthernetMinimumSize:]
+	clear(ip[:hl+8])
+	copy(ip[hl+8:], payload)
+	return b, ip, orig
+}
+
 // pmtuBuildIPv4 is iptunnel_pmtud_build_icmp.
 func pmtuBuildIPv4(dst, frame []byte, mtu int) int {
-	orig := frame[header.EthernetMinimumSize:]
-	payload := orig[:min(len(orig), pmtuMinIPv4-ipv4HeaderLen-8)]
-	n := header.EthernetMinimumSize + ipv4HeaderLen + 8 + len(payload)
-	b := dst[:n]
-	pmtuEthernet(b, frame)
-	ip := b[header.EthernetMinimumSize:]
-	clear(ip[:ipv4HeaderLen+8])
+	b, ip, orig := pmtuStart(dst, frame, ipv4HeaderLen, pmtuMinIPv4)
 	ip[0] = 0x45
-	binary.BigEndian.PutUint16(ip[2:], uint16(ipv4HeaderLen+8+len(payload)))
+	binary.BigEndian.PutUint16(ip[2:], uint16(len(ip)))
 	binary.BigEndian.PutUint16(ip[6:], 0x4000) // DF
 	ip[8] = orig[8]                            // the original TTL
 	ip[9] = header.IPProtoICMP
@@ -192,22 +204,15 @@ func pmtuBuildIPv4(dst, frame []byte, mtu int) int {
 	icmp := ip[ipv4HeaderLen:]
 	icmp[0], icmp[1] = 3, 4 // destination unreachable, fragmentation needed
 	binary.BigEndian.PutUint16(icmp[6:], uint16(mtu))
-	copy(icmp[8:], payload)
 	binary.BigEndian.PutUint16(icmp[2:], header.Checksum(icmp, 0))
-	return n
+	return len(b)
 }
 
 // pmtuBuildIPv6 is iptunnel_pmtud_build_icmpv6.
 func pmtuBuildIPv6(dst, frame []byte, mtu int) int {
-	orig := frame[header.EthernetMinimumSize:]
-	payload := orig[:min(len(orig), pmtuMinIPv6-ipv6HeaderLen-8)]
-	n := header.EthernetMinimumSize + ipv6HeaderLen + 8 + len(payload)
-	b := dst[:n]
-	pmtuEthernet(b, frame)
-	ip := b[header.EthernetMinimumSize:]
-	clear(ip[:ipv6HeaderLen+8])
+	b, ip, orig := pmtuStart(dst, frame, ipv6HeaderLen, pmtuMinIPv6)
 	ip[0] = 0x60
-	binary.BigEndian.PutUint16(ip[4:], uint16(8+len(payload)))
+	binary.BigEndian.PutUint16(ip[4:], uint16(len(ip)-ipv6HeaderLen))
 	ip[6] = header.IPProtoICMPv6
 	ip[7] = orig[7] // the original hop limit
 	copy(ip[8:24], orig[24:40])
@@ -215,17 +220,8 @@ func pmtuBuildIPv6(dst, frame []byte, mtu int) int {
 	icmp := ip[ipv6HeaderLen:]
 	icmp[0] = 2 // packet too big
 	binary.BigEndian.PutUint32(icmp[4:], uint32(mtu))
-	copy(icmp[8:], payload)
 	binary.BigEndian.PutUint16(icmp[2:], header.Checksum(icmp, header.IPv6(ip).PseudoHeaderSum(header.IPProtoICMPv6, len(icmp))))
-	return n
-}
-
-// pmtuEthernet writes the reply's Ethernet header: the frame's with
-// the addresses swapped.
-func pmtuEthernet(b, frame []byte) {
-	copy(b[0:6], frame[6:12])
-	copy(b[6:12], frame[0:6])
-	copy(b[12:14], frame[12:14])
+	return len(b)
 }
 
 // pmtuExceeded handles a frame too long for tunnel port n's route (mtu

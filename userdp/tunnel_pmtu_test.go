@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -268,5 +267,5 @@ func sendAndCaptureWait(t *testing.T, ft *fakeTunnel) {
 			return
 		}
 	}
-	t.Fatal(fmt.Errorf("the tunnel port sent nothing"))
+	t.Fatal("the tunnel port sent nothing")
 }

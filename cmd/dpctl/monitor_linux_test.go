@@ -10,7 +10,6 @@ import (
 
 	"github.com/ovsdp/ovsdp/odp"
 	"github.com/ovsdp/ovsdp/testenv"
-	"github.com/ovsdp/ovsdp/userdp/ctl"
 )
 
 // TestMonitorEgressTunKey runs dpctl monitor and monitor --packet-ins on
@@ -24,18 +23,9 @@ import (
 // tunnel port's raw sockets).
 func TestMonitorEgressTunKey(t *testing.T) {
 	testenv.RequireRoot(t)
-	h := newHarness(t)
-	buildUpcalld(t)
-	h.mustRun("", "add-dp", "netdev@egr")
-	t.Cleanup(func() { h.run("", "del-dp", "netdev@egr") })
-	h.addMemPorts("egr", "p1", "p2")
+	h, c := upcalldDatapath(t, "egr")
 	dstPort := freeUDPPort(t)
 	h.mustRun("", "add-if", "netdev@egr", fmt.Sprintf("gnv0,type=geneve,port_no=3,dst_port=%d", dstPort))
-	c, err := ctl.Dial("egr")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
 	frame := []byte("\x00\x00\x00\x00\x00\x02\x00\x00\x00\x00\x00\x01\x08\x00" +
 		"\x45\x00\x00\x1c\x00\x00\x00\x00\x40\x11\x66\xcf\x0a\x00\x00\x01\x0a\x00\x00\x02\x03\xe8\x00\x35\x00\x08\x00\x00")
 	acts, err := odp.ParseActions("set(tunnel(tun_id=0x2a,dst=127.0.0.2,ttl=64,flags(key))),userspace(pid=1,userdata(beef),tunnel_out_port=3)")

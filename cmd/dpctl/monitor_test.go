@@ -40,16 +40,7 @@ func buildUpcalld(t *testing.T) {
 // gopacket's reader reads back, one interface per port, the key as the
 // packet's comment.
 func TestMonitorNetdev(t *testing.T) {
-	h := newHarness(t)
-	buildUpcalld(t)
-	h.mustRun("", "add-dp", "netdev@mon")
-	t.Cleanup(func() { h.run("", "del-dp", "netdev@mon") })
-	h.addMemPorts("mon", "p1", "p2")
-	c, err := ctl.Dial("mon")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	_, c := upcalldDatapath(t, "mon")
 	frame := []byte("\x00\x00\x00\x00\x00\x02\x00\x00\x00\x00\x00\x01\x08\x00" +
 		"\x45\x00\x00\x1c\x00\x00\x00\x00\x40\x11\x66\xcf\x0a\x00\x00\x01\x0a\x00\x00\x02\x03\xe8\x00\x35\x00\x08\x00\x00")
 	pcap := filepath.Join(t.TempDir(), "up.pcapng")
@@ -125,6 +116,24 @@ func TestMonitorNetdev(t *testing.T) {
 	}
 }
 
+// upcalldDatapath makes netdev@name, hosted by upcalld (dpctl add-dp
+// starts it), with the memory ports p1 and p2, deleted when the test
+// ends, and returns the harness and a control connection to it.
+func upcalldDatapath(t *testing.T, name string) (*harness, *ctl.Client) {
+	t.Helper()
+	h := newHarness(t)
+	buildUpcalld(t)
+	h.mustRun("", "add-dp", "netdev@"+name)
+	t.Cleanup(func() { h.run("", "del-dp", "netdev@"+name) })
+	h.addMemPorts(name, "p1", "p2")
+	c, err := ctl.Dial(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return h, c
+}
+
 // monitorWhileExecuting runs dpctl monitor with args, executing pkt on
 // c every 100 ms until monitor ends (it must within 20 s), and returns
 // what it printed on standard output and error.
@@ -163,16 +172,7 @@ wait:
 // come as PACKET_IN lines with their key, port, packet and userdata
 // (misses, which the plain monitor shows, do not).
 func TestMonitorPacketIns(t *testing.T) {
-	h := newHarness(t)
-	buildUpcalld(t)
-	h.mustRun("", "add-dp", "netdev@pin")
-	t.Cleanup(func() { h.run("", "del-dp", "netdev@pin") })
-	h.addMemPorts("pin", "p1", "p2")
-	c, err := ctl.Dial("pin")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	_, c := upcalldDatapath(t, "pin")
 	frame := []byte("\x00\x00\x00\x00\x00\x02\x00\x00\x00\x00\x00\x01\x08\x00" +
 		"\x45\x00\x00\x1c\x00\x00\x00\x00\x40\x11\x66\xcf\x0a\x00\x00\x01\x0a\x00\x00\x02\x03\xe8\x00\x35\x00\x08\x00\x00")
 	pkt := &odp.Packet{Data: frame, Key: odp.FlowKey{odp.InPort(2)},
