@@ -28,35 +28,42 @@ type tunnelCase struct {
 	// receive (neither sees a miss from its tunnel port).
 	dropped bool
 	// fragments: the hosts keep a 1500-byte MTU, so that full-sized
-	// packets make outer packets that each side must fragment (no DF).
+	// packets make outer packets too long for the underlay.
 	fragments bool
+	// pmtu: a full-sized ping with DF from each host is answered by its
+	// own side's tunnel port with "fragmentation needed" and this MTU
+	// (skb_tunnel_check_pmtu: the underlay's MTU less the
+	// encapsulation's headroom); 0 for no such check.
+	pmtu int
 }
 
 // tunnelCases are the interop test's tunnels.
 var tunnelCases = []tunnelCase{
 	{"geneve-option", "geneve", map[string]string{"dst_port": "6081"},
-		"tun_id=0x5,dst=DST,ttl=64,geneve({class=0x102,type=0x80,len=4,0xa1b2c3d4}),flags(df|csum|key)", false, false, false},
-	{"vxlan", "vxlan", map[string]string{"dst_port": "4789"}, "tun_id=0x2a,dst=DST,ttl=64,flags(key)", false, false, false},
+		"tun_id=0x5,dst=DST,ttl=64,geneve({class=0x102,type=0x80,len=4,0xa1b2c3d4}),flags(df|csum|key)", false, false, false, 0},
+	{"vxlan", "vxlan", map[string]string{"dst_port": "4789"}, "tun_id=0x2a,dst=DST,ttl=64,flags(key)", false, false, false, 0},
 	{"vxlan-gbp", "vxlan", map[string]string{"dst_port": "4789", "exts": "gbp"},
-		"tun_id=0x2a,dst=DST,ttl=64,vxlan(gbp(id=10,flags=0x40)),flags(csum|key)", false, false, false},
-	{"gre-key", "gre", nil, "tun_id=0x7,dst=DST,ttl=32,flags(key)", false, false, false},
+		"tun_id=0x2a,dst=DST,ttl=64,vxlan(gbp(id=10,flags=0x40)),flags(csum|key)", false, false, false, 0},
+	{"gre-key", "gre", nil, "tun_id=0x7,dst=DST,ttl=32,flags(key)", false, false, false, 0},
 	// TOS, OAM, a non-critical option, no checksum.
 	{"geneve-oam-tos", "geneve", nil,
-		"tun_id=0x6,dst=DST,tos=0x10,ttl=17,geneve({class=0xffff,type=0x1,len=8,0x1122334455667788}),flags(oam|key)", false, false, false},
+		"tun_id=0x6,dst=DST,tos=0x10,ttl=17,geneve({class=0xffff,type=0x1,len=8,0x1122334455667788}),flags(oam|key)", false, false, false, 0},
 	// TTL 0: the route's hop limit.
-	{"vxlan-ttl0", "vxlan", nil, "tun_id=0x3,dst=DST,tos=0x28,ttl=0,flags(key)", false, false, false},
+	{"vxlan-ttl0", "vxlan", nil, "tun_id=0x3,dst=DST,tos=0x28,ttl=0,flags(key)", false, false, false, 0},
 	// TOS 1 and TTL 0 inherit the inner packet's; no key.
-	{"gre-inherit", "gre", nil, "dst=DST,tos=0x1,ttl=0,flags()", false, false, false},
+	{"gre-inherit", "gre", nil, "dst=DST,tos=0x1,ttl=0,flags()", false, false, false, 0},
 	// IPv6 underlays.
-	{"geneve-ipv6", "geneve", nil, "tun_id=0x9,ipv6_dst=DST,tos=0x8,ttl=64,geneve({class=0x102,type=0x80,len=4,0xa1b2c3d4}),flags(csum|key)", true, false, false},
-	{"vxlan-ipv6-nocsum", "vxlan", nil, "tun_id=0x2b,ipv6_dst=DST,ttl=0,flags(key)", true, false, false},
+	{"geneve-ipv6", "geneve", nil, "tun_id=0x9,ipv6_dst=DST,tos=0x8,ttl=64,geneve({class=0x102,type=0x80,len=4,0xa1b2c3d4}),flags(csum|key)", true, false, false, 0},
+	{"vxlan-ipv6-nocsum", "vxlan", nil, "tun_id=0x2b,ipv6_dst=DST,ttl=0,flags(key)", true, false, false, 0},
 	// Dropped on receive: a GRE checksum on a gre port (the kernel's
 	// gretap has none configured), a zero UDP checksum over IPv6 on a
 	// geneve port (use_udp6_rx_checksums).
-	{"gre-csum-dropped", "gre", nil, "tun_id=0x7,dst=DST,ttl=32,flags(csum|key)", false, true, false},
-	{"geneve-ipv6-nocsum-dropped", "geneve", nil, "tun_id=0x9,ipv6_dst=DST,ttl=64,flags(key)", true, true, false},
-	// Outer packets longer than the underlay's MTU, fragmented.
-	{"vxlan-fragments", "vxlan", nil, "tun_id=0x2a,dst=DST,ttl=64,flags(csum|key)", false, false, true},
+	{"gre-csum-dropped", "gre", nil, "tun_id=0x7,dst=DST,ttl=32,flags(csum|key)", false, true, false, 0},
+	{"geneve-ipv6-nocsum-dropped", "geneve", nil, "tun_id=0x9,ipv6_dst=DST,ttl=64,flags(key)", true, true, false, 0},
+	// Outer packets longer than the underlay's MTU.
+	{"vxlan-fragments", "vxlan", nil, "tun_id=0x2a,dst=DST,ttl=64,flags(csum|key)", false, false, true, 1450},
+	{"geneve-option-pmtu", "geneve", nil, "tun_id=0x5,dst=DST,ttl=64,geneve({class=0x102,type=0x80,len=4,0xa1b2c3d4}),flags(df|csum|key)", false, false, true, 1442},
+	{"vxlan-ipv6-pmtu", "vxlan", nil, "tun_id=0x2b,ipv6_dst=DST,ttl=64,flags(csum|key)", true, false, true, 1430},
 }
 
 // TestNamespaceTunnelNetdevPair is the interop test between two
@@ -203,6 +210,9 @@ func tunnelInterop(t *testing.T, openA Opener, c tunnelCase) {
 			t.Fatalf("ping from behind %s: %v", s.name, err)
 		}
 	}
+	if c.pmtu > 0 {
+		checkPMTUReplies(t, c, k, u, peer)
+	}
 	for _, s := range []*tunnelSide{k, u} {
 		testenv.TCPTransfer(t, s.host, peer[s].host, peer[s].hostIP+":5001", 128<<10)
 		if c.fragments {
@@ -210,6 +220,21 @@ func tunnelInterop(t *testing.T, openA Opener, c tunnelCase) {
 			if out, err := s.host.Run("ping", "-c", "2", "-s", "1472", "-W", "5", peer[s].hostIP); err != nil {
 				t.Errorf("full-sized ping from behind %s: %v\n%s", s.name, err, out)
 			}
+		}
+	}
+}
+
+// checkPMTUReplies pings from each host with DF and 1500-byte packets:
+// its own side's tunnel port must answer with "fragmentation needed" and
+// the MTU c.pmtu (ping prints it), both datapaths alike.
+func checkPMTUReplies(t *testing.T, c tunnelCase, k, u *tunnelSide, peer map[*tunnelSide]*tunnelSide) {
+	t.Helper()
+	re := regexp.MustCompile(`Frag needed and DF set \(mtu = (\d+)\)`)
+	for _, s := range []*tunnelSide{k, u} {
+		out, _ := s.host.Run("ping", "-c", "1", "-M", "do", "-s", "1472", "-W", "3", peer[s].hostIP)
+		m := re.FindStringSubmatch(out)
+		if m == nil || m[1] != fmt.Sprint(c.pmtu) {
+			t.Errorf("a 1500-byte ping with DF from behind %s got no \"fragmentation needed\" with mtu %d:\n%s", s.name, c.pmtu, out)
 		}
 	}
 }

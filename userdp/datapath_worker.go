@@ -53,6 +53,12 @@ type worker struct {
 	// The ct action's reassembly and output's fragmentation (exec_ct.go).
 	reasm      conntrack.Reassembled
 	fragmenter conntrack.Fragmenter
+	// A tunnel port's PMTU replies (tunnel_pmtu.go): the reply's
+	// buffer, and the worker that runs it as received on the port
+	// (noInject in that one).
+	pmtuBuf  []byte
+	injector *worker
+	noInject bool
 }
 
 // copySlot is one scratch packet copy.
@@ -78,7 +84,11 @@ type flowAcc struct {
 type txQueue struct {
 	pkts [][]byte // queued frames
 	bufs [][]byte // our copies (pkts[i] aliases bufs[i] unless stolen)
-	n    int
+	// marks are the skb marks of a tunnel port's frames (outputTunnel
+	// sets each one), which route the outer packets; nil for the queue
+	// of a port that never was a tunnel.
+	marks []uint32
+	n     int
 }
 
 // txBatch is the number of frames queued per port before a write.
@@ -310,6 +320,8 @@ func (w *worker) flushPort(port uint32) {
 	p := w.dp.portByNumber(port)
 	if p == nil {
 		w.counters.txNoPort += uint64(q.n)
+	} else if t, ok := p.port.(tunnelOut); ok && q.marks != nil {
+		t.writeMarked(q.pkts[:q.n], q.marks[:q.n])
 	} else {
 		p.port.WriteBatch(q.pkts[:q.n]) // drops are counted by the port
 	}

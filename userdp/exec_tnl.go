@@ -23,8 +23,12 @@ type tunnelOut interface {
 	Port
 	tunnelConfig() *tunnelConfig
 	// route sets p's source address (src or src6) to the route's to
-	// the metadata's destination, when the metadata has none.
-	route(ti *tunnelInfo, now time.Time, p *encapParams) error
+	// the metadata's destination for a packet of skb mark mark, when
+	// the metadata has none.
+	route(ti *tunnelInfo, mark uint32, now time.Time, p *encapParams) error
+	// writeMarked is WriteBatch for outer packets whose skb marks
+	// (the marks the host routes them with) are marks[i].
+	writeMarked(pkts [][]byte, marks []uint32) (int, error)
 	counters() *Counters
 	defaultHopLimit() uint8
 	localPortRange() (uint16, uint32)
@@ -65,6 +69,21 @@ func (w *worker) outputTunnel(c *pktCtx, n uint32, tp tunnelOut, frame []byte) {
 		st.TxErrors.Add(1)
 		return
 	}
+	if h := pmtuHeadroom(cfg.kind, ti); h > 0 && p.mtu > 0 && p.l3 >= 0 && len(frame)-p.l3 > p.mtu-h {
+		// skb_tunnel_check_pmtu (tunnel_pmtu.go): answered, or sent
+		// as it is.
+		if ln := w.pmtuExceeded(c, n, ti, p, frame, p.mtu-h); ln > 0 {
+			if cfg.kind == tunnelVXLAN {
+				// vxlan_encap_bypass counts the reply as sent and
+				// received (the whole frame).
+				st.tx(1, uint64(ln))
+				st.rx(1, uint64(ln))
+			} else {
+				st.TxErrors.Add(1) // geneve_xmit's -EMSGSIZE
+			}
+			return
+		}
+	}
 	size := ti.encapOverhead(cfg) + len(frame)
 	if size > 65535 {
 		st.TxErrors.Add(1)
@@ -74,12 +93,26 @@ func (w *worker) outputTunnel(c *pktCtx, n uint32, tp tunnelOut, frame []byte) {
 	if buf == nil {
 		return
 	}
+	w.setTxMark(n, c.key.SkbMark)
 	w.commit(n, encapTunnel(buf, frame, cfg, ti, p))
+}
+
+// setTxMark records mark as the skb mark of the frame that reserve has
+// just given a buffer on port n's queue: the kernel routes a tunnel's
+// outer packet with the packet's skb->mark and sends it with that mark.
+func (w *worker) setTxMark(n uint32, mark uint32) {
+	q := &w.txq[n]
+	if q.marks == nil {
+		q.marks = make([]uint32, len(q.pkts))
+	}
+	q.marks[q.n] = mark
 }
 
 // encapFor returns the parameters (w.encap) for sending packet c with
 // metadata ti through tunnel port tp: the flow hash, the inner protocol
-// and the route's source address.
+// and the source address of the route for the packet's skb mark (the
+// kernel's tunnels look the route up with flowi4_mark or flowi6_mark =
+// skb->mark, and so does their fill_metadata_dst).
 func (w *worker) encapFor(c *pktCtx, tp tunnelOut, ti *tunnelInfo) (*encapParams, error) {
 	var hash uint32
 	if c.validKey() == nil {
@@ -93,7 +126,7 @@ func (w *worker) encapFor(c *pktCtx, tp tunnelOut, ti *tunnelInfo) (*encapParams
 	// In the worker: the interface call would make a local escape.
 	p := &w.encap
 	*p = encapParams{hopLimit: tp.defaultHopLimit(), hash: hash, proto: c.proto, l3: l3, portMin: lo, portMax: hi}
-	return p, tp.route(ti, w.wallNow(), p)
+	return p, tp.route(ti, c.key.SkbMark, w.wallNow(), p)
 }
 
 // egressKey is the egress tunnel key of userspace(tunnel_out_port=P):

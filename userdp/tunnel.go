@@ -54,12 +54,22 @@ import (
 // OAM and critical bits; the VXLAN group policy when the port has the gbp
 // extension and the policy is not zero.
 //
-// An IPv4 outer packet longer than the route's MTU is fragmented unless
-// the metadata has DF (tunnel_linux.go), as the kernel's ip_fragment.
-// Not done: such a packet with DF, or over IPv6, is dropped and counted
-// as a tx error (the kernel fragments IPv6 ones too, and answers DF ones
-// with an ICMP "fragmentation needed" to the inner sender); the skb mark
-// in the route lookup; ERSPAN and GTP-U.
+// Path MTU (tunnel_pmtu.go): a geneve or vxlan frame too long for the
+// route's MTU is answered with an ICMP "fragmentation needed" or ICMPv6
+// "packet too big" received on the tunnel port, where Linux's
+// skb_tunnel_check_pmtu answers it; what is not answered is
+// encapsulated, and an IPv4 outer packet longer than the route's MTU is
+// then fragmented unless the metadata has DF (tunnel_linux.go), as the
+// kernel's ip_fragment, while one with DF, or an IPv6 one, is dropped,
+// as ip_fragment and ip6_fragment drop them. Not done: ERSPAN and GTP-U.
+//
+// The route (source address, MTU) is looked up with the packet's skb
+// mark, as all three of the kernel's tunnels do for IPv4 and IPv6
+// (flowi4_mark/flowi6_mark = skb->mark in geneve_get_v4_rt and
+// geneve_get_v6_dst, vxlan_get_route and vxlan6_get_route, and the GRE
+// route lookup of gre_fb_xmit; their fill_metadata_dst, which computes
+// userspace(tunnel_out_port)'s egress key, uses the same lookups), and
+// the outer packet is sent with that mark.
 
 // ipProtoGRE is IPPROTO_GRE.
 const ipProtoGRE = 47
@@ -673,6 +683,7 @@ type encapParams struct {
 	src      [4]byte  // the route's preferred source, when the metadata has none
 	src6     [16]byte // the same for an IPv6 underlay
 	hopLimit uint8    // the route's hop limit (ip4_dst_hoplimit)
+	mtu      int      // the route's MTU, 0 if not known
 	hash     uint32   // the flow hash, for the UDP source port
 	proto    uint16   // the kernel's skb->protocol of the inner frame
 	l3       int      // offset of the inner network header in the frame, or -1

@@ -34,7 +34,11 @@ import (
 //     executor's encapsulation) through a raw IPPROTO_RAW socket
 //     (IP_HDRINCL): the host routes them and resolves the neighbour.
 //     route returns the route's source address for the outer header,
-//     looked up through rtnetlink (vishvananda/netlink) and cached.
+//     looked up through rtnetlink (vishvananda/netlink) with the
+//     packet's skb mark and cached by destination and mark; the send
+//     socket carries the packet's mark (SO_MARK) so that the host
+//     routes the outer packet as that lookup did, and the mark stays on
+//     it, as on the kernel's tunnel skb.
 type tunnelPort struct {
 	fdPort
 	cfg tunnelConfig
@@ -49,17 +53,25 @@ type tunnelPort struct {
 	udp6, tx6 int
 	sa6       unix.RawSockaddrInet6 // WriteBatch's destination (wrMu)
 
-	// Route cache: destination -> source address.
+	// Route cache: (destination, skb mark) -> source address and MTU.
 	nl       *netlink.Handle
 	routeMu  sync.RWMutex
-	routes   map[[16]byte]tunnelRoute
+	routes   map[routeKey]tunnelRoute
 	hopLimit uint8
 	portMin  uint16
 	portMax  uint32
 
 	sa      unix.RawSockaddrInet4 // WriteBatch's destination (wrMu)
+	mark    [2]uint32             // the SO_MARK of tx and tx6 (wrMu)
 	fragBuf []byte                // sendFragments' fragment (wrMu)
 	fragID  uint16                // the IPv4 ID of the next fragmented packet (wrMu)
+}
+
+// routeKey is what a route lookup depends on: the destination (an IPv6
+// or IPv4-mapped address) and the packet's skb mark (ip rule fwmark).
+type routeKey struct {
+	dst  [16]byte
+	mark uint32
 }
 
 // tunnelRoute is a cached route lookup.
@@ -77,7 +89,7 @@ const tunnelRouteTTL = time.Second
 // the calling thread's network namespace.
 func openTunnelPort(name string, c tunnelConfig) (*tunnelPort, error) {
 	p := &tunnelPort{fdPort: fdPort{name: name, minRoom: ipv4HeaderLen}, cfg: c, udp: -1, tx: -1, udp6: -1, tx6: -1,
-		routes: map[[16]byte]tunnelRoute{}, hopLimit: 64, portMin: 32768, portMax: 61000}
+		routes: map[routeKey]tunnelRoute{}, hopLimit: 64, portMin: 32768, portMax: 61000}
 	ok := false
 	defer func() {
 		if !ok {
@@ -239,10 +251,15 @@ func (p *tunnelPort) doRead(fd uintptr) bool {
 	return p.rdN > 0 || p.rdErr != nil
 }
 
-// WriteBatch sends outer IPv4 packets through the host's stack. A packet
-// the host refuses (no route, too long for the route's MTU) is counted
-// as a tx error and skipped.
-func (p *tunnelPort) WriteBatch(pkts [][]byte) (int, error) {
+// WriteBatch sends outer IPv4 and IPv6 packets through the host's
+// stack, with skb mark 0. A packet the host refuses (no route, too long
+// for the route's MTU) is counted as a tx error and skipped.
+func (p *tunnelPort) WriteBatch(pkts [][]byte) (int, error) { return p.writeMarked(pkts, nil) }
+
+// writeMarked implements tunnelOut: WriteBatch with packet i sent with
+// skb mark marks[i] (0 for all when marks is nil). The send socket's
+// SO_MARK changes only when the mark does.
+func (p *tunnelPort) writeMarked(pkts [][]byte, marks []uint32) (int, error) {
 	p.wrMu.Lock()
 	defer p.wrMu.Unlock()
 	if p.isClosed() {
@@ -252,17 +269,32 @@ func (p *tunnelPort) WriteBatch(pkts [][]byte) (int, error) {
 	n := 0
 	p.sa.Family = unix.AF_INET
 	p.sa6.Family = unix.AF_INET6
-	for _, b := range pkts {
+	for i, b := range pkts {
 		fd, sa, salen := p.tx, unsafe.Pointer(&p.sa), unsafe.Sizeof(p.sa)
+		fam := 0
 		switch {
 		case len(b) >= ipv4HeaderLen && b[0]>>4 == 4:
 			copy(p.sa.Addr[:], b[16:20])
 		case len(b) >= ipv6HeaderLen && b[0]>>4 == 6 && p.tx6 >= 0:
 			copy(p.sa6.Addr[:], b[24:40])
-			fd, sa, salen = p.tx6, unsafe.Pointer(&p.sa6), unsafe.Sizeof(p.sa6)
+			fd, sa, salen, fam = p.tx6, unsafe.Pointer(&p.sa6), unsafe.Sizeof(p.sa6), 1
 		default:
 			p.stats.TxErrors.Add(1)
 			continue
+		}
+		var mark uint32
+		if marks != nil {
+			mark = marks[i]
+		}
+		if mark != p.mark[fam] {
+			if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_MARK, int(mark)); err != nil {
+				p.stats.TxErrors.Add(1)
+				if first == nil {
+					first = fmt.Errorf("userdp: %s: setting the send socket's mark to %#x (SO_MARK needs CAP_NET_ADMIN or CAP_NET_RAW): %w", p.name, mark, err)
+				}
+				continue
+			}
+			p.mark[fam] = mark
 		}
 		for {
 			_, _, e := unix.Syscall6(unix.SYS_SENDTO, uintptr(fd), uintptr(unsafe.Pointer(unsafe.SliceData(b))), uintptr(len(b)),
@@ -270,14 +302,18 @@ func (p *tunnelPort) WriteBatch(pkts [][]byte) (int, error) {
 			if e == unix.EINTR {
 				continue
 			}
-			if e == unix.EMSGSIZE && p.sendFragments(b) {
+			if e == unix.EMSGSIZE && p.sendFragments(b, mark) {
 				e = 0
 			}
 			if e == 0 {
 				n++
 				p.stats.tx(1, uint64(innerL3Len(b, &p.cfg)))
 			} else {
-				if e == unix.EAGAIN || e == unix.ENOBUFS {
+				// As iptunnel_xmit_stats after ip_local_out: an IPv4
+				// packet that cannot go (EMSGSIZE: DF, too long for
+				// the route) is a tx drop; an IPv6 one a tx error
+				// (ip6tunnel_xmit counts any failure so).
+				if e == unix.EAGAIN || e == unix.ENOBUFS || e == unix.EMSGSIZE && fam == 0 {
 					p.stats.TxDropped.Add(1)
 				} else {
 					p.stats.TxErrors.Add(1)
@@ -292,34 +328,43 @@ func (p *tunnelPort) WriteBatch(pkts [][]byte) (int, error) {
 	return n, first
 }
 
-// route implements tunnelOut: the source address of the route to the
-// metadata's destination, from the cache or rtnetlink, when the
-// metadata has none.
-func (p *tunnelPort) route(ti *tunnelInfo, now time.Time, ep *encapParams) error {
+// route implements tunnelOut: the MTU of the route to the metadata's
+// destination for skb mark mark, and its source address when the
+// metadata has none, from the cache or rtnetlink. With a source in the
+// metadata a failed lookup is no error (the host routes the packet when
+// it is sent) and leaves the MTU unknown.
+func (p *tunnelPort) route(ti *tunnelInfo, mark uint32, now time.Time, ep *encapParams) error {
+	var d [16]byte
+	given := ti.src != ([4]byte{})
 	if ti.v6 {
-		if ti.src6 != ([16]byte{}) {
-			return nil
-		}
-		r := p.lookup(ti.dst6, now)
-		ep.src6 = r.src
-		return r.err
+		d, given = ti.dst6, ti.src6 != ([16]byte{})
+	} else {
+		copy(d[12:], ti.dst[:])
+		d[10], d[11] = 0xff, 0xff // IPv4-mapped
 	}
-	if ti.src != ([4]byte{}) {
+	r := p.lookup(d, mark, now)
+	if given {
+		if r.err == nil {
+			ep.mtu = r.mtu
+		}
 		return nil
 	}
-	var d [16]byte
-	copy(d[12:], ti.dst[:])
-	d[10], d[11] = 0xff, 0xff // IPv4-mapped
-	r := p.lookup(d, now)
-	ep.src = [4]byte(r.src[12:])
+	ep.mtu = r.mtu
+	if ti.v6 {
+		ep.src6 = r.src
+	} else {
+		ep.src = [4]byte(r.src[12:])
+	}
 	return r.err
 }
 
 // lookup returns the cached route to dst (an IPv6 or IPv4-mapped
-// address), looking it up when missing or stale.
-func (p *tunnelPort) lookup(dst [16]byte, now time.Time) tunnelRoute {
+// address) for packets of skb mark mark, looking it up when missing or
+// stale.
+func (p *tunnelPort) lookup(dst [16]byte, mark uint32, now time.Time) tunnelRoute {
+	k := routeKey{dst: dst, mark: mark}
 	p.routeMu.RLock()
-	r, ok := p.routes[dst]
+	r, ok := p.routes[k]
 	p.routeMu.RUnlock()
 	if ok && now.Before(r.expires) {
 		return r
@@ -333,12 +378,12 @@ func (p *tunnelPort) lookup(dst [16]byte, now time.Time) tunnelRoute {
 		r.err = fmt.Errorf("userdp: %s: port closed", p.name)
 		return r
 	}
-	rs, err := p.nl.RouteGet(ip)
+	rs, err := p.nl.RouteGetWithOptions(ip, &netlink.RouteGetOptions{Mark: mark})
 	switch {
 	case err != nil:
-		r.err = fmt.Errorf("userdp: %s: no route to %v: %w", p.name, ip, err)
+		r.err = fmt.Errorf("userdp: %s: no route to %v (mark %#x): %w", p.name, ip, mark, err)
 	case len(rs) == 0 || rs[0].Src == nil:
-		r.err = fmt.Errorf("userdp: %s: the route to %v has no source address", p.name, ip)
+		r.err = fmt.Errorf("userdp: %s: the route to %v (mark %#x) has no source address", p.name, ip, mark)
 	default:
 		copy(r.src[:], rs[0].Src.To16())
 		r.mtu = rs[0].MTU
@@ -349,7 +394,7 @@ func (p *tunnelPort) lookup(dst [16]byte, now time.Time) tunnelRoute {
 	if len(p.routes) > 4096 {
 		clear(p.routes)
 	}
-	p.routes[dst] = r
+	p.routes[k] = r
 	return r
 }
 
@@ -552,10 +597,12 @@ func (r *tunnelRx6) Close() error {
 // sendFragments sends an IPv4 packet that is longer than its route's
 // MTU, without DF, as fragments (the kernel's tunnels fragment it in
 // ip_fragment; a raw socket refuses it with EMSGSIZE). It reports
-// whether every fragment was sent. A packet with DF is not sent (the
-// kernel would answer the inner sender with "fragmentation needed";
-// that is not done here).
-func (p *tunnelPort) sendFragments(b []byte) bool {
+// whether every fragment was sent. A packet with DF is not sent, as
+// ip_fragment does not (its ICMP goes to the outer source, this host;
+// the answer to the inner sender is skb_tunnel_check_pmtu's, made
+// before encapsulation: tunnel_pmtu.go). Nor is an IPv6 one: the
+// kernel's tunnel skb is not ignore_df, so ip6_fragment refuses it too.
+func (p *tunnelPort) sendFragments(b []byte, mark uint32) bool {
 	if b[0]>>4 != 4 || binary.BigEndian.Uint16(b[6:])&0x4000 != 0 {
 		return false
 	}
@@ -563,7 +610,7 @@ func (p *tunnelPort) sendFragments(b []byte) bool {
 	var d [16]byte
 	copy(d[12:], b[16:20])
 	d[10], d[11] = 0xff, 0xff
-	r := p.lookup(d, time.Now())
+	r := p.lookup(d, mark, time.Now())
 	chunk := (r.mtu - hl) &^ 7
 	if r.err != nil || chunk < 8 || hl > len(b) {
 		return false

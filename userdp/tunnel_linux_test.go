@@ -2,6 +2,7 @@ package userdp
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"net"
 	"testing"
@@ -248,4 +249,246 @@ func TestNamespaceTnlPushPopLinuxVXLAN(t *testing.T) {
 	}
 	testenv.TCPTransfer(t, h, k, "192.168.79.2:5002", 256<<10)
 	testenv.TCPTransfer(t, k, h, "192.168.79.1:5003", 256<<10)
+}
+
+// TestNamespaceTunnelRouteMark: the outer packet's route is looked up
+// with the packet's skb mark, as the kernel's tunnels do (flowi4_mark
+// and flowi6_mark = skb->mark, in geneve_get_v4_rt/_v6_dst,
+// vxlan_get_route/vxlan6_get_route and the GRE route lookup, and so in
+// their fill_metadata_dst): with an ip rule sending fwmark 7 to another
+// table, a packet marked by set(skb_mark(7)) leaves through that
+// table's route, with its source address (in the outer header and the
+// egress tunnel key of userspace(tunnel_out_port)), and unmarked ones
+// through the main table's, before and after (the route cache is keyed
+// by the mark too). Over IPv4 and IPv6 underlays.
+func TestNamespaceTunnelRouteMark(t *testing.T) {
+	for _, c := range []struct {
+		name                 string
+		v6                   bool
+		addrA, peerA, netA   string // underlay A: the main table's route
+		addrB, peerB, netB   string // underlay B: table 100, for fwmark 7
+		dst, remote, setDest string
+	}{
+		{"ipv4", false, "10.71.1.1", "10.71.1.2", "/24", "10.71.2.1", "10.71.2.2", "/24", "10.81.0.2", "10.81.0.0/24", "dst=10.81.0.2"},
+		{"ipv6", true, "fd71:1::1", "fd71:1::2", "/64", "fd71:2::1", "fd71:2::2", "/64", "fd81::2", "fd81::/64", "ipv6_dst=fd81::2"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			testenv.RequireRoot(t)
+			u, a, b := testenv.NewNetns(t), testenv.NewNetns(t), testenv.NewNetns(t)
+			va, vb := testenv.NewVeth(t, u, a), testenv.NewVeth(t, u, b)
+			u.AddAddr(t, va.Name, c.addrA+c.netA)
+			a.AddAddr(t, va.PeerName, c.peerA+c.netA)
+			u.AddAddr(t, vb.Name, c.addrB+c.netB)
+			b.AddAddr(t, vb.PeerName, c.peerB+c.netB)
+			u.AddNeigh(t, va.Name, c.peerA, a.MAC(t, va.PeerName).String())
+			u.AddNeigh(t, vb.Name, c.peerB, b.MAC(t, vb.PeerName).String())
+			fam := "-4"
+			if c.v6 {
+				fam = "-6"
+			}
+			u.MustRun(t, "ip", fam, "route", "add", c.remote, "via", c.peerA, "dev", va.Name)
+			u.MustRun(t, "ip", fam, "route", "add", c.remote, "via", c.peerB, "dev", vb.Name, "table", "100")
+			u.MustRun(t, "ip", fam, "rule", "add", "fwmark", "7", "table", "100")
+			capA, capB := a.Capture(t, va.PeerName), b.Capture(t, vb.PeerName)
+
+			dp := memPortDatapath(t)
+			ctx := context.Background()
+			var tun odp.Port
+			if err := u.Do(func() (err error) {
+				tun, err = dp.AddPort(ctx, odp.PortSpec{Name: "gnv0", Type: odp.PortGeneve})
+				return err
+			}); err != nil {
+				t.Fatalf("the geneve port in namespace %s: %v", u, err)
+			}
+			ups, err := dp.Upcalls(ctx, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, mark := range []uint32{0, 7, 0} {
+				src, via, other := c.addrA, capA, capB
+				if mark == 7 {
+					src, via, other = c.addrB, capB, capA
+				}
+				if err := dp.FlushFlows(ctx); err != nil {
+					t.Fatal(err)
+				}
+				acts := fmt.Sprintf("set(tunnel(tun_id=0x9,%s,ttl=64)),userspace(pid=0,tunnel_out_port=%d),%d", c.setDest, tun.Number, tun.Number)
+				if mark != 0 {
+					acts = fmt.Sprintf("set(skb_mark(%d)),", mark) + acts
+				}
+				f := parseFlow(t, "in_port(1),"+anyEth+"eth_type(0x0800)"+anyIPv4, acts)
+				if _, err := dp.PutFlow(ctx, f, odp.PutCreate); err != nil {
+					t.Fatalf("put %s: %v", acts, err)
+				}
+				if _, err := dp.MemoryPeer("m1").WriteBatch([][]byte{udpFrame(1, 2, uint16(1000+i))}); err != nil {
+					t.Fatal(err)
+				}
+				// The egress key's source: the route's for the mark.
+				rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+				var u1 [1]odp.Upcall
+				_, err := ups[0].Recv(rctx, u1[:])
+				cancel()
+				if err != nil {
+					t.Fatalf("packet %d (mark %d): no userspace upcall: %v", i, mark, err)
+				}
+				if e := u1[0].EgressTunnel; e == nil {
+					t.Errorf("packet %d (mark %d): no egress tunnel key", i, mark)
+				} else if got := egressSource(e, c.v6); got != src {
+					t.Errorf("packet %d (mark %d): egress key source %s, want %s (the route of table %s)", i, mark, got, src, map[bool]string{true: "100", false: "main"}[mark == 7])
+				}
+				// The outer packet: out of the mark's route, from its address.
+				isOuter := func(fr testenv.Frame) bool { return outerSource(fr.Data, c.v6, c.dst) != "" }
+				fr, err := via.WaitFor(5*time.Second, isOuter)
+				if err != nil {
+					t.Fatalf("packet %d (mark %d): no outer packet to %s on the route's underlay: %v", i, mark, c.dst, err)
+				}
+				if got := outerSource(fr.Data, c.v6, c.dst); got != src {
+					t.Errorf("packet %d (mark %d): outer source %s, want %s", i, mark, got, src)
+				}
+				if fr, err := other.WaitFor(100*time.Millisecond, isOuter); err == nil {
+					t.Errorf("packet %d (mark %d): an outer packet from %s took the other underlay too", i, mark, outerSource(fr.Data, c.v6, c.dst))
+				}
+			}
+		})
+	}
+}
+
+// memPortDatapath is a datapath, closed when the test ends, with the
+// memory port m1 as port 1.
+func memPortDatapath(t *testing.T) *Datapath {
+	t.Helper()
+	dp, err := New(testenv.NewName(), WithoutLocalPort())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { dp.Close() })
+	if _, err := dp.AddPort(context.Background(), odp.PortSpec{Name: "m1", Type: PortMemory}); err != nil {
+		t.Fatal(err)
+	}
+	return dp
+}
+
+// egressSource is the source address of an egress tunnel key.
+func egressSource(e *odp.Tunnel, v6 bool) string {
+	if v6 {
+		return net.IP(e.IPv6Src[:]).String()
+	}
+	return net.IP(e.IPv4Src[:]).String()
+}
+
+// outerSource returns the source address of frame if it is an IPv4 (or,
+// with v6, IPv6) packet to dst, else "".
+func outerSource(frame []byte, v6 bool, dst string) string {
+	if len(frame) < 14 {
+		return ""
+	}
+	ip := frame[14:]
+	switch {
+	case !v6 && binary.BigEndian.Uint16(frame[12:]) == 0x0800 && len(ip) >= 20 && net.IP(ip[16:20]).String() == dst:
+		return net.IP(ip[12:16]).String()
+	case v6 && binary.BigEndian.Uint16(frame[12:]) == 0x86dd && len(ip) >= 40 && net.IP(ip[24:40]).String() == dst:
+		return net.IP(ip[8:24]).String()
+	}
+	return ""
+}
+
+// TestNamespaceTunnelOuterTooLong: outer packets longer than the
+// underlay's MTU of 1400, for frames the PMTU check lets through (GRE
+// has none; a frame without DF is not answered), go as Linux's IP
+// output sends them: an IPv4 one without DF in fragments, one with DF
+// not at all (a tx drop, as iptunnel_xmit_stats counts ip_fragment's
+// refusal), an IPv6 one not at all (a tx error, as ip6tunnel_xmit
+// counts it: the tunnel skb is not ignore_df, so ip6_fragment refuses).
+func TestNamespaceTunnelOuterTooLong(t *testing.T) {
+	testenv.RequireRoot(t)
+	u, k := testenv.NewNetns(t), testenv.NewNetns(t)
+	v := testenv.NewVeth(t, u, k)
+	u.SetMTU(t, v.Name, 1400)
+	k.SetMTU(t, v.PeerName, 1400)
+	u.AddAddr(t, v.Name, "10.72.0.1/24")
+	k.AddAddr(t, v.PeerName, "10.72.0.2/24")
+	u.AddAddr(t, v.Name, "fd72::1/64")
+	k.AddAddr(t, v.PeerName, "fd72::2/64")
+	u.AddNeigh(t, v.Name, "10.72.0.2", k.MAC(t, v.PeerName).String())
+	u.AddNeigh(t, v.Name, "fd72::2", k.MAC(t, v.PeerName).String())
+	capK := k.Capture(t, v.PeerName)
+	dp := memPortDatapath(t)
+	ctx := context.Background()
+	ports := map[odp.PortType]odp.Port{}
+	if err := u.Do(func() error {
+		for _, typ := range []odp.PortType{odp.PortGRE, odp.PortGeneve} {
+			p, err := dp.AddPort(ctx, odp.PortSpec{Name: string(typ) + "0", Type: typ})
+			if err != nil {
+				return err
+			}
+			ports[typ] = p
+		}
+		return nil
+	}); err != nil {
+		t.Fatalf("tunnel ports in namespace %s: %v", u, err)
+	}
+	// 1428-byte inner IPv4 packets without DF.
+	frame := udpFrame(1, 2, 1000)
+	frame = append(frame[:14+28:14+28], make([]byte, 1400)...)
+	binary.BigEndian.PutUint16(frame[14+2:], uint16(len(frame)-14))
+	binary.BigEndian.PutUint16(frame[14+24:], uint16(len(frame)-14-20))
+	fixIPv4(frame, 14)
+	for _, c := range []struct {
+		name, tunnel string
+		typ          odp.PortType
+		frags        int // the outer fragments the underlay must see; 0: none
+		dropped      bool
+	}{
+		{"gre without DF", "tun_id=0x7,dst=10.72.0.2,ttl=64,flags(key)", odp.PortGRE, 2, false},
+		{"gre with DF", "tun_id=0x7,dst=10.72.0.2,ttl=64,flags(df|key)", odp.PortGRE, 0, true},
+		{"geneve over IPv6", "tun_id=0x7,ipv6_dst=fd72::2,ttl=64,flags(key)", odp.PortGeneve, 0, false},
+	} {
+		tun := ports[c.typ]
+		before := dp.portByNumber(tun.Number).port.Stats()
+		if err := dp.FlushFlows(ctx); err != nil {
+			t.Fatal(err)
+		}
+		f := parseFlow(t, "in_port(1),"+anyEth+"eth_type(0x0800)"+anyIPv4, fmt.Sprintf("set(tunnel(%s)),%d", c.tunnel, tun.Number))
+		if _, err := dp.PutFlow(ctx, f, odp.PutCreate); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := dp.MemoryPeer("m1").WriteBatch([][]byte{frame}); err != nil {
+			t.Fatal(err)
+		}
+		outer := func(fr testenv.Frame) bool {
+			return outerSource(fr.Data, false, "10.72.0.2") == "10.72.0.1" || outerSource(fr.Data, true, "fd72::2") == "fd72::1"
+		}
+		seen := 0
+		for {
+			wait := 2 * time.Second
+			if seen >= c.frags {
+				wait = 300 * time.Millisecond
+			}
+			fr, err := capK.WaitFor(wait, outer)
+			if err != nil {
+				break
+			}
+			if len(fr.Data) > 14+1400 {
+				t.Errorf("%s: a %d-byte frame crossed the 1400-byte underlay", c.name, len(fr.Data))
+			}
+			seen++
+		}
+		if seen != c.frags {
+			t.Errorf("%s: the underlay saw %d outer packets or fragments, want %d", c.name, seen, c.frags)
+		}
+		var st odp.PortStats
+		for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+			if st = dp.portByNumber(tun.Number).port.Stats(); st != before {
+				break
+			}
+		}
+		switch {
+		case c.frags > 0 && st.TxPackets != before.TxPackets+1:
+			t.Errorf("%s: stats %+v, want one more packet sent than %+v", c.name, st, before)
+		case c.frags == 0 && c.dropped && (st.TxDropped != before.TxDropped+1 || st.TxErrors != before.TxErrors):
+			t.Errorf("%s: stats %+v, want one more tx drop than %+v", c.name, st, before)
+		case c.frags == 0 && !c.dropped && (st.TxErrors != before.TxErrors+1 || st.TxDropped != before.TxDropped):
+			t.Errorf("%s: stats %+v, want one more tx error than %+v", c.name, st, before)
+		}
+	}
 }

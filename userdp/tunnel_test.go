@@ -25,11 +25,14 @@ type fakeTunnel struct {
 	cfg   tunnelConfig
 	src   [4]byte
 	stats Counters
+	// routeMTU is the MTU route gives (0: not known).
+	routeMTU int
 
-	mu   sync.Mutex
-	sent [][]byte
-	done chan struct{}
-	once sync.Once
+	mu    sync.Mutex
+	sent  [][]byte
+	marks []uint32 // the skb mark of each packet sent through writeMarked
+	done  chan struct{}
+	once  sync.Once
 }
 
 func newFakeTunnel(kind tunnelKind, dstPort uint16, gbp bool) *fakeTunnel {
@@ -59,8 +62,17 @@ func (f *fakeTunnel) Close() error         { f.once.Do(func() { close(f.done) })
 func (f *fakeTunnel) tunnelConfig() *tunnelConfig {
 	return &f.cfg
 }
-func (f *fakeTunnel) route(ti *tunnelInfo, now time.Time, p *encapParams) error {
+func (f *fakeTunnel) writeMarked(pkts [][]byte, marks []uint32) (int, error) {
+	f.mu.Lock()
+	if len(f.marks) < 64 {
+		f.marks = append(f.marks, marks...)
+	}
+	f.mu.Unlock()
+	return f.WriteBatch(pkts)
+}
+func (f *fakeTunnel) route(ti *tunnelInfo, mark uint32, now time.Time, p *encapParams) error {
 	p.src, p.src6 = f.src, [16]byte{0xfd, 15: 1}
+	p.mtu = f.routeMTU
 	return nil
 }
 func (f *fakeTunnel) ipv6Reader() Port                 { return nil }
@@ -710,5 +722,28 @@ func TestUserspaceEgressTunnelKey(t *testing.T) {
 				t.Errorf("round trip: %v, %v", k, err)
 			}
 		})
+	}
+}
+
+// TestTunnelTxMark: an outer packet goes to the tunnel port with the skb
+// mark the packet had when output (set(skb_mark), which the port routes
+// and sends it with), and 0 without one.
+func TestTunnelTxMark(t *testing.T) {
+	for _, tc := range []struct {
+		acts string
+		want uint32
+	}{
+		{"set(skb_mark(0x2a)),set(tunnel(dst=192.0.2.2,ttl=64)),2", 0x2a},
+		{"set(tunnel(dst=192.0.2.2,ttl=64)),2", 0},
+	} {
+		ft := newFakeTunnel(tunnelGeneve, 6081, false)
+		dp := tunnelFixtureActs(t, ft, tc.acts)
+		sendAndCapture(t, dp, ft, udpFrame(1, 2, 1000))
+		ft.mu.Lock()
+		marks := append([]uint32(nil), ft.marks...)
+		ft.mu.Unlock()
+		if len(marks) != 1 || marks[0] != tc.want {
+			t.Errorf("%s: the port got marks %v, want [%#x]", tc.acts, marks, tc.want)
+		}
 	}
 }

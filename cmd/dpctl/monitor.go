@@ -297,8 +297,32 @@ func (s *subSource) next(ctx context.Context) (monitored, error) {
 	if err != nil {
 		return monitored{}, fmt.Errorf("upcall %d: key: %w", ev.Seq, err)
 	}
+	egress, err := egressTunKey(ev.EgressTunKey)
+	if err != nil {
+		return monitored{}, fmt.Errorf("upcall %d: egress_tun_key: %w", ev.Seq, err)
+	}
 	return monitored{seq: ev.Seq, kind: odp.UpcallKind(ev.Kind), port: ev.Port, key: key, packet: ev.Packet,
-		userdata: ev.Userdata, time: time.Unix(0, ev.TimeNS), dropped: ev.Dropped, packetIn: s.packetIns, limited: ev.RateLimited}, nil
+		userdata: ev.Userdata, egress: egress, time: time.Unix(0, ev.TimeNS), dropped: ev.Dropped, packetIn: s.packetIns, limited: ev.RateLimited}, nil
+}
+
+// egressTunKey decodes statusaddr.Upcall.EgressTunKey: nil for none,
+// else a flow key of exactly one tunnel attribute.
+func egressTunKey(b []byte) (*odp.Tunnel, error) {
+	if len(b) == 0 {
+		return nil, nil
+	}
+	k, err := odp.UnmarshalKey(b)
+	if err != nil {
+		return nil, err
+	}
+	if len(k) != 1 {
+		return nil, fmt.Errorf("%d attributes (%s), want one tunnel attribute", len(k), odp.FormatKey(k, nil, false))
+	}
+	t, ok := k[0].(odp.Tunnel)
+	if !ok {
+		return nil, fmt.Errorf("%s is not a tunnel attribute", odp.FormatKey(k, nil, false))
+	}
+	return &t, nil
 }
 
 func (s *subSource) close() error { return s.c.Close() }

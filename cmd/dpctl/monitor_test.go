@@ -40,16 +40,7 @@ func buildUpcalld(t *testing.T) {
 // gopacket's reader reads back, one interface per port, the key as the
 // packet's comment.
 func TestMonitorNetdev(t *testing.T) {
-	h := newHarness(t)
-	buildUpcalld(t)
-	h.mustRun("", "add-dp", "netdev@mon")
-	t.Cleanup(func() { h.run("", "del-dp", "netdev@mon") })
-	h.addMemPorts("mon", "p1", "p2")
-	c, err := ctl.Dial("mon")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	_, c := upcalldDatapath(t, "mon")
 	frame := []byte("\x00\x00\x00\x00\x00\x02\x00\x00\x00\x00\x00\x01\x08\x00" +
 		"\x45\x00\x00\x1c\x00\x00\x00\x00\x40\x11\x66\xcf\x0a\x00\x00\x01\x0a\x00\x00\x02\x03\xe8\x00\x35\x00\x08\x00\x00")
 	pcap := filepath.Join(t.TempDir(), "up.pcapng")
@@ -125,6 +116,24 @@ func TestMonitorNetdev(t *testing.T) {
 	}
 }
 
+// upcalldDatapath makes netdev@name, hosted by upcalld (dpctl add-dp
+// starts it), with the memory ports p1 and p2, deleted when the test
+// ends, and returns the harness and a control connection to it.
+func upcalldDatapath(t *testing.T, name string) (*harness, *ctl.Client) {
+	t.Helper()
+	h := newHarness(t)
+	buildUpcalld(t)
+	h.mustRun("", "add-dp", "netdev@"+name)
+	t.Cleanup(func() { h.run("", "del-dp", "netdev@"+name) })
+	h.addMemPorts(name, "p1", "p2")
+	c, err := ctl.Dial(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return h, c
+}
+
 // monitorWhileExecuting runs dpctl monitor with args, executing pkt on
 // c every 100 ms until monitor ends (it must within 20 s), and returns
 // what it printed on standard output and error.
@@ -163,16 +172,7 @@ wait:
 // come as PACKET_IN lines with their key, port, packet and userdata
 // (misses, which the plain monitor shows, do not).
 func TestMonitorPacketIns(t *testing.T) {
-	h := newHarness(t)
-	buildUpcalld(t)
-	h.mustRun("", "add-dp", "netdev@pin")
-	t.Cleanup(func() { h.run("", "del-dp", "netdev@pin") })
-	h.addMemPorts("pin", "p1", "p2")
-	c, err := ctl.Dial("pin")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	_, c := upcalldDatapath(t, "pin")
 	frame := []byte("\x00\x00\x00\x00\x00\x02\x00\x00\x00\x00\x00\x01\x08\x00" +
 		"\x45\x00\x00\x1c\x00\x00\x00\x00\x40\x11\x66\xcf\x0a\x00\x00\x01\x0a\x00\x00\x02\x03\xe8\x00\x35\x00\x08\x00\x00")
 	pkt := &odp.Packet{Data: frame, Key: odp.FlowKey{odp.InPort(2)},
@@ -302,5 +302,39 @@ func TestMonitorLineEgressTunKey(t *testing.T) {
 	m.egress = nil
 	if got := monitorLine(m, "in_port(1)", ""); strings.Contains(got, "egress_tun_key") {
 		t.Errorf("monitorLine without a key = %q", got)
+	}
+}
+
+// TestEgressTunKeyDecode: the egress tunnel key of upcalld's stream is
+// none when absent, the tunnel of a one-attribute key, and otherwise an
+// error saying what was wrong.
+func TestEgressTunKeyDecode(t *testing.T) {
+	if got, err := egressTunKey(nil); got != nil || err != nil {
+		t.Errorf("no key: %v, %v", got, err)
+	}
+	tun := odp.Tunnel{Present: odp.TunnelHasIPv4Dst | odp.TunnelHasTTL, IPv4Dst: [4]byte{192, 0, 2, 2}, TTL: 64}
+	enc := func(k odp.FlowKey) []byte {
+		b, err := odp.MarshalKey(k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	got, err := egressTunKey(enc(odp.FlowKey{tun}))
+	if err != nil || got == nil || odp.FormatKey(odp.FlowKey{*got}, nil, false) != odp.FormatKey(odp.FlowKey{tun}, nil, false) {
+		t.Errorf("tunnel key: %+v, %v", got, err)
+	}
+	for _, tc := range []struct {
+		name string
+		b    []byte
+		want string
+	}{
+		{"not a tunnel", enc(odp.FlowKey{odp.InPort(1)}), "in_port(1) is not a tunnel attribute"},
+		{"two attributes", enc(odp.FlowKey{tun, odp.InPort(1)}), "2 attributes"},
+		{"truncated", enc(odp.FlowKey{tun})[:5], "key"},
+	} {
+		if got, err := egressTunKey(tc.b); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %+v, %v; want an error with %q", tc.name, got, err, tc.want)
+		}
 	}
 }

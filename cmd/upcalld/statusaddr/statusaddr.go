@@ -30,6 +30,12 @@ type Upcall struct {
 	Packet []byte `json:"packet"`
 	// Userdata is a userspace action's userdata.
 	Userdata []byte `json:"userdata,omitempty"`
+	// EgressTunKey is the egress tunnel key of a userspace action with
+	// tunnel_out_port (odp.Upcall.EgressTunnel; the kernel's
+	// OVS_PACKET_ATTR_EGRESS_TUN_KEY), as a flow key holding that one
+	// tunnel attribute (odp.MarshalKey of odp.FlowKey{tunnel}); absent
+	// when the upcall has none.
+	EgressTunKey []byte `json:"egress_tun_key,omitempty"`
 	// TimeNS is when the daemon received it (Unix nanoseconds).
 	TimeNS int64 `json:"time_ns"`
 	// Dropped counts the upcalls this subscriber missed before this one

@@ -119,14 +119,22 @@ const (
 
 var pinDropNames = [numPinDrops]string{pinNoSubscriber, pinRateLimit, pinQueueFull}
 
-// upcallEvent is up as a subscription streams it (its key, packet and
-// userdata copied), received at now (Unix nanoseconds); the caller sets
-// Seq.
+// upcallEvent is up as a subscription streams it (its key, packet,
+// userdata and egress tunnel key copied), received at now (Unix
+// nanoseconds); the caller sets Seq.
 func upcallEvent(up *odp.Upcall, now int64) statusaddr.Upcall {
 	key, err := odp.MarshalKey(up.Key)
 	if err != nil {
 		key = nil
 	}
+	var egress []byte
+	if up.EgressTunnel != nil {
+		// A key the datapath decoded or built always encodes; should
+		// one not, the stream goes without it rather than without the
+		// upcall.
+		egress, _ = odp.MarshalKey(odp.FlowKey{*up.EgressTunnel})
+	}
 	return statusaddr.Upcall{Kind: uint8(up.Kind), Port: up.Port, Key: key,
-		Packet: append([]byte(nil), up.Packet...), Userdata: append([]byte(nil), up.Userdata...), TimeNS: now}
+		Packet: append([]byte(nil), up.Packet...), Userdata: append([]byte(nil), up.Userdata...),
+		EgressTunKey: egress, TimeNS: now}
 }

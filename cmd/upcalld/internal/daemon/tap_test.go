@@ -109,3 +109,51 @@ func serveStatus(t *testing.T, d *Daemon) (context.Context, string) {
 	t.Cleanup(func() { cancel(); s.Close() })
 	return ctx, path
 }
+
+// TestUpcallSubscriptionEgressTunKey: an action upcall of
+// userspace(tunnel_out_port) reaches the upcall and packet-in streams
+// with its egress tunnel key (as a one-attribute flow key), and one
+// without a key carries none.
+func TestUpcallSubscriptionEgressTunKey(t *testing.T) {
+	h := newHarness(t, 2, Config{})
+	h.start()
+	_, path := serveStatus(t, h.d)
+	_, upDec, _ := subscribeStatus(t, path, statusaddr.SubscribeUpcalls, &h.d.taps)
+	_, pinDec, _ := subscribeStatus(t, path, statusaddr.SubscribePacketIns, &h.d.pins.subs)
+	tun := odp.Tunnel{Present: odp.TunnelHasID | odp.TunnelHasIPv4Src | odp.TunnelHasIPv4Dst | odp.TunnelHasTTL | odp.TunnelHasTPSrc | odp.TunnelHasTPDst,
+		ID: 0x2a, IPv4Src: [4]byte{10, 1, 1, 1}, IPv4Dst: [4]byte{192, 0, 2, 2}, TTL: 64, TPSrc: 40000, TPDst: 6081}
+	key := odp.FlowKey{odp.InPort(1)}
+	ups := []odp.Upcall{
+		{Kind: odp.UpcallAction, Port: 1, Key: key, Packet: []byte{1, 2, 3}, Userdata: []byte{0xbe, 0xef}, EgressTunnel: &tun},
+		{Kind: odp.UpcallAction, Port: 1, Key: key, Packet: []byte{1, 2, 3}, Userdata: []byte{0xbe, 0xef}},
+	}
+	h.d.taps.publish(ups)
+	for i := range ups {
+		h.d.packetIn(&ups[i])
+	}
+	want := odp.FormatKey(odp.FlowKey{tun}, nil, false)
+	for _, s := range []struct {
+		name string
+		dec  *json.Decoder
+	}{{"upcalls", upDec}, {"packet-ins", pinDec}} {
+		for i, wantKey := range []bool{true, false} {
+			var ev statusaddr.Upcall
+			if err := s.dec.Decode(&ev); err != nil {
+				t.Fatalf("%s: event %d: %v", s.name, i, err)
+			}
+			if !wantKey {
+				if ev.EgressTunKey != nil {
+					t.Errorf("%s: event %d: egress_tun_key %x, want none", s.name, i, ev.EgressTunKey)
+				}
+				continue
+			}
+			k, err := odp.UnmarshalKey(ev.EgressTunKey)
+			if err != nil {
+				t.Fatalf("%s: event %d: egress_tun_key %x: %v", s.name, i, ev.EgressTunKey, err)
+			}
+			if got := odp.FormatKey(k, nil, false); got != want {
+				t.Errorf("%s: event %d: egress_tun_key %s, want %s", s.name, i, got, want)
+			}
+		}
+	}
+}
