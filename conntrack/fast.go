@@ -96,6 +96,9 @@ func (t *Tracker) ExecuteKey(k *flowkeys.Key, l4 []byte, l3Len uint32, untracked
 		case vKill:
 			t.delete(c)
 		}
+	} else if st&(StatusSeenReply|StatusAssured) == StatusSeenReply|StatusAssured && now > c.stream {
+		// streamPacket's case for an assured UDP stream.
+		c.refresh(now + t.to[toUDPReplied])
 	} else {
 		t.streamPacket(c, now, toUDPUnreplied, toUDPReplied, true)
 	}
@@ -103,8 +106,21 @@ func (t *Tracker) ExecuteKey(k *flowkeys.Key, l4 []byte, l3Len uint32, untracked
 	if dir == dirReply && st&StatusSeenReply == 0 {
 		c.status.Or(StatusSeenReply)
 	}
-	s.c, s.dir, s.info = c, dir, info
-	t.fill(s, zone)
+	// fill, for a confirmed connection.
+	f := uint8(StateTracked | StateEstablished)
+	if info == infoNew {
+		f = StateTracked | StateNew
+	}
+	if dir == dirReply {
+		f |= StateReply
+	}
+	s.c, s.dir, s.info, s.Flags, s.Zone = c, dir, info, f, zone
+	if c.status.Load()&statusMarked != 0 {
+		s.Mark, s.Labels = c.mark.Load(), c.labelBytes()
+	} else {
+		s.Mark, s.Labels = 0, [16]byte{}
+	}
+	s.Orig, s.HasOrig = c.e0.tuple, true
 	if a.Commit || tp.Proto == ProtoTCP {
 		if err := t.finish(p, a, s, now); err != nil {
 			return err
