@@ -56,18 +56,10 @@ func (t *Tracker) ExecuteKey(k *flowkeys.Key, l4 []byte, l3Len uint32, untracked
 	}
 	now := t.now()
 	zone := a.Zone
-	tab := t.tab
-	var e *entry
-	for x := tab.buckets[tab.bucket(tab.seed.hash(tp, zone))].Load(); x != nil; x = x.next.Load() {
-		if x.zone != zone || !x.tuple.equal(tp) || x.c.dead.Load() {
-			continue
-		}
-		if x.c.expires.Load() > now {
-			e = x
-		}
-		break // an expired one: the general path deletes it
-	}
-	if e == nil {
+	e, expired := t.tab.find(tp, zone, now)
+	if e == nil || expired != nil {
+		// A new connection, or an expired one the general path
+		// deletes.
 		return t.executeKey(k, l4, l3Len, untracked, a, s, p)
 	}
 	c := e.c
