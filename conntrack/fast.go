@@ -2,6 +2,7 @@ package conntrack
 
 import (
 	"encoding/binary"
+	"math/bits"
 
 	"github.com/ovsdp/ovsdp/flowkeys"
 )
@@ -56,10 +57,21 @@ func (t *Tracker) ExecuteKey(k *flowkeys.Key, l4 []byte, l3Len uint32, untracked
 	}
 	now := t.now()
 	zone := a.Zone
-	e, expired := t.tab.find(tp, zone, now)
-	if e == nil || expired != nil {
-		// A new connection, or an expired one the general path
-		// deletes.
+	// table.find's scan of the slots, in line.
+	tab := t.tab
+	h := tab.seed.hash(tp, zone)
+	b := &tab.buckets[h&tab.mask]
+	var e *entry
+	for m := match(b.tags.Load(), tagOf(h)); m != 0; m &= m - 1 {
+		x := b.slots[bits.TrailingZeros64(m)/tagBits].Load()
+		if x != nil && x.zone == zone && x.tuple.equal(tp) && !x.c.dead.Load() {
+			e = x
+			break
+		}
+	}
+	if e == nil || e.c.expires.Load() <= now {
+		// A new connection, one in the bucket's chain, or an expired
+		// one (which the general path deletes): find looks again.
 		return t.executeKey(k, l4, l3Len, untracked, a, s, p)
 	}
 	c := e.c
@@ -88,8 +100,11 @@ func (t *Tracker) ExecuteKey(k *flowkeys.Key, l4 []byte, l3Len uint32, untracked
 		case vKill:
 			t.delete(c)
 		}
-	} else if st&(StatusSeenReply|StatusAssured) == StatusSeenReply|StatusAssured && now > c.stream {
-		// streamPacket's case for an assured UDP stream.
+	} else if st&StatusSeenReply == 0 || now <= c.stream {
+		// streamPacket for UDP, before a reply or the stream delay.
+		c.refresh(now + t.to[toUDPUnreplied])
+	} else if st&StatusAssured != 0 {
+		// streamPacket for an assured UDP stream.
 		c.refresh(now + t.to[toUDPReplied])
 	} else {
 		t.streamPacket(c, now, toUDPUnreplied, toUDPReplied, true)
