@@ -83,7 +83,7 @@
 //
 // The lookup of an established connection takes no lock and allocates
 // nothing: the table is a fixed array of buckets, each one cache line
-// of six slots (atomic pointers to entries) with a 10-bit tag of each
+// of six slots (atomic pointers to entries) with a 8-bit tag of each
 // slot's hash beside them, plus a chain (atomic links) for the entries
 // that find no free slot. Readers read them as RCU readers read the
 // kernel's hlist_nulls, with the garbage collector as the grace period
@@ -96,7 +96,7 @@
 // least half the maximum of connections: four entries a bucket at the
 // maximum, about 4% of them chained), so no reader ever meets a resize.
 //
-// A lookup compares the six tags with its hash's at once and reads only
+// A lookup compares the six tags with its hash's and reads only
 // the entries whose tag matches: a bucket's other connections (three
 // on average in a full table, and cold when the traffic's working set
 // is small) are not read. A connection is laid out for the lookup (see

@@ -63,7 +63,7 @@ func (t *Tracker) ExecuteKey(k *flowkeys.Key, l4 []byte, l3Len uint32, untracked
 	b := &tab.buckets[h&tab.mask]
 	var e *entry
 	for m := match(b.tags.Load(), tagOf(h)); m != 0; m &= m - 1 {
-		x := b.slots[bits.TrailingZeros64(m)/tagBits].Load()
+		x := b.slots[uint(bits.TrailingZeros64(m))/tagBits].Load()
 		if x != nil && x.zone == zone && x.tuple.equal(tp) && !x.c.dead.Load() {
 			e = x
 			break

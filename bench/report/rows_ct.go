@@ -164,7 +164,7 @@ func (r *Results) ctLookupRows() []Row {
 }
 
 // ctFlatNote says what a lookup costs by table size.
-const ctFlatNote = ". The work per lookup is the same at every size (one hash, one bucket line whose six slot tags are matched at once, the connection's first two lines, 0 allocations); a bucket's other connections are not read unless their 10-bit tag matches. Misses per lookup, cachegrind with this machine's L1d and a 4 MB L2 as last level (a 3M-lookup run minus a 1M one), BenchmarkEstablished at 1,000,000: see the conntrack package doc"
+const ctFlatNote = ". The work per lookup is the same at every size (one hash, one bucket line whose six slot tags are compared with the hash's, the connection's first two lines, 0 allocations); a bucket's other connections are not read unless their 8-bit tag matches. Misses per lookup, cachegrind with this machine's L1d and a 4 MB L2 as last level (a 3M-lookup run minus a 1M one), BenchmarkEstablished at 1,000,000: see the conntrack package doc"
 
 // ctSizeName writes 1000 as 1k and 1000000 as 1M, as
 // BenchmarkEstablishedHot's metrics name the sizes.
