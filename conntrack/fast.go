@@ -64,12 +64,17 @@ func (t *Tracker) ExecuteKey(k *flowkeys.Key, l4 []byte, l3Len uint32, untracked
 	var e *entry
 	for m := match(b.tags.Load(), tagOf(h)); m != 0; m &= m - 1 {
 		x := b.slots[uint(bits.TrailingZeros64(m))/tagBits].Load()
-		if x != nil && x.zone == zone && x.tuple.equal(tp) && !x.c.dead.Load() {
-			e = x
-			break
+		if x == nil {
+			continue
+		}
+		if r := x.meets(tp, zone, now); r != meetsNot {
+			if r == meetsLive {
+				e = x
+			}
+			break // an expired one: the general path deletes it
 		}
 	}
-	if e == nil || e.c.expires.Load() <= now {
+	if e == nil {
 		// A new connection, one in the bucket's chain, or an expired
 		// one (which the general path deletes): find looks again.
 		return t.executeKey(k, l4, l3Len, untracked, a, s, p)

@@ -79,18 +79,32 @@ var fuzzSeeds = []string{
 	"\x01\x04\x00\x00\x08\x00\x00\x00\x00\x07\x00\x01\x03\x03\x00\x00\x00\x00\x00\x00\x45\x00\x00\x1c\x00\x00\x00\x00\x40\x11\x00\x00\x0a\x00\x00\x01\x0a\x00\x00\x02\x00\x35\x00\x35",
 }
 
-// FuzzTracker drives the tracker's input path with arbitrary packets
-// (fuzzPackets). Nothing may panic, every error must be one of
-// Execute's, and the counts must agree with a dump after the run.
-func FuzzTracker(f *testing.F) {
+// fuzzTrackers runs fn on every input of a fuzz target (fuzzSeeds
+// first), with n trackers of 64 connections on one fake clock, with
+// zone 1 limited to 3, seeded alike (acct: with Accounting).
+func fuzzTrackers(f *testing.F, n int, acct bool, fn func(t *testing.T, data []byte, clk *fakeClock, trs []*Tracker)) {
 	for _, s := range fuzzSeeds {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		clk := &fakeClock{}
 		clk.t.Store(1)
-		tr := New(Config{MaxConns: 64, Clock: clk.now})
-		tr.SetZoneLimit(1, 3)
+		trs := make([]*Tracker, n)
+		for i := range trs {
+			trs[i] = New(Config{MaxConns: 64, Clock: clk.now, Accounting: acct})
+			trs[i].tab.seed = trs[0].tab.seed
+			trs[i].SetZoneLimit(1, 3)
+		}
+		fn(t, data, clk, trs)
+	})
+}
+
+// FuzzTracker drives the tracker's input path with arbitrary packets
+// (fuzzPackets). Nothing may panic, every error must be one of
+// Execute's, and the counts must agree with a dump after the run.
+func FuzzTracker(f *testing.F) {
+	fuzzTrackers(f, 1, false, func(t *testing.T, data []byte, clk *fakeClock, trs []*Tracker) {
+		tr := trs[0]
 		states := map[uint32]State{}
 		fuzzPackets(data, false, func(fp *fuzzPacket) {
 			var p Packet
@@ -144,18 +158,8 @@ func FuzzTracker(f *testing.F) {
 // Execute and ToKey, the other by ExecuteKey, and requires the same
 // error, key, state, rewrite, counters and table after every packet.
 func FuzzExecuteKey(f *testing.F) {
-	for _, s := range fuzzSeeds {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, data []byte) {
-		clk := &fakeClock{}
-		clk.t.Store(1)
-		ref := New(Config{MaxConns: 64, Clock: clk.now, Accounting: true})
-		fused := New(Config{MaxConns: 64, Clock: clk.now, Accounting: true})
-		fused.tab.seed = ref.tab.seed
-		for _, tr := range []*Tracker{ref, fused} {
-			tr.SetZoneLimit(1, 3)
-		}
+	fuzzTrackers(f, 2, true, func(t *testing.T, data []byte, clk *fakeClock, trs []*Tracker) {
+		ref, fused := trs[0], trs[1]
 		type pair struct{ s1, s2 State }
 		states := map[uint32]pair{}
 		fuzzPackets(data, true, func(fp *fuzzPacket) {

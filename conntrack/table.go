@@ -144,35 +144,42 @@ func (t *table) find(tp *Tuple, zone uint16, now int64) (live, expired *entry) {
 	// many connections are like.
 	for m := match(b.tags.Load(), tagOf(h)); m != 0; m &= m - 1 {
 		i := uint(bits.TrailingZeros64(m)) / tagBits
-		e := b.slots[i].Load()
-		if e == nil || e.zone != zone || !e.tuple.equal(tp) {
-			continue
+		if e := b.slots[i].Load(); e != nil {
+			switch e.meets(tp, zone, now) {
+			case meetsLive:
+				return e, expired
+			case meetsExpired:
+				expired = e
+			}
 		}
-		c := e.c
-		if c.dead.Load() {
-			continue
-		}
-		if c.expires.Load() <= now {
-			expired = e
-			continue
-		}
-		return e, expired
 	}
 	for e := b.more.Load(); e != nil; e = e.next.Load() {
-		if e.zone != zone || !e.tuple.equal(tp) {
-			continue
-		}
-		c := e.c
-		if c.dead.Load() {
-			continue
-		}
-		if c.expires.Load() <= now {
+		switch e.meets(tp, zone, now) {
+		case meetsLive:
+			return e, expired
+		case meetsExpired:
 			expired = e
-			continue
 		}
-		return e, expired
 	}
 	return nil, expired
+}
+
+// How an entry meets a lookup (entry.meets).
+const (
+	meetsNot     = iota // another tuple or zone, or a dead connection
+	meetsLive           // the tuple's live connection
+	meetsExpired        // the tuple's, expired (not yet deleted)
+)
+
+// meets says how e meets a lookup of tp in zone at now.
+func (e *entry) meets(tp *Tuple, zone uint16, now int64) int {
+	if e.zone != zone || !e.tuple.equal(tp) || e.c.dead.Load() {
+		return meetsNot
+	}
+	if e.c.expires.Load() <= now {
+		return meetsExpired
+	}
+	return meetsLive
 }
 
 // lockPair locks the stripes of two buckets in order (once if they are

@@ -151,11 +151,9 @@ func TestTableConcurrent(t *testing.T) {
 		mustState(t, tr, &Packet{Tuple: connTuple(i), Len: 64}, commit, trkNew)
 	}
 	var stop atomic.Bool
-	var wg sync.WaitGroup
-	for w := 0; w < 2; w++ {
-		wg.Add(1)
-		go func(w int) {
-			defer wg.Done()
+	var writers sync.WaitGroup
+	for w := range 2 {
+		writers.Go(func() {
 			for round := 0; !stop.Load(); round++ {
 				tp := connTuple(1000 + w*100000 + round)
 				var s State
@@ -171,7 +169,7 @@ func TestTableConcurrent(t *testing.T) {
 					return
 				}
 			}
-		}(w)
+		})
 	}
 	misses := 0
 	for r := 0; r < 20000; r++ {
@@ -182,7 +180,7 @@ func TestTableConcurrent(t *testing.T) {
 		}
 	}
 	stop.Store(true)
-	wg.Wait()
+	writers.Wait()
 	if misses != 0 {
 		t.Errorf("%d of 20000 lookups of committed connections missed", misses)
 	}
