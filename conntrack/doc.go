@@ -108,8 +108,8 @@
 // 4 MB L2 as the last level (no prefetcher modelled; a 3M-lookup run
 // minus a 1M one), BenchmarkEstablished at 1,000,000 connections, every
 // connection probed, misses the last level 3.64 times per lookup with
-// chained buckets of one pointer and 2.96 times with the tagged slots
-// (the L1d 3.93 and 3.03 times): about the floor for the bucket's line
+// chained buckets of one pointer and 2.91 times with the tagged slots
+// (the L1d 3.93 and 2.98 times): about the floor for the bucket's line
 // and the connection's two. BenchmarkEstablishedHot (the same 1,000
 // connections probed in every table size) misses the last level about
 // 0 times per op either way, its working set fits; the L1d 4.3 and 3.7
