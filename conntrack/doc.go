@@ -112,8 +112,9 @@
 // (the L1d 3.93 and 2.98 times): about the floor for the bucket's line
 // and the connection's two. BenchmarkEstablishedHot (the same 1,000
 // connections probed in every table size) misses the last level about
-// 0 times per op either way, its working set fits; the L1d 4.3 and 3.7
-// times per lookup. What still makes its 1,000,000-connection lookup
+// 0 times per op either way, its working set fits; the L1d about 4.4
+// times per lookup either way (17.3 and 17.5 per op of four lookups,
+// to within these runs' spread of about 0.5). What still makes its 1,000,000-connection lookup
 // slower than the 1,000-connection one is the TLB (its 1,000
 // connections and their buckets lie on about 2,000 pages), which
 // cachegrind does not model. Above cache size what remains is memory
