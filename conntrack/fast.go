@@ -22,8 +22,8 @@ import (
 // in line here: it parses only its tuple (and TCP header), then runs
 // track's lookup and trackFound, fill, finish and ToKey for that case
 // only (TestExecuteKeyMatchesExecute compares the two paths on every
-// kind of packet). Every other packet takes the general path, from the
-// start.
+// kind of packet, FuzzExecuteKey on arbitrary ones). Every other packet
+// takes the general path, from the start.
 func (t *Tracker) ExecuteKey(k *flowkeys.Key, l4 []byte, l3Len uint32, untracked bool, a *Action, s *State, p *Packet) error {
 	if untracked || s.c != nil || s.Flags&StateTracked != 0 || a.HasNAT || k.IPFrag != flowkeys.FragNone {
 		return t.executeKey(k, l4, l3Len, untracked, a, s, p)
