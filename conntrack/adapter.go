@@ -230,19 +230,25 @@ func innerL4(b []byte, in *Tuple) bool {
 func (s *State) ToKey(k *flowkeys.Key) {
 	k.CTState, k.CTZone, k.CTMark, k.CTLabels = s.Flags, s.Zone, s.Mark, s.Labels
 	o := &s.Orig
-	switch {
-	case s.HasOrig && !o.V6 && k.EthType == 0x0800:
+	if s.HasOrig && (!o.V6 && k.EthType == 0x0800 || o.V6 && k.EthType == 0x86dd && !isND(k)) {
+		o.toKey(k)
+		return
+	}
+	k.CTOrigProto = 0
+	k.CTOrigIPv4Src, k.CTOrigIPv4Dst = [4]byte{}, [4]byte{}
+	k.CTOrigIPv6Src, k.CTOrigIPv6Dst = [16]byte{}, [16]byte{}
+	k.CTOrigTpSrc, k.CTOrigTpDst = 0, 0
+}
+
+// toKey writes the original tuple o into the key's ct_tuple fields (the
+// caller checked that the key may have them).
+func (o *Tuple) toKey(k *flowkeys.Key) {
+	if !o.V6 {
 		k.CTOrigIPv4Src, k.CTOrigIPv4Dst = [4]byte(o.Src[:4]), [4]byte(o.Dst[:4])
 		k.CTOrigIPv6Src, k.CTOrigIPv6Dst = [16]byte{}, [16]byte{}
-	case s.HasOrig && o.V6 && k.EthType == 0x86dd && !isND(k):
+	} else {
 		k.CTOrigIPv4Src, k.CTOrigIPv4Dst = [4]byte{}, [4]byte{}
 		k.CTOrigIPv6Src, k.CTOrigIPv6Dst = o.Src, o.Dst
-	default:
-		k.CTOrigProto = 0
-		k.CTOrigIPv4Src, k.CTOrigIPv4Dst = [4]byte{}, [4]byte{}
-		k.CTOrigIPv6Src, k.CTOrigIPv6Dst = [16]byte{}, [16]byte{}
-		k.CTOrigTpSrc, k.CTOrigTpDst = 0, 0
-		return
 	}
 	k.CTOrigProto = o.Proto
 	if o.isICMP() {

@@ -428,6 +428,13 @@ func (t *Tracker) Execute(p *Packet, a *Action, s *State) error {
 		}
 		t.fill(s, a.Zone)
 	}
+	return t.finish(p, a, s, now)
+}
+
+// finish is Execute's part after the packet met its connection (s.c,
+// nil for an invalid packet): TCP's liberal windows once established,
+// NAT and commit.
+func (t *Tracker) finish(p *Packet, a *Action, s *State, now int64) error {
 	c := s.c
 	if c == nil {
 		return nil
@@ -530,27 +537,39 @@ func (t *Tracker) track(p *Packet, zone uint16, now int64, s *State) error {
 		if e == nil {
 			return t.trackNew(p, zone, now, s)
 		}
-		c, dir := e.c, e.dir()
-		info := infoOf(c, dir)
-		switch t.l4(c, dir, p, now, false) {
-		case vInvalid:
-			t.invalid.Add(1)
-			return nil
-		case vRepeat:
-			t.delete(c)
+		if t.trackFound(e, p, now, s) {
 			continue
-		case vKill:
-			t.delete(c)
 		}
-		t.account(c, dir, p.Len)
-		if dir == dirReply && c.status.Load()&StatusSeenReply == 0 {
-			c.status.Or(StatusSeenReply)
-		}
-		s.c, s.dir, s.info = c, dir, info
 		return nil
 	}
 	t.invalid.Add(1)
 	return nil
+}
+
+// trackFound runs p through the connection of entry e, which the lookup
+// found live: the protocol's state machine, the counters and the
+// seen-reply bit. s gets the connection, direction and ctinfo, or keeps
+// no connection when p is invalid. repeat reports that the connection
+// was deleted and p must be tracked again (as a new one).
+func (t *Tracker) trackFound(e *entry, p *Packet, now int64, s *State) (repeat bool) {
+	c, dir := e.c, e.dir()
+	info := infoOf(c, dir)
+	switch t.l4(c, dir, p, now, false) {
+	case vInvalid:
+		t.invalid.Add(1)
+		return false
+	case vRepeat:
+		t.delete(c)
+		return true
+	case vKill:
+		t.delete(c)
+	}
+	t.account(c, dir, p.Len)
+	if dir == dirReply && c.status.Load()&StatusSeenReply == 0 {
+		c.status.Or(StatusSeenReply)
+	}
+	s.c, s.dir, s.info = c, dir, info
+	return false
 }
 
 // trackNew makes an unconfirmed connection for p, or leaves s without

@@ -25,9 +25,10 @@ func TestTCPSeqCheckOff(t *testing.T) {
 }
 
 // TestEntryBucket: each dumped connection's bucket is within Buckets,
-// the table's size (a power of two at least the maximum).
+// the table's size (a power of two at least half the maximum: six
+// slots a bucket).
 func TestEntryBucket(t *testing.T) {
-	tr, _ := newTestTracker(t, Config{MaxConns: 10})
+	tr, _ := newTestTracker(t, Config{MaxConns: 20})
 	if tr.Buckets() != 16 {
 		t.Fatalf("%d buckets, want 16", tr.Buckets())
 	}

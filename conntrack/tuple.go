@@ -137,12 +137,10 @@ func (t *Tuple) invert() (Tuple, bool) {
 	return r, true
 }
 
-// equal is t == *u as word compares (the compiler calls memequal for
-// the struct).
+// equal is t == *u, field by field (the compiler calls memequal for
+// the struct; the arrays compare in two words each), inlined.
 func (t *Tuple) equal(u *Tuple) bool {
-	le := binary.LittleEndian
-	return le.Uint64(t.Src[:8]) == le.Uint64(u.Src[:8]) && le.Uint64(t.Src[8:]) == le.Uint64(u.Src[8:]) &&
-		le.Uint64(t.Dst[:8]) == le.Uint64(u.Dst[:8]) && le.Uint64(t.Dst[8:]) == le.Uint64(u.Dst[8:]) &&
+	return t.Src == u.Src && t.Dst == u.Dst &&
 		t.SrcPort == u.SrcPort && t.DstPort == u.DstPort && t.Proto == u.Proto && t.V6 == u.V6
 }
 

@@ -111,12 +111,8 @@ func (w *worker) conntrack(c *pktCtx, a *conntrack.Action) error {
 		}
 		l4, l3len = ipPayload(c.f.Bytes(), h)
 	}
-	p := &w.ctPkt // FromKey sets all of it
-	if err := conntrack.FromKey(&c.key, l4, l3len, p); err != nil {
-		return err
-	}
-	p.Malformed = p.Malformed || untracked
-	if err := tr.Execute(p, a, &c.ct); err != nil {
+	p := &w.ctPkt // scratch for ExecuteKey
+	if err := tr.ExecuteKey(&c.key, l4, l3len, untracked, a, &c.ct, p); err != nil {
 		return err
 	}
 	if p.Rewritten != 0 {
@@ -124,11 +120,12 @@ func (w *worker) conntrack(c *pktCtx, a *conntrack.Action) error {
 		if err != nil {
 			return err
 		}
+		// The key's conntrack fields are set already; the rewrite
+		// changes only its addresses and ports.
 		if err := w.natRewrite(c, p, h); err != nil {
 			return err
 		}
 	}
-	c.ct.ToKey(&c.key)
 	return nil
 }
 
@@ -240,13 +237,16 @@ func (c *pktCtx) ipv4Payload() (l4 []byte, l3Len uint32, ok bool) {
 	if l3 <= 0 || c.noEth || c.proto != header.EtherTypeIPv4 || c.key.EthType != header.EtherTypeIPv4 {
 		return nil, 0, false
 	}
-	b := c.f.Bytes()
-	if len(b) < l3+header.IPv4MinimumSize {
+	// The frame is c.f.Buf[Off:Off+Len] (frameBuf.check): the IP
+	// header's bytes without slicing the frame first.
+	start, end := c.f.Off+l3, c.f.Off+c.f.Len
+	buf := c.f.Buf
+	if end > len(buf) || start+header.IPv4MinimumSize > end {
 		return nil, 0, false
 	}
-	ip := b[l3:]
+	ip := buf[start:end]
 	ihl := int(ip[0]&0x0f) * 4
-	tot := int(binary.BigEndian.Uint16(ip[2:]))
+	tot := int(ip[2])<<8 | int(ip[3])
 	if ihl < header.IPv4MinimumSize || ihl > tot || tot > len(ip) {
 		return nil, 0, false
 	}

@@ -547,7 +547,8 @@ func (w *worker) nested(c *pktCtx, ops []op, last bool) {
 
 // recirculate looks the packet up again with recirculation ID id.
 func (w *worker) recirculate(c *pktCtx, id uint32) {
-	if err := c.validKey(); err != nil {
+	// The key is valid after a ct action: no call then.
+	if !c.keyValid && c.validKey() != nil {
 		w.actionError()
 		return
 	}

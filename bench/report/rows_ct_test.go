@@ -11,9 +11,11 @@ import (
 
 // TestCTRows: issue 15's speed rows from a fixture of six runs: the ct
 // pipeline's ratio judged against 0.5, the lookups at each table size
-// with their cost against 1,000 connections, the setup rates and the
-// bytes per connection; a size without a result is "not measured" with
-// the reason; the lookup chart is drawn.
+// under both measures (every connection active, with the old method's
+// figures in the note; 1,000 active) with the flatness verdicts
+// computed from them, the setup rates and the bytes per connection; a
+// size without a result is "not measured" with the reason; the lookup
+// chart is drawn.
 func TestCTRows(t *testing.T) {
 	var out strings.Builder
 	line := func(pkg, s string) {
@@ -24,6 +26,7 @@ func TestCTRows(t *testing.T) {
 		for _, n := range []int{1000, 10000, 1000000} { // no 100,000
 			line("conntrack", fmt.Sprintf("BenchmarkEstablished/conns=%d-2 \t 1000 \t 99 ns/op \t %d cpu-ns/op", n, map[int]int{1000: 30, 10000: 40, 1000000: 240}[n]+i))
 		}
+		line("conntrack", fmt.Sprintf("BenchmarkEstablishedHot-2 \t 1000 \t 99 ns/op \t %d cpu-ns/op-1k \t 30 cpu-ns/op-10k \t 31 cpu-ns/op-100k \t %d cpu-ns/op-1M \t %g x-1M-of-1k", 26+i, 34+i, float64(34+i)/float64(26+i)))
 		line("conntrack", fmt.Sprintf("BenchmarkSetup/tcp-2 \t 1000 \t 900 ns/op \t %d conns/s", 1100000+i*1000))
 		line("conntrack", fmt.Sprintf("BenchmarkSetup/udp-2 \t 1000 \t 800 ns/op \t %d conns/s", 1200000+i*1000))
 		line("conntrack", fmt.Sprintf("BenchmarkBytesPerConn-2 \t 1 \t 9 ns/op \t %d bytes/conn", 330+i))
@@ -47,8 +50,19 @@ func TestCTRows(t *testing.T) {
 			t.Errorf("%s: %+v, want %q", what, row, want)
 		}
 	}
-	if row := byWhat["ct lookup of an established connection, 1,000,000 tracked"]; !strings.Contains(row.Note, "7.5× the 1,000-connection lookup") || !strings.Contains(row.Note, "likely miss to memory") {
+	if row := byWhat["ct lookup of an established connection, 1,000,000 tracked"]; !strings.Contains(row.Note, "7.5× the 1,000-connection lookup") || !strings.Contains(row.Note, "at most 16,384 distinct connections") || !strings.Contains(row.Note, "1M 231 ns") {
 		t.Errorf("1M lookup note %q", row.Note)
+	}
+	// Flat: judged on 1M/1k against 1.5. Every connection active: 242/32.5, no.
+	if row := byWhat["ct lookup flat from 1,000 to 1,000,000 tracked connections, every connection active"]; row.Met != metNo || row.Ratio.Center < 7 || row.Ratio.Center > 8 || row.GoalValue != 1.5 || !row.AtMost {
+		t.Errorf("flat, every connection: %+v", row)
+	}
+	// 1,000 active: each run's own ratio, 34/26 to 39/31, all within 1.5: yes.
+	if row := byWhat["ct lookup flat from 1,000 to 1,000,000 tracked connections, 1,000 active"]; row.Met != metYes || row.Ratio.N != 6 || row.Ratio.Hi > 1.5 {
+		t.Errorf("flat, 1,000 active: %+v", row)
+	}
+	if row := byWhat["ct lookup of an established connection, 1,000 active of 1,000,000 tracked"]; !strings.HasPrefix(row.Ours, "36.5 ns ± ") {
+		t.Errorf("hot 1M row %+v", row)
 	}
 	if row := byWhat["ct lookup of an established connection, 100,000 tracked"]; row.Met != metNotRun || !strings.Contains(row.Note, "BenchmarkEstablished/conns=100000") {
 		t.Errorf("missing size: %+v", row)

@@ -1,0 +1,157 @@
+package conntrack
+
+import (
+	"encoding/binary"
+	"math/bits"
+
+	"github.com/ovsdp/ovsdp/flowkeys"
+)
+
+// ExecuteKey is the datapath's ct action in one call: FromKey, Execute
+// and State.ToKey, with p as the caller's scratch Packet (afterwards
+// p.Rewritten says what NAT changed, for the caller to rewrite the
+// packet to p.Tuple and p.Inner, as after Execute). untracked marks a
+// packet that cannot be tracked (an IP fragment passed on without
+// reassembly): it is invalid, as a Malformed one. The errors are
+// FromKey's and Execute's; after one, k's conntrack fields are
+// unchanged.
+//
+// A packet of an established TCP or UDP connection (the common case:
+// not tracked before in this pass, not a fragment, its connection
+// found live and confirmed, an action without NAT) takes a shorter path
+// in line here: it parses only its tuple (and TCP header), then runs
+// track's lookup and trackFound, fill, finish and ToKey for that case
+// only (TestExecuteKeyMatchesExecute compares the two paths on every
+// kind of packet, FuzzExecuteKey on arbitrary ones). Every other packet
+// takes the general path, from the start.
+func (t *Tracker) ExecuteKey(k *flowkeys.Key, l4 []byte, l3Len uint32, untracked bool, a *Action, s *State, p *Packet) error {
+	if untracked || s.c != nil || s.Flags&StateTracked != 0 || a.HasNAT || k.IPFrag != flowkeys.FragNone {
+		return t.executeKey(k, l4, l3Len, untracked, a, s, p)
+	}
+	tp := &p.Tuple
+	switch k.EthType {
+	case 0x0800:
+		tp.Src, tp.Dst = [16]byte{}, [16]byte{}
+		*(*[4]byte)(tp.Src[:4]) = k.IPv4Src
+		*(*[4]byte)(tp.Dst[:4]) = k.IPv4Dst
+		tp.V6 = false
+	case 0x86dd:
+		tp.Src, tp.Dst, tp.V6 = k.IPv6Src, k.IPv6Dst, true
+	default:
+		return t.executeKey(k, l4, l3Len, untracked, a, s, p)
+	}
+	tp.Proto = k.IPProto
+	switch tp.Proto {
+	case ProtoUDP, ProtoUDPLite:
+		if len(l4) < 8 {
+			return t.executeKey(k, l4, l3Len, untracked, a, s, p)
+		}
+		tp.SrcPort, tp.DstPort = binary.BigEndian.Uint16(l4), binary.BigEndian.Uint16(l4[2:])
+	case ProtoTCP:
+		p.TCP = TCPInfo{}
+		if !parseTCP(l4, p) {
+			return t.executeKey(k, l4, l3Len, untracked, a, s, p)
+		}
+	default:
+		return t.executeKey(k, l4, l3Len, untracked, a, s, p)
+	}
+	now := t.now()
+	zone := a.Zone
+	// table.find's scan of the slots, in line.
+	tab := t.tab
+	h := tab.seed.hash(tp, zone)
+	b := &tab.buckets[h&tab.mask]
+	var e *entry
+	for m := match(b.tags.Load(), tagOf(h)); m != 0; m &= m - 1 {
+		x := b.slots[uint(bits.TrailingZeros64(m))/tagBits].Load()
+		if x == nil {
+			continue
+		}
+		if r := x.meets(tp, zone, now); r != meetsNot {
+			if r == meetsLive {
+				e = x
+			}
+			break // an expired one: the general path deletes it
+		}
+	}
+	if e == nil {
+		// A new connection, one in the bucket's chain, or an expired
+		// one (which the general path deletes): find looks again.
+		return t.executeKey(k, l4, l3Len, untracked, a, s, p)
+	}
+	c := e.c
+	st := c.status.Load()
+	if st&StatusConfirmed == 0 {
+		return t.executeKey(k, l4, l3Len, untracked, a, s, p)
+	}
+	dir := e.dir()
+	p.Len, p.Malformed, p.HasInner, p.Rewritten = l3Len, false, false, 0
+	info := uint8(infoNew)
+	if dir == dirReply || st&StatusSeenReply != 0 {
+		info = infoEstablished
+	}
+	if tp.Proto == ProtoTCP {
+		switch t.tcpPacket(c, dir, p, now, false) {
+		case vInvalid:
+			t.invalid.Add(1)
+			t.fill(s, zone)
+			s.ToKey(k)
+			return nil
+		case vRepeat:
+			// Deleted, to be tracked again as new: what Execute's
+			// retry does next, from its lookup on.
+			t.delete(c)
+			return t.executeKey(k, l4, l3Len, untracked, a, s, p)
+		case vKill:
+			t.delete(c)
+		}
+	} else if st&StatusSeenReply == 0 || now <= c.stream {
+		// streamPacket for UDP, before a reply or the stream delay.
+		c.refresh(now + t.to[toUDPUnreplied])
+	} else if st&StatusAssured != 0 {
+		// streamPacket for an assured UDP stream.
+		c.refresh(now + t.to[toUDPReplied])
+	} else {
+		t.streamPacket(c, now, toUDPUnreplied, toUDPReplied, true)
+	}
+	t.account(c, dir, l3Len)
+	if dir == dirReply && st&StatusSeenReply == 0 {
+		c.status.Or(StatusSeenReply)
+	}
+	// fill, for a confirmed connection.
+	f := uint8(StateTracked | StateEstablished)
+	if info == infoNew {
+		f = StateTracked | StateNew
+	}
+	if dir == dirReply {
+		f |= StateReply
+	}
+	s.c, s.dir, s.info, s.Flags, s.Zone = c, dir, info, f, zone
+	if c.status.Load()&statusMarked != 0 {
+		s.Mark, s.Labels = c.mark.Load(), c.labelBytes()
+	} else {
+		s.Mark, s.Labels = 0, [16]byte{}
+	}
+	s.Orig, s.HasOrig = c.e0.tuple, true
+	if a.Commit || tp.Proto == ProtoTCP {
+		if err := t.finish(p, a, s, now); err != nil {
+			return err
+		}
+	}
+	k.CTState, k.CTZone, k.CTMark, k.CTLabels = s.Flags, s.Zone, s.Mark, s.Labels
+	s.Orig.toKey(k) // of the key's family, and neither ICMP nor ND
+	return nil
+}
+
+// executeKey is ExecuteKey's general path.
+func (t *Tracker) executeKey(k *flowkeys.Key, l4 []byte, l3Len uint32, untracked bool, a *Action, s *State, p *Packet) error {
+	if err := FromKey(k, l4, l3Len, p); err != nil {
+		return err
+	}
+	p.Malformed = p.Malformed || untracked
+	if err := t.Execute(p, a, s); err != nil {
+		return err
+	}
+	s.ToKey(k)
+	return nil
+}
