@@ -44,10 +44,22 @@ var (
 func be16(b []byte) uint16 { return binary.BigEndian.Uint16(b) }
 func be32(b []byte) uint32 { return binary.BigEndian.Uint32(b) }
 
-// zeroKey zeroes k in five 64-byte blocks, which the compiler writes as
-// 20 straight 16-byte stores (a plain *k = Key{} is a loop of 5).
+// zeroKey zeroes k: its Geneve options only if it has some (the bytes
+// after TunOptsLen are always zero, so a key that had none costs one
+// test), then its head (zeroHead).
 func zeroKey(k *Key) {
-	const _ = uint(KeyWords-40) + uint(40-KeyWords) // a compile error unless KeyWords is 40
+	if n := k.TunOptsLen; n != 0 {
+		clear(k.TunOpts[:min(int(n), TunOptsMax)])
+	}
+	zeroHead(k)
+}
+
+// zeroHead zeroes the KeyHeadWords words before the Geneve options in
+// five 64-byte blocks, which the compiler writes as 20 straight 16-byte
+// stores (a plain loop is a loop of 5). TunOptsLen is zero after it; the
+// option bytes are left as they were.
+func zeroHead(k *Key) {
+	const _ = uint(KeyHeadWords-40) + uint(40-KeyHeadWords) // a compile error unless KeyHeadWords is 40
 	w := k.Words()
 	*(*[8]uint64)(w[0:8]) = [8]uint64{}
 	*(*[8]uint64)(w[8:16]) = [8]uint64{}
@@ -72,7 +84,10 @@ func zeroKey(k *Key) {
 // L3 packet with a VLAN protocol, and a malformed NSH header. The key is
 // then incomplete and must not be used.
 //
-// Fields the kernel leaves unwritten are zero (see the package comment).
+// Fields the kernel leaves unwritten are zero (see the package comment):
+// Extract zeroes every field of key, the Geneve options it had included
+// (their TunOptsLen bytes; the bytes after them are zero in every key,
+// see TunOpts), before it fills them from md.
 // Extract does not allocate and reads nothing beyond packet.
 //
 // Two differences from a packet seen by the kernel through a netdev
@@ -81,7 +96,19 @@ func zeroKey(k *Key) {
 // it, and a frame whose outer VLAN tag was stripped by hardware (or by
 // skb_vlan_untag) gives the same key as one with the tag in place.
 func Extract(packet []byte, md *Metadata, key *Key) error {
-	zeroKey(key)
+	old := key.TunOptsLen
+	zeroHead(key)
+	var opts []byte
+	if md != nil && md.Tunnel.Proto != 0 {
+		opts = md.Tunnel.Opts
+	}
+	if old|uint8(len(opts)) != 0 {
+		// After zeroHead, as md's options may be the key's own
+		// (MetadataOf): SetTunOpts copies them in place and clears
+		// the old ones' tail.
+		key.TunOptsLen = old
+		key.SetTunOpts(opts)
+	}
 	if md != nil {
 		md.fill(key)
 		if md.L3 {
