@@ -194,6 +194,9 @@ func tunnelInterop(t *testing.T, openA Opener, c tunnelCase) {
 	}
 
 	checkEgressKeys(t, c, k, u, peer)
+	if opts := geneveOptsOf(c.tunnel); opts != "" {
+		checkGeneveOptionFlows(t, c, opts, k, u, peer)
+	}
 
 	for _, s := range []*tunnelSide{k, u} {
 		put(s, s.tun.Number, fmt.Sprint(s.local.Number))
@@ -210,6 +213,93 @@ func tunnelInterop(t *testing.T, openA Opener, c tunnelCase) {
 			if out, err := s.host.Run("ping", "-c", "2", "-s", "1472", "-W", "5", peer[s].hostIP); err != nil {
 				t.Errorf("full-sized ping from behind %s: %v\n%s", s.name, err, out)
 			}
+		}
+	}
+}
+
+// geneveOptsOf returns the Geneve options of a set(tunnel(...)) text,
+// what is inside its geneve(...), or "".
+func geneveOptsOf(tunnel string) string {
+	m := regexp.MustCompile(`geneve\((\{[^)]*\})\)`).FindStringSubmatch(tunnel)
+	if m == nil {
+		return ""
+	}
+	return m[1]
+}
+
+// checkGeneveOptionFlows: flows from the tunnel port that match the
+// Geneve option value the peer sends forward, on both datapaths, and
+// flows for another value do not. First each side gets, from its
+// tunnel port to its host, only flows whose option value differs from
+// the peer's in its last hex digit: a ping from behind the peer fails,
+// and the receiving side reports a miss whose key has the options (so
+// the packets arrived with them and matched no flow). Then flows with
+// the peer's exact options: pings pass both ways. The flows match the
+// tunnel's options, ID and destination (the other tunnel fields
+// wildcarded).
+func checkGeneveOptionFlows(t *testing.T, c tunnelCase, opts string, k, u *tunnelSide, peer map[*tunnelSide]*tunnelSide) {
+	t.Helper()
+	ctx := context.Background()
+	other := regexp.MustCompile(`([0-9a-f])\}`).ReplaceAllStringFunc(opts, func(x string) string {
+		if x[0] == 'f' {
+			return "e}"
+		}
+		return "f}"
+	})
+	if other == opts {
+		t.Fatalf("options %s have no value to change", opts)
+	}
+	dst := "dst"
+	if c.ipv6 {
+		dst = "ipv6_dst"
+	}
+	tunID := regexp.MustCompile(`tun_id=0x[0-9a-f]+,`).FindString(c.tunnel)
+	putOpt := func(s *tunnelSide, o string) {
+		t.Helper()
+		for _, m := range []string{"eth_type(0x0806),arp(sip=0.0.0.0/0.0.0.0)", "eth_type(0x0800),ipv4(src=0.0.0.0/0.0.0.0)"} {
+			key := fmt.Sprintf("tunnel(%s%s=%s,ttl=0/0,geneve(%s),flags(+key)),in_port(%d),eth(src=00:00:00:00:00:00/00:00:00:00:00:00,dst=00:00:00:00:00:00/00:00:00:00:00:00),%s",
+				tunID, dst, s.underIP, o, s.tun.Number, m)
+			if err := putFlowText(ctx, s.dp, FlowSpec{Key: key, Actions: fmt.Sprint(s.local.Number)}, 0); err != nil {
+				t.Fatalf("%s: %v", s.name, err)
+			}
+		}
+	}
+	for _, s := range []*tunnelSide{k, u} {
+		putOpt(s, other)
+	}
+	for _, s := range []*tunnelSide{k, u} {
+		drainUpcalls(s)
+		if err := peer[s].host.Ping(s.hostIP, 2*time.Second); err == nil {
+			t.Errorf("ping from behind %s to behind %s passed with flows for options %s only, want it to fail (the peer sends %s)", peer[s].name, s.name, other, opts)
+		}
+		tun, err := tunnelUpcallWithin(s, time.Second)
+		if err != nil {
+			t.Errorf("%s: with flows for options %s only: %v", s.name, other, err)
+			continue
+		}
+		if got := odp.FormatKey(odp.FlowKey{tun}, nil, false); !strings.Contains(got, "geneve("+opts+")") {
+			t.Errorf("%s: the miss's tunnel key %s lacks the options %s", s.name, got, opts)
+		}
+	}
+	for _, s := range []*tunnelSide{k, u} {
+		putOpt(s, opts)
+	}
+	for _, s := range []*tunnelSide{k, u} {
+		if err := s.host.Ping(peer[s].hostIP, 10*time.Second); err != nil {
+			t.Errorf("ping from behind %s with flows for the options %s: %v", s.name, opts, err)
+		}
+	}
+}
+
+// drainUpcalls reads and drops what s's upcall queue holds.
+func drainUpcalls(s *tunnelSide) {
+	var ups [64]odp.Upcall
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		n, err := s.ups[0].Recv(ctx, ups[:])
+		cancel()
+		if err != nil || n == 0 {
+			return
 		}
 	}
 }
