@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ovsdp/ovsdp/flowkeys"
 	"github.com/ovsdp/ovsdp/internal/header/headertest"
 	"github.com/ovsdp/ovsdp/odp"
 	"github.com/ovsdp/ovsdp/testenv"
@@ -272,7 +273,7 @@ func checkGeneveOptionFlows(t *testing.T, c tunnelCase, opts string, k, u *tunne
 		if err := peer[s].host.Ping(s.hostIP, 2*time.Second); err == nil {
 			t.Errorf("ping from behind %s to behind %s passed with flows for options %s only, want it to fail (the peer sends %s)", peer[s].name, s.name, other, opts)
 		}
-		tun, err := tunnelUpcallWithin(s, time.Second)
+		tun, key, err := tunnelMissWithin(s, time.Second)
 		if err != nil {
 			t.Errorf("%s: with flows for options %s only: %v", s.name, other, err)
 			continue
@@ -280,6 +281,7 @@ func checkGeneveOptionFlows(t *testing.T, c tunnelCase, opts string, k, u *tunne
 		if got := odp.FormatKey(odp.FlowKey{tun}, nil, false); !strings.Contains(got, "geneve("+opts+")") {
 			t.Errorf("%s: the miss's tunnel key %s lacks the options %s", s.name, got, opts)
 		}
+		putOptionMegaflow(t, s, key, opts)
 	}
 	for _, s := range []*tunnelSide{k, u} {
 		putOpt(s, opts)
@@ -288,6 +290,55 @@ func checkGeneveOptionFlows(t *testing.T, c tunnelCase, opts string, k, u *tunne
 		if err := s.host.Ping(peer[s].hostIP, 10*time.Second); err != nil {
 			t.Errorf("ping from behind %s with flows for the options %s: %v", s.name, opts, err)
 		}
+	}
+}
+
+// putOptionMegaflow puts on s, as upcalld does for a miss (its key
+// through odp.ToFlowKeysExact, the decision's mask, then
+// odp.MegaflowFromFlowKeys), a megaflow for the miss key whose mask is
+// in_port, recirc_id, the Ethernet type and the Geneve options (bytes,
+// length and flag, as upcalld's megaflowMask makes them): the datapath
+// must take it, and dump it with the options opts (as text). It is
+// deleted again.
+func putOptionMegaflow(t *testing.T, s *tunnelSide, key odp.FlowKey, opts string) {
+	t.Helper()
+	k, err := odp.ToFlowKeysExact(key)
+	if err != nil {
+		t.Errorf("%s: the miss's key %s: %v", s.name, odp.FormatKey(key, nil, false), err)
+		return
+	}
+	var m flowkeys.Key
+	m.InPort, m.RecircID, m.EthType = 0xffff, ^uint32(0), 0xffff
+	m.TunOptsLen, m.TunFlags = 0xff, odp.KernelTunnelGeneveOpt
+	for i := range k.TunOptsBytes() {
+		m.TunOpts[i] = 0xff
+	}
+	fkey, fmask, err := odp.MegaflowFromFlowKeys(&k, &m)
+	if err != nil {
+		t.Errorf("%s: megaflow for %s: %v", s.name, odp.FormatKey(key, nil, false), err)
+		return
+	}
+	ufid := odp.UFID{0x6e, 0x65, 0x76, 0x65, byte(s.tun.Number)}
+	f := &odp.Flow{UFID: ufid, Key: fkey, Mask: fmask, Actions: odp.Actions{odp.Output{Port: s.local.Number}}}
+	ctx := context.Background()
+	if _, err := s.dp.PutFlow(ctx, f, odp.PutCreate); err != nil {
+		t.Errorf("%s: put of the megaflow %s: %v", s.name, odp.FormatKey(fkey, fmask, false), err)
+		return
+	}
+	got, err := s.dp.GetFlow(ctx, odp.FlowID{UFID: ufid})
+	if err != nil {
+		t.Errorf("%s: get of the megaflow: %v", s.name, err)
+		return
+	}
+	if text := odp.FormatKey(got.Key, got.Mask, false); !strings.Contains(text, "geneve("+opts+")") {
+		t.Errorf("%s: the megaflow dumps as %s, without its options %s", s.name, text, opts)
+	} else {
+		t.Logf("%s: megaflow from the miss: %s", s.name, text)
+	}
+	// It overlaps the flows the test puts next (a create finds an
+	// existing flow that matches its key: EEXIST, as the kernel).
+	if _, err := s.dp.DelFlow(ctx, odp.FlowID{UFID: ufid}); err != nil {
+		t.Errorf("%s: deleting the megaflow: %v", s.name, err)
 	}
 }
 
@@ -411,13 +462,20 @@ func tunnelUpcall(s *tunnelSide) (odp.Tunnel, error) { return tunnelUpcallWithin
 
 // tunnelUpcallWithin is tunnelUpcall waiting at most d.
 func tunnelUpcallWithin(s *tunnelSide, d time.Duration) (odp.Tunnel, error) {
+	tun, _, err := tunnelMissWithin(s, d)
+	return tun, err
+}
+
+// tunnelMissWithin is tunnelUpcallWithin that also returns the miss's
+// whole key.
+func tunnelMissWithin(s *tunnelSide, d time.Duration) (odp.Tunnel, odp.FlowKey, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
 	var ups [8]odp.Upcall
 	for {
 		n, err := s.ups[0].Recv(ctx, ups[:])
 		if err != nil {
-			return odp.Tunnel{}, fmt.Errorf("no miss from the tunnel port: %w", err)
+			return odp.Tunnel{}, nil, fmt.Errorf("no miss from the tunnel port: %w", err)
 		}
 		for _, up := range ups[:n] {
 			if up.Port != s.tun.Number {
@@ -425,10 +483,10 @@ func tunnelUpcallWithin(s *tunnelSide, d time.Duration) (odp.Tunnel, error) {
 			}
 			for _, a := range up.Key {
 				if v, ok := a.(odp.Tunnel); ok {
-					return v, nil
+					return v, up.Key, nil
 				}
 			}
-			return odp.Tunnel{}, fmt.Errorf("miss from the tunnel port without a tunnel attribute: %s", odp.FormatKey(up.Key, nil, false))
+			return odp.Tunnel{}, nil, fmt.Errorf("miss from the tunnel port without a tunnel attribute: %s", odp.FormatKey(up.Key, nil, false))
 		}
 	}
 }
