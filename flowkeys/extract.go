@@ -44,20 +44,11 @@ var (
 func be16(b []byte) uint16 { return binary.BigEndian.Uint16(b) }
 func be32(b []byte) uint32 { return binary.BigEndian.Uint32(b) }
 
-// zeroKey zeroes k: its Geneve options only if it has some (the bytes
-// after TunOptsLen are always zero, so a key that had none costs one
-// test), then its head (zeroHead).
-func zeroKey(k *Key) {
-	if n := k.TunOptsLen; n != 0 {
-		clear(k.TunOpts[:min(int(n), TunOptsMax)])
-	}
-	zeroHead(k)
-}
-
 // zeroHead zeroes the KeyHeadWords words before the Geneve options in
 // five 64-byte blocks, which the compiler writes as 20 straight 16-byte
 // stores (a plain loop is a loop of 5). TunOptsLen is zero after it; the
-// option bytes are left as they were.
+// option bytes are left as they were (Extract clears them, ExtractPort
+// expects a key without any).
 func zeroHead(k *Key) {
 	const _ = uint(KeyHeadWords-40) + uint(40-KeyHeadWords) // a compile error unless KeyHeadWords is 40
 	w := k.Words()
@@ -128,6 +119,15 @@ func Extract(packet []byte, md *Metadata, key *Key) error {
 // other metadata (no tunnel, recirculation or conntrack state): the same
 // key as Extract with Metadata{InPort: inPort}, without copying a
 // Metadata. It is the datapath's receive path.
+//
+// Unlike Extract it does not look for Geneve options to clear: key must
+// have none (a new key, or one that ExtractPort, or Extract without
+// options, filled last; SetTunOpts(nil) clears them), so that a frame
+// costs nothing for options it cannot have. Given a key with options, it
+// zeroes TunOptsLen and leaves the old option bytes after it: harmless
+// to masked compares and hashes (a mask has no option bit past its
+// flow's option length, which it matches exactly), but the key then
+// differs from a new one under ==.
 func ExtractPort(packet []byte, inPort uint32, key *Key) error {
 	_, err := ExtractPortL3(packet, inPort, key)
 	return err
@@ -147,7 +147,7 @@ func ExtractPortL3(packet []byte, inPort uint32, key *Key) (l3 int, err error) {
 // metadata is already set.
 func extractEthernet(packet []byte, key *Key, port bool, inPort uint32) (l3 int, err error) {
 	if port {
-		zeroKey(key)
+		zeroHead(key) // ExtractPort: no options to clear
 		key.InPort = inPort
 	}
 	key.MacProto = MacProtoEthernet

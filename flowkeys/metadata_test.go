@@ -57,7 +57,10 @@ func TestExtractTunOpts(t *testing.T) {
 		{"tunnel without options", func(k *flowkeys.Key) error { return flowkeys.Extract(geneveFrame(), tun(nil), k) }, nil},
 		{"no tunnel", func(k *flowkeys.Key) error { return flowkeys.Extract(geneveFrame(), &flowkeys.Metadata{InPort: 2}, k) }, nil},
 		{"nil metadata", func(k *flowkeys.Key) error { return flowkeys.Extract(geneveFrame(), nil, k) }, nil},
-		{"ExtractPort", func(k *flowkeys.Key) error { return flowkeys.ExtractPort(geneveFrame(), 2, k) }, nil},
+		{"SetTunOpts(nil), ExtractPort", func(k *flowkeys.Key) error {
+			k.SetTunOpts(nil)
+			return flowkeys.ExtractPort(geneveFrame(), 2, k)
+		}, nil},
 		{"again with its own metadata", func(k *flowkeys.Key) error {
 			md := flowkeys.MetadataOf(k)
 			return flowkeys.Extract(geneveFrame(), &md, k)
@@ -83,6 +86,45 @@ func TestExtractTunOpts(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestExtractPortStaleOpts: ExtractPort, which does not look for
+// options, given a key that has some, zeroes their length and leaves
+// their bytes; a mask on options (whose length it matches exactly)
+// then still tells the key from one with those options, and a flow
+// for no options matches it (the bytes past the length are masked out).
+func TestExtractPortStaleOpts(t *testing.T) {
+	opts := []byte{0x01, 0x02, 0x80, 0x01, 0xde, 0xad, 0xbe, 0xef}
+	var k, withOpts, without flowkeys.Key
+	md := &flowkeys.Metadata{InPort: 2, Tunnel: flowkeys.Tunnel{Proto: flowkeys.TunProtoIPv4, TTL: 1, Opts: opts}}
+	if err := flowkeys.Extract(geneveFrame(), md, &k); err != nil {
+		t.Fatal(err)
+	}
+	withOpts = k
+	if err := flowkeys.ExtractPort(geneveFrame(), 2, &k); err != nil {
+		t.Fatal(err)
+	}
+	if err := flowkeys.ExtractPort(geneveFrame(), 2, &without); err != nil {
+		t.Fatal(err)
+	}
+	if k.TunOptsLen != 0 || k.TunOptsBytes() != nil {
+		t.Fatalf("after ExtractPort: TunOptsLen %d", k.TunOptsLen)
+	}
+	var m flowkeys.Key
+	m.InPort, m.TunOptsLen = 0xffff, 0xff
+	for i := range opts {
+		m.TunOpts[i] = 0xff
+	}
+	if flowkeys.EqualMasked(&k, &withOpts, &m, m.Range()) {
+		t.Error("a key without options matches a flow with them")
+	}
+	// A flow that matches "no options" has a mask on their length
+	// only (a mask's options are as long as its key's).
+	var m0 flowkeys.Key
+	m0.InPort, m0.TunOptsLen = 0xffff, 0xff
+	if !flowkeys.EqualMasked(&k, &without, &m0, m0.Range()) {
+		t.Error("a key whose old option bytes stayed does not match a flow without options")
 	}
 }
 

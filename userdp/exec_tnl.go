@@ -403,4 +403,8 @@ func (w *worker) tnlPop(c *pktCtx, port uint32) {
 	c.proto = keyProtocol(&c.key)
 	c.recirc++
 	w.lookupAndRun(c, w.cache.hashOf(&c.key))
+	// The packet is done with (tnl_pop ends its actions); the worker's
+	// next frame is extracted by ExtractPort, which wants a key
+	// without Geneve options.
+	c.key.SetTunOpts(nil)
 }

@@ -118,3 +118,34 @@ func TestTunnelGeneveOptsMatch(t *testing.T) {
 		}
 	}
 }
+
+// TestTnlPopGeneveOpts: tnl_pop fills the key's Geneve options, so that
+// the inner packet's flow matches them, and leaves the worker's key
+// without them afterwards, for the next frame's ExtractPort (which
+// does not clear options).
+func TestTnlPopGeneveOpts(t *testing.T) {
+	ft := newFakeTunnel(tunnelGeneve, 6081, false)
+	dp := tunnelFixture(t, ft, "tun_id=0x5,dst=10.1.1.2,ttl=64,geneve({class=0x102,type=0x80,len=4,0xa1b2c3d4}),flags(key)")
+	outer := sendAndCapture(t, dp, ft, udpFrame(1, 2, 1000))
+	frame := append([]byte{2, 0, 0, 0, 0, 9, 2, 0, 0, 0, 0, 8, 0x08, 0x00}, outer...)
+
+	ft2 := newFakeTunnel(tunnelGeneve, 6081, false)
+	dp2 := tunnelFixtureActs(t, ft2, "tnl_pop(2)")
+	ctx := context.Background()
+	if _, err := dp2.PutFlow(ctx, parseFlow(t, geneveOptFlow("{class=0x102,type=0x80,len=4,0xa1b2c3d4}"), "drop"), odp.PutCreate); err != nil {
+		t.Fatal(err)
+	}
+	w := newWorker(dp2, DefaultCacheEntries)
+	buf := make([]byte, BufferSize(1500))
+	before, _ := dp2.Info(ctx)
+	copy(buf[DefaultHeadroom:], frame)
+	w.process(buf, DefaultHeadroom, len(frame), 1)
+	w.flush()
+	after, _ := dp2.Info(ctx)
+	if h, m := after.Stats.Hit-before.Stats.Hit, after.Stats.Missed-before.Stats.Missed; h != 2 || m != 0 {
+		t.Errorf("tnl_pop then the inner flow on the options: %d hits, %d misses; want 2 hits (outer and inner)", h, m)
+	}
+	if k := &w.ctx.key; k.TunOptsLen != 0 || k.TunOpts != ([flowkeys.TunOptsMax]byte{}) {
+		t.Errorf("after tnl_pop the worker's key keeps options % x (length %d)", k.TunOpts[:8], k.TunOptsLen)
+	}
+}
