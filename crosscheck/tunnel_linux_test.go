@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net"
 	"regexp"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -268,6 +269,7 @@ func checkGeneveOptionFlows(t *testing.T, c tunnelCase, opts string, k, u *tunne
 	for _, s := range []*tunnelSide{k, u} {
 		putOpt(s, other)
 	}
+	megaflows := map[*tunnelSide]string{}
 	for _, s := range []*tunnelSide{k, u} {
 		drainUpcalls(s)
 		if err := peer[s].host.Ping(s.hostIP, 2*time.Second); err == nil {
@@ -281,10 +283,32 @@ func checkGeneveOptionFlows(t *testing.T, c tunnelCase, opts string, k, u *tunne
 		if got := odp.FormatKey(odp.FlowKey{tun}, nil, false); !strings.Contains(got, "geneve("+opts+")") {
 			t.Errorf("%s: the miss's tunnel key %s lacks the options %s", s.name, got, opts)
 		}
-		putOptionMegaflow(t, s, key, opts)
+		megaflows[s] = putOptionMegaflow(t, s, key, opts)
+	}
+	if megaflows[k] != megaflows[u] {
+		t.Errorf("the megaflows from the misses dump differently:\n  A: %s\n  B: %s", megaflows[k], megaflows[u])
 	}
 	for _, s := range []*tunnelSide{k, u} {
 		putOpt(s, opts)
+	}
+	// Both datapaths dump the flows they were given alike (each with
+	// its own address as the destination).
+	dumps := map[*tunnelSide]string{}
+	for _, s := range []*tunnelSide{k, u} {
+		var lines []string
+		if err := s.dp.DumpFlows(ctx, odp.DumpOptions{}, func(f *odp.Flow) error {
+			if x := odp.FormatKey(f.Key, f.Mask, false); strings.Contains(x, "geneve(") {
+				lines = append(lines, strings.ReplaceAll(x, "="+s.underIP+",", "=SELF,"))
+			}
+			return nil
+		}); err != nil {
+			t.Fatalf("%s: dump-flows: %v", s.name, err)
+		}
+		sort.Strings(lines)
+		dumps[s] = strings.Join(lines, "\n")
+	}
+	if dumps[k] != dumps[u] || strings.Count(dumps[k], "geneve(") != 4 {
+		t.Errorf("the flows on the options dump differently (want 4 each, alike):\nA:\n%s\nB:\n%s", dumps[k], dumps[u])
 	}
 	for _, s := range []*tunnelSide{k, u} {
 		if err := s.host.Ping(peer[s].hostIP, 10*time.Second); err != nil {
@@ -299,13 +323,13 @@ func checkGeneveOptionFlows(t *testing.T, c tunnelCase, opts string, k, u *tunne
 // in_port, recirc_id, the Ethernet type and the Geneve options (bytes,
 // length and flag, as upcalld's megaflowMask makes them): the datapath
 // must take it, and dump it with the options opts (as text). It is
-// deleted again.
-func putOptionMegaflow(t *testing.T, s *tunnelSide, key odp.FlowKey, opts string) {
+// deleted again; putOptionMegaflow returns its dump.
+func putOptionMegaflow(t *testing.T, s *tunnelSide, key odp.FlowKey, opts string) string {
 	t.Helper()
 	k, err := odp.ToFlowKeysExact(key)
 	if err != nil {
 		t.Errorf("%s: the miss's key %s: %v", s.name, odp.FormatKey(key, nil, false), err)
-		return
+		return ""
 	}
 	var m flowkeys.Key
 	m.InPort, m.RecircID, m.EthType = 0xffff, ^uint32(0), 0xffff
@@ -316,21 +340,22 @@ func putOptionMegaflow(t *testing.T, s *tunnelSide, key odp.FlowKey, opts string
 	fkey, fmask, err := odp.MegaflowFromFlowKeys(&k, &m)
 	if err != nil {
 		t.Errorf("%s: megaflow for %s: %v", s.name, odp.FormatKey(key, nil, false), err)
-		return
+		return ""
 	}
 	ufid := odp.UFID{0x6e, 0x65, 0x76, 0x65, byte(s.tun.Number)}
 	f := &odp.Flow{UFID: ufid, Key: fkey, Mask: fmask, Actions: odp.Actions{odp.Output{Port: s.local.Number}}}
 	ctx := context.Background()
 	if _, err := s.dp.PutFlow(ctx, f, odp.PutCreate); err != nil {
 		t.Errorf("%s: put of the megaflow %s: %v", s.name, odp.FormatKey(fkey, fmask, false), err)
-		return
+		return ""
 	}
 	got, err := s.dp.GetFlow(ctx, odp.FlowID{UFID: ufid})
 	if err != nil {
 		t.Errorf("%s: get of the megaflow: %v", s.name, err)
-		return
+		return ""
 	}
-	if text := odp.FormatKey(got.Key, got.Mask, false); !strings.Contains(text, "geneve("+opts+")") {
+	text := odp.FormatKey(got.Key, got.Mask, false)
+	if !strings.Contains(text, "geneve("+opts+")") {
 		t.Errorf("%s: the megaflow dumps as %s, without its options %s", s.name, text, opts)
 	} else {
 		t.Logf("%s: megaflow from the miss: %s", s.name, text)
@@ -340,6 +365,7 @@ func putOptionMegaflow(t *testing.T, s *tunnelSide, key odp.FlowKey, opts string
 	if _, err := s.dp.DelFlow(ctx, odp.FlowID{UFID: ufid}); err != nil {
 		t.Errorf("%s: deleting the megaflow: %v", s.name, err)
 	}
+	return text
 }
 
 // drainUpcalls reads and drops what s's upcall queue holds.
