@@ -34,14 +34,13 @@ func missWithGeneve(t *testing.T, src, dst mac, opts []byte) odp.Upcall {
 // cannot be held in a flowkeys.Key") and every such packet was a failed
 // upcall.
 func TestGeneveMissGetsAFlow(t *testing.T) {
-	h := newHarness(t, 2, Config{Logger: discardLogger()})
-	ctx := context.Background()
-	if err := h.d.Setup(ctx); err != nil {
-		t.Fatal(err)
-	}
 	up := missWithGeneve(t, macN(1), macN(2), geneveOpt)
 	hs := newHandlerState(0, 1)
 	hs.ups[0] = up
+	h, ctx := newHarness(t, 2, Config{Logger: discardLogger()}), context.Background()
+	if err := h.d.Setup(ctx); err != nil {
+		t.Fatal(err)
+	}
 	h.d.handleBatch(ctx, hs, hs.ups, time.Time{}, time.Now())
 	if st := h.d.Status(); st.Handled != 1 || st.Failed != 0 || st.Installed != 1 {
 		t.Fatalf("handled %d failed %d installed %d; want 1 0 1", st.Handled, st.Failed, st.Installed)
