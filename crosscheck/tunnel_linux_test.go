@@ -296,11 +296,13 @@ func checkGeneveOptionFlows(t *testing.T, c tunnelCase, opts string, k, u *tunne
 	dumps := map[*tunnelSide]string{}
 	for _, s := range []*tunnelSide{k, u} {
 		var lines []string
-		if err := s.dp.DumpFlows(ctx, odp.DumpOptions{}, func(f *odp.Flow) error {
-			if x := odp.FormatKey(f.Key, f.Mask, false); strings.Contains(x, "geneve(") {
-				lines = append(lines, strings.ReplaceAll(x, "="+s.underIP+",", "=SELF,"))
-			}
-			return nil
+		if err := s.under.Do(func() error { // a dump opens its socket in the namespace
+			return s.dp.DumpFlows(ctx, odp.DumpOptions{}, func(f *odp.Flow) error {
+				if x := odp.FormatKey(f.Key, f.Mask, false); strings.Contains(x, "geneve(") {
+					lines = append(lines, strings.ReplaceAll(x, "="+s.underIP+",", "=SELF,"))
+				}
+				return nil
+			})
 		}); err != nil {
 			t.Fatalf("%s: dump-flows: %v", s.name, err)
 		}
