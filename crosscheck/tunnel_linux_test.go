@@ -9,10 +9,12 @@ import (
 	"fmt"
 	"net"
 	"regexp"
+	"sort"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/ovsdp/ovsdp/flowkeys"
 	"github.com/ovsdp/ovsdp/internal/header/headertest"
 	"github.com/ovsdp/ovsdp/odp"
 	"github.com/ovsdp/ovsdp/testenv"
@@ -201,6 +203,9 @@ func tunnelInterop(t *testing.T, openA Opener, c tunnelCase) {
 	}
 
 	checkEgressKeys(t, c, k, u, peer)
+	if opts := geneveOptsOf(c.tunnel); opts != "" {
+		checkGeneveOptionFlows(t, c, opts, k, u, peer)
+	}
 
 	for _, s := range []*tunnelSide{k, u} {
 		put(s, s.tun.Number, fmt.Sprint(s.local.Number))
@@ -235,6 +240,170 @@ func checkPMTUReplies(t *testing.T, c tunnelCase, k, u *tunnelSide, peer map[*tu
 		m := re.FindStringSubmatch(out)
 		if m == nil || m[1] != fmt.Sprint(c.pmtu) {
 			t.Errorf("a 1500-byte ping with DF from behind %s got no \"fragmentation needed\" with mtu %d:\n%s", s.name, c.pmtu, out)
+		}
+	}
+}
+
+// geneveOptsOf returns the Geneve options of a set(tunnel(...)) text,
+// what is inside its geneve(...), or "".
+func geneveOptsOf(tunnel string) string {
+	m := regexp.MustCompile(`geneve\((\{[^)]*\})\)`).FindStringSubmatch(tunnel)
+	if m == nil {
+		return ""
+	}
+	return m[1]
+}
+
+// checkGeneveOptionFlows: flows from the tunnel port that match the
+// Geneve option value the peer sends forward, on both datapaths, and
+// flows for another value do not. First each side gets, from its
+// tunnel port to its host, only flows whose option value differs from
+// the peer's in its last hex digit: a ping from behind the peer fails,
+// and the receiving side reports a miss whose key has the options (so
+// the packets arrived with them and matched no flow). Then flows with
+// the peer's exact options: pings pass both ways. The flows match the
+// tunnel's options, ID and destination (the other tunnel fields
+// wildcarded).
+func checkGeneveOptionFlows(t *testing.T, c tunnelCase, opts string, k, u *tunnelSide, peer map[*tunnelSide]*tunnelSide) {
+	t.Helper()
+	ctx := context.Background()
+	other := regexp.MustCompile(`([0-9a-f])\}`).ReplaceAllStringFunc(opts, func(x string) string {
+		if x[0] == 'f' {
+			return "e}"
+		}
+		return "f}"
+	})
+	if other == opts {
+		t.Fatalf("options %s have no value to change", opts)
+	}
+	dst := "dst"
+	if c.ipv6 {
+		dst = "ipv6_dst"
+	}
+	tunID := regexp.MustCompile(`tun_id=0x[0-9a-f]+,`).FindString(c.tunnel)
+	putOpt := func(s *tunnelSide, o string) {
+		t.Helper()
+		for _, m := range []string{"eth_type(0x0806),arp(sip=0.0.0.0/0.0.0.0)", "eth_type(0x0800),ipv4(src=0.0.0.0/0.0.0.0)"} {
+			key := fmt.Sprintf("tunnel(%s%s=%s,ttl=0/0,geneve(%s),flags(+key)),in_port(%d),eth(src=00:00:00:00:00:00/00:00:00:00:00:00,dst=00:00:00:00:00:00/00:00:00:00:00:00),%s",
+				tunID, dst, s.underIP, o, s.tun.Number, m)
+			if err := putFlowText(ctx, s.dp, FlowSpec{Key: key, Actions: fmt.Sprint(s.local.Number)}, 0); err != nil {
+				t.Fatalf("%s: %v", s.name, err)
+			}
+		}
+	}
+	for _, s := range []*tunnelSide{k, u} {
+		putOpt(s, other)
+	}
+	megaflows := map[*tunnelSide]string{}
+	for _, s := range []*tunnelSide{k, u} {
+		drainUpcalls(s)
+		if err := peer[s].host.Ping(s.hostIP, 2*time.Second); err == nil {
+			t.Errorf("ping from behind %s to behind %s passed with flows for options %s only, want it to fail (the peer sends %s)", peer[s].name, s.name, other, opts)
+		}
+		tun, key, err := tunnelMissWithin(s, time.Second)
+		if err != nil {
+			t.Errorf("%s: with flows for options %s only: %v", s.name, other, err)
+			continue
+		}
+		if got := odp.FormatKey(odp.FlowKey{tun}, nil, false); !strings.Contains(got, "geneve("+opts+")") {
+			t.Errorf("%s: the miss's tunnel key %s lacks the options %s", s.name, got, opts)
+		}
+		megaflows[s] = putOptionMegaflow(t, s, key, opts)
+	}
+	if megaflows[k] != megaflows[u] {
+		t.Errorf("the megaflows from the misses dump differently:\n  A: %s\n  B: %s", megaflows[k], megaflows[u])
+	}
+	for _, s := range []*tunnelSide{k, u} {
+		putOpt(s, opts)
+	}
+	// Both datapaths dump the flows they were given alike (each with
+	// its own address as the destination).
+	dumps := map[*tunnelSide]string{}
+	for _, s := range []*tunnelSide{k, u} {
+		var lines []string
+		if err := s.under.Do(func() error { // a dump opens its socket in the namespace
+			return s.dp.DumpFlows(ctx, odp.DumpOptions{}, func(f *odp.Flow) error {
+				if x := odp.FormatKey(f.Key, f.Mask, false); strings.Contains(x, "geneve(") {
+					lines = append(lines, strings.ReplaceAll(x, "="+s.underIP+",", "=SELF,"))
+				}
+				return nil
+			})
+		}); err != nil {
+			t.Fatalf("%s: dump-flows: %v", s.name, err)
+		}
+		sort.Strings(lines)
+		dumps[s] = strings.Join(lines, "\n")
+	}
+	if dumps[k] != dumps[u] || strings.Count(dumps[k], "geneve(") != 4 {
+		t.Errorf("the flows on the options dump differently (want 4 each, alike):\nA:\n%s\nB:\n%s", dumps[k], dumps[u])
+	}
+	for _, s := range []*tunnelSide{k, u} {
+		if err := s.host.Ping(peer[s].hostIP, 10*time.Second); err != nil {
+			t.Errorf("ping from behind %s with flows for the options %s: %v", s.name, opts, err)
+		}
+	}
+}
+
+// putOptionMegaflow puts on s, as upcalld does for a miss (its key
+// through odp.ToFlowKeysExact, the decision's mask, then
+// odp.MegaflowFromFlowKeys), a megaflow for the miss key whose mask is
+// in_port, recirc_id, the Ethernet type and the Geneve options (bytes,
+// length and flag, as upcalld's megaflowMask makes them): the datapath
+// must take it, and dump it with the options opts (as text). It is
+// deleted again; putOptionMegaflow returns its dump.
+func putOptionMegaflow(t *testing.T, s *tunnelSide, key odp.FlowKey, opts string) string {
+	t.Helper()
+	k, err := odp.ToFlowKeysExact(key)
+	if err != nil {
+		t.Errorf("%s: the miss's key %s: %v", s.name, odp.FormatKey(key, nil, false), err)
+		return ""
+	}
+	var m flowkeys.Key
+	m.InPort, m.RecircID, m.EthType = 0xffff, ^uint32(0), 0xffff
+	m.TunOptsLen, m.TunFlags = 0xff, odp.KernelTunnelGeneveOpt
+	for i := range k.TunOptsBytes() {
+		m.TunOpts[i] = 0xff
+	}
+	fkey, fmask, err := odp.MegaflowFromFlowKeys(&k, &m)
+	if err != nil {
+		t.Errorf("%s: megaflow for %s: %v", s.name, odp.FormatKey(key, nil, false), err)
+		return ""
+	}
+	ufid := odp.UFID{0x6e, 0x65, 0x76, 0x65, byte(s.tun.Number)}
+	f := &odp.Flow{UFID: ufid, Key: fkey, Mask: fmask, Actions: odp.Actions{odp.Output{Port: s.local.Number}}}
+	ctx := context.Background()
+	if _, err := s.dp.PutFlow(ctx, f, odp.PutCreate); err != nil {
+		t.Errorf("%s: put of the megaflow %s: %v", s.name, odp.FormatKey(fkey, fmask, false), err)
+		return ""
+	}
+	got, err := s.dp.GetFlow(ctx, odp.FlowID{UFID: ufid})
+	if err != nil {
+		t.Errorf("%s: get of the megaflow: %v", s.name, err)
+		return ""
+	}
+	text := odp.FormatKey(got.Key, got.Mask, false)
+	if !strings.Contains(text, "geneve("+opts+")") {
+		t.Errorf("%s: the megaflow dumps as %s, without its options %s", s.name, text, opts)
+	} else {
+		t.Logf("%s: megaflow from the miss: %s", s.name, text)
+	}
+	// It overlaps the flows the test puts next (a create finds an
+	// existing flow that matches its key: EEXIST, as the kernel).
+	if _, err := s.dp.DelFlow(ctx, odp.FlowID{UFID: ufid}); err != nil {
+		t.Errorf("%s: deleting the megaflow: %v", s.name, err)
+	}
+	return text
+}
+
+// drainUpcalls reads and drops what s's upcall queue holds.
+func drainUpcalls(s *tunnelSide) {
+	var ups [64]odp.Upcall
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		n, err := s.ups[0].Recv(ctx, ups[:])
+		cancel()
+		if err != nil || n == 0 {
+			return
 		}
 	}
 }
@@ -346,13 +515,20 @@ func tunnelUpcall(s *tunnelSide) (odp.Tunnel, error) { return tunnelUpcallWithin
 
 // tunnelUpcallWithin is tunnelUpcall waiting at most d.
 func tunnelUpcallWithin(s *tunnelSide, d time.Duration) (odp.Tunnel, error) {
+	tun, _, err := tunnelMissWithin(s, d)
+	return tun, err
+}
+
+// tunnelMissWithin is tunnelUpcallWithin that also returns the miss's
+// whole key.
+func tunnelMissWithin(s *tunnelSide, d time.Duration) (odp.Tunnel, odp.FlowKey, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
 	var ups [8]odp.Upcall
 	for {
 		n, err := s.ups[0].Recv(ctx, ups[:])
 		if err != nil {
-			return odp.Tunnel{}, fmt.Errorf("no miss from the tunnel port: %w", err)
+			return odp.Tunnel{}, nil, fmt.Errorf("no miss from the tunnel port: %w", err)
 		}
 		for _, up := range ups[:n] {
 			if up.Port != s.tun.Number {
@@ -360,10 +536,10 @@ func tunnelUpcallWithin(s *tunnelSide, d time.Duration) (odp.Tunnel, error) {
 			}
 			for _, a := range up.Key {
 				if v, ok := a.(odp.Tunnel); ok {
-					return v, nil
+					return v, up.Key, nil
 				}
 			}
-			return odp.Tunnel{}, fmt.Errorf("miss from the tunnel port without a tunnel attribute: %s", odp.FormatKey(up.Key, nil, false))
+			return odp.Tunnel{}, nil, fmt.Errorf("miss from the tunnel port without a tunnel attribute: %s", odp.FormatKey(up.Key, nil, false))
 		}
 	}
 }

@@ -44,10 +44,13 @@ var (
 func be16(b []byte) uint16 { return binary.BigEndian.Uint16(b) }
 func be32(b []byte) uint32 { return binary.BigEndian.Uint32(b) }
 
-// zeroKey zeroes k in five 64-byte blocks, which the compiler writes as
-// 20 straight 16-byte stores (a plain *k = Key{} is a loop of 5).
-func zeroKey(k *Key) {
-	const _ = uint(KeyWords-40) + uint(40-KeyWords) // a compile error unless KeyWords is 40
+// zeroHead zeroes the KeyHeadWords words before the Geneve options in
+// five 64-byte blocks, which the compiler writes as 20 straight 16-byte
+// stores (a plain loop is a loop of 5). TunOptsLen is zero after it; the
+// option bytes are left as they were (Extract clears them, ExtractPort
+// expects a key without any).
+func zeroHead(k *Key) {
+	const _ = uint(KeyHeadWords-40) + uint(40-KeyHeadWords) // a compile error unless KeyHeadWords is 40
 	w := k.Words()
 	*(*[8]uint64)(w[0:8]) = [8]uint64{}
 	*(*[8]uint64)(w[8:16]) = [8]uint64{}
@@ -72,7 +75,10 @@ func zeroKey(k *Key) {
 // L3 packet with a VLAN protocol, and a malformed NSH header. The key is
 // then incomplete and must not be used.
 //
-// Fields the kernel leaves unwritten are zero (see the package comment).
+// Fields the kernel leaves unwritten are zero (see the package comment):
+// Extract zeroes every field of key, the Geneve options it had included
+// (their TunOptsLen bytes; the bytes after them are zero in every key,
+// see TunOpts), before it fills them from md.
 // Extract does not allocate and reads nothing beyond packet.
 //
 // Two differences from a packet seen by the kernel through a netdev
@@ -81,7 +87,19 @@ func zeroKey(k *Key) {
 // it, and a frame whose outer VLAN tag was stripped by hardware (or by
 // skb_vlan_untag) gives the same key as one with the tag in place.
 func Extract(packet []byte, md *Metadata, key *Key) error {
-	zeroKey(key)
+	old := key.TunOptsLen
+	zeroHead(key)
+	var opts []byte
+	if md != nil && md.Tunnel.Proto != 0 {
+		opts = md.Tunnel.Opts
+	}
+	if old|uint8(len(opts)) != 0 {
+		// After zeroHead, as md's options may be the key's own
+		// (MetadataOf): SetTunOpts copies them in place and clears
+		// the old ones' tail.
+		key.TunOptsLen = old
+		key.SetTunOpts(opts)
+	}
 	if md != nil {
 		md.fill(key)
 		if md.L3 {
@@ -101,6 +119,15 @@ func Extract(packet []byte, md *Metadata, key *Key) error {
 // other metadata (no tunnel, recirculation or conntrack state): the same
 // key as Extract with Metadata{InPort: inPort}, without copying a
 // Metadata. It is the datapath's receive path.
+//
+// Unlike Extract it does not look for Geneve options to clear: key must
+// have none (a new key, or one that ExtractPort, or Extract without
+// options, filled last; SetTunOpts(nil) clears them), so that a frame
+// costs nothing for options it cannot have. Given a key with options, it
+// zeroes TunOptsLen and leaves the old option bytes after it: harmless
+// to masked compares and hashes (a mask has no option bit past its
+// flow's option length, which it matches exactly), but the key then
+// differs from a new one under ==.
 func ExtractPort(packet []byte, inPort uint32, key *Key) error {
 	_, err := ExtractPortL3(packet, inPort, key)
 	return err
@@ -120,7 +147,7 @@ func ExtractPortL3(packet []byte, inPort uint32, key *Key) (l3 int, err error) {
 // metadata is already set.
 func extractEthernet(packet []byte, key *Key, port bool, inPort uint32) (l3 int, err error) {
 	if port {
-		zeroKey(key)
+		zeroHead(key) // ExtractPort: no options to clear
 		key.InPort = inPort
 	}
 	key.MacProto = MacProtoEthernet

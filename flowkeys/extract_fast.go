@@ -42,7 +42,7 @@ func ExtractPortHashed(packet []byte, inPort uint32, key *Key, h *KeyedHasher) (
 
 	// The fields extractEthernet writes for such a frame.
 	le := binary.LittleEndian
-	zeroKey(key)
+	zeroHead(key)
 	key.InPort = inPort
 	key.MacProto = MacProtoEthernet
 	key.EthDst = [6]byte(p[0:6])

@@ -12,15 +12,16 @@ import (
 
 // checkHashed checks that ExtractPortHashed gives, for packet p on port
 // inPort, the key, network offset and error of ExtractPortL3 and the
-// hash HashMicroflow computes from that key, starting from a key full
-// of garbage (it must not depend on the old contents), without reading
-// beyond len(p) or writing to p.
+// hash HashMicroflow computes from that key, starting from a key whose
+// words before the Geneve options are garbage (it must not depend on
+// their old contents; like ExtractPort it expects a key without
+// options), without reading beyond len(p) or writing to p.
 func checkHashed(t *testing.T, p []byte, inPort uint32, h *flowkeys.KeyedHasher) {
 	t.Helper()
 	d := bytes.Clone(p)
 	d = d[:len(d):len(d)]
 	var want, got flowkeys.Key
-	for i := range got.Words() {
+	for i := range got.Words()[:flowkeys.KeyHeadWords] {
 		got.Words()[i] = 0x5555555555555555
 	}
 	wl3, werr := flowkeys.ExtractPortL3(d, inPort, &want)

@@ -19,8 +19,14 @@ func FuzzExtract(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte, inPort uint32) {
 		md := &flowkeys.Metadata{InPort: inPort}
 		var k1, k2 flowkeys.Key
-		for i := range k2.Words() {
-			k2.Words()[i] = 0x5555555555555555 // Extract must not depend on old contents
+		// Extract must not depend on old contents: every head word
+		// and the old options (the 0x55 bytes TunOptsLen says it has;
+		// the option bytes past TunOptsLen of a key are always zero).
+		for i := range k2.Words()[:flowkeys.KeyHeadWords] {
+			k2.Words()[i] = 0x5555555555555555
+		}
+		for i := range k2.TunOpts[:k2.TunOptsLen] {
+			k2.TunOpts[i] = 0x55
 		}
 		// A copy with no spare capacity: reading beyond len panics in
 		// neither case, but a read of data[len:cap] would go unnoticed.

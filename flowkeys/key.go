@@ -43,8 +43,24 @@ import (
 	"github.com/ovsdp/ovsdp/internal/header"
 )
 
-// KeyWords is the size of Key in 64-bit words.
-const KeyWords = 40
+// KeyWords is the size of Key in 64-bit words: KeyHeadWords of fixed
+// fields, then the Geneve option bytes (TunOpts).
+const KeyWords = KeyHeadWords + tunOptsWords
+
+// KeyHeadWords is the number of words before the Geneve option bytes:
+// every field but TunOpts (TunOptsLen included). A mask that does not
+// match options has a Range within them, so hashing and comparing
+// under it never reads the option words.
+const KeyHeadWords = 40
+
+// TunOptsMax is the most Geneve option bytes a key holds: the kernel's
+// sw_flow_key.tun_opts has 255 bytes (IP_TUNNEL_OPTS_MAX) and its
+// netlink rules want a multiple of 4 (genev_tun_opt_from_nlattr), so no
+// flow or packet has more than 252.
+const TunOptsMax = 252
+
+// tunOptsWords is TunOpts and its padding in words.
+const tunOptsWords = (TunOptsMax + 7) / 8
 
 // KeyBytes is the size of Key in bytes.
 const KeyBytes = KeyWords * 8
@@ -112,9 +128,11 @@ const (
 // (words 0-7), then packet metadata with the scalar conntrack fields
 // (words 8-11), then Ethernet, VLAN, the IP scalars, L4 ports and IPv4
 // addresses (words 12-16), IPv6 (words 17-21), ND and ARP link-layer
-// addresses (words 22-26), MPLS and NSH (words 27-31), and the rarely
-// matched conntrack labels and original tuple last (words 32-39). An IPv4
-// 5-tuple mask with in_port therefore covers words 8-16 only.
+// addresses (words 22-26), MPLS and NSH (words 27-31), the rarely
+// matched conntrack labels and original tuple (words 32-39), and the
+// Geneve option bytes last (words 40-71). An IPv4 5-tuple mask with
+// in_port therefore covers words 8-16 only, and only a mask that matches
+// Geneve options reaches past word 39.
 //
 // The comments give each field's byte offset; see the package
 // documentation for byte order.
@@ -133,7 +151,11 @@ type Key struct {
 	TunTpDst   uint16   // 54: outer UDP destination port
 	TunGBP     uint32   // 56: VXLAN group-based policy option
 	TunProto   uint8    // 60: TunProtoIPv4, TunProtoIPv6 or 0 (no tunnel)
-	_          [3]byte  // 61
+	// TunOptsLen is the number of Geneve option bytes in TunOpts (the
+	// kernel's tun_opts_len); in a mask, 0xff when the options are
+	// matched (their length then exactly, as the kernel's mask does).
+	TunOptsLen uint8   // 61
+	_          [2]byte // 62
 
 	// Packet metadata (words 8-11).
 
@@ -205,6 +227,41 @@ type Key struct {
 	CTOrigTpSrc   uint16   // 312: original-direction L4 source port
 	CTOrigTpDst   uint16   // 314: original-direction L4 destination port
 	_             [4]byte  // 316
+
+	// Geneve option bytes (words 40-71), last so that only masks that
+	// match them have a Range that reaches them.
+
+	// TunOpts are the Geneve options as on the wire (the kernel's
+	// tun_opts, here left-aligned): the first TunOptsLen bytes; the rest
+	// is zero in a key (SetTunOpts keeps it so, and Extract clears the
+	// options of the key it reuses only when there were some). In a
+	// mask, the first TunOptsLen bytes of the flow's key are the
+	// options' mask.
+	TunOpts [TunOptsMax]byte // 320
+	_       [4]byte          // 572
+}
+
+// TunOptsBytes returns the key's Geneve options, TunOpts[:TunOptsLen]
+// (aliasing the key); nil when it has none. A mask's TunOptsLen of
+// 0xff gives all of TunOpts.
+func (k *Key) TunOptsBytes() []byte {
+	if k.TunOptsLen == 0 {
+		return nil
+	}
+	return k.TunOpts[:min(int(k.TunOptsLen), TunOptsMax)]
+}
+
+// SetTunOpts sets the key's Geneve options to opts (at most TunOptsMax
+// bytes: the rest is cut off) and TunOptsLen to their length, zeroing
+// the option bytes after them. opts may alias the key's own options.
+// It does not touch TunFlags (the kernel's TUNNEL_GENEVE_OPT bit).
+func (k *Key) SetTunOpts(opts []byte) {
+	old := min(int(k.TunOptsLen), TunOptsMax)
+	n := copy(k.TunOpts[:], opts)
+	if old > n {
+		clear(k.TunOpts[n:old])
+	}
+	k.TunOptsLen = uint8(n)
 }
 
 // The Key must be exactly KeyWords words and aligned like a uint64: these fail to

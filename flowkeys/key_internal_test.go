@@ -59,6 +59,17 @@ func TestMaskRange(t *testing.T) {
 	}
 	m.TunID = 1
 	m.CTOrigTpDst = 1
+	if r, want := m.Range(), (Range{0, KeyHeadWords}); r != want {
+		t.Errorf("mask range without options = %v, want %v", r, want)
+	}
+	// A mask on 4 bytes of Geneve options (and so on their length, in
+	// word 7) reaches the first option word only.
+	m.TunOptsLen = 0xff
+	m.TunOpts[3] = 0xff
+	if r, want := m.Range(), (Range{0, KeyHeadWords + 1}); r != want {
+		t.Errorf("mask range with 4 option bytes = %v, want %v", r, want)
+	}
+	m.TunOpts[TunOptsMax-1] = 1
 	if r, want := m.Range(), (Range{0, KeyWords}); r != want {
 		t.Errorf("full mask range = %v, want %v", r, want)
 	}

@@ -16,6 +16,9 @@ type Tunnel struct {
 	TpSrc   uint16   // outer UDP source port
 	TpDst   uint16   // outer UDP destination port
 	GBP     uint32   // VXLAN group-based policy
+	// Opts are the Geneve options (at most TunOptsMax bytes; Extract
+	// copies them into the key's TunOpts). MetadataOf's alias its key.
+	Opts []byte
 }
 
 // Metadata is what the datapath knows about a packet besides its bytes:
@@ -52,6 +55,7 @@ type Metadata struct {
 // MetadataOf returns the metadata of k, the fields Extract takes from
 // its Metadata rather than from the packet (all of them but L3 and
 // EthType), to extract a changed packet again with the same metadata.
+// The tunnel's Opts alias k's TunOpts (Extract into k itself keeps them).
 func MetadataOf(k *Key) Metadata {
 	md := Metadata{InPort: k.InPort, Priority: k.Priority, SkbMark: k.SkbMark, RecircID: k.RecircID, DPHash: k.DPHash,
 		CTState: k.CTState, CTOrigProto: k.CTOrigProto, CTZone: k.CTZone, CTMark: k.CTMark, CTLabels: k.CTLabels,
@@ -60,7 +64,7 @@ func MetadataOf(k *Key) Metadata {
 	if k.TunProto != 0 {
 		md.Tunnel = Tunnel{Proto: k.TunProto, ID: k.TunID, IPv4Src: k.TunIPv4Src, IPv4Dst: k.TunIPv4Dst,
 			IPv6Src: k.TunIPv6Src, IPv6Dst: k.TunIPv6Dst, Flags: k.TunFlags, TOS: k.TunTOS, TTL: k.TunTTL,
-			TpSrc: k.TunTpSrc, TpDst: k.TunTpDst, GBP: k.TunGBP}
+			TpSrc: k.TunTpSrc, TpDst: k.TunTpDst, GBP: k.TunGBP, Opts: k.TunOptsBytes()}
 	}
 	return md
 }

@@ -385,8 +385,11 @@ func appendCTKey(dst FlowKey, sw, out *flowkeys.Key) FlowKey {
 // tunnelAttr is ip_tun_to_nlattr: the tunnel id when the key flag is
 // set; the addresses of the key's family when non-zero; tos when
 // non-zero; ttl always; the flag attributes; the ports when non-zero;
-// and the VXLAN options when the VXLAN option flag is set (the Key holds
-// no Geneve or ERSPAN option bytes, so those are never put).
+// the Geneve options (sw's TunOptsLen bytes of out's, copied) when
+// out's Geneve option flag is set and sw has options; and the VXLAN
+// options when the VXLAN
+// option flag is set (the Key holds no ERSPAN option bytes, so those are
+// never put).
 func tunnelAttr(sw, out *flowkeys.Key) Tunnel {
 	var t Tunnel
 	if out.TunFlags&KernelTunnelKey != 0 {
@@ -435,6 +438,14 @@ func tunnelAttr(sw, out *flowkeys.Key) Tunnel {
 	}
 	if out.TunFlags&KernelTunnelOAM != 0 {
 		t.Flags |= TunnelOAM
+	}
+	if out.TunFlags&KernelTunnelGeneveOpt != 0 && sw.TunOptsLen != 0 {
+		// The kernel puts the key's tun_opts_len bytes of out's
+		// options (of the key's, or of the mask's), and nothing for
+		// a key without options: a flow put with an empty geneve()
+		// dumps without it (Linux 6.1, checked in the VM).
+		t.Present |= TunnelHasGeneve
+		t.Geneve = append([]byte{}, out.TunOpts[:min(int(sw.TunOptsLen), flowkeys.TunOptsMax)]...)
 	}
 	if out.TunFlags&KernelTunnelVXLANOpt != 0 && sw.TunFlags&KernelTunnelVXLANOpt != 0 {
 		t.Present |= TunnelHasVXLAN

@@ -59,9 +59,11 @@ import (
 // Not reproduced: the kernel keeps the conntrack original tuple in the
 // same memory as the ARP hardware addresses (IPv4) and the ND fields
 // (IPv6); flowkeys.Key has separate fields, so a key with both keeps
-// both. Geneve and ERSPAN option bytes have no place in flowkeys.Key:
-// keys with them fail with an error wrapping errors.ErrUnsupported
-// (the kernel accepts them). The kernel's ovs_ct_verify is taken as
+// both. Geneve option bytes go to flowkeys.Key's TunOpts, left-aligned
+// (the kernel right-aligns them in tun_opts: the same match); a mask's
+// TunOptsLen is 0xff when it has them, as the kernel's. ERSPAN option
+// bytes have no place in flowkeys.Key: keys with them fail with an
+// error wrapping errors.ErrUnsupported (the kernel accepts them). The kernel's ovs_ct_verify is taken as
 // true for every conntrack attribute (Debian's kernel has conntrack
 // zones, marks and labels).
 
@@ -488,11 +490,15 @@ func (p *kparser) tunnel(ka *kattr, isMask bool) error {
 				}
 				if !isMask {
 					p.tunOptsLen = len(d)
+					t.TunOptsLen = uint8(len(d))
 				} else if p.tunOptsLen != len(d) {
 					return p.fail(ka.name(), "Geneve option len %d != mask len %d", p.tunOptsLen, len(d))
+				} else {
+					t.TunOptsLen = 0xff // the length is always exact (SW_FLOW_KEY_PUT(tun_opts_len, 0xff))
 				}
+				// len(d) <= 252 here: at most 255 and a multiple of 4.
+				copy(t.TunOpts[:], d)
 				flags |= KernelTunnelGeneveOpt
-				p.markUnsupported(ka.name(), "Geneve options")
 			case tunERSPANOpts:
 				if len(d) > tunOptsMax {
 					return p.fail(ka.name(), "ERSPAN option length err (len %d, max %d)", len(d), tunOptsMax)

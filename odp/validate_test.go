@@ -1,6 +1,7 @@
 package odp_test
 
 import (
+	"bytes"
 	"errors"
 	"strings"
 	"syscall"
@@ -170,10 +171,113 @@ func TestToFlowKeysValues(t *testing.T) {
 		k.TunID != 7 || k.TunFlags != odp.KernelTunnelKey|odp.KernelTunnelCSUM || m.TunFlags != odp.KernelTunnelKey|odp.KernelTunnelCSUM {
 		t.Errorf("tunnel flow: %v\nkey %+v\nmask %+v", err, k, m)
 	}
-	// Geneve options: the kernel accepts them, a Key cannot hold them.
-	gk := fk(odp.Tunnel{Present: odp.TunnelHasIPv4Dst | odp.TunnelHasTTL | odp.TunnelHasGeneve, IPv4Dst: [4]byte{1}, TTL: 1, Geneve: []byte{0, 1, 2, 0}}, eth)
-	if _, _, err := odp.ToFlowKeys(gk, nil); !errors.Is(err, errors.ErrUnsupported) || errors.Is(err, syscall.EINVAL) {
-		t.Errorf("geneve options: %v, want ErrUnsupported", err)
+}
+
+// geneveTun is a tunnel attribute with Geneve options opts (nil: none).
+func geneveTun(opts []byte) odp.Tunnel {
+	t := odp.Tunnel{Present: odp.TunnelHasIPv4Dst | odp.TunnelHasTTL, IPv4Dst: [4]byte{1, 2, 3, 4}, TTL: 64}
+	if opts != nil {
+		t.Present |= odp.TunnelHasGeneve
+		t.Geneve = opts
+	}
+	return t
+}
+
+// TestToFlowKeysGeneveOpts: Geneve options are held in the key
+// (genev_tun_opt_from_nlattr): the key's bytes and length, a mask's
+// bytes with an exact length; the kernel's rules on them; and a flow's
+// dump (KeyFromFlowKeys, MaskFromFlowKeys) gives them back.
+func TestToFlowKeysGeneveOpts(t *testing.T) {
+	opt := []byte{0x01, 0x02, 0x80, 0x01, 0xde, 0xad, 0xbe, 0xef} // class 0x102, type 0x80, 4 bytes
+	key := fk(geneveTun(opt), odp.InPort(1), eth, odp.Ethertype(0x88b5))
+	k, m, err := odp.ToFlowKeys(key, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(k.TunOptsBytes(), opt) || k.TunFlags&odp.KernelTunnelGeneveOpt == 0 {
+		t.Errorf("exact flow: key options %x (len %d, flags %#x), want %x", k.TunOptsBytes(), k.TunOptsLen, k.TunFlags, opt)
+	}
+	if m.TunOptsLen != 0xff || !bytes.Equal(m.TunOpts[:len(opt)], bytes.Repeat([]byte{0xff}, len(opt))) || m.TunOpts[len(opt)] != 0 {
+		t.Errorf("exact flow: mask options %x (len %#x), want %d bytes of 0xff and length 0xff", m.TunOpts[:16], m.TunOptsLen, len(opt))
+	}
+	if got := odp.FormatKey(odp.KeyFromFlowKeys(&k), odp.MaskFromFlowKeys(&m, &k), false); !strings.Contains(got, "geneve({class=0x102,type=0x80,len=4,0xdeadbeef})") {
+		t.Errorf("dump of the exact flow: %s", got)
+	}
+	if r := m.Range(); r.End != flowkeys.KeyHeadWords+1 {
+		t.Errorf("mask on 8 option bytes has range %v, want it to end at word %d", r, flowkeys.KeyHeadWords+1)
+	}
+
+	// A mask on the option's value only: the key keeps the bytes the
+	// mask has, the dump puts them back.
+	mask := fk(odp.Tunnel{Present: odp.TunnelHasIPv4Dst | odp.TunnelHasTTL | odp.TunnelHasGeneve, IPv4Dst: [4]byte{255, 255, 255, 255},
+		Geneve: []byte{0, 0, 0, 0, 0xff, 0xff, 0, 0}}, odp.InPort(0xffff), odp.Ethernet{}, odp.Ethertype(0xffff))
+	k, m, err = odp.ToFlowKeys(key, mask)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []byte{0, 0, 0, 0, 0xde, 0xad, 0, 0}; !bytes.Equal(k.TunOptsBytes(), want) || m.TunOptsLen != 0xff {
+		t.Errorf("masked flow: key options %x, want %x; mask length %#x", k.TunOptsBytes(), want, m.TunOptsLen)
+	}
+	dk, dm := odp.KeyFromFlowKeys(&k), odp.MaskFromFlowKeys(&m, &k)
+	k2, m2, err := odp.ToFlowKeys(dk, dm)
+	if err != nil || k2 != k || m2 != m {
+		t.Errorf("dump and put again of %s: %v (changed: %v)", odp.FormatKey(dk, dm, false), err, k2 != k || m2 != m)
+	}
+
+	// A mask whose tunnel leaves the options out wildcards them (and
+	// their length).
+	k, m, err = odp.ToFlowKeys(key, fk(odp.Tunnel{Present: odp.TunnelHasIPv4Dst, IPv4Dst: [4]byte{255, 255, 255, 255}}, odp.Ethernet{}))
+	if err != nil || k.TunOptsLen != 0 || m.TunOptsLen != 0 || k.TunOpts != ([flowkeys.TunOptsMax]byte{}) || m.Range().End > flowkeys.KeyHeadWords {
+		t.Errorf("mask without options: %v; key options %x, mask length %#x, range %v", err, k.TunOptsBytes(), m.TunOptsLen, m.Range())
+	}
+
+	// The upcall path: the key's options, no mask.
+	ek, err := odp.ToFlowKeysExact(key)
+	if err != nil || !bytes.Equal(ek.TunOptsBytes(), opt) {
+		t.Errorf("ToFlowKeysExact: %v, options %x", err, ek.TunOptsBytes())
+	}
+	if back := odp.FormatKey(odp.KeyFromFlowKeys(&ek), nil, true); !strings.Contains(back, "geneve({class=0x102,type=0x80,len=4,0xdeadbeef})") {
+		t.Errorf("KeyFromFlowKeys of an upcall key lost its options: %s", back)
+	}
+
+	// An empty geneve(): the flow matches packets without options (its
+	// mask has the length), and dumps without geneve(), as Linux 6.1's
+	// (it puts options only for a key that has some; seen in the VM).
+	k, m, err = odp.ToFlowKeys(fk(geneveTun([]byte{}), odp.InPort(1), eth, odp.Ethertype(0x88b5)), nil)
+	if err != nil || k.TunOptsLen != 0 || m.TunOptsLen != 0xff || k.TunFlags&odp.KernelTunnelGeneveOpt == 0 {
+		t.Errorf("geneve(): %v; key length %d flags %#x, mask length %#x", err, k.TunOptsLen, k.TunFlags, m.TunOptsLen)
+	}
+	if got := odp.FormatKey(odp.KeyFromFlowKeys(&k), odp.MaskFromFlowKeys(&m, &k), false); strings.Contains(got, "geneve") {
+		t.Errorf("the flow of geneve() dumps as %s, want no geneve()", got)
+	}
+
+	// The longest options: 252 bytes.
+	long := make([]byte, flowkeys.TunOptsMax)
+	long[0], long[1], long[2], long[3] = 0, 1, 2, 31 // one option of 31 words
+	long[flowkeys.TunOptsMax-1] = 0x77
+	k, _, err = odp.ToFlowKeys(fk(geneveTun(long), eth), nil)
+	if err != nil || !bytes.Equal(k.TunOptsBytes(), long) {
+		t.Errorf("252 bytes of options: %v, %d bytes back", err, len(k.TunOptsBytes()))
+	}
+
+	// The kernel's EINVALs.
+	for _, c := range []struct {
+		name      string
+		key, mask odp.FlowKey
+		reason    string
+	}{
+		{"256 bytes", fk(geneveTun(make([]byte, 256)), eth), nil, "Geneve option length err (len 256, max 255)"},
+		{"6 bytes", fk(geneveTun(make([]byte, 6)), eth), nil, "Geneve opt len 6 is not a multiple of 4"},
+		{"mask longer than key", key, fk(geneveTun(make([]byte, 12)), odp.Ethernet{}), "Geneve option len 8 != mask len 12"},
+		{"mask shorter than key", key, fk(geneveTun(make([]byte, 4)), odp.Ethernet{}), "Geneve option len 8 != mask len 4"},
+		{"mask options, key without", fk(geneveTun(nil), eth), fk(geneveTun(opt), odp.Ethernet{}), "Geneve option len 0 != mask len 8"},
+		{"two option blocks", fk(odp.Tunnel{Present: odp.TunnelHasIPv4Dst | odp.TunnelHasTTL | odp.TunnelHasGeneve | odp.TunnelHasVXLAN,
+			IPv4Dst: [4]byte{1}, TTL: 1, Geneve: opt}, eth), nil, "multiple metadata blocks"},
+	} {
+		_, _, err := odp.ToFlowKeys(c.key, c.mask)
+		if !errors.Is(err, syscall.EINVAL) || !strings.Contains(err.Error(), c.reason) {
+			t.Errorf("%s: %v, want EINVAL with %q", c.name, err, c.reason)
+		}
 	}
 }
 
@@ -219,6 +323,8 @@ func FuzzToFlowKeys(f *testing.F) {
 		"in_port(2),eth(dst=01:00:00:00:00:00/01:00:00:00:00:00),eth_type(0x8100),vlan(vid=5,pcp=0),encap(eth_type(0x0806),arp(op=1))",
 		"skb_mark(0x5/0xf),eth(),eth_type(0x86dd),ipv6(proto=58,frag=no),icmpv6(type=135),nd(target=::1)",
 		"tunnel(tun_id=0x5,dst=1.2.3.4,ttl=64),eth(),eth_type(0x8847),mpls(label=5,tc=0,ttl=1,bos=1)",
+		"tunnel(tun_id=0x5,dst=1.2.3.4,ttl=64,geneve({class=0x102,type=0x80,len=4,0xdeadbeef/0xffff0000}),flags(key)),in_port(3),eth()",
+		"tunnel(dst=1.2.3.4,ttl=64,geneve({class=0xffff,type=0x1,len=0}{class=0x1,type=0x2,len=8,0x0102030405060708}),flags(+key)),eth()",
 	}
 	for _, s := range seeds {
 		key, mask, err := odp.ParseMaskedKey(s)

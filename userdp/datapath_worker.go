@@ -123,7 +123,7 @@ func (w *worker) process(buf []byte, off, n int, inPort uint32) {
 func (w *worker) start(c *pktCtx, buf []byte, off, n int) {
 	c.f.Buf, c.f.Off, c.f.Len = buf, off, n
 	c.hValid, c.cutlen, c.recirc, c.steal, c.noEth, c.probability = false, 0, 0, true, false, 0
-	c.egress, c.tunOpts = nil, nil
+	c.egress = nil
 	if c.ct.Flags != 0 { // only a ct action sets it
 		c.ct.Clear()
 	}
@@ -192,7 +192,7 @@ func (w *worker) miss(c *pktCtx) {
 	if w.dp == nil {
 		return
 	}
-	m := upcallMsg{kind: odp.UpcallMiss, key: c.key, pkt: w.slab.copyOf(c.f.Bytes()), tunOpts: w.optsCopy(c), mru: c.mru()}
+	m := upcallMsg{kind: odp.UpcallMiss, key: c.key, pkt: w.slab.copyOf(c.f.Bytes()), mru: c.mru()}
 	if !w.dp.upcalls.send(&m, 0) {
 		w.counters.lost++
 	}
@@ -214,7 +214,7 @@ func (w *worker) userspace(c *pktCtx, o *op) {
 	if cut := c.cut(); cut > 0 && int(cut) < len(b) {
 		b = b[:len(b)-int(cut)]
 	}
-	m := upcallMsg{kind: odp.UpcallAction, key: c.key, pkt: w.slab.copyOf(b), userdata: o.user.userdata, tunOpts: w.optsCopy(c), mru: c.mru()}
+	m := upcallMsg{kind: odp.UpcallAction, key: c.key, pkt: w.slab.copyOf(b), userdata: o.user.userdata, mru: c.mru()}
 	if o.user.actions && c.acts != nil {
 		m.acts = c.acts.odp
 	}

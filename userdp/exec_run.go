@@ -70,10 +70,9 @@ type pktCtx struct {
 	// skb->_nfct and the key's ct fields), kept across recirculation.
 	ct conntrack.State
 	// egress is the tunnel metadata of the last set(tunnel) (the
-	// kernel's skb tunnel dst), nil before one; tunOpts are the Geneve
-	// options the packet was received with (exec_tnl.go).
-	egress  *tunnelInfo
-	tunOpts []byte
+	// kernel's skb tunnel dst), nil before one (exec_tnl.go). The
+	// Geneve options the packet was received with are in its key.
+	egress *tunnelInfo
 	// noEth says the packet has no Ethernet header (the kernel's
 	// key->mac_proto MAC_PROTO_NONE, kept valid when the key is not):
 	// it starts at its network header, and proto is its EtherType

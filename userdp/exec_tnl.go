@@ -417,7 +417,7 @@ func (w *worker) tnlPop(c *pktCtx, port uint32) {
 	}
 	md := &w.popMD
 	*md = flowkeys.Metadata{InPort: port}
-	off, n, nopts, err := decapTunnel(pkt, tp.tunnelConfig(), &md.Tunnel, &w.popOpts)
+	off, n, _, err := decapTunnel(pkt, tp.tunnelConfig(), &md.Tunnel, &w.popOpts)
 	if err != nil {
 		w.actionError()
 		return
@@ -425,11 +425,8 @@ func (w *worker) tnlPop(c *pktCtx, port uint32) {
 	c.f.Off += l3 + off
 	c.f.Len = n
 	c.ct.Clear()
-	c.egress, c.tunOpts = nil, nil
+	c.egress = nil
 	c.noEth = false // what tnl_pop leaves is an Ethernet frame
-	if nopts > 0 {
-		c.tunOpts = w.popOpts[:nopts]
-	}
 	c.invalidate()
 	if err := flowkeys.Extract(c.f.Bytes(), md, &c.key); err != nil {
 		w.counters.extractErrors++
@@ -439,4 +436,8 @@ func (w *worker) tnlPop(c *pktCtx, port uint32) {
 	c.proto = keyProtocol(&c.key)
 	c.recirc++
 	w.lookupAndRun(c, w.cache.hashOf(&c.key))
+	// The packet is done with (tnl_pop ends its actions); the worker's
+	// next frame is extracted by ExtractPort, which wants a key
+	// without Geneve options.
+	c.key.SetTunOpts(nil)
 }

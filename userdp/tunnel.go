@@ -196,7 +196,7 @@ func tunnelDrop(format string, args ...any) error {
 // decapTunnel decapsulates pkt, a whole outer IPv4 packet received by
 // a tunnel port of configuration c, as the kernel's tunnel receive path
 // does. It fills t with the tunnel metadata, copies the Geneve options
-// into opts (returning their length), and returns the offset and length
+// into opts (returning their length; t.Opts is that part of opts), and returns the offset and length
 // of the inner Ethernet frame in pkt. It may change the inner packet (an
 // outer CE mark is copied to the inner IP header). The error, which
 // wraps errTunnelDrop, says why a packet is dropped.
@@ -337,6 +337,7 @@ func decapGeneve(b []byte, t *flowkeys.Tunnel, opts *[256]byte) (hlen, nopts int
 	if nopts > 0 {
 		copy(opts[:], b[geneveHeaderLen:geneveHeaderLen+nopts])
 		t.Flags |= odp.KernelTunnelGeneveOpt
+		t.Opts = opts[:nopts:nopts] // Extract copies them into the key's TunOpts
 	}
 	return geneveHeaderLen + nopts, nopts, nil
 }

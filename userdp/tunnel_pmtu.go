@@ -264,8 +264,8 @@ func (w *worker) pmtuExceeded(c *pktCtx, n uint32, ti *tunnelInfo, p *encapParam
 		w.injector = iw
 	}
 	iw.now = w.now
-	nopts := copy(iw.tunOpts[:], ti.opts)
-	iw.processTunnel(buf, DefaultHeadroom, ln, &md, nopts)
+	md.Tunnel.Opts = iw.tunOpts[:copy(iw.tunOpts[:], ti.opts)]
+	iw.processTunnel(buf, DefaultHeadroom, ln, &md)
 	iw.flush()
 	return ln
 }

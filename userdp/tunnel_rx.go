@@ -3,7 +3,6 @@ package userdp
 import (
 	"github.com/ovsdp/ovsdp/flowkeys"
 	"github.com/ovsdp/ovsdp/internal/header"
-	"github.com/ovsdp/ovsdp/odp"
 )
 
 // tunnelRxLoop is a tunnel port's forwarding goroutine: it reads outer
@@ -31,25 +30,22 @@ func (dp *Datapath) tunnelRx(w *worker, p *dpPort, t tunnelOut, r Port) {
 	dp.readLoop(p, r, w, func(bufs [][]byte, sizes []int, n int) {
 		for i := 0; i < n; i++ {
 			pkt := bufs[i][DefaultHeadroom : DefaultHeadroom+sizes[i]]
-			off, ln, nopts, err := decapTunnel(pkt, cfg, &md.Tunnel, &w.tunOpts)
+			off, ln, _, err := decapTunnel(pkt, cfg, &md.Tunnel, &w.tunOpts)
 			if err != nil {
 				st.RxErrors.Add(1)
 				continue
 			}
 			st.rx(1, uint64(ln-header.EthernetMinimumSize)) // from the inner network header, as the kernel
-			w.processTunnel(bufs[i], DefaultHeadroom+off, ln, &md, nopts)
+			w.processTunnel(bufs[i], DefaultHeadroom+off, ln, &md)
 		}
 	})
 }
 
 // processTunnel runs a decapsulated frame, at buf[off:off+n], with its
-// metadata md and nopts bytes of Geneve options in w.tunOpts.
-func (w *worker) processTunnel(buf []byte, off, n int, md *flowkeys.Metadata, nopts int) {
+// metadata md (its Geneve options, in w.tunOpts, go to the key).
+func (w *worker) processTunnel(buf []byte, off, n int, md *flowkeys.Metadata) {
 	c := &w.ctx
 	w.start(c, buf, off, n)
-	if nopts > 0 {
-		c.tunOpts = w.tunOpts[:nopts]
-	}
 	if err := flowkeys.Extract(buf[off:off+n], md, &c.key); err != nil {
 		w.counters.extractErrors++
 		return
@@ -58,30 +54,4 @@ func (w *worker) processTunnel(buf []byte, off, n int, md *flowkeys.Metadata, no
 	c.keyValid = true
 	c.proto = keyProtocol(&c.key)
 	w.lookupAndRun(c, w.cache.hashOf(&c.key))
-}
-
-// optsCopy returns a copy of the packet's Geneve options for an upcall,
-// or nil.
-func (w *worker) optsCopy(c *pktCtx) []byte {
-	if len(c.tunOpts) == 0 {
-		return nil
-	}
-	return w.slab.copyOf(c.tunOpts)
-}
-
-// withGeneveOpts adds Geneve options to the tunnel attribute of an
-// upcall's key, as the kernel puts them (flowkeys.Key has no room for
-// them).
-func withGeneveOpts(k odp.FlowKey, opts []byte) odp.FlowKey {
-	if len(opts) == 0 {
-		return k
-	}
-	for i, a := range k {
-		if t, ok := a.(odp.Tunnel); ok {
-			t.Present |= odp.TunnelHasGeneve
-			t.Geneve = opts
-			k[i] = t
-		}
-	}
-	return k
 }

@@ -231,7 +231,7 @@ func TestTunnelEncapBytes(t *testing.T) {
 			if c.kind != tunnelGRE {
 				rcfg.dstPort = header.Ports(got[20:]).Destination()
 			}
-			off, n, nopts, err := decapTunnel(got, &rcfg, &md, &opts)
+			off, n, _, err := decapTunnel(got, &rcfg, &md, &opts)
 			if err != nil {
 				t.Fatalf("decapsulating what was sent: %v", err)
 			}
@@ -243,7 +243,7 @@ func TestTunnelEncapBytes(t *testing.T) {
 			if err := flowkeys.Extract(frame, &mdd, &k); err != nil {
 				t.Fatal(err)
 			}
-			tk := withGeneveOpts(odp.KeyFromFlowKeys(&k), opts[:nopts])
+			tk := odp.KeyFromFlowKeys(&k) // the Geneve options from the key's TunOpts
 			var s string
 			for _, a := range tk {
 				if _, ok := a.(odp.Tunnel); ok {
@@ -317,11 +317,11 @@ func TestTunnelEncapNoAllocs(t *testing.T) {
 	md := flowkeys.Metadata{InPort: 2}
 	allocs = testing.AllocsPerRun(1000, func() {
 		copy(buf, pkt)
-		off, n, nopts, err := decapTunnel(buf, &ft.cfg, &md.Tunnel, &w.tunOpts)
+		off, n, _, err := decapTunnel(buf, &ft.cfg, &md.Tunnel, &w.tunOpts)
 		if err != nil {
 			t.Fatal(err)
 		}
-		w.processTunnel(buf, off, n, &md, nopts)
+		w.processTunnel(buf, off, n, &md)
 	})
 	w.flush()
 	if allocs != 0 {
@@ -405,15 +405,18 @@ func TestTunnelDecapDrops(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			var md flowkeys.Tunnel
 			var opts [256]byte
-			off, n, _, err := decapTunnel(c.pkt, c.cfg, &md, &opts)
+			off, n, nopts, err := decapTunnel(c.pkt, c.cfg, &md, &opts)
 			if err != nil {
 				if !errors.Is(err, errTunnelDrop) || !strings.Contains(err.Error(), c.want) {
 					t.Errorf("dropped with %q, want %q", err, c.want)
 				}
 				return
 			}
+			if !bytes.Equal(md.Opts, opts[:nopts]) {
+				t.Errorf("metadata options % x, want the %d bytes copied: % x", md.Opts, nopts, opts[:nopts])
+			}
 			got := md
-			got.IPv4Src, got.IPv4Dst, got.ID, got.Proto = [4]byte{}, [4]byte{}, 0, 0
+			got.IPv4Src, got.IPv4Dst, got.ID, got.Proto, got.Opts = [4]byte{}, [4]byte{}, 0, 0, nil
 			s := strings.TrimPrefix(strings.TrimSuffix(strings.Replace(
 				strings.Replace(fmtTunnel(got), "IPv6Src:[0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0] IPv6Dst:[0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0] ", "", 1),
 				"Proto:0 ID:0 IPv4Src:[0 0 0 0] IPv4Dst:[0 0 0 0] ", "", 1), "}"), "{")
@@ -507,7 +510,10 @@ func TestTunnelPortOptions(t *testing.T) {
 	}
 }
 
-func fmtTunnel(t flowkeys.Tunnel) string { return fmt.Sprintf("%+v", t) }
+// fmtTunnel prints t's fields, without Opts when it has none.
+func fmtTunnel(t flowkeys.Tunnel) string {
+	return strings.Replace(fmt.Sprintf("%+v", t), " Opts:[]", "", 1)
+}
 
 func fmtConfig(c tunnelConfig, shown map[string]string) string {
 	return fmt.Sprintf("%+v %v", c, shown)

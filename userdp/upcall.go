@@ -32,7 +32,6 @@ type upcallMsg struct {
 	pkt      []byte
 	userdata []byte
 	acts     odp.Actions
-	tunOpts  []byte    // the Geneve options the packet was received with
 	mru      uint16    // a reassembled packet's MRU (OVS_PACKET_ATTR_MRU)
 	egress   egressKey // userspace(tunnel_out_port)'s egress tunnel key
 }
@@ -170,7 +169,7 @@ func (q *upcallQueue) fill(u *odp.Upcall, m *upcallMsg) {
 	*u = odp.Upcall{
 		Kind:     m.kind,
 		Port:     m.key.InPort,
-		Key:      withGeneveOpts(keyAttrs(&m.key), m.tunOpts),
+		Key:      keyAttrs(&m.key), // the Geneve options included (the key's TunOpts)
 		Packet:   m.pkt,
 		Userdata: m.userdata,
 		Actions:  m.acts,

@@ -293,6 +293,14 @@ func TestGoldenFlows(t *testing.T) {
 	h.mustRun("", "dump-flows")
 	h.mustRun("", "del-flows")
 	h.mustRun("", "dump-flows")
+	// Flows on Geneve option bytes (geneveFlows: the same flows the
+	// kernel comparison puts on system@).
+	for _, f := range geneveFlows {
+		h.mustRun("", "add-flow", f[0], f[1])
+	}
+	h.mustRun("", "dump-flows")
+	h.mustRun("", "dump-flows", "-m")
+	h.mustRun("", "get-flow", geneveUFID)
 	h.check("flows")
 }
 

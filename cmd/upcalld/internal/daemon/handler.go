@@ -356,11 +356,21 @@ func (d *Daemon) startTable(k *flowkeys.Key) (int, error) {
 // megaflowMask is a decision's mask as installed: the policy's mask with
 // recirc_id matched exactly, as Open vSwitch always does, and in_port
 // exact, as the kernel makes it whenever the key has an in_port (and an
-// upcall's key always has one).
+// upcall's key always has one). A mask that reads Geneve option bytes
+// also matches their length exactly and the Geneve option flag, as the
+// kernel's mask of options always does (genev_tun_opt_from_nlattr): a
+// flow for 4 bytes of options must not match a packet with 8. A mask
+// that reads none leaves every option wildcarded (the miss's options
+// then do not split megaflows; no rule field of package policy reads
+// them today).
 func megaflowMask(dec *policy.Decision) flowkeys.Key {
 	m := dec.Mask
 	m.RecircID = ^uint32(0)
 	m.InPort = 0xffff // port numbers have 16 bits; odp.ToFlowKeys gives this mask
+	if m.TunOptsLen != 0 || m.TunOpts != ([flowkeys.TunOptsMax]byte{}) {
+		m.TunOptsLen = 0xff
+		m.TunFlags |= odp.KernelTunnelGeneveOpt
+	}
 	return m
 }
 
