@@ -485,21 +485,16 @@ func missFrom(t *testing.T, src, dst mac) odp.Upcall {
 	return odp.Upcall{Kind: odp.UpcallMiss, Port: 1, Key: odp.KeyFromFlowKeys(&k), Packet: f}
 }
 
-// A handler behind by more than MaxLag handles misses from known sources
-// only and drops the others; behind by more than four times MaxLag, it
-// drops every miss. Dropped misses are counted as shed.
-func TestShedWhenBehind(t *testing.T) {
-	h := newHarness(t, 2, Config{MaxLag: time.Second, Logger: discardLogger()})
+// An overloaded handler in shedUnknown mode handles misses from known
+// sources only and drops the others; in shedAll mode it drops every miss.
+// Dropped misses are counted as shed.
+func TestShedWhenOverloaded(t *testing.T) {
+	h := newHarness(t, 2, Config{Logger: discardLogger()})
 	ctx := context.Background()
 	hs := newHandlerState(0, 1)
-	handle := func(src, dst mac, behind time.Duration) {
+	handle := func(src, dst mac, mode shedMode) {
 		up := missFrom(t, src, dst)
-		var since time.Time
-		now := time.Now()
-		if behind > 0 {
-			since = now.Add(-behind)
-		}
-		h.d.handleOne(ctx, hs, &up, since, now)
+		h.d.handleOne(ctx, hs, &up, mode, time.Now())
 	}
 	check := func(what string, handled, shed uint64, flows int) {
 		t.Helper()
@@ -511,48 +506,51 @@ func TestShedWhenBehind(t *testing.T) {
 			t.Errorf("%s: shed metric %v, want %d", what, got, shed)
 		}
 	}
-	handle(macN(1), macN(9), 0)
+	handle(macN(1), macN(9), shedNone)
 	check("in time", 1, 0, 1)
-	// Behind by 2 s: the known source is handled, the new one dropped
+	// Overloaded: the known source is handled, the new one dropped
 	// (and not learned: a flood's addresses cost nothing).
-	handle(macN(3), macN(9), 2*time.Second)
-	check("new source, behind", 1, 1, 1)
+	handle(macN(3), macN(9), shedUnknown)
+	check("new source, overloaded", 1, 1, 1)
 	if _, ok := h.d.Switch().Lookup(macN(3)); ok {
 		t.Errorf("shed source learned")
 	}
-	handle(macN(1), macN(8), 2*time.Second)
-	check("known source, behind", 2, 1, 2)
+	handle(macN(1), macN(8), shedUnknown)
+	check("known source, overloaded", 2, 1, 2)
 	// Known on another port is not known: dropped.
 	h.d.Switch().LearnMAC(macN(4), 2)
-	handle(macN(4), macN(8), 2*time.Second)
-	check("source known elsewhere, behind", 2, 2, 2)
-	// Behind by 5 s: everything is dropped.
-	handle(macN(1), macN(7), 5*time.Second)
-	check("far behind", 2, 3, 2)
+	handle(macN(4), macN(8), shedUnknown)
+	check("source known elsewhere, overloaded", 2, 2, 2)
+	// Far overloaded: everything is dropped.
+	handle(macN(1), macN(7), shedAll)
+	check("far overloaded", 2, 3, 2)
 	// Caught up: handled again, and the new source is learned.
-	handle(macN(3), macN(7), 0)
+	handle(macN(3), macN(7), shedNone)
 	check("caught up", 3, 3, 3)
 	if p, ok := h.d.Switch().Lookup(macN(3)); !ok || p != 1 {
 		t.Errorf("source not learned once caught up: %d %v", p, ok)
 	}
 }
 
-// Dropping a miss while behind allocates nothing (the log line aside,
-// which is rate-limited to one a second).
+// Dropping a miss while overloaded allocates nothing, and neither does
+// assessing the load of a receiver that reports its backlog.
 func TestShedAllocatesNothing(t *testing.T) {
-	h := newHarness(t, 2, Config{MaxLag: time.Second, Logger: discardLogger()})
+	h := newHarness(t, 2, Config{Logger: discardLogger()})
 	hs := newHandlerState(0, 1)
 	up := missFrom(t, macN(5), macN(9))
 	now := time.Now()
-	h.d.shedLog.allow() // use up this second's log line
-	for _, behind := range []time.Duration{2 * time.Second, 5 * time.Second} {
-		since := now.Add(-behind)
-		if n := testing.AllocsPerRun(1000, func() { h.d.handleOne(context.Background(), hs, &up, since, now) }); n != 0 {
-			t.Errorf("behind %v: shedding allocates %v times", behind, n)
+	for _, mode := range []shedMode{shedUnknown, shedAll} {
+		if n := testing.AllocsPerRun(1000, func() { h.d.handleOne(context.Background(), hs, &up, mode, now) }); n != 0 {
+			t.Errorf("mode %d: shedding allocates %v times", mode, n)
 		}
 	}
 	if st := h.d.Status(); st.Shed < 2000 || st.Handled != 0 {
 		t.Errorf("shed %d, handled %d", st.Shed, st.Handled)
+	}
+	rx := &scriptedRx{q: 900, c: 1000}
+	var o overload
+	if n := testing.AllocsPerRun(1000, func() { h.d.assess(&o, rx, 64, 64, now) }); n != 0 || o.mode != shedAll {
+		t.Errorf("assess allocates %v times (mode %d)", n, o.mode)
 	}
 }
 
