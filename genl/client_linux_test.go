@@ -701,6 +701,7 @@ func TestPutFlows(t *testing.T) {
 		}
 		fs = append(fs, &odp.Flow{Key: key, Actions: acts})
 	}
+	before := len(k.sendsSince(0))
 	errs, err := c.putFlows(1, fs, odp.PutCreate, flowOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -708,6 +709,7 @@ func TestPutFlows(t *testing.T) {
 	if seen != 120 {
 		t.Errorf("kernel saw %d requests, want 120", seen)
 	}
+	checkAckLast(t, k.requests(), k.sendsSince(before))
 	for i, e := range errs {
 		if wantErr := i%7 == 3; wantErr != (e != nil) || (wantErr && !errors.Is(e, os.ErrExist)) {
 			t.Errorf("flow %d: %v", i, e)
@@ -723,6 +725,33 @@ func TestPutFlows(t *testing.T) {
 	}
 }
 
+// checkAckLast checks that of the requests of each sendmsg of more than
+// one (sends: the sizes of the last sendmsg calls; reqs: the requests in
+// order, the last ones theirs) only the last asks for an
+// acknowledgement: the kernel answers the others only when they fail,
+// and the batch costs one read instead of one per request.
+func checkAckLast(t *testing.T, reqs []fakeReq, sends []int) {
+	t.Helper()
+	total := 0
+	for _, n := range sends {
+		total += n
+	}
+	if total == 0 || total > len(reqs) {
+		t.Fatalf("%d requests sent, %d seen", total, len(reqs))
+	}
+	at := len(reqs) - total
+	for _, n := range sends {
+		if n > 1 {
+			for j, r := range reqs[at : at+n] {
+				if got, want := r.Flags&netlink.Acknowledge != 0, j == n-1; got != want {
+					t.Errorf("request %d of a sendmsg of %d: acknowledgement asked %v, want %v", j+1, n, got, want)
+				}
+			}
+		}
+		at += n
+	}
+}
+
 // sendsSince returns the sizes of the sendmsg calls after the first n.
 func (k *fakeKernel) sendsSince(n int) []int {
 	k.mu.Lock()
@@ -733,7 +762,7 @@ func (k *fakeKernel) sendsSince(n int) []int {
 func TestExecuteBatch(t *testing.T) {
 	var seen []string
 	k := newFake(t, func(r fakeReq) ([]fakeMsg, error) {
-		if r.Family != familyPacket || r.Cmd != packetCmdExecute || r.DPIndex != 3 || r.Flags&netlink.Acknowledge == 0 {
+		if r.Family != familyPacket || r.Cmd != packetCmdExecute || r.DPIndex != 3 {
 			t.Fatalf("request %+v", r)
 		}
 		data := string(r.Attrs[packetAttrPacket])
@@ -800,6 +829,7 @@ func TestExecuteBatch(t *testing.T) {
 	if got := k.sendsSince(before); !slices.Equal(got, []int{50, 50, 19}) {
 		t.Errorf("messages per sendmsg %v, want [50 50 19]", got)
 	}
+	checkAckLast(t, k.requests(), k.sendsSince(before))
 
 	// Large packets: a batch stays within executeBatchBytes.
 	seen = nil

@@ -76,6 +76,7 @@ func (*client) executeBatch(int32, []*odp.Packet) ([]error, error) { return nil,
 func (*upcallSocket) getPID() uint32                                  { return 0 }
 func (*upcallSocket) lostCount() uint64                               { return 0 }
 func (*upcallSocket) malformedCount() uint64                          { return 0 }
+func (*upcallSocket) backlog() (int, int, error)                      { return 0, 0, errUnsupportedOS }
 func (*upcallSocket) close() error                                    { return errUnsupportedOS }
 func (*upcallSocket) readRaw(func(*RawUpcall)) (int, error)           { return 0, errUnsupportedOS }
 func (*upcallSocket) setReadDeadline(time.Time) error                 { return errUnsupportedOS }

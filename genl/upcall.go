@@ -24,6 +24,13 @@ func (u *UpcallSocket) PID() uint32 { return u.s.getPID() }
 // so each ENOBUFS counts one (at least one upcall was lost).
 func (u *UpcallSocket) Lost() uint64 { return u.s.lostCount() }
 
+// Backlog reports how full the socket's receive queue is: the bytes the
+// kernel holds for it (queued upcalls, counted as the kernel charges
+// them) and the most it holds before it drops upcalls (ENOBUFS), read
+// with SO_MEMINFO. The daemon sheds load from this, not from how long a
+// batch took. It does not allocate.
+func (u *UpcallSocket) Backlog() (queued, capacity int, err error) { return u.s.backlog() }
+
 // Malformed counts datagrams that were not valid upcalls and were skipped.
 func (u *UpcallSocket) Malformed() uint64 { return u.s.malformedCount() }
 

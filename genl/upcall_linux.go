@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"github.com/mdlayher/netlink"
 	"golang.org/x/sys/unix"
@@ -48,6 +49,10 @@ type upcallSocket struct {
 	rerr   error
 	block  func(fd uintptr) bool
 	nowait func(fd uintptr) bool
+	// meminfo reads SO_MEMINFO into mem (Backlog), without allocating.
+	meminfo func(fd uintptr)
+	mem     [unix.SK_MEMINFO_VARS]uint32
+	memErr  error
 }
 
 // newUpcallSocket opens an upcall socket. Its PID must be registered
@@ -88,6 +93,17 @@ func upcallSocketOn(conn *netlink.Conn) *UpcallSocket {
 		s.n, s.rerr = unix.Read(int(fd), s.buf)
 		return true
 	}
+	s.meminfo = func(fd uintptr) {
+		l := uint32(unsafe.Sizeof(s.mem))
+		_, _, e := unix.Syscall6(unix.SYS_GETSOCKOPT, fd, unix.SOL_SOCKET, unix.SO_MEMINFO,
+			uintptr(unsafe.Pointer(&s.mem[0])), uintptr(unsafe.Pointer(&l)), 0)
+		s.memErr = nil
+		if e != 0 {
+			s.memErr = e
+		} else if l < 4*(unix.SK_MEMINFO_RCVBUF+1) {
+			s.memErr = fmt.Errorf("SO_MEMINFO returned %d bytes", l)
+		}
+	}
 	s.read = func([]byte) (int, error) {
 		if err := s.rc.Read(s.block); err != nil {
 			return 0, err
@@ -107,6 +123,20 @@ func (s *upcallSocket) getPID() uint32         { return s.pid }
 func (s *upcallSocket) lostCount() uint64      { return s.lost.Load() }
 func (s *upcallSocket) malformedCount() uint64 { return s.bad.Load() }
 func (s *upcallSocket) close() error           { return s.conn.Close() }
+
+// backlog is UpcallSocket.Backlog.
+func (s *upcallSocket) backlog() (queued, capacity int, err error) {
+	if s.rc == nil {
+		return 0, 0, errors.New("genl: upcall socket: no file descriptor")
+	}
+	if err := s.rc.Control(s.meminfo); err != nil {
+		return 0, 0, fmt.Errorf("genl: upcall socket %d: %w", s.pid, err)
+	}
+	if s.memErr != nil {
+		return 0, 0, fmt.Errorf("genl: upcall socket %d: reading SO_MEMINFO: %w", s.pid, s.memErr)
+	}
+	return int(s.mem[unix.SK_MEMINFO_RMEM_ALLOC]), int(s.mem[unix.SK_MEMINFO_RCVBUF]), nil
+}
 
 // readRaw is UpcallSocket.ReadRaw.
 func (s *upcallSocket) readRaw(fn func(*RawUpcall)) (int, error) {

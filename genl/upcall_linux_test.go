@@ -211,3 +211,39 @@ func BenchmarkRecv(b *testing.B) {
 		}
 	}
 }
+
+// TestUpcallSocketBacklog: Backlog reports the bytes queued on the
+// socket, growing with every datagram sent and back to zero once they
+// are read, against a capacity of at least the buffer asked for; it
+// allocates nothing. A socket without a descriptor says so.
+func TestUpcallSocketBacklog(t *testing.T) {
+	s, fd := realUpcallSocket(t)
+	q0, c, err := s.Backlog()
+	if err != nil || q0 != 0 || c < upcallSockBuf/2 {
+		t.Fatalf("Backlog of an empty socket = %d, %d, %v; want 0 queued of at least %d", q0, c, err, upcallSockBuf/2)
+	}
+	msg := nlmsg(packetCmdMiss, goodUpcall())
+	prev := 0
+	for i := range 3 {
+		sendTo(t, fd, s.PID(), msg)
+		q, c2, err := s.Backlog()
+		if err != nil || q <= prev || q < (i+1)*len(msg) || c2 != c {
+			t.Fatalf("Backlog after %d datagrams = %d, %d, %v; want more than %d (and %d bytes at least) of %d", i+1, q, c2, err, prev, (i+1)*len(msg), c)
+		}
+		prev = q
+	}
+	ups := make([]odp.Upcall, 8)
+	if n, err := s.Recv(context.Background(), ups); err != nil || n != 3 {
+		t.Fatalf("Recv = %d, %v", n, err)
+	}
+	if q, _, err := s.Backlog(); err != nil || q != 0 {
+		t.Errorf("Backlog once read = %d, %v; want 0", q, err)
+	}
+	if n := testing.AllocsPerRun(100, func() { s.Backlog() }); n != 0 {
+		t.Errorf("Backlog allocates %v times", n)
+	}
+	bad := &UpcallSocket{s: upcallSocket{buf: make([]byte, upcallBufSize)}}
+	if _, _, err := bad.Backlog(); err == nil {
+		t.Error("Backlog without a descriptor: no error")
+	}
+}

@@ -159,27 +159,41 @@ func (w *walker) lookup(t int) int {
 
 // match returns the first rule of table t that k matches (-1: none),
 // adding to mask every field of that rule and the proof of every failing
-// rule before it.
+// rule before it (index.go: by groups, for a table with hashed groups).
 func (rs *RuleSet) match(t int, k, mask *flowkeys.Key, f fault) int {
+	if rs.index != nil {
+		if ti := rs.index[t]; ti != nil {
+			return rs.matchIndexed(ti, k, mask, f)
+		}
+	}
 	start, end := rs.table(t)
 	for i := start; i < end; i++ {
-		r := &rs.Rules[i]
-		if flowkeys.EqualMasked(k, &r.Match.Value, &r.Match.Mask, r.rng) {
-			// Every field of the rule was consulted and matched.
-			orKey(mask, &r.Match.Mask, r.rng)
-			if r.l4 {
-				mask.IPFrag = 0xff
-			}
+		if rs.matchRule(i, k, mask, f) {
 			return i
-		}
-		if f == faultNone && failsInMask(r, k, mask) {
-			continue // proven by what the mask already holds
-		}
-		if f != faultNoFailMask {
-			addFailProof(r, k, mask, f)
 		}
 	}
 	return -1
+}
+
+// matchRule reports whether k matches rule i, adding to mask every field
+// of the rule when it does, its proof of failure when it does not.
+func (rs *RuleSet) matchRule(i int, k, mask *flowkeys.Key, f fault) bool {
+	r := &rs.Rules[i]
+	if flowkeys.EqualMasked(k, &r.Match.Value, &r.Match.Mask, r.rng) {
+		// Every field of the rule was consulted and matched.
+		orKey(mask, &r.Match.Mask, r.rng)
+		if r.l4 {
+			mask.IPFrag = 0xff
+		}
+		return true
+	}
+	if f == faultNone && failsInMask(r, k, mask) {
+		return false // proven by what the mask already holds
+	}
+	if f != faultNoFailMask {
+		addFailProof(r, k, mask, f)
+	}
+	return false
 }
 
 // failsInMask reports whether k differs from rule r on bits that mask

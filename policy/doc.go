@@ -247,6 +247,16 @@
 //     (its ports are zero in the key and absent from the kernel's), so a
 //     megaflow from a later fragment must not match first fragments or
 //     whole packets, and vice versa.
+//   - Many rules with one mask (at least 16 in a table, e.g. a list of
+//     exact 5-tuples) are looked up as a group, by hash, as Open
+//     vSwitch's classifier looks up a subtable: one probe per group
+//     finds its first matching rule, priorities and file order kept
+//     across groups and single rules. A group with a match contributes
+//     its mask; a group without one contributes the shortest prefix of
+//     its fields (in the fixed order above) that no rule of the group
+//     agrees with, with the prerequisites. That can be more bits than
+//     the rule-by-rule proofs, never less than soundness needs (see
+//     index.go).
 //   - Actions add what they read: output, flood, all and normal read
 //     in_port (output to the input port is skipped); normal reads dl_src
 //     (so that every new source address misses and is learned) and

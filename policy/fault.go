@@ -22,6 +22,7 @@ const (
 	faultNoRecircMask           // decisions of rules with recirculation do not read recirc_id
 	faultNoCTFailMask           // a rule failing on a conntrack field (ct_state, ct_zone, ct_mark) adds nothing to the mask
 	faultSelectNoHashMask       // a select group does not mask the fields it hashes
+	faultGroupProofShort        // a hashed group without a match proves it by one field too few
 )
 
 // testFault is the variant decide runs; see fault.

@@ -103,6 +103,9 @@ type RuleSet struct {
 	recirc bool
 	// groups are the groups, by ID.
 	groups []*Group
+	// index is the hashed lookup of the tables that have a group of
+	// rules large enough (index.go), by table; nil when none has.
+	index []*tableIndex
 }
 
 // MaxTable is the highest table number (OpenFlow's tables 0-254).
@@ -143,6 +146,7 @@ func NewRuleSet(name string, rules []Rule) *RuleSet {
 		t++
 		rs.tables[t] = int32(len(rs.Rules))
 	}
+	rs.buildIndex()
 	return rs
 }
 

@@ -466,40 +466,55 @@ func checkSoundness(t *testing.T, seed uint64, sets, packets int, b fault) (fail
 	return ""
 }
 
+// TestSoundness runs the property test with the rule-by-rule lookup
+// (every table's rules fewer than hashMinRules) and with the hashed one
+// (index.go) made to hash every group, or groups of two or more.
 func TestSoundness(t *testing.T) {
 	const seed = 20240607
 	sets, packets := 3000, 150
 	if testing.Short() || raceEnabled {
 		sets = 300
 	}
-	if f := checkSoundness(t, seed, sets, packets, faultNone); f != "" {
-		t.Fatal(f)
+	for _, n := range []int{hashMinRules, 1, 2} {
+		t.Run(fmt.Sprintf("hashMinRules=%d", n), func(t *testing.T) {
+			setHashMinRules(t, n)
+			if f := checkSoundness(t, seed, sets, packets, faultNone); f != "" {
+				t.Fatal(f)
+			}
+		})
 	}
 }
 
 // TestSoundnessCatchesBugs proves that the property test can fail: each
-// deliberately unsound variant of Decide is caught.
+// deliberately unsound variant of Decide is caught (those of the hashed
+// lookup with every group hashed).
 func TestSoundnessCatchesBugs(t *testing.T) {
 	for _, tc := range []struct {
-		name string
-		b    fault
+		name   string
+		b      fault
+		hashed bool
 	}{
-		{"failing rules add no mask", faultNoFailMask},
-		{"dec_ttl does not mask the TTL", faultNoTTLMask},
-		{"output does not mask in_port", faultNoInPortMask},
-		{"a failing field's proof misses the differing bit", faultFailBitsShort},
-		{"a failing field's proof misses its prerequisites", faultNoPrereq},
-		{"mod_vlan_vid does not mask the PCP it keeps", faultNoPCPMask},
-		{"normal does not mask the VLAN ID", faultNoVLANMask},
-		{"the tag restored after normal is not masked", faultNoRestoreMask},
-		{"lookups after table 0 add nothing to the mask", faultNoTableMask},
-		{"mirrors do not mask in_port", faultNoMirrorMask},
-		{"mirrors selecting VLANs do not mask the VLAN", faultNoMirrorVLANMask},
-		{"decisions do not read recirc_id", faultNoRecircMask},
-		{"a rule failing on ct_state, ct_zone or ct_mark adds no mask", faultNoCTFailMask},
-		{"a select group does not mask the fields it hashes", faultSelectNoHashMask},
+		{"failing rules add no mask", faultNoFailMask, false},
+		{"dec_ttl does not mask the TTL", faultNoTTLMask, false},
+		{"output does not mask in_port", faultNoInPortMask, false},
+		{"a failing field's proof misses the differing bit", faultFailBitsShort, false},
+		{"a failing field's proof misses its prerequisites", faultNoPrereq, false},
+		{"mod_vlan_vid does not mask the PCP it keeps", faultNoPCPMask, false},
+		{"normal does not mask the VLAN ID", faultNoVLANMask, false},
+		{"the tag restored after normal is not masked", faultNoRestoreMask, false},
+		{"lookups after table 0 add nothing to the mask", faultNoTableMask, false},
+		{"mirrors do not mask in_port", faultNoMirrorMask, false},
+		{"mirrors selecting VLANs do not mask the VLAN", faultNoMirrorVLANMask, false},
+		{"decisions do not read recirc_id", faultNoRecircMask, false},
+		{"a rule failing on ct_state, ct_zone or ct_mark adds no mask", faultNoCTFailMask, false},
+		{"a select group does not mask the fields it hashes", faultSelectNoHashMask, false},
+		{"hashed: a group's proof is one field short", faultGroupProofShort, true},
+		{"hashed: failing groups add no mask", faultNoFailMask, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			if tc.hashed {
+				setHashMinRules(t, 1)
+			}
 			f := checkSoundness(t, 1, 3000, 150, tc.b)
 			if f == "" {
 				t.Fatalf("the property test did not catch the bug")

@@ -524,10 +524,17 @@ func TestUpcallQueueOverflowIsLost(t *testing.T) {
 	if st.Missed != 20 || st.Lost != 16 {
 		t.Errorf("stats %+v, want 20 missed, 16 lost", st)
 	}
+	bl := rs[0].(interface{ Backlog() (int, int, error) })
+	if q, c, err := bl.Backlog(); q != 4 || c != 4 || err != nil {
+		t.Errorf("Backlog of the full queue = %d, %d, %v; want 4 of 4", q, c, err)
+	}
 	ups := make([]odp.Upcall, 10)
 	n, err := rs[0].Recv(ctx, ups)
 	if err != nil || n != 4 {
 		t.Errorf("Recv: %d, %v; want the 4 queued", n, err)
+	}
+	if q, c, err := bl.Backlog(); q != 0 || c != 4 || err != nil {
+		t.Errorf("Backlog once read = %d, %d, %v; want 0 of 4", q, c, err)
 	}
 	for i := 0; i < n; i++ {
 		if want := udpFrame(1, 2, uint16(i)); string(ups[i].Packet) != string(want) {

@@ -178,6 +178,13 @@ func (q *upcallQueue) fill(u *odp.Upcall, m *upcallMsg) {
 	u.EgressTunnel = m.egress.tunnel()
 }
 
+// Backlog reports how many upcalls wait in the receiver's queue and how
+// many it holds before the datapath counts further ones as lost. The
+// daemon sheds load from this, not from how long a batch took.
+func (u *UpcallReceiver) Backlog() (queued, capacity int, err error) {
+	return len(u.q.ch), cap(u.q.ch), nil
+}
+
 // Close unregisters the receiver and unblocks a pending Recv. Upcalls
 // still queued are discarded.
 func (u *UpcallReceiver) Close() error {

@@ -68,7 +68,7 @@ func (r *Results) vsOVSSetup(g, what, pkg, ours, ref string) Row {
 		}
 	}
 	offered, _ := r.Est(pkg, ours, "offered/s")
-	row.Note = fmt.Sprintf("%s, %s offered; setup rate: new flows delivered to the sink over the time from the first frame sent to the last delivered; first-packet latency p50 / p99: send to arrival per new flow (the upcall's round trip), measured the same way for both; upcalld's handler latency: from the read of an upcall's batch to the end of its work (ovs-vswitchd exposes none); lost: the datapath's lost upcalls; shed: misses upcalld's lagging handlers dropped; ratio: of the medians (%d run(s) each, not paired)",
+	row.Note = fmt.Sprintf("%s, %s offered; setup rate: new flows delivered to the sink over the time from the first frame sent to the last delivered; first-packet latency p50 / p99: send to arrival per new flow (the upcall's round trip), measured the same way for both; upcalld's handler latency: from the read of an upcall's batch to the end of its work (ovs-vswitchd exposes none); lost: the datapath's lost upcalls; shed: misses upcalld's overloaded handlers dropped (queue half full or overrun); ratio: of the medians (%d run(s) each, not paired)",
 		vsOVSNote, fmtRate(offered.Center, "frames/s"), min(o.N, b.N))
 	if e, ok := ratioOfIntervals(o, b); ok {
 		row.Ratio = e

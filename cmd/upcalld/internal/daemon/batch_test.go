@@ -145,7 +145,7 @@ func TestBatchPutsThenExecutes(t *testing.T) {
 			hs := newHandlerState(0, len(ups))
 			copy(hs.ups, ups)
 			now := time.Now()
-			end := h.d.handleBatch(ctx, hs, hs.ups, time.Time{}, now)
+			end := h.d.handleBatch(ctx, hs, hs.ups, shedNone, now)
 			if end.Before(now) {
 				t.Errorf("handleBatch returned %v, before the read at %v", end, now)
 			}
@@ -208,7 +208,7 @@ func TestBatchCallFailure(t *testing.T) {
 	for i := range hs.ups {
 		hs.ups[i] = missFrom(t, macN(byte(0x40+i)), macN(0x99))
 	}
-	h.d.handleBatch(ctx, hs, hs.ups, time.Time{}, time.Now())
+	h.d.handleBatch(ctx, hs, hs.ups, shedNone, time.Now())
 	if want := []string{"put 3", "execute 3"}; !slices.Equal(rec.calls, want) {
 		t.Errorf("datapath calls %q, want %q", rec.calls, want)
 	}
@@ -234,7 +234,7 @@ func TestBatchFlowLimit(t *testing.T) {
 	for i := range hs.ups {
 		hs.ups[i] = missFrom(t, macN(byte(0x50+i)), macN(0x99))
 	}
-	h.d.handleBatch(ctx, hs, hs.ups, time.Time{}, time.Now())
+	h.d.handleBatch(ctx, hs, hs.ups, shedNone, time.Now())
 	if st := h.d.Status(); st.Handled != 5 || st.Flows != 2 {
 		t.Errorf("handled %d flows %d; want 5 2", st.Handled, st.Flows)
 	}
@@ -275,7 +275,7 @@ func TestBatchAllocatesNothingBeyondThePolicy(t *testing.T) {
 		ups[i] = missFrom(t, macN(byte(0x60+i)), macN(0x99))
 	}
 	copy(hs.ups, ups)
-	h.d.handleBatch(ctx, hs, hs.ups, time.Time{}, time.Now()) // installs the megaflows, learns the sources
+	h.d.handleBatch(ctx, hs, hs.ups, shedNone, time.Now()) // installs the megaflows, learns the sources
 	if st := h.d.Status(); st.Flows != n || st.Handled != n {
 		t.Fatalf("setup: %+v", st)
 	}
@@ -295,7 +295,7 @@ func TestBatchAllocatesNothingBeyondThePolicy(t *testing.T) {
 	})
 	batch := testing.AllocsPerRun(100, func() {
 		copy(hs.ups, ups)
-		h.d.handleBatch(ctx, hs, hs.ups, time.Time{}, time.Now())
+		h.d.handleBatch(ctx, hs, hs.ups, shedNone, time.Now())
 	})
 	t.Logf("a batch of %d: %v allocations; deciding them alone: %v", n, batch, policyOnly)
 	if batch != policyOnly {

@@ -78,7 +78,7 @@ func BenchmarkHandleUpcall(b *testing.B) {
 		ups2[i].Key = odp.KeyFromFlowKeys(&k)
 	}
 	for i := range ups2 {
-		h.d.handleOne(ctx, hs, &ups2[i], time.Time{}, time.Now())
+		h.d.handleOne(ctx, hs, &ups2[i], shedNone, time.Now())
 	}
 	b.ReportMetric(float64(b.N)/full.Seconds(), "upcalls/s")
 	b.ReportMetric(float64(h.d.lat.Quantile(0.5).Nanoseconds()), "p50-ns")

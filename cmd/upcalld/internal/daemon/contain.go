@@ -80,7 +80,7 @@ func (d *Daemon) decideContained(ctx context.Context, h *handlerState, i int, up
 // decision (putting the flows, executing the packets) contained to the
 // batch: the batch's upcalls that were not shed count as failed, and the
 // handler goes on with the next batch.
-func (d *Daemon) handleBatchContained(ctx context.Context, h *handlerState, ups []odp.Upcall, behind, now time.Time) {
+func (d *Daemon) handleBatchContained(ctx context.Context, h *handlerState, ups []odp.Upcall, mode shedMode, now time.Time) {
 	defer func() {
 		r := recover()
 		if r == nil {
@@ -101,7 +101,7 @@ func (d *Daemon) handleBatchContained(ctx context.Context, h *handlerState, ups 
 		clear(h.errs)
 		h.flows, h.putOf, h.flowPtrs, h.pkts, h.pktPtrs, h.execOf, h.errs = h.flows[:0], h.putOf[:0], h.flowPtrs[:0], h.pkts[:0], h.pktPtrs[:0], h.execOf[:0], h.errs[:0]
 	}()
-	d.handleBatch(ctx, h, ups, behind, now)
+	d.handleBatch(ctx, h, ups, mode, now)
 }
 
 // containedStatus runs f for one status connection with a panic

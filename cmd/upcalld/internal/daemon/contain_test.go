@@ -56,7 +56,7 @@ func TestDecidePanicContained(t *testing.T) {
 	k2 = missFrom(t, macN(4), macN(3))
 	hs := newHandlerState(7, 2)
 	copy(hs.ups, []odp.Upcall{k1, k2})
-	h.d.handleBatchContained(context.Background(), hs, hs.ups[:2], time.Time{}, time.Now())
+	h.d.handleBatchContained(context.Background(), hs, hs.ups[:2], shedNone, time.Now())
 	if st := h.d.Status(); st.Failed != 2 || st.Handled != 2 || h.d.PanicsContained() != 2 {
 		t.Errorf("after a batch with one poisoned upcall: %+v, %d panics; want 2 failed, 2 handled, 2 panics", st, h.d.PanicsContained())
 	}

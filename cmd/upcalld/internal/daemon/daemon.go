@@ -43,8 +43,8 @@ const (
 	// limitIdle is the idle timeout used while the datapath holds more
 	// flows than the limit.
 	limitIdle = 100 * time.Millisecond
-	// DefaultMaxLag is how long a handler may stay behind before it
-	// sheds load (Config.MaxLag).
+	// DefaultMaxLag is how long a handler whose receiver reports no
+	// queue depth may stay behind before it sheds load (Config.MaxLag).
 	DefaultMaxLag = 250 * time.Millisecond
 )
 
@@ -98,15 +98,22 @@ type Config struct {
 	// RevalidateInterval is the period of revalidation passes
 	// (DefaultRevalidateInterval); policy changes start one at once.
 	RevalidateInterval time.Duration
-	// MaxLag bounds how stale the upcalls a handler works on may get
-	// (DefaultMaxLag). A handler is behind while its receiver never runs
-	// empty: every read fills a whole batch. Once it has been behind for
-	// longer than MaxLag, its queue holds upcalls at least that old, and
-	// it sheds: a miss whose Ethernet source the learning switch already
-	// knows on its port is still handled in full (known hosts keep
-	// working during a flood of new addresses), any other is dropped
-	// without being decoded, counted in Status.Shed. Behind for longer
-	// than 4*MaxLag, it drops every miss until it catches up. As in Open
+	// MaxLag is the fallback overload rule for receivers that report
+	// no queue depth (DefaultMaxLag); the kernel's upcall sockets and the
+	// userspace datapath's queues do report it, and for them a handler
+	// sheds only when its queue is really filling up: at least half full
+	// (or the socket overran, ENOBUFS), it sheds misses from unknown
+	// sources; 7/8 full, every miss; and it goes on until the queue is
+	// below a quarter (overload.go). A miss whose Ethernet source the
+	// learning switch already knows on its port is still handled in full
+	// while the handler sheds unknown sources (known hosts keep working
+	// during a flood of new addresses); any other is dropped without
+	// being decoded, counted in Status.Shed. How long a batch takes does
+	// not count: under an emulated CPU a batch can take far longer than
+	// MaxLag while the queue holds a fraction of what it can. For a
+	// receiver without a depth, a handler is behind while every read
+	// fills a whole batch; behind for longer than MaxLag it sheds
+	// unknown sources, for longer than 4*MaxLag every miss. As in Open
 	// vSwitch, overload is met by dropping, never by queueing without
 	// bound: the daemon recovers as soon as the flood ends.
 	MaxLag time.Duration

@@ -143,7 +143,7 @@ func checkMiss(t *testing.T, frame []byte, k *flowkeys.Key, rules string) {
 	}
 	up := odp.Upcall{Kind: odp.UpcallMiss, Port: 1, Packet: frame, Key: odp.KeyFromFlowKeys(k)}
 	h := newHandlerState(0, 1)
-	d.handleOne(ctx, h, &up, time.Time{}, time.Now())
+	d.handleOne(ctx, h, &up, shedNone, time.Now())
 
 	// A refusal is sound only when no valid megaflow exists for the
 	// decision (inexpressible), the key cannot be read, or the flow

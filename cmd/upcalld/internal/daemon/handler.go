@@ -88,7 +88,7 @@ type batcher interface {
 	ExecuteBatch(ctx context.Context, pkts []*odp.Packet) (errs []error, err error)
 }
 
-// shedMode says how much of an upcall a lagging handler handles.
+// shedMode says how much of a batch an overloaded handler handles.
 type shedMode uint8
 
 const (
@@ -101,11 +101,11 @@ const (
 )
 
 // handler reads upcalls in batches from rx until ctx is done, shedding
-// load while it is behind (Config.MaxLag), and handles each batch
-// together (handleBatch).
+// load while rx reports it is overloaded (overload.go), and handles each
+// batch together (handleBatch).
 func (d *Daemon) handler(ctx context.Context, id int, rx odp.UpcallReceiver) {
 	h := newHandlerState(id, d.cfg.Batch)
-	var behind time.Time // since when every read filled a whole batch
+	var o overload
 	for {
 		n, err := rx.Recv(ctx, h.ups)
 		if err != nil {
@@ -125,38 +125,21 @@ func (d *Daemon) handler(ctx context.Context, id int, rx odp.UpcallReceiver) {
 		}
 		now := time.Now()
 		d.tick(now)
-		if n < len(h.ups) {
-			// The receiver ran empty: whatever arrives next is fresh.
-			behind = time.Time{}
-		} else if behind.IsZero() {
-			behind = now
+		mode := d.assess(&o, rx, n, len(h.ups), now)
+		if mode != shedNone && d.shedLog.allow() { // not a closure: shedding allocates nothing
+			d.log.Warn("handler overloaded; shedding upcalls", "handler", id, "queued", o.queued, "capacity", o.capacity,
+				"overrun", o.overrun, "all", mode == shedAll, "shed_total", d.shed.Load())
 		}
 		if d.taps.n.Load() > 0 {
 			d.taps.publish(h.ups[:n])
 		}
-		d.handleBatchContained(ctx, h, h.ups[:n], behind, now)
+		d.handleBatchContained(ctx, h, h.ups[:n], mode, now)
 		clear(h.ups[:n]) // drop references to the packets
 	}
 }
 
-// shedModeAt is how much a handler that fell behind at behind (zero when
-// it is not behind) handles at now.
-func (d *Daemon) shedModeAt(behind, now time.Time) shedMode {
-	if behind.IsZero() {
-		return shedNone
-	}
-	switch lag := now.Sub(behind); {
-	case lag > 4*d.cfg.MaxLag:
-		return shedAll
-	case lag > d.cfg.MaxLag:
-		return shedUnknown
-	}
-	return shedNone
-}
-
-// handleBatch handles a batch of upcalls read at now; behind is when the
-// handler fell behind (zero when it is not). First it sheds what a
-// lagging handler drops; then it decides every other upcall in turn,
+// handleBatch handles a batch of upcalls read at now, shedding as mode
+// says (overload.go). First it sheds what an overloaded handler drops; then it decides every other upcall in turn,
 // puts all the batch's new megaflows in one batched call and executes
 // all its packets in another (puts first, as Open vSwitch's handlers do,
 // so that later packets already hit the new flows), and accounts for
@@ -167,12 +150,11 @@ func (d *Daemon) shedModeAt(behind, now time.Time) shedMode {
 // upcall of the batch waited for its packet to leave, an upper bound for
 // the others. It returns the time after handling, read only when some
 // upcall was handled in full: shedding costs no clock reading.
-func (d *Daemon) handleBatch(ctx context.Context, h *handlerState, ups []odp.Upcall, behind, now time.Time) time.Time {
+func (d *Daemon) handleBatch(ctx context.Context, h *handlerState, ups []odp.Upcall, mode shedMode, now time.Time) time.Time {
 	if cap(h.work) < len(ups) {
 		h.work = make([]upcallWork, len(ups))
 	}
 	work := h.work[:len(ups)]
-	mode := d.shedModeAt(behind, now)
 	handle := 0
 	for i := range ups {
 		up := &ups[i]
@@ -182,10 +164,6 @@ func (d *Daemon) handleBatch(ctx context.Context, h *handlerState, ups []odp.Upc
 			d.m.upcallsReceivedM.Inc()
 			d.shed.Add(1)
 			d.m.shed.Inc()
-			if d.shedLog.allow() { // not a closure: shedding allocates nothing
-				d.log.Warn("handler behind; shedding upcalls", "handler", h.id, "behind", now.Sub(behind).Round(time.Millisecond),
-					"all", mode == shedAll, "shed_total", d.shed.Load())
-			}
 			continue
 		}
 		handle++
@@ -219,14 +197,14 @@ func (d *Daemon) handleBatch(ctx context.Context, h *handlerState, ups []odp.Upc
 }
 
 // handleOne handles one upcall as a batch of one (see handleBatch).
-func (d *Daemon) handleOne(ctx context.Context, h *handlerState, up *odp.Upcall, behind, now time.Time) time.Time {
+func (d *Daemon) handleOne(ctx context.Context, h *handlerState, up *odp.Upcall, mode shedMode, now time.Time) time.Time {
 	h.one[0] = *up
-	end := d.handleBatch(ctx, h, h.one[:], behind, now)
+	end := d.handleBatch(ctx, h, h.one[:], mode, now)
 	h.one[0] = odp.Upcall{}
 	return end
 }
 
-// shedMiss reports whether a lagging handler drops the miss up: always
+// shedMiss reports whether an overloaded handler drops the miss up: always
 // in shedAll mode; in shedUnknown mode unless the learning switch knows
 // the frame's Ethernet source on the port it came in on. It decodes
 // nothing but the frame's source address, so that dropping costs next
