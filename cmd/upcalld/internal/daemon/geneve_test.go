@@ -41,7 +41,7 @@ func TestGeneveMissGetsAFlow(t *testing.T) {
 	if err := h.d.Setup(ctx); err != nil {
 		t.Fatal(err)
 	}
-	h.d.handleBatch(ctx, hs, hs.ups, time.Time{}, time.Now())
+	h.d.handleBatch(ctx, hs, hs.ups, shedNone, time.Now())
 	if st := h.d.Status(); st.Handled != 1 || st.Failed != 0 || st.Installed != 1 {
 		t.Fatalf("handled %d failed %d installed %d; want 1 0 1", st.Handled, st.Failed, st.Installed)
 	}
