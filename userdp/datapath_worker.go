@@ -103,12 +103,15 @@ func newWorker(dp *Datapath, cacheEntries int) *worker {
 }
 
 // process runs one received frame, at buf[off:off+n], from port inPort.
+// It is lookupAndRun for a packet at recirculation depth 0, written out
+// so that a cache hit executes without another call boundary.
 func (w *worker) process(buf []byte, off, n int, inPort uint32) {
 	c := &w.ctx
 	w.start(c, buf, off, n)
+	frame := buf[off : off+n]
 	// The key and its cache hash in one pass (cacheHash's value; with
 	// the cache disabled the hash is not used).
-	l3, h, err := flowkeys.ExtractPortHashed(buf[off:off+n], inPort, &c.key, w.cache.hasher)
+	l3, h, err := flowkeys.ExtractPortHashed(frame, inPort, &c.key, w.cache.hasher)
 	if err != nil {
 		w.counters.extractErrors++
 		return
@@ -116,7 +119,21 @@ func (w *worker) process(buf []byte, off, n int, inPort uint32) {
 	c.l3off = l3
 	c.keyValid = true
 	c.proto = keyProtocol(&c.key)
-	w.lookupAndRun(c, h)
+	c.hash = h
+	f := w.cache.lookupHashed(&c.key, h)
+	if f == nil {
+		w.miss(c)
+		return
+	}
+	acc := &w.acc[0]
+	if acc.f != f {
+		w.switchAcc(acc, f)
+	}
+	a := acc.count(c, f)
+	if a.fast.kind != fastNone && w.runFast(c, a.fast, frame) {
+		return
+	}
+	w.run(c, a.prog)
 }
 
 // start resets the packet state for a received frame at buf[off:off+n].
@@ -156,12 +173,22 @@ func (w *worker) lookupAndRun(c *pktCtx, h uint32) {
 	if acc.f != f {
 		w.switchAcc(acc, f)
 	}
+	a := acc.count(c, f)
+	if a.fast.kind != fastNone && w.runFast(c, a.fast, c.f.Bytes()) {
+		return
+	}
+	w.run(c, a.prog)
+}
+
+// count adds the packet c to the statistics accumulated in acc for its
+// flow f (acc.f, lookupAndRun), and returns f's actions, recorded in c.
+func (acc *flowAcc) count(c *pktCtx, f *megaflow) *flowActions {
 	acc.packets++
 	acc.bytes += uint64(c.f.Len)
 	acc.flags |= c.key.TCPFlags
 	a := f.acts.Load()
 	c.acts = a
-	w.run(c, a.prog)
+	return a
 }
 
 // switchAcc publishes the statistics accumulated in a for the previous
