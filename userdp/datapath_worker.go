@@ -1,6 +1,7 @@
 package userdp
 
 import (
+	"sync/atomic"
 	"time"
 
 	"github.com/ovsdp/ovsdp/conntrack"
@@ -13,9 +14,12 @@ import (
 // is shared, so the per-packet path updates plain fields and publishes
 // them to the datapath's atomics once per batch.
 type worker struct {
-	dp    *Datapath
-	cache *flowCache
-	ctx   pktCtx
+	dp *Datapath
+	// tunnels is &dp.tunnels (&noTunnels without a datapath): output's
+	// test for tunnel ports, one load (tunnelPorts).
+	tunnels *atomic.Int32
+	cache   *flowCache
+	ctx     pktCtx
 
 	// Transmit queues, indexed by port number, and the ports that have
 	// frames queued.
@@ -95,9 +99,10 @@ type txQueue struct {
 const txBatch = 64
 
 func newWorker(dp *Datapath, cacheEntries int) *worker {
-	w := &worker{dp: dp, cache: newFlowCache(dp.table, cacheEntries), rng: 0x9e3779b97f4a7c15}
+	w := &worker{dp: dp, cache: newFlowCache(dp.table, cacheEntries), rng: 0x9e3779b97f4a7c15, tunnels: &noTunnels}
 	if dp != nil {
 		w.rng ^= uint64(dp.seq.Add(1)) * 0xbf58476d1ce4e5b9
+		w.tunnels = &dp.tunnels
 	}
 	return w
 }

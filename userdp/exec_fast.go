@@ -1,6 +1,8 @@
 package userdp
 
 import (
+	"sync/atomic"
+
 	"github.com/ovsdp/ovsdp/internal/header"
 	"github.com/ovsdp/ovsdp/odp"
 )
@@ -89,4 +91,7 @@ func (w *worker) runFast(c *pktCtx, p fastProg, b []byte) bool {
 
 // tunnelPorts reports whether the datapath has a tunnel port (a port
 // that output encapsulates for: tunnelPortOf).
-func (w *worker) tunnelPorts() bool { return w.dp != nil && w.dp.tunnels.Load() != 0 }
+func (w *worker) tunnelPorts() bool { return w.tunnels.Load() != 0 }
+
+// noTunnels is the tunnel-port count of a worker without a datapath.
+var noTunnels atomic.Int32
