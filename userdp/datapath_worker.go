@@ -135,9 +135,12 @@ func (w *worker) process(buf []byte, off, n int, inPort uint32) {
 		w.switchAcc(acc, f)
 	}
 	a := acc.count(c, f)
-	if a.fast.kind != fastNone && w.runFast(c, a.fast, frame) {
+	// The packet is as start left it: an Ethernet frame, the receive
+	// buffer, no cutlen (runFast's state checks).
+	if a.fast.kind != fastNone && w.runFastReceived(c, a.fast, frame) {
 		return
 	}
+	c.acts = a
 	w.run(c, a.prog)
 }
 
@@ -182,18 +185,18 @@ func (w *worker) lookupAndRun(c *pktCtx, h uint32) {
 	if a.fast.kind != fastNone && w.runFast(c, a.fast, c.f.Bytes()) {
 		return
 	}
+	c.acts = a
 	w.run(c, a.prog)
 }
 
 // count adds the packet c to the statistics accumulated in acc for its
-// flow f (acc.f, lookupAndRun), and returns f's actions, recorded in c.
+// flow f (acc.f, lookupAndRun), and returns f's actions (the caller
+// records them in c.acts for run: only userspace actions read them).
 func (acc *flowAcc) count(c *pktCtx, f *megaflow) *flowActions {
 	acc.packets++
 	acc.bytes += uint64(c.f.Len)
 	acc.flags |= c.key.TCPFlags
-	a := f.acts.Load()
-	c.acts = a
-	return a
+	return f.acts.Load()
 }
 
 // switchAcc publishes the statistics accumulated in a for the previous

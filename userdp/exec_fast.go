@@ -64,7 +64,17 @@ func newFlowActions(as odp.Actions, prog []op) *flowActions {
 // the key's protocol), whole in the frame, with a TTL above 1: run
 // handles the other protocols, the errors and the le_1 actions.
 func (w *worker) runFast(c *pktCtx, p fastProg, b []byte) bool {
-	if c.noEth || c.cutlen != 0 || !c.steal || w.tunnelPorts() {
+	if c.noEth || c.cutlen != 0 || !c.steal {
+		return false
+	}
+	return w.runFastReceived(c, p, b)
+}
+
+// runFastReceived is runFast for a packet in the state process's start
+// leaves it in (an Ethernet frame, the receive buffer, no cutlen), which
+// it does not test again.
+func (w *worker) runFastReceived(c *pktCtx, p fastProg, b []byte) bool {
+	if w.tunnelPorts() {
 		return false
 	}
 	if p.kind == fastDecTTLOutput {
