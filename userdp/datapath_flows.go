@@ -46,7 +46,7 @@ func (dp *Datapath) flowSpec(f *odp.Flow) (*flowSpec, error) {
 		return nil, fmt.Errorf("userdp: put flow %s: %w", name, err)
 	}
 	s := &flowSpec{ufid: f.UFID, key: k, mask: m, name: name,
-		acts: &flowActions{odp: append(odp.Actions{}, f.Actions...), prog: prog}}
+		acts: newFlowActions(append(odp.Actions{}, f.Actions...), prog)}
 	if f.UFID.IsZero() {
 		// A flow without UFID is identified by its key as given.
 		if uk, _, err := odp.ToFlowKeys(f.Key, nil); err == nil {
@@ -202,7 +202,7 @@ func (dp *Datapath) Execute(ctx context.Context, p *odp.Packet) error {
 	w.now = dp.nowMs()
 	c := &w.ctx
 	*c = pktCtx{f: frameBuf{Buf: buf, Off: DefaultHeadroom, Len: len(p.Data)}, key: key, keyValid: true, steal: true, proto: keyProtocol(&key),
-		acts: &flowActions{odp: p.Actions, prog: prog}, ct: conntrack.StateFromKey(&key), noEth: l3}
+		acts: newFlowActions(p.Actions, prog), ct: conntrack.StateFromKey(&key), noEth: l3}
 	c.hash = w.cache.hashOf(&key) // for a recirc action's lookup (recircHash)
 	if p.MRU != 0 {
 		// A reassembled packet back from userspace: output fragments it

@@ -1,6 +1,7 @@
 package userdp
 
 import (
+	"sync/atomic"
 	"time"
 
 	"github.com/ovsdp/ovsdp/conntrack"
@@ -13,9 +14,12 @@ import (
 // is shared, so the per-packet path updates plain fields and publishes
 // them to the datapath's atomics once per batch.
 type worker struct {
-	dp    *Datapath
-	cache *flowCache
-	ctx   pktCtx
+	dp *Datapath
+	// tunnels is &dp.tunnels (&noTunnels without a datapath): output's
+	// test for tunnel ports, one load (tunnelPorts).
+	tunnels *atomic.Int32
+	cache   *flowCache
+	ctx     pktCtx
 
 	// Transmit queues, indexed by port number, and the ports that have
 	// frames queued.
@@ -95,20 +99,24 @@ type txQueue struct {
 const txBatch = 64
 
 func newWorker(dp *Datapath, cacheEntries int) *worker {
-	w := &worker{dp: dp, cache: newFlowCache(dp.table, cacheEntries), rng: 0x9e3779b97f4a7c15}
+	w := &worker{dp: dp, cache: newFlowCache(dp.table, cacheEntries), rng: 0x9e3779b97f4a7c15, tunnels: &noTunnels}
 	if dp != nil {
 		w.rng ^= uint64(dp.seq.Add(1)) * 0xbf58476d1ce4e5b9
+		w.tunnels = &dp.tunnels
 	}
 	return w
 }
 
 // process runs one received frame, at buf[off:off+n], from port inPort.
+// It is lookupAndRun for a packet at recirculation depth 0, written out
+// so that a cache hit executes without another call boundary.
 func (w *worker) process(buf []byte, off, n int, inPort uint32) {
 	c := &w.ctx
 	w.start(c, buf, off, n)
+	frame := buf[off : off+n]
 	// The key and its cache hash in one pass (cacheHash's value; with
 	// the cache disabled the hash is not used).
-	l3, h, err := flowkeys.ExtractPortHashed(buf[off:off+n], inPort, &c.key, w.cache.hasher)
+	l3, h, err := flowkeys.ExtractPortHashed(frame, inPort, &c.key, w.cache.hasher)
 	if err != nil {
 		w.counters.extractErrors++
 		return
@@ -116,7 +124,24 @@ func (w *worker) process(buf []byte, off, n int, inPort uint32) {
 	c.l3off = l3
 	c.keyValid = true
 	c.proto = keyProtocol(&c.key)
-	w.lookupAndRun(c, h)
+	c.hash = h
+	f := w.cache.lookupHashed(&c.key, h)
+	if f == nil {
+		w.miss(c)
+		return
+	}
+	acc := &w.acc[0]
+	if acc.f != f {
+		w.switchAcc(acc, f)
+	}
+	a := acc.count(c, f)
+	// The packet is as start left it: an Ethernet frame, the receive
+	// buffer, no cutlen (runFast's state checks).
+	if a.fast.kind != fastNone && w.runFastReceived(c, a.fast, frame) {
+		return
+	}
+	c.acts = a
+	w.run(c, a.prog)
 }
 
 // start resets the packet state for a received frame at buf[off:off+n].
@@ -156,12 +181,22 @@ func (w *worker) lookupAndRun(c *pktCtx, h uint32) {
 	if acc.f != f {
 		w.switchAcc(acc, f)
 	}
+	a := acc.count(c, f)
+	if a.fast.kind != fastNone && w.runFast(c, a.fast, c.f.Bytes()) {
+		return
+	}
+	c.acts = a
+	w.run(c, a.prog)
+}
+
+// count adds the packet c to the statistics accumulated in acc for its
+// flow f (acc.f, lookupAndRun), and returns f's actions (the caller
+// records them in c.acts for run: only userspace actions read them).
+func (acc *flowAcc) count(c *pktCtx, f *megaflow) *flowActions {
 	acc.packets++
 	acc.bytes += uint64(c.f.Len)
 	acc.flags |= c.key.TCPFlags
-	a := f.acts.Load()
-	c.acts = a
-	w.run(c, a.prog)
+	return f.acts.Load()
 }
 
 // switchAcc publishes the statistics accumulated in a for the previous

@@ -38,7 +38,7 @@ type tunnelOut interface {
 
 // tunnelPortOf returns port n if it is a tunnel port.
 func (w *worker) tunnelPortOf(n uint32) tunnelOut {
-	if w.dp == nil || w.dp.tunnels.Load() == 0 {
+	if !w.tunnelPorts() {
 		return nil
 	}
 	p := w.dp.portByNumber(n)

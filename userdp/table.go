@@ -104,6 +104,7 @@ type megaflow struct {
 type flowActions struct {
 	odp  odp.Actions
 	prog []op
+	fast fastProg // prog's specialised form (exec_fast.go)
 }
 
 // stats returns the flow's counters. The TCP flags are reported as the
