@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ovsdp/ovsdp/conntrack"
 	"github.com/ovsdp/ovsdp/flowkeys"
 	"github.com/ovsdp/ovsdp/odp"
 )
@@ -488,5 +489,58 @@ func TestIPv4PayloadMatchesHeaders(t *testing.T) {
 	}
 	if taken == 0 {
 		t.Fatal("the shortcut took no frame")
+	}
+}
+
+// TestPipelineCTCachedConnFlushed: the worker's ConnCache remembers the
+// established connection of ctPipelineFixture's frame, and a flush
+// (dpctl flush-conntrack) ends it at once: the next packet is +new, so
+// the +est flow no longer forwards it; committed again and not yet
+// answered, still +new; answered, +est and forwarded again.
+func TestPipelineCTCachedConnFlushed(t *testing.T) {
+	w, sink, frame := ctPipelineFixture(t)
+	var bufs [pipelineBatch][]byte
+	for i := range bufs {
+		bufs[i] = make([]byte, BufferSize(1500))
+	}
+	n := 0
+	pump := func(k int) uint64 {
+		t.Helper()
+		before := sink.tx.Load()
+		pumpFrames(w, &bufs, frame, n, n+k)
+		w.flush()
+		n += k
+		return sink.tx.Load() - before
+	}
+	if got := pump(10); got != 10 {
+		t.Fatalf("established: %d of 10 forwarded", got)
+	}
+	tr := w.dp.Conntrack()
+	if tr.Flush(conntrack.Filter{}) != 1 {
+		t.Fatal("flush found no connection")
+	}
+	if got := pump(3); got != 0 {
+		t.Fatalf("after flush-conntrack: %d of 3 forwarded (a deleted connection was used)", got)
+	}
+	reply := udpFrame(2, 1, 2000)
+	binary.BigEndian.PutUint16(reply[14+22:], 1000)
+	fixIPv4(reply, 14)
+	for _, c := range []struct {
+		f    []byte
+		acts string
+	}{{frame, "ct(commit,zone=1)"}, {nil, ""}, {reply, "ct(zone=1)"}} {
+		if c.f == nil {
+			if got := pump(3); got != 0 {
+				t.Fatalf("committed again, unanswered: %d of 3 forwarded", got)
+			}
+			continue
+		}
+		a, _ := odp.ParseActions(c.acts)
+		if err := w.dp.Execute(t.Context(), &odp.Packet{Data: c.f, Key: odp.FlowKey{odp.InPort(2)}, Actions: a}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := pump(3); got != 3 {
+		t.Fatalf("answered again: %d of 3 forwarded", got)
 	}
 }
