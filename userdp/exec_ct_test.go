@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
-	"github.com/ovsdp/ovsdp/internal/header"
+	"math/rand/v2"
 	"net/netip"
 	"runtime"
 	"syscall"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/ovsdp/ovsdp/conntrack"
 	"github.com/ovsdp/ovsdp/flowkeys"
+	"github.com/ovsdp/ovsdp/internal/header"
 	"github.com/ovsdp/ovsdp/odp"
 )
 
@@ -197,6 +198,13 @@ func TestCTValidation(t *testing.T) {
 // ct_state(+est+trk) → 2, with the frame's UDP connection committed and
 // answered already.
 func ctPipelineFixture(tb testing.TB) (*worker, *sinkPort, []byte) {
+	w, sink, frames := ctPipelineConns(tb, 1)
+	return w, sink, frames[0]
+}
+
+// ctPipelineConns is ctPipelineFixture with n connections (source
+// ports 1000 up), each committed and answered: their frames.
+func ctPipelineConns(tb testing.TB, n int) (*worker, *sinkPort, [][]byte) {
 	w, sink, _ := pipelineFixture(tb, DefaultCacheEntries)
 	dp := w.dp
 	if err := dp.FlushFlows(tb.Context()); err != nil {
@@ -211,20 +219,25 @@ func ctPipelineFixture(tb testing.TB) (*worker, *sinkPort, []byte) {
 			tb.Fatal(err)
 		}
 	}
-	frame := udpFrame(1, 2, 1000)
-	reply := udpFrame(2, 1, 2000)
-	binary.BigEndian.PutUint16(reply[14+22:], 1000)
-	fixIPv4(reply, 14)
-	for _, c := range []struct {
-		f    []byte
-		acts string
-	}{{frame, "ct(commit,zone=1)"}, {reply, "ct(zone=1)"}} {
-		a, _ := odp.ParseActions(c.acts)
-		if err := dp.Execute(tb.Context(), &odp.Packet{Data: c.f, Key: odp.FlowKey{odp.InPort(2)}, Actions: a}); err != nil {
-			tb.Fatal(err)
+	commit, _ := odp.ParseActions("ct(commit,zone=1)")
+	answer, _ := odp.ParseActions("ct(zone=1)")
+	frames := make([][]byte, n)
+	for i := range frames {
+		sport := uint16(1000 + i)
+		frames[i] = udpFrame(1, 2, sport)
+		reply := udpFrame(2, 1, 2000)
+		binary.BigEndian.PutUint16(reply[14+22:], sport)
+		fixIPv4(reply, 14)
+		for _, c := range []struct {
+			f    []byte
+			acts odp.Actions
+		}{{frames[i], commit}, {reply, answer}} {
+			if err := dp.Execute(tb.Context(), &odp.Packet{Data: c.f, Key: odp.FlowKey{odp.InPort(2)}, Actions: c.acts}); err != nil {
+				tb.Fatal(err)
+			}
 		}
 	}
-	return w, sink, frame
+	return w, sink, frames
 }
 
 func TestPipelineCTNoAllocs(t *testing.T) {
@@ -542,5 +555,61 @@ func TestPipelineCTCachedConnFlushed(t *testing.T) {
 	}
 	if got := pump(3); got != 3 {
 		t.Fatalf("answered again: %d of 3 forwarded", got)
+	}
+}
+
+// BenchmarkPipelineCTConns is BenchmarkPipelineCT over 1,000
+// established UDP connections whose packets come in a shuffled order
+// (each connection once per round of 1,000), closer to real traffic
+// than one connection: informational, the goal stays on
+// BenchmarkPipelineCT. The no-ct path forwards the same frames (its
+// flow matches the destination only), interleaved in chunks of 4,096.
+func BenchmarkPipelineCTConns(b *testing.B) {
+	const conns = 1000
+	w, sink, frames := ctPipelineConns(b, conns)
+	w0, _, _ := pipelineFixture(b, DefaultCacheEntries)
+	rand.New(rand.NewPCG(1, 2)).Shuffle(len(frames), func(i, j int) { frames[i], frames[j] = frames[j], frames[i] })
+	var bufs [pipelineBatch][]byte
+	for i := range bufs {
+		bufs[i] = make([]byte, BufferSize(1500))
+	}
+	const chunk = 4096
+	b.ReportAllocs()
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	b.ResetTimer()
+	var ct, noct time.Duration
+	for done := 0; done < b.N; done += chunk {
+		n := min(chunk, b.N-done)
+		t0 := threadCPU()
+		pumpEach(w, &bufs, frames, done, done+n)
+		w.flush()
+		t1 := threadCPU()
+		pumpEach(w0, &bufs, frames, done, done+n)
+		w0.flush()
+		ct += t1 - t0
+		noct += threadCPU() - t1
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(ct.Nanoseconds())/float64(b.N), "cpu-ns/packet")
+	b.ReportMetric(float64(noct.Nanoseconds())/float64(b.N), "no-ct-cpu-ns/packet")
+	if ct > 0 {
+		b.ReportMetric(float64(noct)/float64(ct), "x-of-no-ct")
+	}
+	if sink.tx.Load() < uint64(b.N) {
+		b.Fatalf("sink got %d of %d frames", sink.tx.Load(), b.N)
+	}
+}
+
+// pumpEach is pumpFrames with frame number i being frames[i%len(frames)].
+func pumpEach(w *worker, bufs *[pipelineBatch][]byte, frames [][]byte, from, to int) {
+	for i := from; i < to; i++ {
+		buf := bufs[i%pipelineBatch]
+		f := frames[i%len(frames)]
+		copy(buf[DefaultHeadroom:], f)
+		w.process(buf, DefaultHeadroom, len(f), 1)
+		if i%pipelineBatch == pipelineBatch-1 {
+			w.flush()
+		}
 	}
 }
