@@ -1,6 +1,7 @@
 package conntrack
 
 import (
+	"fmt"
 	"testing"
 	"time"
 )
@@ -135,6 +136,64 @@ func TestConnCacheSlots(t *testing.T) {
 			if s.c != want || cc.e[0] == nil || cc.e[0].c != want || k.CTState != trkNew {
 				t.Fatalf("round %d, connection %d: met %p (%s), want %p", round, i, s.c, stateString(k.CTState), want)
 			}
+		}
+	}
+}
+
+// TestConnCacheConcurrent: two goroutines, each with its own ConnCache,
+// look up connections that a third flushes and commits again all the
+// while (for the race detector; and every packet is +new+trk, of a
+// live connection or a new one, never an error).
+func TestConnCacheConcurrent(t *testing.T) {
+	tr := New(Config{MaxConns: 4096})
+	const conns = 64
+	steps := make([]ctStep, conns)
+	for i := range steps {
+		steps[i] = ctStep{src: "10.0.0.1", dst: "10.0.0.2", proto: ProtoUDP, sport: uint16(1000 + i), dport: 53}
+		k, l4, l3 := stepKey(t, steps[i])
+		var s State
+		var p Packet
+		if err := tr.ExecuteKey(&k, l4, l3, false, &commit, &s, &p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	done := make(chan struct{})
+	errs := make(chan string, 2)
+	for r := 0; r < 2; r++ {
+		go func() {
+			cc := tr.NewConnCache(conns)
+			for i := 0; ; i++ {
+				select {
+				case <-done:
+					errs <- ""
+					return
+				default:
+				}
+				k, l4, l3 := stepKey(t, steps[i%conns])
+				var s State
+				var p Packet
+				if err := cc.ExecuteKey(uint32(i%conns), &k, l4, l3, false, &Action{}, &s, &p); err != nil || k.CTState != trkNew {
+					errs <- fmt.Sprintf("connection %d: %v %s", i%conns, err, stateString(k.CTState))
+					return
+				}
+			}
+		}()
+	}
+	for i := 0; i < 3000; i++ {
+		st := steps[i%conns]
+		tp := tuple(t, st.src, st.dst, ProtoUDP, st.sport, st.dport)
+		tr.Flush(Filter{Orig: &tp})
+		k, l4, l3 := stepKey(t, st)
+		var s State
+		var p Packet
+		if err := tr.ExecuteKey(&k, l4, l3, false, &commit, &s, &p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(done)
+	for r := 0; r < 2; r++ {
+		if e := <-errs; e != "" {
+			t.Fatal(e)
 		}
 	}
 }
