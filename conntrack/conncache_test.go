@@ -157,28 +157,18 @@ func TestConnCacheConcurrent(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	done := make(chan struct{})
-	errs := make(chan string, 2)
-	for r := 0; r < 2; r++ {
-		go func() {
-			cc := tr.NewConnCache(conns)
-			for i := 0; ; i++ {
-				select {
-				case <-done:
-					errs <- ""
-					return
-				default:
-				}
-				k, l4, l3 := stepKey(t, steps[i%conns])
-				var s State
-				var p Packet
-				if err := cc.ExecuteKey(uint32(i%conns), &k, l4, l3, false, &Action{}, &s, &p); err != nil || k.CTState != trkNew {
-					errs <- fmt.Sprintf("connection %d: %v %s", i%conns, err, stateString(k.CTState))
-					return
-				}
+	stop := readers(2, func() func(i int) string {
+		cc := tr.NewConnCache(conns) // a cache of its own
+		return func(i int) string {
+			k, l4, l3 := stepKey(t, steps[i%conns])
+			var s State
+			var p Packet
+			if err := cc.ExecuteKey(uint32(i%conns), &k, l4, l3, false, &Action{}, &s, &p); err != nil || k.CTState != trkNew {
+				return fmt.Sprintf("connection %d: %v %s", i%conns, err, stateString(k.CTState))
 			}
-		}()
-	}
+			return ""
+		}
+	})
 	for i := 0; i < 3000; i++ {
 		st := steps[i%conns]
 		tp := tuple(t, st.src, st.dst, ProtoUDP, st.sport, st.dport)
@@ -190,10 +180,7 @@ func TestConnCacheConcurrent(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	close(done)
-	for r := 0; r < 2; r++ {
-		if e := <-errs; e != "" {
-			t.Fatal(e)
-		}
+	if e := stop(); e != "" {
+		t.Fatal(e)
 	}
 }

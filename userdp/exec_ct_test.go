@@ -242,12 +242,9 @@ func ctPipelineConns(tb testing.TB, n int) (*worker, *sinkPort, [][]byte) {
 
 func TestPipelineCTNoAllocs(t *testing.T) {
 	w, sink, frame := ctPipelineFixture(t)
-	var bufs [pipelineBatch][]byte
-	for i := range bufs {
-		bufs[i] = make([]byte, BufferSize(1500))
-	}
+	bufs := pipelineBufs()
 	n := 0
-	allocs := testing.AllocsPerRun(1000, func() { pumpFrames(w, &bufs, frame, n, n+1); n++ })
+	allocs := testing.AllocsPerRun(1000, func() { pumpFrames(w, bufs, frame, n, n+1); n++ })
 	w.flush()
 	if allocs != 0 {
 		t.Errorf("extract+lookup+ct+recirc+lookup+output allocates %.1f times per packet", allocs)
@@ -268,32 +265,37 @@ func TestPipelineCTNoAllocs(t *testing.T) {
 func BenchmarkPipelineCT(b *testing.B) {
 	w, sink, frame := ctPipelineFixture(b)
 	w0, _, frame0 := pipelineFixture(b, DefaultCacheEntries)
-	var bufs [pipelineBatch][]byte
-	for i := range bufs {
-		bufs[i] = make([]byte, BufferSize(1500))
-	}
+	bufs := pipelineBufs()
+	benchCTAgainstNoCT(b, sink,
+		func(from, to int) { pumpFrames(w, bufs, frame, from, to); w.flush() },
+		func(from, to int) { pumpFrames(w0, bufs, frame0, from, to); w0.flush() })
+}
+
+// benchCTAgainstNoCT is BenchmarkPipelineCT's measure: packets from to
+// to-1 through ct and through noct (each flushing its worker),
+// interleaved in chunks of 4,096, each timed by its thread's CPU time;
+// sink must have had every packet of the ct path.
+func benchCTAgainstNoCT(b *testing.B, sink *sinkPort, ct, noct func(from, to int)) {
 	const chunk = 4096
 	b.ReportAllocs()
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	b.ResetTimer()
-	var ct, noct time.Duration
+	var tct, tnoct time.Duration
 	for done := 0; done < b.N; done += chunk {
 		n := min(chunk, b.N-done)
 		t0 := threadCPU()
-		pumpFrames(w, &bufs, frame, done, done+n)
-		w.flush()
+		ct(done, done+n)
 		t1 := threadCPU()
-		pumpFrames(w0, &bufs, frame0, done, done+n)
-		w0.flush()
-		ct += t1 - t0
-		noct += threadCPU() - t1
+		noct(done, done+n)
+		tct += t1 - t0
+		tnoct += threadCPU() - t1
 	}
 	b.StopTimer()
-	b.ReportMetric(float64(ct.Nanoseconds())/float64(b.N), "cpu-ns/packet")
-	b.ReportMetric(float64(noct.Nanoseconds())/float64(b.N), "no-ct-cpu-ns/packet")
-	if ct > 0 {
-		b.ReportMetric(float64(noct)/float64(ct), "x-of-no-ct")
+	b.ReportMetric(float64(tct.Nanoseconds())/float64(b.N), "cpu-ns/packet")
+	b.ReportMetric(float64(tnoct.Nanoseconds())/float64(b.N), "no-ct-cpu-ns/packet")
+	if tct > 0 {
+		b.ReportMetric(float64(tnoct)/float64(tct), "x-of-no-ct")
 	}
 	if sink.tx.Load() < uint64(b.N) {
 		b.Fatalf("sink got %d of %d frames", sink.tx.Load(), b.N)
@@ -428,15 +430,12 @@ func TestCTNATRelatedICMPv6Error(t *testing.T) {
 // recirculate is forwarded by the same flows.
 func TestRecircLookupsHitCache(t *testing.T) {
 	w, sink, frame := ctPipelineFixture(t)
-	var bufs [pipelineBatch][]byte
-	for i := range bufs {
-		bufs[i] = make([]byte, BufferSize(1500))
-	}
-	pumpFrames(w, &bufs, frame, 0, 1)
+	bufs := pipelineBufs()
+	pumpFrames(w, bufs, frame, 0, 1)
 	w.flush()
 	hits0, tx0 := w.dp.counters.cacheHits.Load(), sink.tx.Load()
 	const n = 100
-	pumpFrames(w, &bufs, frame, 1, 1+n)
+	pumpFrames(w, bufs, frame, 1, 1+n)
 	w.flush()
 	if got := w.dp.counters.cacheHits.Load() - hits0; got != 2*n {
 		t.Errorf("%d packets: %d cache hits, want %d (two lookups each)", n, got, 2*n)
@@ -512,15 +511,12 @@ func TestIPv4PayloadMatchesHeaders(t *testing.T) {
 // answered, still +new; answered, +est and forwarded again.
 func TestPipelineCTCachedConnFlushed(t *testing.T) {
 	w, sink, frame := ctPipelineFixture(t)
-	var bufs [pipelineBatch][]byte
-	for i := range bufs {
-		bufs[i] = make([]byte, BufferSize(1500))
-	}
+	bufs := pipelineBufs()
 	n := 0
 	pump := func(k int) uint64 {
 		t.Helper()
 		before := sink.tx.Load()
-		pumpFrames(w, &bufs, frame, n, n+k)
+		pumpFrames(w, bufs, frame, n, n+k)
 		w.flush()
 		n += k
 		return sink.tx.Load() - before
@@ -569,36 +565,10 @@ func BenchmarkPipelineCTConns(b *testing.B) {
 	w, sink, frames := ctPipelineConns(b, conns)
 	w0, _, _ := pipelineFixture(b, DefaultCacheEntries)
 	rand.New(rand.NewPCG(1, 2)).Shuffle(len(frames), func(i, j int) { frames[i], frames[j] = frames[j], frames[i] })
-	var bufs [pipelineBatch][]byte
-	for i := range bufs {
-		bufs[i] = make([]byte, BufferSize(1500))
-	}
-	const chunk = 4096
-	b.ReportAllocs()
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	b.ResetTimer()
-	var ct, noct time.Duration
-	for done := 0; done < b.N; done += chunk {
-		n := min(chunk, b.N-done)
-		t0 := threadCPU()
-		pumpEach(w, &bufs, frames, done, done+n)
-		w.flush()
-		t1 := threadCPU()
-		pumpEach(w0, &bufs, frames, done, done+n)
-		w0.flush()
-		ct += t1 - t0
-		noct += threadCPU() - t1
-	}
-	b.StopTimer()
-	b.ReportMetric(float64(ct.Nanoseconds())/float64(b.N), "cpu-ns/packet")
-	b.ReportMetric(float64(noct.Nanoseconds())/float64(b.N), "no-ct-cpu-ns/packet")
-	if ct > 0 {
-		b.ReportMetric(float64(noct)/float64(ct), "x-of-no-ct")
-	}
-	if sink.tx.Load() < uint64(b.N) {
-		b.Fatalf("sink got %d of %d frames", sink.tx.Load(), b.N)
-	}
+	bufs := pipelineBufs()
+	benchCTAgainstNoCT(b, sink,
+		func(from, to int) { pumpEach(w, bufs, frames, from, to); w.flush() },
+		func(from, to int) { pumpEach(w0, bufs, frames, from, to); w0.flush() })
 }
 
 // pumpEach is pumpFrames with frame number i being frames[i%len(frames)].
@@ -612,4 +582,13 @@ func pumpEach(w *worker, bufs *[pipelineBatch][]byte, frames [][]byte, from, to 
 			w.flush()
 		}
 	}
+}
+
+// pipelineBufs is a batch of receive buffers for pumpFrames.
+func pipelineBufs() *[pipelineBatch][]byte {
+	var bufs [pipelineBatch][]byte
+	for i := range bufs {
+		bufs[i] = make([]byte, BufferSize(1500))
+	}
+	return &bufs
 }
