@@ -122,7 +122,13 @@
 //
 // The datapath calls ExecuteKey, which is FromKey, Execute and ToKey in
 // one call, with the case of an established TCP or UDP connection in
-// line (fast.go).
+// line (fast.go), through a ConnCache of its own per forwarding thread:
+// the connection entry a packet met is remembered by the packet's
+// exact-match cache hash, and the next packet of that microflow checks
+// that entry (tuple, zone, not deleted, not expired: the table's own
+// test) instead of hashing its tuple and probing the bucket, a chain of
+// dependent loads that is most of an established lookup's latency
+// (BenchmarkPipelineCT: about 78 → 66 ns a packet).
 //
 // After the lookup a TCP segment takes its connection's own mutex for the state
 // machine, as the kernel takes ct->lock; UDP, ICMP and generic packets

@@ -2,7 +2,6 @@ package conntrack
 
 import (
 	"encoding/binary"
-	"math/bits"
 
 	"github.com/ovsdp/ovsdp/flowkeys"
 )
@@ -25,6 +24,55 @@ import (
 // kind of packet, FuzzExecuteKey on arbitrary ones). Every other packet
 // takes the general path, from the start.
 func (t *Tracker) ExecuteKey(k *flowkeys.Key, l4 []byte, l3Len uint32, untracked bool, a *Action, s *State, p *Packet) error {
+	return t.executeKeyFast(k, l4, l3Len, untracked, a, s, p, nil)
+}
+
+// ConnCache remembers, for one goroutine, the connection entries that
+// recent packets met on ExecuteKey's shorter path, in a direct-mapped
+// array indexed by a hash of the packet that the caller chooses (the
+// userspace datapath passes its exact-match cache hash, which it has
+// already). An established connection's next packet then finds its
+// entry there instead of hashing its tuple and probing the table, as
+// OVS keeps the packet's conn in its metadata.
+//
+// A remembered entry is used only if it still meets the packet as the
+// table's lookup would: the same tuple and zone, its connection neither
+// deleted (flushed, swept, killed, replaced) nor expired. That check is
+// the table's answer: an entry never changes its tuple or zone and is
+// never reused (a new connection is a new object), deleting a
+// connection marks it dead before it leaves the table, and the table
+// holds at most one undeleted entry per tuple and zone (commit refuses
+// a clash). Any other outcome drops the entry and looks the table up.
+//
+// A ConnCache keeps at most its size of deleted connections from being
+// collected until their slots are reused or looked up again. It is not
+// safe for concurrent use.
+type ConnCache struct {
+	t    *Tracker
+	mask uint32
+	e    []*entry
+}
+
+// NewConnCache returns a cache of n entries (rounded up to a power of
+// two, at least 1) for t's connections.
+func (t *Tracker) NewConnCache(n int) *ConnCache {
+	size := 1
+	for size < n {
+		size <<= 1
+	}
+	return &ConnCache{t: t, mask: uint32(size - 1), e: make([]*entry, size)}
+}
+
+// ExecuteKey is the tracker's ExecuteKey (same arguments, results and
+// state), with h, the caller's hash of the packet, choosing the cache
+// slot that the packet's connection entry is remembered in.
+func (cc *ConnCache) ExecuteKey(h uint32, k *flowkeys.Key, l4 []byte, l3Len uint32, untracked bool, a *Action, s *State, p *Packet) error {
+	return cc.t.executeKeyFast(k, l4, l3Len, untracked, a, s, p, &cc.e[h&cc.mask])
+}
+
+// executeKeyFast is ExecuteKey, remembering the connection entry in
+// *slot unless slot is nil (see ConnCache).
+func (t *Tracker) executeKeyFast(k *flowkeys.Key, l4 []byte, l3Len uint32, untracked bool, a *Action, s *State, p *Packet, slot **entry) error {
 	if untracked || s.c != nil || s.Flags&StateTracked != 0 || a.HasNAT || k.IPFrag != flowkeys.FragNone {
 		return t.executeKey(k, l4, l3Len, untracked, a, s, p)
 	}
@@ -57,21 +105,16 @@ func (t *Tracker) ExecuteKey(k *flowkeys.Key, l4 []byte, l3Len uint32, untracked
 	}
 	now := t.now()
 	zone := a.Zone
-	// table.find's scan of the slots, in line.
-	tab := t.tab
-	h := tab.seed.hash(tp, zone)
-	b := &tab.buckets[h&tab.mask]
 	var e *entry
-	for m := match(b.tags.Load(), tagOf(h)); m != 0; m &= m - 1 {
-		x := b.slots[uint(bits.TrailingZeros64(m))/tagBits].Load()
-		if x == nil {
-			continue
+	if slot != nil {
+		if x := *slot; x != nil && x.meets(tp, zone, now) == meetsLive {
+			e = x
 		}
-		if r := x.meets(tp, zone, now); r != meetsNot {
-			if r == meetsLive {
-				e = x
-			}
-			break // an expired one: the general path deletes it
+	}
+	if e == nil {
+		e = t.tab.findSlots(tp, zone, now)
+		if slot != nil {
+			*slot = e
 		}
 	}
 	if e == nil {

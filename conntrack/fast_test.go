@@ -83,6 +83,12 @@ func TestExecuteKeyMatchesExecute(t *testing.T) {
 	ref, clk1 := newTestTracker(t, cfg)
 	fused, clk2 := newTestTracker(t, cfg)
 	fused.tab.seed = ref.tab.seed
+	// A third tracker by ConnCache.ExecuteKey, its slot chosen by the
+	// source port (a connection's two directions in two slots, the
+	// script's connections in one slot or another of four).
+	cached, clk3 := newTestTracker(t, cfg)
+	cached.tab.seed = ref.tab.seed
+	cc := cached.NewConnCache(4)
 	mark := Action{Commit: true, MarkValue: 7, MarkMask: 0xff}
 	nat := Action{Commit: true, HasNAT: true, NAT: NATRange{Src: true, HasIP: true, IPMin: [16]byte{192, 168, 9, 1}, IPMax: [16]byte{192, 168, 9, 1}}}
 	plainNAT := Action{HasNAT: true}
@@ -129,17 +135,18 @@ func TestExecuteKeyMatchesExecute(t *testing.T) {
 		"tcp syn/ack": true, "tcp ack": true, "tcp data": true, "tcp data ack": true, "tcp out of window rst": true, "tcp bad flags": true,
 		"tcp rst": true, "tcp reopened syn/ack": true, "ipv6 udp reply": true, "ipv6 udp est": true}
 	sentinel := Tuple{Proto: 99}
-	var s1, s2 State
+	var s1, s2, s3 State
 	for _, st := range script {
 		clk1.advance(st.advance)
 		clk2.advance(st.advance)
+		clk3.advance(st.advance)
 		if !st.keep {
-			s1, s2 = State{}, State{}
+			s1, s2, s3 = State{}, State{}, State{}
 		}
 		k1, l4, l3 := stepKey(t, st)
-		k2 := k1
+		k2, k3 := k1, k1
 		var p1 Packet
-		p2 := Packet{Inner: sentinel}
+		p2, p3 := Packet{Inner: sentinel}, Packet{Inner: sentinel}
 		err1 := FromKey(&k1, l4, l3, &p1)
 		if err1 == nil {
 			p1.Malformed = p1.Malformed || st.untracked
@@ -150,6 +157,19 @@ func TestExecuteKeyMatchesExecute(t *testing.T) {
 		err2 := fused.ExecuteKey(&k2, l4, l3, st.untracked, &st.act, &s2, &p2)
 		if (err1 == nil) != (err2 == nil) || err1 != nil && errors.Unwrap(err1) != errors.Unwrap(err2) && err1.Error() != err2.Error() {
 			t.Fatalf("%s: Execute %v, ExecuteKey %v", st.name, err1, err2)
+		}
+		err3 := cc.ExecuteKey(uint32(st.sport), &k3, l4, l3, st.untracked, &st.act, &s3, &p3)
+		if (err2 == nil) != (err3 == nil) || err2 != nil && err2.Error() != err3.Error() {
+			t.Fatalf("%s: ExecuteKey %v, ConnCache.ExecuteKey %v", st.name, err2, err3)
+		}
+		if k2 != k3 || p2 != p3 || !sameState(s2, s3) {
+			t.Errorf("%s: ConnCache.ExecuteKey differs from ExecuteKey:\n%+v %+v\n%+v %+v", st.name, s2, p2, s3, p3)
+		}
+		if sf, sc := fused.Stats(), cached.Stats(); sf != sc {
+			t.Errorf("%s: counters differ with ConnCache: %+v, %+v", st.name, sf, sc)
+		}
+		if e2, e3 := dumpAll(t, fused), dumpAll(t, cached); !slices.Equal(e2, e3) {
+			t.Errorf("%s: tables differ with ConnCache:\n%+v\n%+v", st.name, e2, e3)
 		}
 		if k1 != k2 {
 			t.Errorf("%s: keys differ: ct_state %s/%s zone %d/%d mark %d/%d orig %v %v:%d/%v %v:%d", st.name, stateString(k1.CTState), stateString(k2.CTState),
@@ -191,4 +211,14 @@ func dumpAll(t *testing.T, tr *Tracker) []Entry {
 		return int(x.Orig.SrcPort)<<16 + int(x.Orig.DstPort) + int(x.Zone)<<32 - (int(y.Orig.SrcPort)<<16 + int(y.Orig.DstPort) + int(y.Zone)<<32)
 	})
 	return es
+}
+
+// sameState reports whether two trackers' states are alike: every
+// field, and a connection in both or neither.
+func sameState(a, b State) bool {
+	if (a.c == nil) != (b.c == nil) {
+		return false
+	}
+	a.c, b.c = nil, nil
+	return a == b
 }

@@ -154,13 +154,16 @@ func FuzzTracker(f *testing.F) {
 }
 
 // FuzzExecuteKey runs the same packets (fuzzPackets, NAT ports by
-// hash) through two trackers of one seed and clock, one by FromKey,
-// Execute and ToKey, the other by ExecuteKey, and requires the same
-// error, key, state, rewrite, counters and table after every packet.
+// hash) through three trackers of one seed and clock, one by FromKey,
+// Execute and ToKey, one by ExecuteKey, one by a ConnCache's
+// ExecuteKey (two slots, the packet's source address picking one), and
+// requires the same error, key, state, rewrite, counters and table
+// after every packet.
 func FuzzExecuteKey(f *testing.F) {
-	fuzzTrackers(f, 2, true, func(t *testing.T, data []byte, clk *fakeClock, trs []*Tracker) {
+	fuzzTrackers(f, 3, true, func(t *testing.T, data []byte, clk *fakeClock, trs []*Tracker) {
 		ref, fused := trs[0], trs[1]
-		type pair struct{ s1, s2 State }
+		cc := trs[2].NewConnCache(2)
+		type pair struct{ s1, s2, s3 State }
 		states := map[uint32]pair{}
 		fuzzPackets(data, true, func(fp *fuzzPacket) {
 			key := uint32(fp.k.IPv4Src[3]) ^ uint32(fp.k.IPv6Src[15])<<8
@@ -168,9 +171,9 @@ func FuzzExecuteKey(f *testing.F) {
 			if fp.fresh {
 				st = pair{}
 			}
-			k1, k2 := fp.k, fp.k
+			k1, k2, k3 := fp.k, fp.k, fp.k
 			l3 := uint32(len(fp.l4) + 20)
-			var p1, p2 Packet
+			var p1, p2, p3 Packet
 			err1 := FromKey(&k1, fp.l4, l3, &p1)
 			if err1 == nil {
 				if err1 = ref.Execute(&p1, &fp.a, &st.s1); err1 == nil {
@@ -180,6 +183,19 @@ func FuzzExecuteKey(f *testing.F) {
 			err2 := fused.ExecuteKey(&k2, fp.l4, l3, false, &fp.a, &st.s2, &p2)
 			if (err1 == nil) != (err2 == nil) || err1 != nil && err1.Error() != err2.Error() {
 				t.Fatalf("errors differ: %v, %v", err1, err2)
+			}
+			err3 := cc.ExecuteKey(key, &k3, fp.l4, l3, false, &fp.a, &st.s3, &p3)
+			if (err2 == nil) != (err3 == nil) || err2 != nil && err2.Error() != err3.Error() {
+				t.Fatalf("errors differ with ConnCache: %v, %v", err2, err3)
+			}
+			if err2 == nil && (k2 != k3 || p2 != p3 || !sameState(st.s2, st.s3)) {
+				t.Fatalf("ConnCache.ExecuteKey differs from ExecuteKey:\n%+v %+v\n%+v %+v", st.s2, p2, st.s3, p3)
+			}
+			if s2, s3 := fused.Stats(), trs[2].Stats(); s2 != s3 {
+				t.Fatalf("counters differ with ConnCache: %+v, %+v", s2, s3)
+			}
+			if e2, e3 := dumpAll(t, fused), dumpAll(t, trs[2]); !slices.Equal(e2, e3) {
+				t.Fatalf("tables differ with ConnCache:\n%+v\n%+v", e2, e3)
 			}
 			if err1 == nil {
 				if k1 != k2 {

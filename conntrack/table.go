@@ -165,6 +165,29 @@ func (t *table) find(tp *Tuple, zone uint16, now int64) (live, expired *entry) {
 	return nil, expired
 }
 
+// findSlots is find's scan of the bucket's slots only, for
+// ExecuteKey's shorter path: the live entry for tuple in zone, or nil
+// when the slots hold none, or hold the tuple's expired entry (which
+// find, on the general path, then returns for deletion), or the entry
+// is in the bucket's chain.
+func (t *table) findSlots(tp *Tuple, zone uint16, now int64) *entry {
+	h := t.seed.hash(tp, zone)
+	b := &t.buckets[h&t.mask]
+	for m := match(b.tags.Load(), tagOf(h)); m != 0; m &= m - 1 {
+		x := b.slots[uint(bits.TrailingZeros64(m))/tagBits].Load()
+		if x == nil {
+			continue
+		}
+		if r := x.meets(tp, zone, now); r != meetsNot {
+			if r == meetsLive {
+				return x
+			}
+			return nil
+		}
+	}
+	return nil
+}
+
 // How an entry meets a lookup (entry.meets).
 const (
 	meetsNot     = iota // another tuple or zone, or a dead connection

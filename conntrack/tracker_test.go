@@ -356,27 +356,17 @@ func TestFlushByTuple(t *testing.T) {
 func TestConcurrentLookupsAndWriters(t *testing.T) {
 	tr := New(Config{MaxConns: 4096})
 	fill(t, tr, 256)
-	done := make(chan struct{})
-	errs := make(chan string, 4)
-	for r := 0; r < 2; r++ {
-		go func() {
-			a := Action{}
-			for i := 0; ; i++ {
-				select {
-				case <-done:
-					errs <- ""
-					return
-				default:
-				}
-				p := Packet{Tuple: connTuple(i % 256)}
-				var s State
-				if err := tr.Execute(&p, &a, &s); err != nil || s.Flags != trkNew {
-					errs <- fmt.Sprintf("lookup %d: %v %s", i%256, err, stateString(s.Flags))
-					return
-				}
+	stop := readers(2, func() func(i int) string {
+		a := Action{}
+		return func(i int) string {
+			p := Packet{Tuple: connTuple(i % 256)}
+			var s State
+			if err := tr.Execute(&p, &a, &s); err != nil || s.Flags != trkNew {
+				return fmt.Sprintf("lookup %d: %v %s", i%256, err, stateString(s.Flags))
 			}
-		}()
-	}
+			return ""
+		}
+	})
 	a := Action{Commit: true}
 	for i := 0; i < 2000; i++ {
 		p := Packet{Tuple: connTuple(1000 + i)}
@@ -389,11 +379,43 @@ func TestConcurrentLookupsAndWriters(t *testing.T) {
 			tr.Sweep()
 		}
 	}
-	close(done)
-	for r := 0; r < 2; r++ {
-		if e := <-errs; e != "" {
-			t.Fatal(e)
+	if e := stop(); e != "" {
+		t.Fatal(e)
+	}
+}
+
+// readers starts n goroutines, each calling its own function from
+// newReader with i = 0, 1, ... until one returns a failure or stop is
+// called; stop returns the first failure, or "".
+func readers(n int, newReader func() func(i int) string) (stop func() string) {
+	done := make(chan struct{})
+	errs := make(chan string, n)
+	for r := 0; r < n; r++ {
+		fn := newReader()
+		go func() {
+			for i := 0; ; i++ {
+				select {
+				case <-done:
+					errs <- ""
+					return
+				default:
+				}
+				if e := fn(i); e != "" {
+					errs <- e
+					return
+				}
+			}
+		}()
+	}
+	return func() string {
+		close(done)
+		first := ""
+		for r := 0; r < n; r++ {
+			if e := <-errs; e != "" && first == "" {
+				first = e
+			}
 		}
+		return first
 	}
 }
 

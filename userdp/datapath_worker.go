@@ -43,9 +43,10 @@ type worker struct {
 	now      uint64 // CLOCK_MONOTONIC ms of the current batch
 	counters workerCounters
 
-	natArgs setArgs            // the ct action's NAT rewrite (exec_ct.go)
-	ctPkt   conntrack.Packet   // the ct action's view of the packet (exec_ct.go)
-	tracker *conntrack.Tracker // dp.Conntrack(), once the first ct action made it
+	natArgs setArgs              // the ct action's NAT rewrite (exec_ct.go)
+	ctPkt   conntrack.Packet     // the ct action's view of the packet (exec_ct.go)
+	tracker *conntrack.Tracker   // dp.Conntrack(), once the first ct action made it
+	ctCache *conntrack.ConnCache // the connections of recent ct actions, by cache hash (exec_ct.go)
 
 	tunOpts   [256]byte   // the Geneve options of the received packet (tunnel_rx.go)
 	encap     encapParams // an encapsulation's parameters (exec_tnl.go)

@@ -76,6 +76,11 @@ func (dp *Datapath) closeConntrack() {
 	}
 }
 
+// ctCacheEntries is the size of each worker's conntrack.ConnCache, the
+// exact-match cache's default (at most as many deleted connections kept
+// from the collector, 256 bytes each).
+const ctCacheEntries = DefaultCacheEntries
+
 // errCTStolen: the ct action kept the packet (a fragment held for
 // reassembly); it goes no further, and that is no error.
 var errCTStolen = errors.New("ct: fragment held for reassembly")
@@ -95,6 +100,7 @@ func (w *worker) conntrack(c *pktCtx, a *conntrack.Action) error {
 			return fmt.Errorf("ct: datapath closed: %w", odp.ErrUnsupported)
 		}
 		w.tracker = tr
+		w.ctCache = tr.NewConnCache(ctCacheEntries)
 	}
 	untracked := false
 	if c.key.IPFrag != flowkeys.FragNone {
@@ -112,7 +118,10 @@ func (w *worker) conntrack(c *pktCtx, a *conntrack.Action) error {
 		l4, l3len = ipPayload(c.f.Bytes(), h)
 	}
 	p := &w.ctPkt // scratch for ExecuteKey
-	if err := tr.ExecuteKey(&c.key, l4, l3len, untracked, a, &c.ct, p); err != nil {
+	// The packet's cache hash picks the slot: a packet of the same
+	// microflow at the same recirculation depth meets the same
+	// connection (ConnCache checks that it does).
+	if err := w.ctCache.ExecuteKey(c.hash, &c.key, l4, l3len, untracked, a, &c.ct, p); err != nil {
 		return err
 	}
 	if p.Rewritten != 0 {

@@ -30,6 +30,20 @@ func (r *Results) ctRows() []Row {
 	} else {
 		rows = append(rows, notMeasured(g, what, "≥ 0.5× of no-ct", r.missing("userdp", pname)))
 	}
+	// The same over 1,000 connections in a shuffled order: informational.
+	const cwhat = "Established-connection pipeline over 1,000 connections (shuffled) vs the no-ct pipeline"
+	const cname = "BenchmarkPipelineCTConns"
+	ct, ok1 = r.Est("userdp", cname, "cpu-ns/packet")
+	noct, ok2 = r.Est("userdp", cname, "no-ct-cpu-ns/packet")
+	x, ok3 = r.Est("userdp", cname, "x-of-no-ct")
+	if ok1 && ok2 && ok3 {
+		perPacket := func(e Estimate) string { return fmtNs(e.Center) + "/packet" + e.spread() + e.mean(fmtNs) }
+		rows = append(rows, Row{Group: g, What: cwhat, Ours: perPacket(ct), Baseline: perPacket(noct) + " (no ct)",
+			Ratio: x, RatioUnit: "× of no-ct", Goal: "— (report)", Met: metNone,
+			Note: fmt.Sprintf("`userdp` %s: %s's measure with 1,000 committed and answered UDP connections whose packets come in a shuffled order, each once per 1,000 (the no-ct flow forwards the same frames); informational, the goal is judged on the row above (%d runs)", cname, pname, x.N)})
+	} else {
+		rows = append(rows, notMeasured(g, cwhat, "— (report)", r.missing("userdp", cname)))
+	}
 	rows = append(rows, r.ctLookupRows()...)
 	for _, v := range []struct{ name, what, unit, fmt string }{
 		{"BenchmarkSetup/tcp", "ct setup: new TCP connections committed per second, one core", "conns/s", "rate"},

@@ -23,6 +23,7 @@ func TestCTRows(t *testing.T) {
 	}
 	for i, x := range []float64{0.52, 0.55, 0.53, 0.6, 0.51, 0.54} {
 		line("userdp", fmt.Sprintf("BenchmarkPipelineCT-2 \t 1000 \t 300 ns/op \t %g cpu-ns/packet \t 40 no-ct-cpu-ns/packet \t %g x-of-no-ct \t 0 B/op \t 0 allocs/op", 40/x, x))
+		line("userdp", fmt.Sprintf("BenchmarkPipelineCTConns-2 \t 1000 \t 300 ns/op \t %g cpu-ns/packet \t 50 no-ct-cpu-ns/packet \t %g x-of-no-ct \t 0 B/op \t 0 allocs/op", 50/(x-0.1), x-0.1))
 		for _, n := range []int{1000, 10000, 1000000} { // no 100,000
 			line("conntrack", fmt.Sprintf("BenchmarkEstablished/conns=%d-2 \t 1000 \t 99 ns/op \t %d cpu-ns/op", n, map[int]int{1000: 30, 10000: 40, 1000000: 240}[n]+i))
 		}
@@ -41,6 +42,9 @@ func TestCTRows(t *testing.T) {
 	p := byWhat["Established-connection pipeline (extract, ct, recirc, lookup hit, output) vs the no-ct pipeline"]
 	if p.Met != metYes || p.Ratio.Center != 0.535 || !strings.Contains(p.Baseline, "40 ns") || !strings.Contains(p.Ours, "mean") {
 		t.Errorf("ct pipeline row %+v", p)
+	}
+	if c := byWhat["Established-connection pipeline over 1,000 connections (shuffled) vs the no-ct pipeline"]; c.Met != metNone || c.Ratio.Center < 0.4349 || c.Ratio.Center > 0.4351 || !strings.Contains(c.Baseline, "50 ns") || !strings.Contains(c.Note, "6 runs") {
+		t.Errorf("ct pipeline over 1,000 connections row %+v", c)
 	}
 	for what, want := range map[string]string{
 		"ct lookup of an established connection, 1,000 tracked":     "32.5 ns ± ",
