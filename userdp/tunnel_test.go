@@ -176,6 +176,22 @@ func TestTunnelEncapBytes(t *testing.T) {
 			"tun_id=0x7,dst=10.1.1.2,tos=0x1,ttl=0,flags(key)",
 			"4500 0058 0000 0000 402f 0000 0a010101 0a010102", "2000 6558 00000007",
 			"tunnel(tun_id=0x7,src=10.1.1.1,dst=10.1.1.2,ttl=64,flags(key))"},
+		// ERSPAN metadata (no ERSPAN port exists): Linux's geneve takes
+		// the option length from options_len (12 bytes: opt_len 3) but
+		// copies options only with TUNNEL_GENEVE_OPT (zero here);
+		// vxlan and gre ignore the metadata.
+		{"geneve-erspan", tunnelGeneve, 6081, false,
+			"tun_id=0x5,dst=10.1.1.2,ttl=64,erspan(ver=1,idx=0x7),flags(key)",
+			"4500 006c 0000 0000 4011 0000 0a010101 0a010102", "0300 6558 000005 00 000000000000000000000000",
+			"tunnel(tun_id=0x5,src=10.1.1.1,dst=10.1.1.2,ttl=64,tp_src=SPORT,tp_dst=6081,geneve({class=0,type=0,len=0}{class=0,type=0,len=0}{class=0,type=0,len=0}),flags(key))"},
+		{"vxlan-erspan", tunnelVXLAN, 4789, false,
+			"tun_id=0x2a,dst=10.1.1.2,ttl=0,erspan(ver=2,dir=1,hwid=0x5),flags(key)",
+			"4500 0060 0000 0000 4011 0000 0a010101 0a010102", "08000000 00002a00",
+			"tunnel(tun_id=0x2a,src=10.1.1.1,dst=10.1.1.2,ttl=64,tp_src=SPORT,tp_dst=4789,flags(key))"},
+		{"gre-erspan", tunnelGRE, 0, false,
+			"tun_id=0x7,dst=10.1.1.2,tos=0x1,ttl=0,erspan(ver=1,idx=0x7),flags(key)",
+			"4500 0058 0000 0000 402f 0000 0a010101 0a010102", "2000 6558 00000007",
+			"tunnel(tun_id=0x7,src=10.1.1.1,dst=10.1.1.2,ttl=64,flags(key))"},
 		{"gre-nokey", tunnelGRE, 0, false,
 			"dst=10.1.1.2,ttl=9,flags()",
 			"4500 0054 0000 0000 092f 0000 0a010101 0a010102", "0000 6558",
@@ -452,6 +468,13 @@ func TestSetTunnelValidation(t *testing.T) {
 		{"set(tunnel(tun_id=0x1,ipv6_dst=::1,ttl=64,flags(key))),1", nil},
 		{"set(tunnel(tun_id=0x1,ipv6_dst=::,ttl=64,flags(key))),1", syscall.EINVAL},
 		{"set(tunnel(tun_id=0x1,src=1.1.1.1,ipv6_dst=::1,ttl=64,flags(key))),1", syscall.EINVAL},
+		// ERSPAN metadata as the kernel takes it; one option block.
+		{"set(tunnel(tun_id=0x1,dst=1.1.1.1,ttl=64,erspan(ver=1,idx=0x7),flags(key))),1", nil},
+		{"set(tunnel(dst=1.1.1.1,ttl=64,erspan(ver=2,dir=1,hwid=0x3))),1", nil},
+		{"set(tunnel(dst=1.1.1.1,ttl=64,geneve({class=0x1,type=0x2,len=4,0xa}),erspan(ver=1,idx=0x7))),1", syscall.EINVAL},
+		{"set(tunnel(dst=1.1.1.1,ttl=64,vxlan(gbp(id=1,flags=0)),erspan(ver=1,idx=0x7))),1", syscall.EINVAL},
+		// GTP-U is no kernel attribute.
+		{"set(tunnel(dst=1.1.1.1,ttl=64,gtpu(flags=0x30,msgtype=255))),1", odp.ErrUnsupported},
 	} {
 		_, err := h.dp.PutFlow(t.Context(), parseFlow(t, key, c.acts), odp.PutCreate)
 		if (c.want == nil) != (err == nil) || c.want != nil && !errors.Is(err, c.want) {
@@ -671,6 +694,12 @@ func TestUserspaceEgressTunnelKey(t *testing.T) {
 		{name: "ipv6 geneve", kind: tunnelGeneve, dstPort: 6081,
 			acts: "set(tunnel(ipv6_dst=fd00::2,ttl=64)),userspace(pid=0,tunnel_out_port=2)",
 			want: "tunnel(ipv6_src=fd00::1,ipv6_dst=fd00::2,ttl=64,tp_src=SPORT,tp_dst=6081,flags(0))", lo: 1, hi: 65535},
+		{name: "geneve with erspan", kind: tunnelGeneve, dstPort: 6081,
+			acts: "set(tunnel(tun_id=0x2a,dst=192.0.2.2,ttl=64,erspan(ver=1,idx=0x7),flags(key))),userspace(pid=0,tunnel_out_port=2)",
+			want: "tunnel(tun_id=0x2a,src=10.1.1.1,dst=192.0.2.2,ttl=64,tp_src=SPORT,tp_dst=6081,erspan(ver=1,idx=0x7),flags(key))", lo: 1, hi: 65535},
+		{name: "gre with erspan v2", kind: tunnelGRE,
+			acts: "set(tunnel(dst=192.0.2.2,ttl=64,erspan(ver=2,dir=1,hwid=0x3))),userspace(pid=0,tunnel_out_port=2)",
+			want: "tunnel(src=10.1.1.1,dst=192.0.2.2,ttl=64,erspan(ver=2,dir=1,hwid=0x3),flags(0))"},
 		{name: "ipv6 gre", kind: tunnelGRE, acts: "set(tunnel(ipv6_dst=fd00::2,ttl=64)),userspace(pid=0,tunnel_out_port=2)", wantNoKey: true},
 		{name: "no set(tunnel)", kind: tunnelGeneve, dstPort: 6081, acts: "userspace(pid=0,tunnel_out_port=2)", wantNoKey: true},
 		{name: "not a tunnel port", kind: tunnelGeneve, dstPort: 6081, acts: "set(tunnel(dst=192.0.2.2,ttl=64)),userspace(pid=0,tunnel_out_port=1)", wantNoKey: true},
