@@ -301,6 +301,15 @@ func TestGoldenFlows(t *testing.T) {
 	h.mustRun("", "dump-flows")
 	h.mustRun("", "dump-flows", "-m")
 	h.mustRun("", "get-flow", geneveUFID)
+	// Flows on ERSPAN metadata (erspanFlows, also compared with the
+	// kernel's).
+	h.mustRun("", "del-flows")
+	for _, f := range erspanFlows {
+		h.mustRun("", "add-flow", f[0], f[1])
+	}
+	h.mustRun("", "dump-flows")
+	h.mustRun("", "dump-flows", "-m")
+	h.mustRun("", "get-flow", erspanUFID)
 	h.check("flows")
 }
 
