@@ -325,6 +325,8 @@ func FuzzToFlowKeys(f *testing.F) {
 		"tunnel(tun_id=0x5,dst=1.2.3.4,ttl=64),eth(),eth_type(0x8847),mpls(label=5,tc=0,ttl=1,bos=1)",
 		"tunnel(tun_id=0x5,dst=1.2.3.4,ttl=64,geneve({class=0x102,type=0x80,len=4,0xdeadbeef/0xffff0000}),flags(key)),in_port(3),eth()",
 		"tunnel(dst=1.2.3.4,ttl=64,geneve({class=0xffff,type=0x1,len=0}{class=0x1,type=0x2,len=8,0x0102030405060708}),flags(+key)),eth()",
+		"tunnel(src=1.1.1.1,dst=2.2.2.2,ttl=64,erspan(ver=1,idx=0x7/0xff)),in_port(1),eth(),eth_type(0x0800),ipv4(frag=no)",
+		"tunnel(tun_id=0x3,dst=2.2.2.2,ttl=64,erspan(ver=2,dir=1/0x1,hwid=0x5/0xf),flags(+key)),eth(),eth_type(0x86dd),ipv6(frag=no)",
 	}
 	for _, s := range seeds {
 		key, mask, err := odp.ParseMaskedKey(s)

@@ -22,7 +22,7 @@ var erspanFlows = [][2]string{
 	{erspanUFID + ",tunnel(src=1.1.1.1,dst=2.2.2.2,ttl=64,erspan(ver=1,idx=0x7),flags(-key)),in_port(1),eth(),eth_type(0x0800),ipv4(frag=no)", "2"},
 	{"tunnel(dst=2.2.2.2,ttl=64,erspan(ver=1,idx=0x700/0xff00),flags(-key)),in_port(2),eth(),eth_type(0x0800),ipv4(frag=no)",
 		"set(tunnel(tun_id=0x1,dst=3.3.3.3,ttl=64,erspan(ver=1,idx=0x9),flags(key))),1"},
-	{"tunnel(tun_id=0x3,dst=2.2.2.2,ttl=64,erspan(ver=2,dir=1,hwid=0x5),flags(+key)),in_port(1),eth(),eth_type(0x86dd),ipv6(frag=no)",
+	{"tunnel(tun_id=0x3,dst=2.2.2.2,ttl=64,erspan(ver=2,dir=1,hwid=0x5),flags(+key)),in_port(1),eth(),eth_type(0x0800),ipv4(frag=no)",
 		"set(tunnel(dst=3.3.3.3,ttl=64,erspan(ver=2,dir=0,hwid=0x1))),2"},
 	{"tunnel(tun_id=0x4,dst=2.2.2.2,ttl=64,erspan(ver=2,dir=1/0x1,hwid=0/0),flags(+key)),in_port(2),eth(),eth_type(0x0806),arp()", "drop"},
 }
