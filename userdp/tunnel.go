@@ -635,8 +635,8 @@ func (ti *tunnelInfo) buildHeaders() {
 	// geneve_build_header: the option length is the tunnel info's
 	// options_len whatever its options are, and they are copied only
 	// with TUNNEL_GENEVE_OPT. With ERSPAN metadata, Linux leaves those
-	// 12 bytes of the header as the skb's headroom had them; here they
-	// are zero. (vxlan uses its options only with TUNNEL_VXLAN_OPT, GRE
+	// 12 bytes of the header as the skb's headroom had them (zero in
+	// TestIntegrationGeneveOutputERSPAN, Linux 6.1); here they are zero. (vxlan uses its options only with TUNNEL_VXLAN_OPT, GRE
 	// never: both ignore ERSPAN metadata.)
 	g := make([]byte, geneveHeaderLen+len(ti.opts))
 	g[0] = uint8(len(ti.opts) / 4)
