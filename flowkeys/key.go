@@ -151,7 +151,7 @@ type Key struct {
 	TunTpDst   uint16   // 54: outer UDP destination port
 	TunGBP     uint32   // 56: VXLAN group-based policy option
 	TunProto   uint8    // 60: TunProtoIPv4, TunProtoIPv6 or 0 (no tunnel)
-	// TunOptsLen is the number of Geneve option bytes in TunOpts (the
+	// TunOptsLen is the number of option bytes in TunOpts (the
 	// kernel's tun_opts_len); in a mask, 0xff when the options are
 	// matched (their length then exactly, as the kernel's mask does).
 	TunOptsLen uint8   // 61
@@ -231,8 +231,10 @@ type Key struct {
 	// Geneve option bytes (words 40-71), last so that only masks that
 	// match them have a Range that reaches them.
 
-	// TunOpts are the Geneve options as on the wire (the kernel's
-	// tun_opts, here left-aligned): the first TunOptsLen bytes; the rest
+	// TunOpts are the Geneve options as on the wire, or with the
+	// kernel's TUNNEL_ERSPAN_OPT in TunFlags the 12 bytes of struct
+	// erspan_metadata (the kernel's tun_opts, here left-aligned;
+	// TunFlags tells them apart as there): the first TunOptsLen bytes; the rest
 	// is zero in a key (SetTunOpts keeps it so, and Extract clears the
 	// options of the key it reuses only when there were some). In a
 	// mask, the first TunOptsLen bytes of the flow's key are the

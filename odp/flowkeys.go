@@ -1,6 +1,7 @@
 package odp
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math/bits"
@@ -386,10 +387,10 @@ func appendCTKey(dst FlowKey, sw, out *flowkeys.Key) FlowKey {
 // set; the addresses of the key's family when non-zero; tos when
 // non-zero; ttl always; the flag attributes; the ports when non-zero;
 // the Geneve options (sw's TunOptsLen bytes of out's, copied) when
-// out's Geneve option flag is set and sw has options; and the VXLAN
-// options when the VXLAN
-// option flag is set (the Key holds no ERSPAN option bytes, so those are
-// never put).
+// out's Geneve option flag is set and sw has options; else the ERSPAN
+// metadata (out's first 12 option bytes) when out's ERSPAN option flag is
+// set and sw has options; and the VXLAN options when the VXLAN option
+// flag is set.
 func tunnelAttr(sw, out *flowkeys.Key) Tunnel {
 	var t Tunnel
 	if out.TunFlags&KernelTunnelKey != 0 {
@@ -446,6 +447,12 @@ func tunnelAttr(sw, out *flowkeys.Key) Tunnel {
 		// dumps without it (Linux 6.1, checked in the VM).
 		t.Present |= TunnelHasGeneve
 		t.Geneve = append([]byte{}, out.TunOpts[:min(int(sw.TunOptsLen), flowkeys.TunOptsMax)]...)
+	} else if out.TunFlags&KernelTunnelERSPANOpt != 0 && sw.TunOptsLen != 0 {
+		// The kernel puts sw's tun_opts_len bytes, which is 12 for
+		// every key with ERSPAN options (erspanOpts).
+		t.Present |= TunnelHasERSPAN
+		t.ERSPAN.Version = binary.NativeEndian.Uint32(out.TunOpts[:4])
+		t.ERSPAN.MD = [8]byte(out.TunOpts[4:ERSPANMetadataLen])
 	}
 	if out.TunFlags&KernelTunnelVXLANOpt != 0 && sw.TunFlags&KernelTunnelVXLANOpt != 0 {
 		t.Present |= TunnelHasVXLAN

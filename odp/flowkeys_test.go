@@ -214,6 +214,15 @@ func TestMaskFromFlowKeys(t *testing.T) {
 		// a dump shows in_port 0 with the mask's upper 16 bits set.
 		{"skb_mark(0x5/0xf),eth(),eth_type(0x86dd),ipv6(proto=58,frag=no),icmpv6(type=135),nd(target=::1)",
 			"in_port(0/0xffff0000),skb_mark(0x5/0xf),eth(),eth_type(0x86dd),ipv6(proto=58,frag=no),icmpv6(type=135),nd(target=::1)"},
+		// ERSPAN metadata as the kernel dumps it and ovs-dpctl prints
+		// it (checked in the VM): v2's dir and hwid are bit fields of
+		// a byte, so an exact mask shows as /0x1 and /0xf.
+		{"in_port(1),tunnel(dst=1.2.3.4,ttl=64,erspan(ver=1,idx=0x7/0xff)),eth(),eth_type(0x88b5)",
+			"tunnel(dst=1.2.3.4,ttl=64,erspan(ver=1,idx=0x7/0xff)),in_port(1),eth(),eth_type(0x88b5)"},
+		{"in_port(1),tunnel(dst=1.2.3.4,ttl=64,erspan(ver=2,dir=1,hwid=0x7)),eth(),eth_type(0x88b5)",
+			"tunnel(dst=1.2.3.4,ttl=64,erspan(ver=2,dir=1/0x1,hwid=0x7/0xf)),in_port(1),eth(),eth_type(0x88b5)"},
+		{"in_port(1),tunnel(dst=1.2.3.4,ttl=64,erspan(ver=2,dir=0/0,hwid=0x3/0xf)),eth(),eth_type(0x88b5)",
+			"tunnel(dst=1.2.3.4,ttl=64,erspan(ver=2,hwid=0x3/0xf)),in_port(1),eth(),eth_type(0x88b5)"},
 	}
 	for _, tc := range tests {
 		key, mask, err := odp.ParseMaskedKey(tc.in)

@@ -65,7 +65,9 @@ const (
 // ERSPANOpts is struct erspan_metadata (OVS_TUNNEL_KEY_ATTR_ERSPAN_OPTS,
 // 12 bytes): a native-endian version and 8 bytes holding either the v1
 // index (be32) or the v2 fields. Text: erspan(ver=1,idx=0x7) or
-// erspan(ver=2,dir=1,hwid=0x7).
+// erspan(ver=2,dir=1,hwid=0x7), as Open vSwitch's odp-util.c: hwid there
+// is struct erspan_md2's 4-bit hwid field only (not hwid_upper), and v2's
+// other fields are not shown.
 type ERSPANOpts struct {
 	// Version is 1 or 2.
 	Version uint32
@@ -82,8 +84,16 @@ func (o *ERSPANOpts) SetIndex(v uint32) { binary.BigEndian.PutUint32(o.MD[:], v)
 // Dir is the version 2 direction bit.
 func (o ERSPANOpts) Dir() uint8 { return o.MD[7] >> 3 & 1 }
 
-// HWID is the version 2 hardware id (6 bits).
+// HWID is the version 2 hardware id, all 6 bits (hwid_upper and hwid,
+// as the kernel's get_hwid).
 func (o ERSPANOpts) HWID() uint8 { return o.MD[6]&3<<4 | o.MD[7]>>4 }
+
+// hwidLow is the 4-bit hwid field of struct erspan_md2 (HWID without
+// hwid_upper), the one Open vSwitch's text shows.
+func (o ERSPANOpts) hwidLow() uint8 { return o.MD[7] >> 4 }
+
+// setHWIDLow sets the 4-bit hwid field to the low 4 bits of h.
+func (o *ERSPANOpts) setHWIDLow(h uint8) { o.MD[7] = o.MD[7]&^0xf0 | (h&0xf)<<4 }
 
 // SetDir sets the version 2 direction bit (the low bit of d).
 func (o *ERSPANOpts) SetDir(d uint8) { o.MD[7] = o.MD[7]&^0x08 | (d&1)<<3 }
@@ -290,7 +300,9 @@ func (t Tunnel) format(f *textBuf, mask KeyAttr, verbose bool) {
 			}
 		case 2:
 			e.u8u("dir", t.ERSPAN.Dir(), m.ERSPAN.Dir())
-			e.u8x("hwid", t.ERSPAN.HWID(), m.ERSPAN.HWID())
+			// format_odp_tun_erspan_opt prints the 4-bit hwid field
+			// of struct erspan_md2, not hwid_upper.
+			e.u8x("hwid", t.ERSPAN.hwidLow(), m.ERSPAN.hwidLow())
 		}
 		w.str(")")
 	}
@@ -741,10 +753,13 @@ func parseERSPAN(sc *scanner, k, m *Tunnel) error {
 				return err
 			}
 		}
+		// As scan_erspan_metadata: hwid and its mask go to the 4-bit
+		// hwid field (cut to 4 bits); hwid_upper stays 0 in the key
+		// and exact in the mask.
 		k.ERSPAN.SetDir(dir)
-		k.ERSPAN.SetHWID(hwid)
+		k.ERSPAN.setHWIDLow(hwid)
 		m.ERSPAN.SetDir(mdir)
-		m.ERSPAN.SetHWID(mhwid)
+		m.ERSPAN.setHWIDLow(mhwid)
 	default:
 		return sc.errorAt(verAt, "erspan ver must be 1 or 2")
 	}

@@ -61,9 +61,10 @@ import (
 // (IPv6); flowkeys.Key has separate fields, so a key with both keeps
 // both. Geneve option bytes go to flowkeys.Key's TunOpts, left-aligned
 // (the kernel right-aligns them in tun_opts: the same match); a mask's
-// TunOptsLen is 0xff when it has them, as the kernel's. ERSPAN option
-// bytes have no place in flowkeys.Key: keys with them fail with an
-// error wrapping errors.ErrUnsupported (the kernel accepts them). The kernel's ovs_ct_verify is taken as
+// TunOptsLen is 0xff when it has them, as the kernel's. ERSPAN options
+// (struct erspan_metadata, 12 bytes) go to the same bytes, told apart by
+// TunFlags' TUNNEL_ERSPAN_OPT as in the kernel; see erspanOpts for an
+// attribute of another length. The kernel's ovs_ct_verify is taken as
 // true for every conntrack attribute (Debian's kernel has conntrack
 // zones, marks and labels).
 
@@ -156,7 +157,10 @@ type kparser struct {
 	// (see ToFlowKeysExact).
 	lenient bool
 	// tunOptsLen is the key's tun_opts_len.
-	tunOptsLen  int
+	tunOptsLen int
+	// erspanKey is the key's ERSPAN option attribute (for the mask's
+	// check of the bytes before the 12 the key holds).
+	erspanKey   []byte
 	unsupported *KeyError
 }
 
@@ -500,11 +504,10 @@ func (p *kparser) tunnel(ka *kattr, isMask bool) error {
 				copy(t.TunOpts[:], d)
 				flags |= KernelTunnelGeneveOpt
 			case tunERSPANOpts:
-				if len(d) > tunOptsMax {
-					return p.fail(ka.name(), "ERSPAN option length err (len %d, max %d)", len(d), tunOptsMax)
+				if err := p.erspanOpts(ka.name(), d, t, isMask); err != nil {
+					return err
 				}
 				flags |= KernelTunnelERSPANOpt
-				p.markUnsupported(ka.name(), "ERSPAN options")
 			case tunVXLANOpts:
 				gbp, err := p.vxlanOpts(ka.name(), d)
 				if err != nil {
@@ -556,6 +559,51 @@ func (p *kparser) tunnel(ka *kattr, isMask bool) error {
 			return p.fail(ka.name(), "IP tunnel TTL not specified")
 		}
 	}
+	return nil
+}
+
+// ERSPANMetadataLen is sizeof(struct erspan_metadata): the kernel's
+// tun_opts_len of every key with ERSPAN options, whatever the length of
+// the attribute.
+const ERSPANMetadataLen = 12
+
+// erspanOpts is erspan_tun_opt_from_nlattr. The kernel accepts an
+// attribute of any length up to tun_opts' 255 bytes, sets the key's
+// tun_opts_len to 12 (0xff in the mask) and copies the attribute's bytes
+// right-aligned into tun_opts, so an attribute of L < 12 bytes fills the
+// last L bytes of the 12 the key matches and dumps (the version bytes
+// first: they stay zero). flowkeys.Key holds the 12 bytes left-aligned
+// in TunOpts, as it holds Geneve options. Bytes of a longer attribute
+// land before those 12, where a packet's key holds no option bytes
+// (the kernel never fills them from an ERSPAN packet); flowkeys.Key has
+// them as zero, so a flow whose key and mask there have no bit in
+// common matches as in the kernel, and the other flows fail as
+// unsupported.
+func (p *kparser) erspanOpts(path string, d []byte, t *flowkeys.Key, isMask bool) error {
+	if len(d) > tunOptsMax {
+		return p.fail(path, "ERSPAN option length err (len %d, max %d)", len(d), tunOptsMax)
+	}
+	if !isMask {
+		p.tunOptsLen = ERSPANMetadataLen
+		t.TunOptsLen = ERSPANMetadataLen
+		p.erspanKey = d
+	} else {
+		t.TunOptsLen = 0xff
+		if ext := len(d) - ERSPANMetadataLen; ext > 0 {
+			// The key's bytes before its last 12 end where the mask's
+			// do (both right-aligned); the key's are zero where it
+			// is shorter.
+			kext := p.erspanKey[:max(len(p.erspanKey)-ERSPANMetadataLen, 0)]
+			for i, mb := range d[:ext] {
+				if j := i - (ext - len(kext)); j >= 0 && kext[j]&mb != 0 {
+					p.markUnsupported(path, fmt.Sprintf("an ERSPAN option of %d bytes matching bytes before the 12 of struct erspan_metadata", len(p.erspanKey)))
+					break
+				}
+			}
+		}
+	}
+	w := d[max(len(d)-ERSPANMetadataLen, 0):]
+	copy(t.TunOpts[ERSPANMetadataLen-len(w):ERSPANMetadataLen], w)
 	return nil
 }
 

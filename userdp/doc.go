@@ -59,7 +59,18 @@
 //     of 4 or exceeds 244 bytes: the kernel pushes a header cut to what
 //     its 6-bit length field counts (nothing at all for 248 bytes);
 //   - lb_output: the Open vSwitch userspace datapath's balanced bond
-//     output; there are no bonds here (and the kernel rejects it).
+//     output; there are no bonds here (and the kernel rejects it);
+//   - set(tunnel(...,gtpu(...))): GTP-U metadata is the Open vSwitch
+//     userspace datapath's own (the kernel's attribute 16 is
+//     IPV4_INFO_BRIDGE, and it rejects the length), and no port here is
+//     a GTP-U tunnel.
+//
+// set(tunnel(...,erspan(...))) is accepted and the metadata kept as the
+// kernel keeps it, but no port encapsulates ERSPAN: the kernel has no
+// ERSPAN vport type, and an erspan netdevice added as a netdev vport gets
+// the metadata only inside the kernel, which an AF_PACKET socket cannot
+// carry. Geneve ports size their option field from it, vxlan and gre
+// ignore it, as Linux's devices do (tunnel.go).
 //
 // userspace(tunnel_out_port=P) gives its upcall the egress tunnel key
 // (odp.Upcall.EgressTunnel) as the kernel's output_userspace does: the

@@ -184,8 +184,8 @@ func (w *worker) egressKeyFor(c *pktCtx, n uint32) egressKey {
 
 // tunnel converts k to the attributes the kernel's __ip_tun_to_nlattr
 // writes: the id with the key flag, the addresses and TOS and ports
-// when not zero, the TTL always, the flags, and the Geneve options or
-// else the VXLAN GBP when set(tunnel) gave them. nil when k is empty.
+// when not zero, the TTL always, the flags, and the Geneve options, the
+// VXLAN GBP or the ERSPAN metadata when set(tunnel) gave them. nil when k is empty.
 func (k *egressKey) tunnel() *odp.Tunnel {
 	ti := k.ti
 	if ti == nil {
@@ -233,6 +233,12 @@ func (k *egressKey) tunnel() *odp.Tunnel {
 	case ti.flags&odp.KernelTunnelVXLANOpt != 0:
 		t.VXLANGBP = ti.gbp
 		t.Present |= odp.TunnelHasVXLAN
+	case ti.flags&odp.KernelTunnelERSPANOpt != 0 && len(ti.opts) == odp.ERSPANMetadataLen:
+		// dev_fill_metadata_dst keeps the tunnel info's options, and
+		// __ip_tun_to_nlattr puts them as ERSPAN options.
+		t.ERSPAN.Version = binary.NativeEndian.Uint32(ti.opts)
+		t.ERSPAN.MD = [8]byte(ti.opts[4:])
+		t.Present |= odp.TunnelHasERSPAN
 	}
 	return t
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math/bits"
 	"strconv"
 	"strings"
 	"syscall"
@@ -61,7 +62,18 @@ import (
 // encapsulated, and an IPv4 outer packet longer than the route's MTU is
 // then fragmented unless the metadata has DF (tunnel_linux.go), as the
 // kernel's ip_fragment, while one with DF, or an IPv6 one, is dropped,
-// as ip_fragment and ip6_fragment drop them. Not done: ERSPAN and GTP-U.
+// as ip_fragment and ip6_fragment drop them.
+//
+// ERSPAN: set(tunnel(...,erspan(...))) is accepted and its metadata kept
+// as the kernel keeps it (the tunnel info's 12 option bytes with
+// TUNNEL_ERSPAN_OPT), but no port here encapsulates ERSPAN: the kernel's
+// openvswitch module has no ERSPAN vport type (an erspan netdevice added
+// as a netdev vport would get the metadata only inside the kernel, which
+// an AF_PACKET socket cannot carry). Geneve ports build their header's
+// option length from it as Linux's geneve does (buildHeaders); vxlan
+// and gre ignore it; userspace(tunnel_out_port)'s egress key has it.
+// GTP-U metadata is Open vSwitch's userspace datapath's own, not a
+// kernel attribute, and is refused.
 //
 // The route (source address, MTU) is looked up with the packet's skb
 // mark, as all three of the kernel's tunnels do for IPv4 and IPv6
@@ -487,7 +499,7 @@ type tunnelInfo struct {
 	tpSrc      uint16 // reported in an egress key only (GRE keeps it)
 	tpDst      uint16
 	gbp        uint32
-	opts       []byte // Geneve options
+	opts       []byte // the options: Geneve's, or ERSPAN's 12 bytes (flags say which)
 
 	// The tunnel headers after the outer UDP header (Geneve, VXLAN)
 	// or IP header (GRE), built once; the GRE checksum is filled per
@@ -510,10 +522,16 @@ func compileSetTunnel(t odp.Tunnel, path string) (*tunnelInfo, error) {
 	if v6 && t.Present&(odp.TunnelHasIPv4Src|odp.TunnelHasIPv4Dst) != 0 {
 		return nil, einval("%s: mixed IPv4 and IPv6 tunnel attributes", path)
 	}
-	if t.Present&(odp.TunnelHasERSPAN|odp.TunnelHasGTPU) != 0 || len(t.Unknown) > 0 {
-		return nil, fmt.Errorf("%s: set(tunnel) with ERSPAN, GTP-U or unknown attributes: %w", path, odp.ErrUnsupported)
+	if t.Present&odp.TunnelHasGTPU != 0 {
+		// OVS_TUNNEL_KEY_ATTR_GTPU_OPTS is Open vSwitch's own (its
+		// openvswitch.h has it under #ifndef __KERNEL__); its number,
+		// 16, is the kernel's IPV4_INFO_BRIDGE, a flag attribute.
+		return nil, fmt.Errorf("%s: set(tunnel) with gtpu(): GTP-U metadata is not a kernel tunnel attribute (Open vSwitch's userspace datapath only) and no port of this datapath is a GTP-U tunnel: %w", path, odp.ErrUnsupported)
 	}
-	if t.Present&odp.TunnelHasGeneve != 0 && t.Present&odp.TunnelHasVXLAN != 0 {
+	if len(t.Unknown) > 0 {
+		return nil, fmt.Errorf("%s: set(tunnel) with unknown attributes: %w", path, odp.ErrUnsupported)
+	}
+	if n := bits.OnesCount32(uint32(t.Present & (odp.TunnelHasGeneve | odp.TunnelHasVXLAN | odp.TunnelHasERSPAN))); n > 1 {
 		return nil, einval("%s: multiple metadata blocks provided", path)
 	}
 	ti := &tunnelInfo{ttl: t.TTL, v6: v6}
@@ -578,6 +596,17 @@ func compileSetTunnel(t odp.Tunnel, path string) (*tunnelInfo, error) {
 		ti.gbp = t.VXLANGBP
 		ti.flags |= odp.KernelTunnelVXLANOpt
 	}
+	if t.Present&odp.TunnelHasERSPAN != 0 {
+		// The kernel keeps struct erspan_metadata as the tunnel
+		// info's options (options_len 12, TUNNEL_ERSPAN_OPT). Only an
+		// erspan device reads them, and that is no vport type: our
+		// ports use them as Linux's do (buildHeaders).
+		o := make([]byte, odp.ERSPANMetadataLen)
+		binary.NativeEndian.PutUint32(o, t.ERSPAN.Version)
+		copy(o[4:], t.ERSPAN.MD[:])
+		ti.opts = o
+		ti.flags |= odp.KernelTunnelERSPANOpt
+	}
 	ti.buildHeaders()
 	return ti, nil
 }
@@ -603,6 +632,12 @@ func checkGeneveOpts(o []byte) (crit bool, err error) {
 // vxlan_build_skb, gre_build_header).
 func (ti *tunnelInfo) buildHeaders() {
 	vni := uint32(ti.id) & 0xffffff
+	// geneve_build_header: the option length is the tunnel info's
+	// options_len whatever its options are, and they are copied only
+	// with TUNNEL_GENEVE_OPT. With ERSPAN metadata, Linux leaves those
+	// 12 bytes of the header as the skb's headroom had them (zero in
+	// TestIntegrationGeneveOutputERSPAN, Linux 6.1); here they are zero. (vxlan uses its options only with TUNNEL_VXLAN_OPT, GRE
+	// never: both ignore ERSPAN metadata.)
 	g := make([]byte, geneveHeaderLen+len(ti.opts))
 	g[0] = uint8(len(ti.opts) / 4)
 	if ti.flags&odp.KernelTunnelOAM != 0 {
@@ -613,7 +648,9 @@ func (ti *tunnelInfo) buildHeaders() {
 	}
 	binary.BigEndian.PutUint16(g[2:], header.EtherTypeTEB)
 	binary.BigEndian.PutUint32(g[4:], vni<<8)
-	copy(g[geneveHeaderLen:], ti.opts)
+	if ti.flags&odp.KernelTunnelGeneveOpt != 0 {
+		copy(g[geneveHeaderLen:], ti.opts)
+	}
 	ti.geneve = g
 
 	v := make([]byte, vxlanHeaderLen)

@@ -293,14 +293,21 @@ func TestGoldenFlows(t *testing.T) {
 	h.mustRun("", "dump-flows")
 	h.mustRun("", "del-flows")
 	h.mustRun("", "dump-flows")
-	// Flows on Geneve option bytes (geneveFlows: the same flows the
-	// kernel comparison puts on system@).
-	for _, f := range geneveFlows {
-		h.mustRun("", "add-flow", f[0], f[1])
+	// Flows on Geneve option bytes and on ERSPAN metadata (geneveFlows,
+	// erspanFlows: the same flows the kernel comparison puts on
+	// system@), one set at a time.
+	for _, set := range []struct {
+		flows [][2]string
+		ufid  string
+	}{{geneveFlows, geneveUFID}, {erspanFlows, erspanUFID}} {
+		h.mustRun("", "del-flows")
+		for _, f := range set.flows {
+			h.mustRun("", "add-flow", f[0], f[1])
+		}
+		h.mustRun("", "dump-flows")
+		h.mustRun("", "dump-flows", "-m")
+		h.mustRun("", "get-flow", set.ufid)
 	}
-	h.mustRun("", "dump-flows")
-	h.mustRun("", "dump-flows", "-m")
-	h.mustRun("", "get-flow", geneveUFID)
 	h.check("flows")
 }
 
