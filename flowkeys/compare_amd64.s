@@ -22,6 +22,12 @@
 // AVX2DONE(r): AL = 1 if r is all zero; VZEROUPPER; return.
 #define AVX2DONE(r) VPTEST r, r; VZEROUPPER; SETEQ AL; RET
 
+// LOADS(mov, ds, de, a0, a1, b0, b1, m0, m1): with mov, a0 = the chunk
+// of a at byte ds from word AX (r.Start), a1 = the chunk at byte de from
+// word BX (r.End), and the same for b (DI) and m (DX). Plain loads:
+// an indexed address costs no extra micro-op there.
+#define LOADS(mov, ds, de, a0, a1, b0, b1, m0, m1) mov ds(SI)(AX*8), a0; mov de(SI)(BX*8), a1; mov ds(DI)(AX*8), b0; mov de(DI)(BX*8), b1; mov ds(DX)(AX*8), m0; mov de(DX)(BX*8), m1
+
 // CALLBODY(body) is an entry point func(a, b, m *uint64, n int) bool
 // that calls body.
 #define CALLBODY(body) MOVQ a+0(FP), SI; MOVQ b+8(FP), DI; MOVQ m+16(FP), DX; MOVQ n+24(FP), CX; CALL body(SB); MOVB AL, ret+32(FP); RET
@@ -300,12 +306,7 @@ TEXT ·equalMaskedRange(SB), NOSPLIT|NOFRAME, $0-41
 	JA   r512other
 
 	// AVX-512, 9-16 words: [Start, Start+8) and [End-8, End).
-	VMOVDQU64 (SI)(AX*8), Z16
-	VMOVDQU64 -64(SI)(BX*8), Z17
-	VMOVDQU64 (DI)(AX*8), Z18
-	VMOVDQU64 -64(DI)(BX*8), Z19
-	VMOVDQU64 (DX)(AX*8), Z20
-	VMOVDQU64 -64(DX)(BX*8), Z21
+	LOADS(VMOVDQU64, 0, -64, Z16, Z17, Z18, Z19, Z20, Z21)
 	VPXORQ    Z18, Z16, Z16
 	VPXORQ    Z19, Z17, Z17
 	VPTESTMQ  Z20, Z16, K1
@@ -351,26 +352,16 @@ rnot512:
 	// with an indexed address is one micro-op; an indexed memory
 	// operand of a three-operand VEX instruction costs Intel CPUs a
 	// second one), and no addresses are computed first.
-	VMOVDQU (SI)(AX*8), Y0
-	VMOVDQU 32(SI)(AX*8), Y1
-	VMOVDQU -64(SI)(BX*8), Y2
-	VMOVDQU -32(SI)(BX*8), Y3
-	VMOVDQU (DI)(AX*8), Y4
-	VMOVDQU 32(DI)(AX*8), Y5
-	VMOVDQU -64(DI)(BX*8), Y6
-	VMOVDQU -32(DI)(BX*8), Y7
+	LOADS(VMOVDQU, 0, -64, Y0, Y1, Y4, Y5, Y8, Y9)
+	LOADS(VMOVDQU, 32, -32, Y2, Y3, Y6, Y7, Y10, Y11)
 	VPXOR   Y4, Y0, Y0
 	VPXOR   Y5, Y1, Y1
 	VPXOR   Y6, Y2, Y2
 	VPXOR   Y7, Y3, Y3
-	VMOVDQU (DX)(AX*8), Y4
-	VMOVDQU 32(DX)(AX*8), Y5
-	VMOVDQU -64(DX)(BX*8), Y6
-	VMOVDQU -32(DX)(BX*8), Y7
-	VPAND   Y4, Y0, Y0
-	VPAND   Y5, Y1, Y1
-	VPAND   Y6, Y2, Y2
-	VPAND   Y7, Y3, Y3
+	VPAND   Y8, Y0, Y0
+	VPAND   Y9, Y1, Y1
+	VPAND   Y10, Y2, Y2
+	VPAND   Y11, Y3, Y3
 	VPOR    Y1, Y0, Y0
 	VPOR    Y3, Y2, Y2
 	VPOR    Y2, Y0, Y0
@@ -388,12 +379,7 @@ r2other:
 
 	// AVX2, 4-8 words: [Start, Start+4) and [End-4, End), loaded as
 	// above.
-	VMOVDQU (SI)(AX*8), Y0
-	VMOVDQU -32(SI)(BX*8), Y1
-	VMOVDQU (DI)(AX*8), Y2
-	VMOVDQU -32(DI)(BX*8), Y3
-	VMOVDQU (DX)(AX*8), Y4
-	VMOVDQU -32(DX)(BX*8), Y5
+	LOADS(VMOVDQU, 0, -32, Y0, Y1, Y2, Y3, Y4, Y5)
 	VPXOR   Y2, Y0, Y0
 	VPXOR   Y3, Y1, Y1
 	VPAND   Y4, Y0, Y0
