@@ -60,3 +60,53 @@ func TestComparatorsReadOnlyTheRange(t *testing.T) {
 		}
 	}
 }
+
+// TestEqualMaskedReadsOnlyTheRange is TestComparatorsReadOnlyTheRange
+// for EqualMasked under each setting of the dispatch, whose assembly
+// compares short ranges in line (overlapping chunks from the range's
+// first word and to its last): for every Range, the keys are placed so
+// that the range ends at an inaccessible page, and so that it starts at
+// one (the rest of each Key lies in the inaccessible page and must not
+// be read). Equal words, and one differing byte at each end, are
+// checked.
+func TestEqualMaskedReadsOnlyTheRange(t *testing.T) {
+	orig := cmpImpl
+	defer func() { cmpImpl = orig }()
+	pa, pb, pm := guarded(t), guarded(t), guarded(t)
+	for i := range pa {
+		pa[i], pb[i], pm[i] = byte(i*5), byte(i*5), 0xff
+	}
+	keyAt := func(p []byte, off int) *Key {
+		return (*Key)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(p)), off))
+	}
+	cases := 0
+	for name, impl := range cmpImpls() {
+		cmpImpl = impl
+		for s := 0; s <= KeyWords; s++ {
+			for e := s; e <= KeyWords; e++ {
+				r := Range{s, e}
+				// The key's base such that the range ends at the page's
+				// end, then such that it starts at the page's start.
+				for _, base := range []int{len(pa) - 8*e, -8 * s} {
+					a, b, m := keyAt(pa, base), keyAt(pb, base), keyAt(pm, base)
+					if !EqualMasked(a, b, m, r) {
+						t.Fatalf("%s: equal words %v (key at %d) compared unequal", name, r, base)
+					}
+					cases++
+					if e == s {
+						continue
+					}
+					for _, w := range []int{base + 8*s, base + 8*e - 1} {
+						pb[w] ^= 0x20
+						got := EqualMasked(a, b, m, r)
+						pb[w] ^= 0x20
+						if got {
+							t.Fatalf("%s: words %v (key at %d) differing at byte %d compared equal", name, r, base, w)
+						}
+					}
+				}
+			}
+		}
+	}
+	t.Logf("%d placements", cases)
+}

@@ -207,3 +207,49 @@ func BenchmarkEqualMaskedImpl(b *testing.B) {
 		})
 	}
 }
+
+// FuzzEqualMasked runs EqualMasked under each setting of the dispatch on
+// keys, a mask and a range made from the input, against the byte
+// reference: the input's first two bytes choose the range, the rest
+// fills a, then the bits where b differs from a, then the mask
+// (repeated as needed, so short inputs give patterned keys).
+func FuzzEqualMasked(f *testing.F) {
+	f.Add([]byte{8, 24, 1, 2, 3, 0, 0, 0, 0xff})
+	f.Add([]byte{0, 72, 0xaa})
+	f.Add([]byte{40, 41, 0, 0x80, 0x80})
+	f.Fuzz(func(t *testing.T, in []byte) {
+		if len(in) < 3 {
+			return
+		}
+		s := int(in[0]) % (KeyWords + 1)
+		e := s + int(in[1])%(KeyWords-s+1)
+		data := in[2:]
+		var a, b, m Key
+		ab, bb, mb := a.Bytes(), b.Bytes(), m.Bytes()
+		for i := range ab {
+			ab[i] = data[i%len(data)]
+			// Few differing bits: a byte of the input selects one bit
+			// at every 97th position, and the mask is dense.
+			if i%97 == int(data[(i+1)%len(data)])%97 {
+				bb[i] = ab[i] ^ 1<<(data[(i+2)%len(data)]%8)
+			} else {
+				bb[i] = ab[i]
+			}
+			mb[i] = data[(i+3)%len(data)] | data[(i+5)%len(data)]
+		}
+		want := refEqualMaskedBytes(&a, &b, &m, s, e)
+		orig := cmpImpl
+		defer func() { cmpImpl = orig }()
+		for name, impl := range cmpImpls() {
+			cmpImpl = impl
+			if got := EqualMasked(&a, &b, &m, Range{s, e}); got != want {
+				t.Fatalf("%s: EqualMasked over words %d-%d = %v, reference %v", name, s, e, got, want)
+			}
+		}
+		for name, c := range equalMaskedImpls() {
+			if got := c(&a.Words()[min(s, KeyWords-1)], &b.Words()[min(s, KeyWords-1)], &m.Words()[min(s, KeyWords-1)], e-s); got != want {
+				t.Fatalf("%s over words %d-%d = %v, reference %v", name, s, e, got, want)
+			}
+		}
+	})
+}

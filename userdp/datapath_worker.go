@@ -3,6 +3,7 @@ package userdp
 import (
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/ovsdp/ovsdp/conntrack"
 	"github.com/ovsdp/ovsdp/flowkeys"
@@ -14,12 +15,18 @@ import (
 // is shared, so the per-packet path updates plain fields and publishes
 // them to the datapath's atomics once per batch.
 type worker struct {
+	// The packet's context comes first, after ctxPad bytes, so that its
+	// key starts on a 64-byte boundary whatever fields follow (the
+	// comparator's 64-byte loads then never cross a cache line; see
+	// ctxPad and TestHitPathKeysAligned).
+	_   [ctxPad]byte
+	ctx pktCtx
+
 	dp *Datapath
 	// tunnels is &dp.tunnels (&noTunnels without a datapath): output's
 	// test for tunnel ports, one load (tunnelPorts).
 	tunnels *atomic.Int32
 	cache   *flowCache
-	ctx     pktCtx
 
 	// Transmit queues, indexed by port number, and the ports that have
 	// frames queued.
@@ -65,6 +72,16 @@ type worker struct {
 	injector *worker
 	noInject bool
 }
+
+// mallocHeader is the bytes the Go runtime puts before a heap object
+// that has pointers and is larger than 512 bytes (up to 32 KB), as a
+// worker is: the object's address is 8 past a multiple of its size
+// class, itself a multiple of 64 for these sizes.
+const mallocHeader = 8
+
+// ctxPad puts worker.ctx.key at a multiple of 64 bytes from the start of
+// the runtime's allocation.
+const ctxPad = (64 - (mallocHeader+unsafe.Offsetof(pktCtx{}.key))%64) % 64
 
 // copySlot is one scratch packet copy.
 type copySlot struct {

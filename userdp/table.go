@@ -65,13 +65,20 @@ type bucketArray struct {
 }
 
 // subtable holds the flows of one mask.
+//
+// The mask is at offset 56, after 56 bytes of other fields: the Go
+// runtime puts an 8-byte header before a heap object that has pointers
+// and is larger than 512 bytes, so the mask starts on a 64-byte boundary
+// and the comparator's 64-byte loads do not cross cache lines (see
+// TestHitPathKeysAligned; megaflow does the same with its key).
 type subtable struct {
-	mask   flowkeys.Key
 	rng    flowkeys.Range
 	hasher *flowkeys.KeyedHasher
 	arr    atomic.Pointer[bucketArray]
 	n      int           // flows; written under the table's mutex
 	hits   atomic.Uint64 // lookups answered since the last rebalance
+	_      uint64        // puts mask at offset 56
+	mask   flowkeys.Key
 }
 
 // subtableList is an immutable, ranked list of subtables.
@@ -80,8 +87,11 @@ type subtableList struct {
 }
 
 // megaflow is one flow of the table.
+//
+// The key is at offset 56, after the 56 bytes of st, mask, rng, ufid and
+// ukey, so that it starts on a 64-byte boundary behind the runtime's
+// 8-byte header (see subtable and TestHitPathKeysAligned).
 type megaflow struct {
-	key  flowkeys.Key   // the masked key
 	st   *subtable      // its mask
 	mask *flowkeys.Key  // &st.mask, for the cache's one load
 	rng  flowkeys.Range // st.rng
@@ -89,6 +99,7 @@ type megaflow struct {
 	// ukey is the key as given, for flows without a UFID (they are
 	// identified by it); nil for flows with a UFID.
 	ukey *flowkeys.Key
+	key  flowkeys.Key // the masked key
 
 	acts atomic.Pointer[flowActions]
 	dead atomic.Bool

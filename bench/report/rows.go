@@ -172,8 +172,29 @@ func (r *Results) flowkeysRows() []Row {
 		r.pairRow(g, "Hash of a 128-byte range (vs hash/crc32 Castagnoli)", "flowkeys", "BenchmarkHashRange128", 1, false),
 		r.pairRow(g, "Masked compare, 128 bytes, equal (vs byte loop)", "flowkeys", "BenchmarkEqualMasked128/vs-byte-loop", 7, false),
 		r.pairRow(g, "Masked compare, 128 bytes, equal (vs bytes.Equal, unmasked)", "flowkeys", "BenchmarkEqualMasked128/vs-bytes.Equal", 1, false),
+		r.cpuPair(r.pairRow(g, cmpCPURow+", 64-byte-aligned keys", "flowkeys", "BenchmarkEqualMaskedCPU/aligned/dispatch", 1, false), "BenchmarkEqualMaskedCPU/aligned/dispatch"),
+		r.cpuPair(r.infoPair(g, cmpCPURow+", keys 8 bytes past 64-byte boundaries", "flowkeys", "BenchmarkEqualMaskedCPU/off8/dispatch/ours"), "BenchmarkEqualMaskedCPU/off8/dispatch"),
+		r.cpuPair(r.infoPair(g, cmpCPURow+", AVX2 comparator, 64-byte-aligned keys", "flowkeys", "BenchmarkEqualMaskedCPU/aligned/avx2/ours"), "BenchmarkEqualMaskedCPU/aligned/avx2"),
 		r.infoPair(g, "Keyed hash (the table's, attack-resistant) vs plain CRC32C, 128 bytes", "flowkeys", "BenchmarkHashKeyed/ours"),
 	}
+}
+
+// cmpCPURow begins the names of the rows of BenchmarkEqualMaskedCPU.
+const cmpCPURow = "Masked compare, 128 bytes, equal (vs bytes.Equal, unmasked; thread CPU time)"
+
+// cpuPair gives a measured row of BenchmarkEqualMaskedCPU (bench, without
+// "/ours") the note that says how it was measured; a row not measured
+// keeps the note that says why.
+func (r *Results) cpuPair(row Row, bench string) Row {
+	if row.Met == metNotRun {
+		return row
+	}
+	n := 0
+	if e, ok := r.Est("flowkeys", bench+"/ours", "x-vs-baseline"); ok {
+		n = e.N
+	}
+	row.Note = fmt.Sprintf("`flowkeys` %s, %d run(s): the goroutine locked to its thread and timed by the thread's CPU clock, 400 chunks alternating ours and bytes.Equal (order swapped every other chunk) over the same bytes of the same keys, \"dispatch\" being the comparator this CPU chooses; %s (x-vs-baseline)", bench, n, pairNote)
+	return row
 }
 
 // infoPair is a pair with no goal: the ratio is shown for information.
