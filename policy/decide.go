@@ -371,6 +371,9 @@ type walker struct {
 	// wrote is set once an action has written a field (written is not
 	// zero).
 	wrote bool
+	// origTpSrc and origTpDst are the pass's packet's transport ports
+	// before any action wrote them (portInKey).
+	origTpSrc, origTpDst uint16
 	// outer and inner are the packet's VLAN tags as modified so far.
 	outer, inner vlanTag
 	// normalTCI is the outer tag's present bit and VID as the first
@@ -433,8 +436,32 @@ func (w *walker) tagRead(t *vlanTag, tciMask, tpidMask uint16) uint16 {
 func (w *walker) init(k, mask *flowkeys.Key, tr *translator) {
 	w.mask, w.tr = *mask, tr
 	w.cur = *k
+	w.origTpSrc, w.origTpDst = k.TpSrc, k.TpDst
 	w.outer = vlanTag{tci: k.VLANTCI, tpid: k.VLANTPID, src: tagOuter}
 	w.inner = vlanTag{tci: k.CVLANTCI, tpid: k.CVLANTPID, src: tagInner}
+}
+
+// portInKey makes the megaflow carry a nonzero transport port of the
+// packet as it came (the datapath's key), which the kernel requires of
+// a flow with set(tcp) or set(udp): validate_tp_port refuses one whose
+// masked key has both ports 0. If the mask already keeps a nonzero bit
+// of either port, nothing changes; else it matches a nonzero port
+// whole (the destination first), or, when both are 0, both ports whole:
+// the port set is then left out (hasPort false, translate's commit), as
+// Open vSwitch's commit_set_port_action does, and every packet of the
+// megaflow has both ports 0, so all of them are treated alike.
+func (w *walker) portInKey() (hasPort bool) {
+	switch {
+	case w.origTpSrc&w.mask.TpSrc != 0 || w.origTpDst&w.mask.TpDst != 0:
+	case w.origTpDst != 0:
+		w.mask.TpDst = 0xffff
+	case w.origTpSrc != 0:
+		w.mask.TpSrc = 0xffff
+	default:
+		w.mask.TpSrc, w.mask.TpDst = 0xffff, 0xffff
+		return false
+	}
+	return true
 }
 
 // read marks the bits m (n bytes, in memory layout) at off as consulted.
@@ -640,6 +667,7 @@ func (w *walker) run(as []Action) {
 			if a.Type == ActSetTpDst {
 				off = offTpDst
 			}
+			w.portInKey()
 			w.write16(off, a.Arg, 0xffff, true)
 		}
 	}

@@ -223,7 +223,9 @@ func (t *translator) commit(w *walker) {
 			t.out = append(t.out, odp.SetMasked{Key: v, Mask: m})
 		}
 	}
-	if p.TpSrc != 0 || p.TpDst != 0 {
+	// Without a port in the packet the kernel refuses a port set
+	// (portInKey, which made the megaflow exact on both ports then).
+	if (p.TpSrc != 0 || p.TpDst != 0) && (w.origTpSrc != 0 || w.origTpDst != 0) {
 		vs, vd := c.TpSrc&p.TpSrc, c.TpDst&p.TpDst
 		switch w.read8(offIPProto, 0xff) {
 		case header.IPProtoTCP:

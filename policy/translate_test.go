@@ -170,3 +170,44 @@ func TestRuleOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestPortSetKeepsAPortInTheKey: a port rewrite's megaflow keeps a
+// nonzero port of the packet in its key, as the kernel requires of a
+// flow with set(tcp|udp) (validate_tp_port on the masked key), and a
+// packet with both ports 0 gets no port set (Open vSwitch's
+// commit_set_port_action) and a megaflow exact on both.
+func TestPortSetKeepsAPortInTheKey(t *testing.T) {
+	env := &Env{Ports: []uint32{1, 2}}
+	for _, tc := range []struct {
+		rule               string
+		src, dst           uint16
+		want               string
+		maskSrc, maskDst   uint16
+		keySrcOrDstNonzero bool
+	}{
+		{"tcp,actions=mod_tp_dst:8080,2", 1000, 80, "set(tcp(dst=8080)),2", 0, 0xffff, true},
+		{"tcp,actions=mod_tp_dst:8080,2", 1000, 0, "set(tcp(dst=8080)),2", 0xffff, 0, true},
+		{"tcp,tp_src=1000,actions=mod_tp_dst:8080,2", 1000, 80, "set(tcp(dst=8080)),2", 0xffff, 0, true},
+		{"tcp,actions=mod_tp_src:7,mod_tp_dst:8,2", 1000, 80, "set(tcp(src=7,dst=8)),2", 0, 0xffff, true},
+		{"tcp,actions=mod_tp_dst:0,2", 0, 0, "2", 0xffff, 0xffff, false},
+		{"tcp,actions=mod_tp_dst:80,2", 0, 0, "2", 0xffff, 0xffff, false},
+	} {
+		r, err := ParseRule(tc.rule)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rs := NewRuleSet("t", []Rule{r})
+		k := tcpKey()
+		k.TpSrc, k.TpDst = tc.src, tc.dst
+		d := rs.Decide(&k)
+		if got := Translate(&d, &k, env).String(); got != tc.want {
+			t.Errorf("%s on ports %d/%d: got %s, want %s", tc.rule, tc.src, tc.dst, got, tc.want)
+		}
+		if d.Mask.TpSrc != tc.maskSrc || d.Mask.TpDst != tc.maskDst {
+			t.Errorf("%s on ports %d/%d: mask tp_src %#x tp_dst %#x, want %#x %#x", tc.rule, tc.src, tc.dst, d.Mask.TpSrc, d.Mask.TpDst, tc.maskSrc, tc.maskDst)
+		}
+		if nz := k.TpSrc&d.Mask.TpSrc != 0 || k.TpDst&d.Mask.TpDst != 0; nz != tc.keySrcOrDstNonzero {
+			t.Errorf("%s on ports %d/%d: the megaflow's key has a nonzero port: %v, want %v", tc.rule, tc.src, tc.dst, nz, tc.keySrcOrDstNonzero)
+		}
+	}
+}

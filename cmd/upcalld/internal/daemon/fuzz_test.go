@@ -29,6 +29,7 @@ var missRules = []string{
 	"dl_vlan=0xffff,actions=mod_vlan_vid:5,controller(userdata=01.02.ff)\ndl_vlan=7,actions=strip_vlan,normal",
 	"icmp6,icmp_type=128,ipv6_src=fe80::/10,actions=strip_vlan,controller\nicmp,actions=mod_nw_tos:8,2",
 	"udp,tp_src=0x100/0xff00,dl_dst=01:00:00:00:00:00/01:00:00:00:00:00,actions=mod_tp_dst:53,mod_nw_tos:8,3",
+	"tcp,actions=mod_tp_src:7,2\nudp,actions=mod_tp_dst:53,2",
 	"ip,nw_ttl=1,nw_tos=4,actions=mod_nw_ttl:3,mod_nw_src:1.1.1.1,mod_nw_dst:2.2.2.2,mod_dl_src:00:00:00:00:00:01,2",
 	"tcp6,tp_src=1,actions=mod_tp_src:9,1,2\nipv6,ipv6_dst=2001:db8::1/ffff::ff,actions=3\ndl_type=0x8847,actions=2",
 	"ip,actions=ct(zone=3,table=1)\nipv6,actions=ct(commit,nat(dst=[2001:db8::1]:80)),2\npriority=0,actions=ct_clear,normal\ntable=1,ct_state=+trk,actions=2",
@@ -276,4 +277,19 @@ func counterSum(t *testing.T, reg *prometheus.Registry, name string) float64 {
 		}
 	}
 	return s
+}
+
+// TestMissPathPortSet: a port rewrite under a rule that matches no port
+// gets a megaflow the datapath takes (the kernel's validate_tp_port
+// wants a nonzero port in the flow's masked key), for a packet with both
+// ports, one and none (then no port set, as Open vSwitch).
+func TestMissPathPortSet(t *testing.T) {
+	for _, p := range [][2]uint16{{1000, 80}, {1000, 0}, {0, 80}, {0, 0}} {
+		frame := udpFrame(macN(1), macN(2), ip4(10, 0, 0, 1), ip4(10, 0, 0, 2), p[0], p[1], 0)
+		var k flowkeys.Key
+		if err := flowkeys.Extract(frame, &flowkeys.Metadata{InPort: 1}, &k); err != nil {
+			t.Fatal(err)
+		}
+		checkMiss(t, frame, &k, "udp,actions=mod_tp_dst:53,2")
+	}
 }
