@@ -4,13 +4,14 @@ import "fmt"
 
 // vsOVSRows are issue 17's points 2 and 3 and issue 19's megaflow count:
 // BenchmarkIntegrationVsOVS, the same new-flow traffic through upcalld
-// and a private ovs-vswitchd on the kernel datapath (vsovs@vm, one VM
-// run) and on the userspace one (vsovs@host).
+// and a private ovs-vswitchd on the kernel datapath (vsovs@vm, VM_VSOVS_COUNT
+// runs in one VM boot, 3 by default) and on the userspace one
+// (vsovs@host, -count runs).
 func (r *Results) vsOVSRows() []Row {
 	const g, name = "upcalld vs ovs-vswitchd", "BenchmarkIntegrationVsOVS"
 	var rows []Row
 	for _, dp := range []struct{ pkg, sub, where string }{
-		{"vsovs@vm", "system", "kernel datapath (VM, one run)"},
+		{"vsovs@vm", "system", "kernel datapath (VM)"},
 		{"vsovs@host", "netdev", "userspace datapath (host)"},
 	} {
 		for _, w := range []struct{ sub, what string }{

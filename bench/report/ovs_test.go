@@ -34,21 +34,21 @@ func TestVsOVSRows(t *testing.T) {
 		}
 		return row
 	}
-	macs := get("Flow setup rate, new source MACs, learning switch / NORMAL, kernel datapath (VM, one run)")
+	macs := get("Flow setup rate, new source MACs, learning switch / NORMAL, kernel datapath (VM)")
 	if macs.Ratio.Center != 0.5 || macs.Met != metNo || !strings.Contains(macs.Ours, "640 shed") || !strings.Contains(macs.Ours, "handler 90 ms / 400 ms") ||
 		!strings.Contains(macs.Baseline, "660 flows/s") || !strings.Contains(macs.Note, "1000 frames/s offered") {
 		t.Errorf("macs setup row %+v", macs)
 	}
 	// Faster and lossless, but one run: no interval, so unclear.
-	if p := get("Flow setup rate, VLAN classify + forward pipeline, new MACs and ports, kernel datapath (VM, one run)"); p.Ratio.Center != 1.1 || p.Met != metUnclear || !p.MedianMeets {
+	if p := get("Flow setup rate, VLAN classify + forward pipeline, new MACs and ports, kernel datapath (VM)"); p.Ratio.Center != 1.1 || p.Met != metUnclear || !p.MedianMeets {
 		t.Errorf("pipeline setup row %+v", p)
 	}
 	// Per flow delivered: 364/361 against 1004/1000.
-	if m := get("Megaflows installed, new source MACs, learning switch / NORMAL, kernel datapath (VM, one run)"); m.Ours != "364 megaflows for 361 flows delivered" ||
+	if m := get("Megaflows installed, new source MACs, learning switch / NORMAL, kernel datapath (VM)"); m.Ours != "364 megaflows for 361 flows delivered" ||
 		m.Baseline != "1004 megaflows for 1000 flows delivered" || !m.AtMost || m.Ratio.Center < 1.0042 || m.Ratio.Center > 1.0044 {
 		t.Errorf("macs megaflow row %+v", m)
 	}
-	if m := get("Megaflows installed, VLAN classify + forward pipeline, new MACs and ports, kernel datapath (VM, one run)"); m.Ratio.Center != 2.0/3 || !m.MedianMeets {
+	if m := get("Megaflows installed, VLAN classify + forward pipeline, new MACs and ports, kernel datapath (VM)"); m.Ratio.Center != 2.0/3 || !m.MedianMeets {
 		t.Errorf("pipeline megaflow row %+v", m)
 	}
 	if h := get("Flow setup rate, new UDP 5-tuples, one exact rule each, userspace datapath (host)"); h.Met != metNotRun || !strings.Contains(h.Note, "step vsovs@host fail: exit 1") {
