@@ -155,8 +155,14 @@ func (w *worker) process(buf []byte, off, n int, inPort uint32) {
 	a := acc.count(c, f)
 	// The packet is as start left it: an Ethernet frame, the receive
 	// buffer, no cutlen (runFast's state checks).
-	if a.fast.kind != fastNone && w.runFastReceived(c, a.fast, frame) {
-		return
+	if a.fast.kind != fastNone {
+		if a.fast.kind == fastCTRecirc {
+			w.runCTRecirc(c, &a.fast)
+			return
+		}
+		if w.runFastReceived(c, a.fast, frame) {
+			return
+		}
 	}
 	c.acts = a
 	w.run(c, a.prog)
@@ -200,8 +206,14 @@ func (w *worker) lookupAndRun(c *pktCtx, h uint32) {
 		w.switchAcc(acc, f)
 	}
 	a := acc.count(c, f)
-	if a.fast.kind != fastNone && w.runFast(c, a.fast, c.f.Bytes()) {
-		return
+	if a.fast.kind != fastNone {
+		if a.fast.kind == fastCTRecirc {
+			w.runCTRecirc(c, &a.fast)
+			return
+		}
+		if w.runFast(c, a.fast, c.f.Bytes()) {
+			return
+		}
 	}
 	c.acts = a
 	w.run(c, a.prog)

@@ -3,6 +3,7 @@ package userdp
 import (
 	"sync/atomic"
 
+	"github.com/ovsdp/ovsdp/conntrack"
 	"github.com/ovsdp/ovsdp/internal/header"
 	"github.com/ovsdp/ovsdp/odp"
 )
@@ -25,12 +26,14 @@ const (
 	fastNone         fastKind = iota // no fast form: run interprets the list
 	fastOutput                       // output(port)
 	fastDecTTLOutput                 // dec_ttl(le_1(...)), output(port)
+	fastCTRecirc                     // ct(...), recirc(port): a firewall's first pass
 )
 
 // fastProg is the specialised form of a flow's compiled action list.
 type fastProg struct {
 	kind fastKind
-	port uint32 // the output's port
+	port uint32            // the output's port; fastCTRecirc's recirculation ID
+	ct   *conntrack.Action // fastCTRecirc's ct action
 }
 
 // compileFast returns the fast form of the compiled list prog, or one of
@@ -41,6 +44,8 @@ func compileFast(prog []op) fastProg {
 		return fastProg{kind: fastOutput, port: prog[0].a}
 	case len(prog) == 2 && prog[0].kind == opDecTTL && prog[1].kind == opOutput && prog[1].last:
 		return fastProg{kind: fastDecTTLOutput, port: prog[1].a}
+	case len(prog) == 2 && prog[0].kind == opCT && prog[1].kind == opRecirc && prog[1].last:
+		return fastProg{kind: fastCTRecirc, port: prog[1].a, ct: prog[0].ct}
 	}
 	return fastProg{}
 }
@@ -97,6 +102,25 @@ func (w *worker) runFastReceived(c *pktCtx, p fastProg, b []byte) bool {
 		w.output(p.port, b, true)
 	}
 	return true
+}
+
+// runCTRecirc executes the fast form fastCTRecirc, p, on the packet c:
+// run's opCT and opRecirc cases for a list of the two, without the
+// interpreter's loop and dispatch. Unlike the output forms it never
+// declines: conntrack and recirculate handle every packet state, as
+// they do under run.
+func (w *worker) runCTRecirc(c *pktCtx, p *fastProg) {
+	if err := w.conntrack(c, p.ct); err != nil {
+		if err != errCTStolen {
+			w.ctDrop(err)
+		}
+		return
+	}
+	if c.recirc >= maxRecirc {
+		w.counters.recircDrops++
+		return
+	}
+	w.recirculate(c, p.port)
 }
 
 // tunnelPorts reports whether the datapath has a tunnel port (a port
