@@ -223,4 +223,3 @@ func (t *Tracker) executeKey(k *flowkeys.Key, l4 []byte, l3Len uint32, untracked
 	s.ToKey(k)
 	return nil
 }
-

@@ -4,6 +4,7 @@ import (
 	"sync/atomic"
 
 	"github.com/ovsdp/ovsdp/conntrack"
+	"github.com/ovsdp/ovsdp/flowkeys"
 	"github.com/ovsdp/ovsdp/internal/header"
 	"github.com/ovsdp/ovsdp/odp"
 )
@@ -104,12 +105,17 @@ func (w *worker) runFastReceived(c *pktCtx, p fastProg, b []byte) bool {
 	return true
 }
 
-// runCTRecirc executes the fast form fastCTRecirc, p, on the packet c:
-// run's opCT and opRecirc cases for a list of the two, without the
-// interpreter's loop and dispatch. Unlike the output forms it never
-// declines: conntrack and recirculate handle every packet state, as
-// they do under run.
-func (w *worker) runCTRecirc(c *pktCtx, p *fastProg) {
+// runCTRecirc executes the fast form fastCTRecirc of f1's actions a on
+// the packet c, which f1 answered: run's opCT and opRecirc cases for a
+// list of the two, without the interpreter's loop and dispatch, and the
+// recirculated lookup through the worker's memo (recirc_memo.go). Unlike
+// the output forms it never declines: conntrack and recirculate handle
+// every packet state, as they do under run.
+func (w *worker) runCTRecirc(c *pktCtx, f1 *megaflow, a *flowActions) {
+	p := &a.fast
+	// Only the ct fields change, unless NAT rewrites the packet or a
+	// fragment is reassembled.
+	memo := !p.ct.HasNAT && c.key.IPFrag == flowkeys.FragNone
 	if err := w.conntrack(c, p.ct); err != nil {
 		if err != errCTStolen {
 			w.ctDrop(err)
@@ -120,7 +126,9 @@ func (w *worker) runCTRecirc(c *pktCtx, p *fastProg) {
 		w.counters.recircDrops++
 		return
 	}
-	w.recirculate(c, p.port)
+	// recirculate, without its key test: the ct action leaves the key
+	// valid (conntrack extracts it first when it is not).
+	w.recircFromCT(c, f1, a, memo && w.ctPkt.Rewritten == 0)
 }
 
 // tunnelPorts reports whether the datapath has a tunnel port (a port
