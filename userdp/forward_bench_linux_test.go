@@ -92,6 +92,9 @@ const (
 //	                it sent: its sendmmsg and the kernel's work done in
 //	                it (for userdp's AF_XDP ports, M's veth receive and
 //	                XDP program and the copy into the socket's ring)
+//	F-slices/pkt    times the forwarder's threads were put on a CPU
+//	                (schedstat's third field) per frame delivered: its
+//	                wake-ups (and returns after preemption)
 //
 // and the ratios of the run (its phases alternated on the same veth):
 // xdp-vs-ovsxdp, xdp-vs-bridge, ring-vs-ovs and ring-vs-bridge
@@ -122,6 +125,7 @@ func BenchmarkForwardVeth(b *testing.B) {
 		secs             float64
 		cpu, wait        time.Duration
 		sndCPU           time.Duration // the sender process's (schedstat)
+		slices           uint64        // times the forwarder's threads were put on a CPU
 		statCPU          time.Duration // utime + stime of /proc/PID/stat
 		rxDrops, txDrops uint64        // userdp: dropped by the ports' sockets (ring full; ENOBUFS)
 		diag             fwdDrops      // userdp: where the path dropped frames (diagnostics)
@@ -164,6 +168,7 @@ func BenchmarkForwardVeth(b *testing.B) {
 		a.wait += d.Wait
 		a.statCPU += d.User + d.System
 		a.sndCPU += sc1.Sub(sc0).Sched
+		a.slices += d.Slices
 	}
 	userdp := func(a *acc, mode NetdevMode) {
 		// Frames that arrive while the ports are added and before the
@@ -247,6 +252,7 @@ func BenchmarkForwardVeth(b *testing.B) {
 		b.ReportMetric(a.cpu.Seconds()/a.secs, n+"-cores")
 		b.ReportMetric(a.wait.Seconds()/a.secs, n+"-runq-cores")
 		b.ReportMetric(float64(a.sndCPU.Nanoseconds())/float64(a.sent), n+"-sender-cpu-ns/sent")
+		b.ReportMetric(float64(a.slices)/float64(a.rx), n+"-slices/pkt")
 	}
 	for _, n := range []string{"ring", "xdp"} {
 		a, ok := accs[n]
