@@ -117,8 +117,18 @@
 // to within these runs' spread of about 0.5). What still makes its 1,000,000-connection lookup
 // slower than the 1,000-connection one is the TLB (its 1,000
 // connections and their buckets lie on about 2,000 pages), which
-// cachegrind does not model. Above cache size what remains is memory
-// (and TLB) latency per line.
+// cachegrind does not model. The bucket array is therefore on
+// transparent huge pages where the kernel has them (newTable,
+// hugepage_linux.go): at 1,000,000 connections its 32 MB are 16 TLB
+// entries instead of 8,192, which takes the buckets' thousand pages out
+// of that count (BenchmarkEstablishedHot's ratio about 2.4 → 2.15 on
+// this shared machine). The connections stay on the heap's 4 KB pages:
+// moving them into slabs on huge pages at commit gained about 0.1 more
+// but kept a whole slab alive while any of its connections lived (a
+// connection is never reused), 8 times the heap of a churning table
+// (issue 15's notes). Above cache size what remains is memory (and TLB)
+// latency per line: two dependent misses per lookup, the bucket's line
+// and then the connection's pair.
 //
 // The datapath calls ExecuteKey, which is FromKey, Execute and ToKey in
 // one call, with the case of an established TCP or UDP connection in

@@ -2,6 +2,7 @@ package conntrack
 
 import (
 	"encoding/binary"
+	"unsafe"
 
 	"github.com/ovsdp/ovsdp/flowkeys"
 )
@@ -79,9 +80,17 @@ func (t *Tracker) executeKeyFast(k *flowkeys.Key, l4 []byte, l3Len uint32, untra
 	tp := &p.Tuple
 	switch k.EthType {
 	case 0x0800:
-		tp.Src, tp.Dst = [16]byte{}, [16]byte{}
-		*(*[4]byte)(tp.Src[:4]) = k.IPv4Src
-		*(*[4]byte)(tp.Dst[:4]) = k.IPv4Dst
+		// Each 8-byte half of the addresses in one store: the entry's
+		// tuple compare (meets) loads them 8 bytes at a time right
+		// after, and a load that spans several smaller stores (a
+		// zeroing and a 4-byte copy) cannot be forwarded from them
+		// and waits for them to reach the cache (a store-forwarding
+		// stall, the largest single cost of this path before).
+		// (binary.PutUint64 of a zero-extended word would be split by
+		// the compiler into the same small stores.)
+		src, dst := (*[2]uint64)(unsafe.Pointer(&tp.Src)), (*[2]uint64)(unsafe.Pointer(&tp.Dst))
+		src[0], src[1] = v4Word(k.IPv4Src), 0
+		dst[0], dst[1] = v4Word(k.IPv4Dst), 0
 		tp.V6 = false
 	case 0x86dd:
 		tp.Src, tp.Dst, tp.V6 = k.IPv6Src, k.IPv6Dst, true
@@ -170,19 +179,35 @@ func (t *Tracker) executeKeyFast(k *flowkeys.Key, l4 []byte, l3Len uint32, untra
 		f |= StateReply
 	}
 	s.c, s.dir, s.info, s.Flags, s.Zone = c, dir, info, f, zone
-	if c.status.Load()&statusMarked != 0 {
-		s.Mark, s.Labels = c.mark.Load(), c.labelBytes()
-	} else {
-		s.Mark, s.Labels = 0, [16]byte{}
-	}
 	s.Orig, s.HasOrig = c.e0.tuple, true
+	// The key's fields are written from the values, not read back
+	// from s just after s was written (the unmarked connection's zero
+	// mark and labels as constants), and each statement is one store
+	// per field: multiple assignment stages values through the stack.
+	marked := c.status.Load()&statusMarked != 0
+	if marked {
+		s.Mark = c.mark.Load()
+		s.Labels = c.labelBytes()
+	} else {
+		s.Mark = 0
+		s.Labels = [16]byte{}
+	}
 	if a.Commit || tp.Proto == ProtoTCP {
 		if err := t.finish(p, a, s, now); err != nil {
 			return err
 		}
+		marked = true // commit may have set them: s has them
 	}
-	k.CTState, k.CTZone, k.CTMark, k.CTLabels = s.Flags, s.Zone, s.Mark, s.Labels
-	s.Orig.toKey(k) // of the key's family, and neither ICMP nor ND
+	k.CTState = f
+	k.CTZone = zone
+	if marked {
+		k.CTMark = s.Mark
+		k.CTLabels = s.Labels
+	} else {
+		k.CTMark = 0
+		k.CTLabels = [16]byte{}
+	}
+	c.e0.tuple.toKey(k) // s.Orig: of the key's family, and neither ICMP nor ND
 	return nil
 }
 

@@ -60,7 +60,8 @@ func TestStartOVS(t *testing.T) {
 }
 
 // TestReadProcCPU: the process's CPU, read both ways, grows with the
-// work a thread does, by about the same amount both ways.
+// work a thread does, by about the same amount both ways; the count of
+// times its threads were put on a CPU grows with each wake-up.
 func TestReadProcCPU(t *testing.T) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
@@ -88,6 +89,17 @@ func TestReadProcCPU(t *testing.T) {
 	// stat counts in ticks of 10 ms, sampled: allow a few ticks.
 	if st := d.User + d.System; st < 150*time.Millisecond {
 		t.Errorf("stat: user %v + system %v, want about the 200ms spun", d.User, d.System)
+	}
+	// Each sleep of this (locked) thread ends with it put on a CPU again.
+	for range 5 {
+		time.Sleep(time.Millisecond)
+	}
+	c2, err := ReadProcCPU(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := c2.Sub(c1).Slices; s < 5 {
+		t.Errorf("schedstat: the threads were put on a CPU %d times over 5 sleeps of one of them, want at least 5", s)
 	}
 	if _, err := ReadProcCPU(1 << 30); err == nil || !strings.Contains(err.Error(), "process 1073741824") {
 		t.Errorf("a process that does not exist: %v, want an error naming it", err)

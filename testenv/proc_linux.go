@@ -26,6 +26,10 @@ type ProcCPU struct {
 	// (schedstat's second field): what other work on the machine took
 	// from them.
 	Wait time.Duration
+	// Slices is how many times the threads were put on a CPU
+	// (schedstat's third field): each wake-up from sleep is one, as is
+	// each return after preemption.
+	Slices uint64
 	// User and System are utime and stime of /proc/PID/stat.
 	User, System time.Duration
 	// Threads is how many threads were summed for Sched.
@@ -34,7 +38,7 @@ type ProcCPU struct {
 
 // Sub returns the CPU used between o and c (c minus o).
 func (c ProcCPU) Sub(o ProcCPU) ProcCPU {
-	return ProcCPU{Sched: c.Sched - o.Sched, Wait: c.Wait - o.Wait, User: c.User - o.User, System: c.System - o.System, Threads: c.Threads}
+	return ProcCPU{Sched: c.Sched - o.Sched, Wait: c.Wait - o.Wait, Slices: c.Slices - o.Slices, User: c.User - o.User, System: c.System - o.System, Threads: c.Threads}
 }
 
 // ReadProcCPU reads the CPU process pid has used.
@@ -71,6 +75,11 @@ func ReadProcCPU(pid int) (ProcCPU, error) {
 			}
 			*dst += time.Duration(v)
 		}
+		v, err := strconv.ParseUint(ff[2], 10, 64)
+		if err != nil {
+			return c, fmt.Errorf("%s/task/%s/schedstat: %w", dir, t.Name(), err)
+		}
+		c.Slices += v
 		c.Threads++
 	}
 	return c, nil

@@ -54,6 +54,7 @@ type worker struct {
 	ctPkt   conntrack.Packet     // the ct action's view of the packet (exec_ct.go)
 	tracker *conntrack.Tracker   // dp.Conntrack(), once the first ct action made it
 	ctCache *conntrack.ConnCache // the connections of recent ct actions, by cache hash (exec_ct.go)
+	memo    []recircMemo         // the flows recirculated ct packets met, by cache hash (recirc_memo.go)
 
 	tunOpts   [256]byte   // the Geneve options of the received packet (tunnel_rx.go)
 	encap     encapParams // an encapsulation's parameters (exec_tnl.go)
@@ -155,8 +156,14 @@ func (w *worker) process(buf []byte, off, n int, inPort uint32) {
 	a := acc.count(c, f)
 	// The packet is as start left it: an Ethernet frame, the receive
 	// buffer, no cutlen (runFast's state checks).
-	if a.fast.kind != fastNone && w.runFastReceived(c, a.fast, frame) {
-		return
+	if a.fast.kind != fastNone {
+		if a.fast.kind == fastCTRecirc {
+			w.runCTRecirc(c, f, a)
+			return
+		}
+		if w.runFastReceived(c, a.fast, frame) {
+			return
+		}
 	}
 	c.acts = a
 	w.run(c, a.prog)
@@ -195,13 +202,25 @@ func (w *worker) lookupAndRun(c *pktCtx, h uint32) {
 		w.miss(c)
 		return
 	}
+	w.runFlow(c, f)
+}
+
+// runFlow is lookupAndRun once the packet's flow f is found: it counts
+// the packet in f's statistics and executes f's actions.
+func (w *worker) runFlow(c *pktCtx, f *megaflow) {
 	acc := &w.acc[c.recirc] // recirculate keeps c.recirc <= maxRecirc
 	if acc.f != f {
 		w.switchAcc(acc, f)
 	}
 	a := acc.count(c, f)
-	if a.fast.kind != fastNone && w.runFast(c, a.fast, c.f.Bytes()) {
-		return
+	if a.fast.kind != fastNone {
+		if a.fast.kind == fastCTRecirc {
+			w.runCTRecirc(c, f, a)
+			return
+		}
+		if w.runFast(c, a.fast, c.f.Bytes()) {
+			return
+		}
 	}
 	c.acts = a
 	w.run(c, a.prog)

@@ -42,7 +42,10 @@
 // The ct action runs the datapath's connection tracker (package
 // conntrack, the kernel's nf_conntrack semantics; Conntrack returns it):
 // the key's ct fields are set after it for the recirculated lookup, and
-// NAT rewrites the packet. IP fragments are not reassembled yet.
+// NAT rewrites the packet. A flow whose actions are ct(...),recirc(N)
+// runs in a fast form, and each forwarding goroutine remembers the flow
+// its recirculated packets met, checked as soundly as an exact-match
+// cache entry (recirc_memo.go).
 //
 // # Actions
 //

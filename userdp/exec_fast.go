@@ -3,6 +3,8 @@ package userdp
 import (
 	"sync/atomic"
 
+	"github.com/ovsdp/ovsdp/conntrack"
+	"github.com/ovsdp/ovsdp/flowkeys"
 	"github.com/ovsdp/ovsdp/internal/header"
 	"github.com/ovsdp/ovsdp/odp"
 )
@@ -25,12 +27,14 @@ const (
 	fastNone         fastKind = iota // no fast form: run interprets the list
 	fastOutput                       // output(port)
 	fastDecTTLOutput                 // dec_ttl(le_1(...)), output(port)
+	fastCTRecirc                     // ct(...), recirc(port): a firewall's first pass
 )
 
 // fastProg is the specialised form of a flow's compiled action list.
 type fastProg struct {
 	kind fastKind
-	port uint32 // the output's port
+	port uint32            // the output's port; fastCTRecirc's recirculation ID
+	ct   *conntrack.Action // fastCTRecirc's ct action
 }
 
 // compileFast returns the fast form of the compiled list prog, or one of
@@ -41,6 +45,8 @@ func compileFast(prog []op) fastProg {
 		return fastProg{kind: fastOutput, port: prog[0].a}
 	case len(prog) == 2 && prog[0].kind == opDecTTL && prog[1].kind == opOutput && prog[1].last:
 		return fastProg{kind: fastDecTTLOutput, port: prog[1].a}
+	case len(prog) == 2 && prog[0].kind == opCT && prog[1].kind == opRecirc && prog[1].last:
+		return fastProg{kind: fastCTRecirc, port: prog[1].a, ct: prog[0].ct}
 	}
 	return fastProg{}
 }
@@ -97,6 +103,32 @@ func (w *worker) runFastReceived(c *pktCtx, p fastProg, b []byte) bool {
 		w.output(p.port, b, true)
 	}
 	return true
+}
+
+// runCTRecirc executes the fast form fastCTRecirc of f1's actions a on
+// the packet c, which f1 answered: run's opCT and opRecirc cases for a
+// list of the two, without the interpreter's loop and dispatch, and the
+// recirculated lookup through the worker's memo (recirc_memo.go). Unlike
+// the output forms it never declines: conntrack and recirculate handle
+// every packet state, as they do under run.
+func (w *worker) runCTRecirc(c *pktCtx, f1 *megaflow, a *flowActions) {
+	p := &a.fast
+	// Only the ct fields change, unless NAT rewrites the packet or a
+	// fragment is reassembled.
+	memo := !p.ct.HasNAT && c.key.IPFrag == flowkeys.FragNone
+	if err := w.conntrack(c, p.ct); err != nil {
+		if err != errCTStolen {
+			w.ctDrop(err)
+		}
+		return
+	}
+	if c.recirc >= maxRecirc {
+		w.counters.recircDrops++
+		return
+	}
+	// recirculate, without its key test: the ct action leaves the key
+	// valid (conntrack extracts it first when it is not).
+	w.recircFromCT(c, f1, a, memo && w.ctPkt.Rewritten == 0)
 }
 
 // tunnelPorts reports whether the datapath has a tunnel port (a port

@@ -2,7 +2,9 @@ package userdp
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
+	"slices"
 	"testing"
 	"unsafe"
 
@@ -26,6 +28,9 @@ func TestCompileFast(t *testing.T) {
 		{"trunc(100),2", fastProg{}},
 		{"drop", fastProg{}},
 		{"clone(2)", fastProg{}},
+		{"ct(zone=1),recirc(7),2", fastProg{}},
+		{"ct(zone=1),2", fastProg{}},
+		{"recirc(7)", fastProg{}},
 	} {
 		as, err := odp.ParseActions(c.acts)
 		if err != nil {
@@ -38,6 +43,14 @@ func TestCompileFast(t *testing.T) {
 		if got := newFlowActions(as, prog).fast; got != c.want {
 			t.Errorf("%s: fast form %+v, want %+v", c.acts, got, c.want)
 		}
+	}
+	as, _ := odp.ParseActions("ct(commit,zone=1),recirc(7)")
+	prog, err := compileActions(as, &key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := newFlowActions(as, prog).fast, (fastProg{kind: fastCTRecirc, port: 7, ct: prog[0].ct}); got != want || got.ct == nil {
+		t.Errorf("ct,recirc: fast form %+v, want %+v", got, want)
 	}
 }
 
@@ -219,4 +232,161 @@ func TestRunFastMatchesRun(t *testing.T) {
 		t.Fatalf("the fast form was never taken in %d cases", cases)
 	}
 	t.Logf("%d cases, the fast form taken %d times", cases*2, taken)
+}
+
+// capPort is a port that keeps copies of the frames written to it.
+type capPort struct {
+	sinkPort
+	frames [][]byte
+}
+
+func (p *capPort) WriteBatch(pkts [][]byte) (int, error) {
+	for _, b := range pkts {
+		p.frames = append(p.frames, clone(b))
+	}
+	return len(pkts), nil
+}
+
+// ctRecircFixture is a datapath with firewall-style ct, recirc flows
+// (with and without NAT, and one that recirculates until the limit) on
+// capturing ports 1-3, and a worker to push frames through. With slow,
+// every flow's fastCTRecirc form is dropped, so run executes it.
+func ctRecircFixture(t *testing.T, slow bool) (*worker, []*capPort) {
+	dp, err := New("ctfast", WithoutLocalPort())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { dp.Close() })
+	ports := make([]*capPort, 4)
+	for i := 1; i <= 3; i++ {
+		ports[i] = &capPort{sinkPort: *newSinkPort(fmt.Sprintf("c%d", i))}
+		if _, err := dp.AttachPort(ports[i], uint32(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const udp = "eth_type(0x0800),ipv4(proto=17/0xff),udp(src=0/0)"
+	const tcp = ipTCP
+	for _, f := range [][2]string{
+		{"recirc_id(0),in_port(1)," + anyEth + udp, "ct(commit,zone=1),recirc(1)"},
+		{"recirc_id(1),in_port(1),ct_state(+new+trk)," + anyEth + udp, "2"},
+		{"recirc_id(1),in_port(1),ct_state(+est+trk)," + anyEth + udp, "3"},
+		{"recirc_id(0),in_port(2)," + anyEth + udp, "ct(zone=1),recirc(2)"},
+		{"recirc_id(2),in_port(2),ct_state(+est+rpl+trk)," + anyEth + udp, "1"},
+		{"recirc_id(0),in_port(1)," + anyEth + tcp, "ct(commit,zone=2,nat(src=10.9.9.9)),recirc(3)"},
+		{"recirc_id(3),in_port(1)," + anyEth + tcp, "2"},
+		{"recirc_id(0),in_port(3)," + anyEth + udp, "ct(zone=3),recirc(5)"},
+		{"recirc_id(5),in_port(3)," + anyEth + udp, "ct(zone=3),recirc(5)"},
+	} {
+		if _, err := dp.PutFlow(t.Context(), parseFlow(t, f[0], f[1]), odp.PutCreate); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n := 0
+	dp.table.each(func(f *megaflow) bool {
+		a := *f.acts.Load()
+		if a.fast.kind == fastCTRecirc {
+			n++
+			if slow {
+				a.fast = fastProg{}
+				f.acts.Store(&a)
+			}
+		}
+		return true
+	})
+	if n != 5 {
+		t.Fatalf("%d flows have the fast form fastCTRecirc, want 5", n)
+	}
+	w := newWorker(dp, DefaultCacheEntries)
+	w.now = dp.nowMs()
+	return w, ports
+}
+
+// TestCTRecircFastMatchesRun sends the same packets through a datapath
+// whose ct, recirc flows take the fast form fastCTRecirc and through one
+// whose flows run the compiled list, and requires the same frames out
+// of each port, drop counters, flow statistics and connections.
+func TestCTRecircFastMatchesRun(t *testing.T) {
+	reply := udpFrame(2, 1, 2000)
+	binary.BigEndian.PutUint16(reply[14+22:], 1000)
+	fixIPv4(reply, 14)
+	// A first fragment too short to hold 8 bytes: reassembly drops it
+	// (the ct action's error).
+	frag := udpFrame(1, 2, 1000)[:14+20+4]
+	binary.BigEndian.PutUint16(frag[14+2:], 20+4)
+	binary.BigEndian.PutUint16(frag[14+6:], 0x2000) // more fragments
+	binary.BigEndian.PutUint16(frag[14+10:], 0)
+	binary.BigEndian.PutUint16(frag[14+10:], refIPv4Check(frag[14:]))
+	frames := []struct {
+		in uint32
+		f  []byte
+	}{
+		{1, udpFrame(1, 2, 1000)}, // new, committed: port 2
+		{1, udpFrame(1, 2, 1000)}, // still new (no reply yet)
+		{2, reply},                // the reply: port 1
+		{1, udpFrame(1, 2, 1000)}, // established: port 3
+		{1, udpFrame(1, 2, 1000)},
+		{2, reply},
+		{1, udpFrame(1, 2, 1001)},                     // another connection
+		{1, ctTCP(1, 2, 40000, 80, 0x02, 1, 0)},       // SYN, source-NATed
+		{1, ctTCP(1, 2, 40000, 80, 0x10, 2, 1)},       // out of window: invalid, still forwarded
+		{3, udpFrame(1, 2, 1000)},                     // recirculates until the limit
+		{2, udpFrame(2, 1, 3000)},                     // not a reply: misses
+		{1, udpFrame(1, 2, 1000)[:14+20+4]},           // truncated UDP header
+		{1, append(udpFrame(1, 2, 1000), 0, 0, 0, 0)}, // link-layer padding
+		{1, frag},
+	}
+	type result struct {
+		out   [4][][]byte
+		drops DropStats
+		stats []string
+		conns int
+	}
+	runAll := func(slow bool) result {
+		w, ports := ctRecircFixture(t, slow)
+		buf := make([]byte, BufferSize(1500))
+		for _, fr := range frames {
+			copy(buf[DefaultHeadroom:], fr.f)
+			w.process(buf, DefaultHeadroom, len(fr.f), fr.in)
+			w.flush()
+		}
+		var r result
+		for i := 1; i <= 3; i++ {
+			r.out[i] = ports[i].frames
+		}
+		r.drops = w.dp.Drops()
+		w.dp.table.each(func(f *megaflow) bool {
+			s := f.stats()
+			r.stats = append(r.stats, fmt.Sprintf("%v: %d packets %d bytes", f.acts.Load().odp, s.Packets, s.Bytes))
+			return true
+		})
+		slices.Sort(r.stats)
+		r.conns = w.dp.Conntrack().Count()
+		return r
+	}
+	want, got := runAll(true), runAll(false)
+	for i := 1; i <= 3; i++ {
+		if len(got.out[i]) != len(want.out[i]) {
+			t.Errorf("port %d: %d frames, want %d", i, len(got.out[i]), len(want.out[i]))
+			continue
+		}
+		for j := range got.out[i] {
+			if !bytes.Equal(got.out[i][j], want.out[i][j]) {
+				t.Errorf("port %d frame %d:\n got %x\nwant %x", i, j, got.out[i][j], want.out[i][j])
+			}
+		}
+	}
+	if got.drops != want.drops {
+		t.Errorf("drops %+v, want %+v", got.drops, want.drops)
+	}
+	if !slices.Equal(got.stats, want.stats) {
+		t.Errorf("flow statistics\n got %q\nwant %q", got.stats, want.stats)
+	}
+	if got.conns != want.conns {
+		t.Errorf("%d connections, want %d", got.conns, want.conns)
+	}
+	// The run covers what it is meant to.
+	if len(want.out[1]) < 2 || len(want.out[2]) < 2 || len(want.out[3]) < 2 || want.drops.RecircLimit == 0 || want.drops.ActionErrors == 0 || want.conns < 3 {
+		t.Fatalf("the packets did not take the paths meant: out %d %d %d, drops %+v, %d connections",
+			len(want.out[1]), len(want.out[2]), len(want.out[3]), want.drops, want.conns)
+	}
 }

@@ -7,6 +7,10 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
+
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
 
 	"github.com/ovsdp/ovsdp/odp"
 	"github.com/ovsdp/ovsdp/testenv"
@@ -84,12 +88,20 @@ const (
 //	F-runq-cores    the time its threads were runnable but waited for a
 //	                CPU (schedstat's second field) / the window: how much
 //	                other work on the machine held the forwarder back
+//	F-sender-cpu-ns/sent  the sender process's CPU (schedstat) per frame
+//	                it sent: its sendmmsg and the kernel's work done in
+//	                it (for userdp's AF_XDP ports, M's veth receive and
+//	                XDP program and the copy into the socket's ring)
+//	F-slices/pkt    times the forwarder's threads were put on a CPU
+//	                (schedstat's third field) per frame delivered: its
+//	                wake-ups (and returns after preemption)
 //
 // and the ratios of the run (its phases alternated on the same veth):
 // xdp-vs-ovsxdp, xdp-vs-bridge, ring-vs-ovs and ring-vs-bridge
 // (delivered rates), ring-rxdrop, ring-txdrop, xdp-rxdrop, xdp-txdrop
 // (fraction of the frames S sent that userdp's ports dropped: the
-// kernel's ring or the AF_XDP rings full; sendmmsg's ENOBUFS).
+// kernel's ring or the AF_XDP rings full; sendmmsg's ENOBUFS), and, for
+// diagnosis, where userdp's path dropped frames (fwdDrops.report).
 //
 // What runs where: on a machine with 2 cores (as the development VMs),
 // the sender, the kernel's veth work and the forwarder share them. With
@@ -112,8 +124,11 @@ func BenchmarkForwardVeth(b *testing.B) {
 		rx, sent         uint64
 		secs             float64
 		cpu, wait        time.Duration
+		sndCPU           time.Duration // the sender process's (schedstat)
+		slices           uint64        // times the forwarder's threads were put on a CPU
 		statCPU          time.Duration // utime + stime of /proc/PID/stat
 		rxDrops, txDrops uint64        // userdp: dropped by the ports' sockets (ring full; ENOBUFS)
+		diag             fwdDrops      // userdp: where the path dropped frames (diagnostics)
 	}
 	cpuOf := func(pid int) testenv.ProcCPU {
 		c, err := testenv.ReadProcCPU(pid)
@@ -137,11 +152,11 @@ func BenchmarkForwardVeth(b *testing.B) {
 		if mark != nil {
 			mark()
 		}
-		c0 := cpuOf(pid)
+		c0, sc0 := cpuOf(pid), cpuOf(snd.pid)
 		r0, s0, t0 := f.rxPackets(b), snd.sent(b), time.Now()
 		time.Sleep(fwdWindow)
 		r1, s1, el := f.rxPackets(b), snd.sent(b), time.Since(t0)
-		c1 := cpuOf(pid)
+		c1, sc1 := cpuOf(pid), cpuOf(snd.pid)
 		if mark != nil {
 			mark()
 		}
@@ -152,6 +167,8 @@ func BenchmarkForwardVeth(b *testing.B) {
 		a.cpu += d.Sched
 		a.wait += d.Wait
 		a.statCPU += d.User + d.System
+		a.sndCPU += sc1.Sub(sc0).Sched
+		a.slices += d.Slices
 	}
 	userdp := func(a *acc, mode NetdevMode) {
 		// Frames that arrive while the ports are added and before the
@@ -160,6 +177,7 @@ func BenchmarkForwardVeth(b *testing.B) {
 		defer off()
 		var st [2]odp.DatapathStats
 		var drops [2]odp.PortStats
+		var diag [2]fwdDrops
 		k := 0
 		measure(a, mode.String(), self, func() {
 			info, err := dp.Info(context.Background())
@@ -175,8 +193,10 @@ func BenchmarkForwardVeth(b *testing.B) {
 				drops[k].RxDropped += p.Stats.RxDropped
 				drops[k].TxDropped += p.Stats.TxDropped
 			}
+			diag[k] = f.drops(b)
 			k++
 		})
+		a.diag.add(diag[1].sub(diag[0]))
 		a.rxDrops += drops[1].RxDropped - drops[0].RxDropped
 		a.txDrops += drops[1].TxDropped - drops[0].TxDropped
 		if hit, missed := st[1].Hit-st[0].Hit, st[1].Missed-st[0].Missed; missed != 0 || hit == 0 {
@@ -231,6 +251,8 @@ func BenchmarkForwardVeth(b *testing.B) {
 		b.ReportMetric(float64(a.statCPU.Nanoseconds())/float64(a.rx), n+"-stat-cpu-ns/pkt")
 		b.ReportMetric(a.cpu.Seconds()/a.secs, n+"-cores")
 		b.ReportMetric(a.wait.Seconds()/a.secs, n+"-runq-cores")
+		b.ReportMetric(float64(a.sndCPU.Nanoseconds())/float64(a.sent), n+"-sender-cpu-ns/sent")
+		b.ReportMetric(float64(a.slices)/float64(a.rx), n+"-slices/pkt")
 	}
 	for _, n := range []string{"ring", "xdp"} {
 		a, ok := accs[n]
@@ -239,6 +261,7 @@ func BenchmarkForwardVeth(b *testing.B) {
 		}
 		b.ReportMetric(float64(a.rxDrops)/float64(a.sent), n+"-rxdrop")
 		b.ReportMetric(float64(a.txDrops)/float64(a.sent), n+"-txdrop")
+		a.diag.report(b, n, a.sent)
 	}
 	if len(mpps) < 5 {
 		return
@@ -247,4 +270,80 @@ func BenchmarkForwardVeth(b *testing.B) {
 	b.ReportMetric(mpps["xdp"]/mpps["bridge"], "xdp-vs-bridge")
 	b.ReportMetric(mpps["ring"]/mpps["ovs"], "ring-vs-ovs")
 	b.ReportMetric(mpps["ring"]/mpps["bridge"], "ring-vs-bridge")
+}
+
+// fwdDrops are the counters of the frames a userdp phase's path dropped,
+// by where (diagnostics of BenchmarkForwardVeth).
+type fwdDrops struct {
+	// vethIn: S's veth end's tx_dropped plus M's end's rx_dropped (the
+	// veth's ring into M full, or M's backlog); vethOut: the same for M's
+	// end facing R and R's end (R's backlog full).
+	vethIn, vethOut uint64
+	// The XDP_STATISTICS of the datapath's AF_XDP ports, summed.
+	xskRxDropped, xskRingFull, xskFillEmpty, xskTxEmpty uint64
+}
+
+func (d fwdDrops) sub(o fwdDrops) fwdDrops {
+	return fwdDrops{d.vethIn - o.vethIn, d.vethOut - o.vethOut, d.xskRxDropped - o.xskRxDropped,
+		d.xskRingFull - o.xskRingFull, d.xskFillEmpty - o.xskFillEmpty, d.xskTxEmpty - o.xskTxEmpty}
+}
+
+func (d *fwdDrops) add(o fwdDrops) {
+	d.vethIn += o.vethIn
+	d.vethOut += o.vethOut
+	d.xskRxDropped += o.xskRxDropped
+	d.xskRingFull += o.xskRingFull
+	d.xskFillEmpty += o.xskFillEmpty
+	d.xskTxEmpty += o.xskTxEmpty
+}
+
+// report reports d as fractions of the frames sent, as metrics of phase
+// n: n-veth-in-drop, n-veth-out-drop, and for AF_XDP ports
+// n-xsk-rx-dropped (no fill-ring frame or a bad one), n-xsk-ring-full
+// (no room in the rx ring) and n-xsk-fill-empty (times the kernel found
+// the fill ring empty, per frame sent), n-xsk-tx-empty (sendto calls
+// that found the tx ring empty, per frame sent).
+func (d fwdDrops) report(b *testing.B, n string, sent uint64) {
+	s := float64(sent)
+	b.ReportMetric(float64(d.vethIn)/s, n+"-veth-in-drop")
+	b.ReportMetric(float64(d.vethOut)/s, n+"-veth-out-drop")
+	if n == "xdp" {
+		b.ReportMetric(float64(d.xskRxDropped)/s, n+"-xsk-rx-dropped")
+		b.ReportMetric(float64(d.xskRingFull)/s, n+"-xsk-ring-full")
+		b.ReportMetric(float64(d.xskFillEmpty)/s, n+"-xsk-fill-empty")
+		b.ReportMetric(float64(d.xskTxEmpty)/s, n+"-xsk-tx-empty")
+	}
+}
+
+// drops reads the drop counters of the path through M's datapath.
+func (f *fwdTopo) drops(t testing.TB) fwdDrops {
+	t.Helper()
+	stats := func(ns *testenv.Netns, idx int) *netlink.LinkStatistics {
+		l, err := ns.Handle().LinkByIndex(idx)
+		if err != nil || l.Attrs().Statistics == nil {
+			t.Fatalf("statistics of link %d in namespace %s: %v", idx, ns, err)
+		}
+		return l.Attrs().Statistics
+	}
+	var d fwdDrops
+	d.vethIn = stats(f.s, f.sv.Index).TxDropped + stats(f.m, f.sv.PeerIndex).RxDropped
+	d.vethOut = stats(f.m, f.rv.PeerIndex).TxDropped + stats(f.r, f.rv.Index).RxDropped
+	for _, p := range f.dpPorts {
+		x, ok := p.(*XDPPort)
+		if !ok {
+			continue
+		}
+		var st unix.XDPStatistics
+		var err error
+		if cerr := x.rc.Control(func(fd uintptr) {
+			err = getsockoptPtr(int(fd), unix.SOL_XDP, unix.XDP_STATISTICS, unsafe.Pointer(&st), unsafe.Sizeof(st))
+		}); cerr != nil || err != nil {
+			t.Fatalf("XDP_STATISTICS of %s: %v %v", x.Name(), cerr, err)
+		}
+		d.xskRxDropped += st.Rx_dropped
+		d.xskRingFull += st.Rx_ring_full
+		d.xskFillEmpty += st.Rx_fill_ring_empty_descs
+		d.xskTxEmpty += st.Tx_ring_empty_descs
+	}
+	return d
 }

@@ -44,6 +44,7 @@ type fwdTopo struct {
 	tx      NetdevPort       // the sender, on S's veth end (sendmmsg)
 	frames  [][]byte         // one batch of frames from S to R
 	dpName  string
+	dpPorts []NetdevPort // the netdev ports of the last datapathOn
 	ovs     *testenv.OVS // started by the first ovsOn
 	owner   testing.TB   // the test newFwdTopo built it for (OVS stops when it ends)
 }
@@ -208,6 +209,7 @@ func (f *fwdTopo) datapathOn(t testing.TB, mode NetdevMode) (dp *Datapath, off f
 	t.Helper()
 	ctx := context.Background()
 	var ports [2]odp.Port
+	f.dpPorts = f.dpPorts[:0]
 	err := f.m.Do(func() error {
 		var err error
 		if dp, err = New(f.dpName, WithoutLocalPort()); err != nil {
@@ -218,6 +220,8 @@ func (f *fwdTopo) datapathOn(t testing.TB, mode NetdevMode) (dp *Datapath, off f
 			if err == nil {
 				if ports[i], err = dp.AttachPort(p, 0); err != nil {
 					p.Close()
+				} else {
+					f.dpPorts = append(f.dpPorts, p)
 				}
 			}
 			if err != nil {

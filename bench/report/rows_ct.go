@@ -150,7 +150,7 @@ func (r *Results) ctLookupRows() []Row {
 	if x, ok := ratioOfIntervals(last, first); ok {
 		row := Row{Group: g, What: flatWhat + ", every connection active", Ours: nsE(last) + " (1,000,000)", Baseline: nsE(first) + " (1,000)",
 			Ratio: x, RatioUnit: "× the 1,000-connection lookup", Goal: flatGoal,
-			Note: "`conntrack` BenchmarkEstablished: the working set grows with the table (a miss to memory for the bucket and the connection above the caches' size)" + ctFlatNote}
+			Note: "`conntrack` BenchmarkEstablished: the working set grows with the table (a miss to memory for the bucket and the connection above the caches' size)" + ctFlatNote + ctDRAMNote}
 		row.setGoal(ctFlatGoal, true)
 		rows = append(rows, row)
 	} else {
@@ -172,13 +172,20 @@ func (r *Results) ctLookupRows() []Row {
 		return append(rows, notMeasured(g, flatWhat+", 1,000 active", flatGoal, r.missing("conntrack", hot)))
 	}
 	row := Row{Group: g, What: flatWhat + ", 1,000 active", Ratio: x, RatioUnit: "× the 1,000-connection lookup", Goal: flatGoal,
-		Note: "`conntrack` " + hot + ": the 1,000,000-connection lookup over the 1,000-connection one, each run's own ratio (the sizes interleaved in one run); the working set stays 1,000 connections, so this is the cost of the table's size alone (TLB reach, the buckets' spread)" + ctFlatNote}
+		Note: "`conntrack` " + hot + ": the 1,000,000-connection lookup over the 1,000-connection one, each run's own ratio (the sizes interleaved in one run); the working set stays 1,000 connections, so this is the cost of the table's size alone (TLB reach, the buckets' spread)" + ctFlatNote + ctHugeNote}
 	row.setGoal(ctFlatGoal, true)
 	return append(rows, row)
 }
 
 // ctFlatNote says what a lookup costs by table size.
 const ctFlatNote = ". The work per lookup is the same at every size (one hash, one bucket line whose six slot tags are compared with the hash's, the connection's first two lines, 0 allocations); a bucket's other connections are not read unless their 8-bit tag matches. Misses per lookup, cachegrind with this machine's L1d and a 4 MB L2 as last level (a 3M-lookup run minus a 1M one), BenchmarkEstablished at 1,000,000: see the conntrack package doc"
+
+// ctDRAMNote says why the every-connection-active measure cannot be
+// flat on this machine (issue 15, session 8's ctflat measurements).
+const ctDRAMNote = ". Not reachable on this machine: above the caches a lookup is two dependent misses (the bucket's line, then the connection's pair: cachegrind's 2.91 last-level misses per lookup), and one dependent random load here costs about 144 ns over 16 MiB and 211 ns over 1 GiB on huge pages, 353 ns over 1 GiB on 4 KB pages (a pointer chase, thread CPU time, medians of 5), so a single miss already exceeds 1.5× the 1,000-connection lookup (37–60 ns); ctflat's bucket array on huge pages took the 1,000,000 lookup from 326 to 289 ns (medians of 4 alternated runs, 5.45× → 4.88× in those runs)"
+
+// ctHugeNote says what huge pages did for the 1,000-active measure.
+const ctHugeNote = ". The bucket array is on transparent huge pages since ctflat (session 8): the ratio fell from a median of 2.43 (2.21–2.87) to 2.15 (2.01–2.38), 11 alternated runs each on a loaded machine; the rest is the connections' 1,000 pages of 4 KB (all of the heap collapsed to huge pages in an experiment: about 1.75) and, most likely, this VM's host backing guest memory with 4 KB pages (a dependent random load costs 144 ns even over 16 MiB of guest huge pages); connection slabs on huge pages, about 0.1 more, were left out for their retention under churn"
 
 // ctSizeName writes 1000 as 1k and 1000000 as 1M, as
 // BenchmarkEstablishedHot's metrics name the sizes.
