@@ -149,21 +149,25 @@ func TestNetdevXDPSend(t *testing.T) {
 
 var errEMSGSIZE = unix.EMSGSIZE
 
+// readUntilError reads p one frame at a time until ReadBatch fails, and
+// sends that error to done.
+func readUntilError(p Port, done chan<- error) {
+	bufs := [][]byte{make([]byte, BufferSize(1500))}
+	sizes := []int{0}
+	for {
+		if _, err := p.ReadBatch(bufs, sizes, DefaultHeadroom); err != nil {
+			done <- err
+			return
+		}
+	}
+}
+
 // TestNetdevXDPCloseUnblocks: Close wakes a ReadBatch blocked on an idle
 // socket, which returns ErrPortClosed, and a second Close is harmless.
 func TestNetdevXDPCloseUnblocks(t *testing.T) {
 	x, _, _ := xdpPair(t, NetdevMmsg)
 	done := make(chan error, 1)
-	go func() {
-		bufs := [][]byte{make([]byte, BufferSize(1500))}
-		sizes := []int{0}
-		for {
-			if _, err := x.ReadBatch(bufs, sizes, DefaultHeadroom); err != nil {
-				done <- err
-				return
-			}
-		}
-	}()
+	go readUntilError(x, done)
 	time.Sleep(100 * time.Millisecond)
 	select {
 	case err := <-done:
@@ -350,14 +354,7 @@ func TestNetdevXDPIdleReaderSleeps(t *testing.T) {
 		runtime.LockOSThread() // the reader's CPU is this thread's
 		defer runtime.UnlockOSThread()
 		started <- unix.Gettid()
-		bufs := [][]byte{make([]byte, BufferSize(1500))}
-		sizes := []int{0}
-		for {
-			if _, err := x.ReadBatch(bufs, sizes, DefaultHeadroom); err != nil {
-				done <- err
-				return
-			}
-		}
+		readUntilError(x, done)
 	}()
 	tid := <-started
 	threadCPU := func() time.Duration {

@@ -126,8 +126,8 @@ func (w *worker) runCTRecirc(c *pktCtx, f1 *megaflow, a *flowActions) {
 		w.counters.recircDrops++
 		return
 	}
-	// recirculate, without its key test: the ct action leaves the key
-	// valid (conntrack extracts it first when it is not).
+	// The ct action leaves the key valid (conntrack extracts it first
+	// when it is not), so recirculate's key test passes at once.
 	w.recircFromCT(c, f1, a, memo && w.ctPkt.Rewritten == 0)
 }
 

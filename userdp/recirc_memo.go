@@ -101,22 +101,18 @@ func subsetOutsideCT(m2 *flowkeys.Key, r2 flowkeys.Range, m1 *flowkeys.Key) bool
 
 // recircFromCT is runCTRecirc's recirculated lookup and execution (the
 // ct action succeeded): through the memo when the first-pass flow f1
-// (nil: not known) and its actions a allow it, else lookupAndRun.
+// and its actions a allow it, else as the recirc action (recirculate).
 // memo says the ct action may have changed only the ct fields (no NAT,
 // no reassembly).
 func (w *worker) recircFromCT(c *pktCtx, f1 *megaflow, a *flowActions, memo bool) {
-	h1 := c.hash
 	id := a.fast.port
-	c.key.RecircID = id
-	c.recirc++
-	if w.cache.sets == nil || f1 == nil || !memo {
-		var h uint32
-		if w.cache.sets != nil {
-			h = recircHash(h1, id)
-		}
-		w.lookupAndRun(c, h)
+	if w.cache.sets == nil || !memo {
+		w.recirculate(c, id)
 		return
 	}
+	h1 := c.hash
+	c.key.RecircID = id
+	c.recirc++
 	if w.memo == nil {
 		w.memo = make([]recircMemo, recircMemoEntries)
 	}
