@@ -97,6 +97,102 @@ func FuzzExtractPortHashed(f *testing.F) {
 	})
 }
 
+// checkHashedOver checks ExtractPortHashedOver for packet b extracted
+// after packet a on the same key: a from a garbage key (zeroed false),
+// which must give ExtractPortHashed's results; then b with zeroed set
+// when a's extraction reported straight (a's key, but for the fields
+// the straight-line path writes, is what it leaves), which must give
+// ExtractPortL3's key, offset and error and HashMicroflow's hash for b,
+// and report straight exactly when ExtractPortHashed's straight-line
+// path takes b.
+func checkHashedOver(t *testing.T, a, b []byte, inPort uint32, h *flowkeys.KeyedHasher) {
+	t.Helper()
+	var got, want flowkeys.Key
+	for i := range got.Words()[:flowkeys.KeyHeadWords] {
+		got.Words()[i] = 0x5555555555555555
+	}
+	_, _, straight, err := flowkeys.ExtractPortHashedOver(a, inPort, &got, h, false)
+	zeroed := straight && err == nil
+	if zeroed {
+		// Only fields the straight-line path writes may change.
+		got.IPTTL--
+		got.TpSrc++
+	}
+	wl3, werr := flowkeys.ExtractPortL3(b, inPort+1, &want)
+	l3, hash, straight, err := flowkeys.ExtractPortHashedOver(b, inPort+1, &got, h, zeroed)
+	if err != werr {
+		t.Fatalf("%x after %x: error %v, ExtractPortL3's %v", b, a, err, werr)
+	}
+	if err != nil {
+		return
+	}
+	if l3 != wl3 || got != want {
+		t.Fatalf("%x after %x (zeroed %v): offset %d, key\n%+v\nExtractPortL3's %d,\n%+v", b, a, zeroed, l3, got, wl3, want)
+	}
+	if wh := flowkeys.HashMicroflow(&want, h); hash != wh {
+		t.Fatalf("%x after %x: hash %#x, HashMicroflow's %#x", b, a, hash, wh)
+	}
+	// straight must not be claimed for a frame the general extraction
+	// took: a key it wrote may have other fields set. Extracting an
+	// untagged UDP frame over it with zeroed set tells.
+	if straight {
+		u := append(flowkeystest.Eth(header.EtherTypeIPv4), flowkeystest.IPv4(flowkeystest.IPv4Opts{Proto: header.IPProtoUDP, TTL: 9}, flowkeystest.UDP(1, 2, nil))...)
+		flowkeys.ExtractPortL3(u, inPort, &want)
+		flowkeys.ExtractPortHashedOver(u, inPort, &got, h, true)
+		if got != want {
+			t.Fatalf("%x reported straight, but a straight-line key over its key is\n%+v\nnot\n%+v", b, got, want)
+		}
+	}
+}
+
+// TestExtractPortHashedOver checks ExtractPortHashedOver over the keys
+// of the corpus's frames and the straight-line frames of
+// TestExtractPortHashed, in every order of two, cut and changed.
+func TestExtractPortHashedOver(t *testing.T) {
+	h := flowkeys.NewKeyedHasherFromSecret([]byte("extract-hashed-over"))
+	var frames [][]byte
+	for _, c := range flowkeystest.Corpus() {
+		frames = append(frames, c.Data)
+	}
+	ip := func(proto uint8, payload []byte) []byte {
+		return flowkeystest.IPv4(flowkeystest.IPv4Opts{Proto: proto, TTL: 64, TOS: 0x2e}, payload)
+	}
+	straight := [][]byte{
+		append(flowkeystest.Eth(header.EtherTypeIPv4), ip(header.IPProtoUDP, flowkeystest.UDP(1000, 53, []byte("xyz")))...),
+		append(flowkeystest.Eth(header.EtherTypeIPv4), ip(header.IPProtoTCP, flowkeystest.TCP(40000, 80, 0x012, 0))...),
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, f := range straight {
+		frames = append(frames, f, f[:len(f)-1])
+		for range 32 {
+			m := bytes.Clone(f)
+			m[rng.IntN(len(m))] = byte(rng.Uint32())
+			frames = append(frames, m)
+		}
+	}
+	n := 0
+	for _, a := range frames {
+		for _, b := range frames {
+			checkHashedOver(t, a, b, 5, h)
+			n++
+		}
+	}
+	t.Logf("%d pairs", n)
+}
+
+// FuzzExtractPortHashedOver checks ExtractPortHashedOver on any two
+// inputs, one extracted over the other's key.
+func FuzzExtractPortHashedOver(f *testing.F) {
+	c := flowkeystest.Corpus()
+	for i, p := range c {
+		f.Add(p.Data, c[(i+1)%len(c)].Data, p.InPort)
+	}
+	h := flowkeys.NewKeyedHasherFromSecret([]byte("fuzz-extract-hashed-over"))
+	f.Fuzz(func(t *testing.T, a, b []byte, inPort uint32) {
+		checkHashedOver(t, a, b, inPort, h)
+	})
+}
+
 func TestExtractPortHashedAllocs(t *testing.T) {
 	h := flowkeys.NewKeyedHasher()
 	var k flowkeys.Key
