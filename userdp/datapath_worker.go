@@ -131,11 +131,16 @@ func newWorker(dp *Datapath, cacheEntries int) *worker {
 // so that a cache hit executes without another call boundary.
 func (w *worker) process(buf []byte, off, n int, inPort uint32) {
 	c := &w.ctx
+	// The key is as the straight-line extraction leaves it if that
+	// extracted the last packet and nothing but the fast output forms
+	// ran on it (start makes the context clean).
+	zeroed := c.clean && c.straight
 	w.start(c, buf, off, n)
 	frame := buf[off : off+n]
 	// The key and its cache hash in one pass (cacheHash's value; with
 	// the cache disabled the hash is not used).
-	l3, h, err := flowkeys.ExtractPortHashed(frame, inPort, &c.key, w.cache.hasher)
+	l3, h, straight, err := flowkeys.ExtractPortHashedOver(frame, inPort, &c.key, w.cache.hasher, zeroed)
+	c.straight = straight
 	if err != nil {
 		w.counters.extractErrors++
 		return
@@ -169,14 +174,20 @@ func (w *worker) process(buf []byte, off, n int, inPort uint32) {
 	w.run(c, a.prog)
 }
 
-// start resets the packet state for a received frame at buf[off:off+n].
+// start resets the packet state for a received frame at buf[off:off+n]:
+// the frame, and, unless the previous packet left the context clean
+// (pktCtx.clean), the other fields it resets.
 func (w *worker) start(c *pktCtx, buf []byte, off, n int) {
 	c.f.Buf, c.f.Off, c.f.Len = buf, off, n
+	if c.clean {
+		return
+	}
 	c.hValid, c.cutlen, c.recirc, c.steal, c.noEth, c.probability = false, 0, 0, true, false, 0
 	c.egress = nil
 	if c.ct.Flags != 0 { // only a ct action sets it
 		c.ct.Clear()
 	}
+	c.clean = true
 }
 
 // lookupAndRun looks the packet's key up and executes the flow's actions,

@@ -78,7 +78,8 @@ func (w *worker) runFast(c *pktCtx, p fastProg, b []byte) bool {
 
 // runFastReceived is runFast for a packet in the state process's start
 // leaves it in (an Ethernet frame, the receive buffer, no cutlen), which
-// it does not test again.
+// it does not test again. It changes nothing that start resets, and no
+// key field but IPTTL (pktCtx.clean).
 func (w *worker) runFastReceived(c *pktCtx, p fastProg, b []byte) bool {
 	if w.tunnelPorts() {
 		return false
@@ -112,6 +113,7 @@ func (w *worker) runFastReceived(c *pktCtx, p fastProg, b []byte) bool {
 // the output forms it never declines: conntrack and recirculate handle
 // every packet state, as they do under run.
 func (w *worker) runCTRecirc(c *pktCtx, f1 *megaflow, a *flowActions) {
+	c.clean = false // ct state, the recirculation depth and the key change
 	p := &a.fast
 	// Only the ct fields change, unless NAT rewrites the packet or a
 	// fragment is reassembled.

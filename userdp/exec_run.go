@@ -86,6 +86,19 @@ type pktCtx struct {
 	// output fragments it again (the kernel's OVS_CB(skb)->mru and the
 	// skb's frag_list). It means nothing otherwise.
 	frag conntrack.FragInfo
+	// clean says that every field start resets still has the value
+	// start gave it: since start, the packet met only the fast output
+	// forms (runFastReceived), which change nothing that start resets
+	// (nor any key field but IPTTL), so the next start need not reset
+	// them again. start sets it; run, the fast ct form (runCTRecirc)
+	// and whatever else may change those fields clear it (a zero
+	// pktCtx, as Execute makes, is not clean).
+	clean bool
+	// straight says that flowkeys' straight-line path extracted the key
+	// (flowkeys.ExtractPortHashedOver); while the context is clean too,
+	// the key is still as that path leaves it, and the next packet's
+	// extraction need not zero it first.
+	straight bool
 }
 
 // skbLen is the kernel's skb->len for the packet: for an Ethernet frame
@@ -247,6 +260,7 @@ func (c *pktCtx) invalidate() { c.keyValid, c.hValid, c.l3off = false, false, 0 
 // are handled here; the others in runOp, so that this loop, which every
 // packet runs, keeps its values in registers.
 func (w *worker) run(c *pktCtx, ops []op) {
+	c.clean = false // most actions here change what start resets
 	for i := range ops {
 		o := &ops[i]
 		switch o.kind {

@@ -46,6 +46,7 @@ func (dp *Datapath) tunnelRx(w *worker, p *dpPort, t tunnelOut, r Port) {
 func (w *worker) processTunnel(buf []byte, off, n int, md *flowkeys.Metadata) {
 	c := &w.ctx
 	w.start(c, buf, off, n)
+	c.straight = false // the general extraction, with tunnel metadata
 	if err := flowkeys.Extract(buf[off:off+n], md, &c.key); err != nil {
 		w.counters.extractErrors++
 		return

@@ -1,0 +1,123 @@
+package userdp
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/ovsdp/ovsdp/conntrack"
+	"github.com/ovsdp/ovsdp/flowkeys"
+	"github.com/ovsdp/ovsdp/odp"
+)
+
+// TestStartAfterEveryForm sends a packet through each form a flow's
+// actions run in (the fast forms fastOutput, fastDecTTLOutput and
+// fastCTRecirc, with and without NAT and to the recirculation limit; run
+// with actions that change the key, the headers and the ct state; a
+// miss; a frame the straight-line extraction does not take; a packet
+// received on a tunnel port, with its metadata in the key), each
+// followed by a plain UDP packet whose flow outputs it (fastOutput), and
+// requires that the plain packet meet a fresh context: every field
+// start resets at its start value and the key that ExtractPortL3 gives
+// for it. A form that changes the context but leaves it marked clean
+// (pktCtx.clean), or a key wrongly taken for the straight-line
+// extraction's (pktCtx.straight), leaks into the plain packet and fails.
+func TestStartAfterEveryForm(t *testing.T) {
+	dp, err := New("clean", WithoutLocalPort())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { dp.Close() })
+	for i := 1; i <= 9; i++ {
+		if _, err := dp.AttachPort(newSinkPort(fmt.Sprintf("k%d", i)), uint32(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const udp = "eth_type(0x0800),ipv4(proto=17/0xff),udp(src=0/0)"
+	for _, f := range [][2]string{
+		{"recirc_id(0),in_port(1)," + anyEth + udp, "ct(commit,zone=1),recirc(1)"},
+		{"recirc_id(1),in_port(1)," + anyEth + udp, "2"},
+		{"recirc_id(0),in_port(1)," + anyEth + ipTCP, "ct(commit,zone=2,nat(src=10.9.9.9)),recirc(3)"},
+		{"recirc_id(3),in_port(1)," + anyEth + ipTCP, "2"},
+		{"recirc_id(0),in_port(3)," + anyEth + udp, "ct(zone=3),recirc(5)"},
+		{"recirc_id(5),in_port(3)," + anyEth + udp, "ct(zone=3),recirc(5)"},
+		{"recirc_id(0),in_port(4)," + anyEth + udp, "2"},
+		{"recirc_id(0),in_port(5)," + anyEth + udp, "dec_ttl(le_1(drop)),2"},
+		{"recirc_id(0),in_port(6)," + anyEth + udp, "push_vlan(vid=5,pcp=0),2"},
+		{"recirc_id(0),in_port(7)," + anyEth + udp, "ct(commit,zone=7),2"},
+		{"recirc_id(0),in_port(8)," + anyEth + udp, "set(skb_mark(0x42)),set(ipv4(ttl=7)),2"},
+		{"recirc_id(0),in_port(9)," + anyEth + udp, "trunc(30),sample(sample=100%,actions(2)),2"},
+	} {
+		if _, err := dp.PutFlow(t.Context(), parseFlow(t, f[0], f[1]), odp.PutCreate); err != nil {
+			t.Fatalf("%s %s: %v", f[0], f[1], err)
+		}
+	}
+	kinds := map[fastKind]int{}
+	dp.table.each(func(f *megaflow) bool {
+		kinds[f.acts.Load().fast.kind]++
+		return true
+	})
+	if kinds[fastCTRecirc] != 4 || kinds[fastOutput] != 3 || kinds[fastDecTTLOutput] != 1 || kinds[fastNone] != 4 {
+		t.Fatalf("the flows' fast forms are %v", kinds)
+	}
+	ttl1 := udpFrame(1, 2, 1000)
+	ttl1[14+8] = 1
+	fixIPv4(ttl1, 14)
+	arp := append(make([]byte, 12), 0x08, 0x06, 0, 1, 8, 0, 6, 4, 0, 1, 0xa0, 0xa1, 0xa2, 0xa3, 0xa4, 0xa5, 10, 0, 0, 1, 0, 0, 0, 0, 0, 0, 10, 0, 0, 2)
+	vlan := append(append(clone(udpFrame(1, 2, 1000)[:12]), 0x81, 0, 0, 7), udpFrame(1, 2, 1000)[12:]...)
+	firsts := []struct {
+		name   string
+		in     uint32
+		f      []byte
+		tunnel bool // received on a tunnel port (processTunnel)
+	}{
+		{"fastOutput", 4, udpFrame(1, 2, 1000), false},
+		{"fastDecTTLOutput", 5, udpFrame(1, 2, 1000), false},
+		{"fastCTRecirc", 1, udpFrame(1, 2, 1000), false},
+		{"fastCTRecirc with NAT", 1, ctTCP(1, 2, 40000, 80, 0x02, 1, 0), false},
+		{"fastCTRecirc to the limit", 3, udpFrame(1, 2, 1000), false},
+		{"dec_ttl's le_1 (run)", 5, ttl1, false},
+		{"push_vlan (run)", 6, udpFrame(1, 2, 1000), false},
+		{"ct without recirc (run)", 7, udpFrame(1, 2, 1000), false},
+		{"set skb_mark and ttl (run)", 8, udpFrame(1, 2, 1000), false},
+		{"trunc and sample (run)", 9, udpFrame(1, 2, 1000), false},
+		{"miss, ARP", 4, arp, false},
+		{"miss, VLAN tag", 4, vlan, false},
+		{"a tunnel's packet", 4, udpFrame(1, 2, 1000), true},
+	}
+	plain := udpFrame(3, 4, 2000)
+	var want flowkeys.Key
+	if _, err := flowkeys.ExtractPortL3(plain, 4, &want); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, BufferSize(1500))
+	for _, first := range firsts {
+		for _, before := range []string{"a fresh worker", "a plain packet"} {
+			w := newWorker(dp, DefaultCacheEntries)
+			w.now = dp.nowMs()
+			if before == "a plain packet" {
+				copy(buf[DefaultHeadroom:], plain)
+				w.process(buf, DefaultHeadroom, len(plain), 4)
+			}
+			copy(buf[DefaultHeadroom:], first.f)
+			if first.tunnel {
+				md := flowkeys.Metadata{InPort: first.in, SkbMark: 9}
+				md.Tunnel.ID = 77
+				w.processTunnel(buf, DefaultHeadroom, len(first.f), &md)
+			} else {
+				w.process(buf, DefaultHeadroom, len(first.f), first.in)
+			}
+			copy(buf[DefaultHeadroom:], plain)
+			w.process(buf, DefaultHeadroom, len(plain), 4)
+			c := &w.ctx
+			where := fmt.Sprintf("a plain packet after %s after %s", first.name, before)
+			if c.hValid || c.cutlen != 0 || c.recirc != 0 || !c.steal || c.noEth || c.probability != 0 || c.egress != nil || c.ct != (conntrack.State{}) {
+				t.Errorf("%s: context hValid %v cutlen %#x recirc %d steal %v noEth %v probability %d egress %v ct %+v",
+					where, c.hValid, c.cutlen, c.recirc, c.steal, c.noEth, c.probability, c.egress, c.ct)
+			}
+			if c.key != want {
+				t.Errorf("%s: key\n%+v\nwant\n%+v", where, c.key, want)
+			}
+			w.flush()
+		}
+	}
+}
