@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"unsafe"
 
 	"github.com/ovsdp/ovsdp/flowkeys"
 	"github.com/ovsdp/ovsdp/odp"
@@ -465,7 +466,7 @@ type flowCache struct {
 	t       *table
 	hasher  *flowkeys.KeyedHasher
 	sets    []cacheSet // nil: cache disabled
-	setMask uint32     // len(sets)-1
+	setMask uint32     // len(sets)-1 (a power of two less one: set)
 
 	// Counters since the last publish (plain: one goroutine). A cache
 	// hit counts only in cacheHits (it is also a hit and one mask
@@ -562,6 +563,14 @@ func (c *flowCache) hashOf(k *flowkeys.Key) uint32 {
 // chance.
 func recircHash(h, id uint32) uint32 { return uint32(flowkeys.Mix64(uint64(h)<<32 | uint64(id))) }
 
+// set returns the exact-match cache's set for hash h (the cache is
+// enabled: sets is not nil). Without a bounds check: newFlowCache makes
+// len(sets) a power of two and setMask len(sets)-1, and neither changes
+// after, so h&setMask is always an index of sets (TestFlowCacheSets).
+func (c *flowCache) set(h uint32) *cacheSet {
+	return (*cacheSet)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(c.sets)), uintptr(h&c.setMask)*unsafe.Sizeof(cacheSet{})))
+}
+
 // lookupHashed is lookup with k's cache hash h given (ignored when the
 // cache is disabled): from the exact-match cache, else the second-level
 // cache (smc.go), else the subtables. A hit of either cache counts only
@@ -570,7 +579,7 @@ func (c *flowCache) lookupHashed(k *flowkeys.Key, h uint32) *megaflow {
 	var set *cacheSet
 	var f *megaflow
 	if c.sets != nil {
-		set = &c.sets[h&c.setMask]
+		set = c.set(h)
 		for j := range set {
 			e := &set[j]
 			// The hash first: it is in the set's cache line, the flow

@@ -331,3 +331,26 @@ func TestPipelineNoAllocs(t *testing.T) {
 		t.Errorf("without cache: %.1f allocations per packet", a)
 	}
 }
+
+// TestFlowCacheSets checks what flowCache.set relies on to go without a
+// bounds check: for every cache size, the number of sets is a power of
+// two and setMask is one less, so every hash picks a set of the array
+// (the one h&setMask indexes).
+func TestFlowCacheSets(t *testing.T) {
+	tb := newTable()
+	for _, n := range []int{1, 2, 3, 4, 5, 7, 8, 9, 100, 1000, DefaultCacheEntries - 1, DefaultCacheEntries, DefaultCacheEntries + 1, 1 << 20} {
+		c := newFlowCache(tb, n)
+		l := len(c.sets)
+		if l == 0 || l&(l-1) != 0 || c.setMask != uint32(l-1) || l*cacheWays < n {
+			t.Fatalf("%d entries: %d sets, setMask %#x", n, l, c.setMask)
+		}
+		for _, h := range []uint32{0, 1, 0x55555555, 0xaaaaaaaa, 0x7fffffff, 0x80000000, 0xfffffffe, 0xffffffff, uint32(l), uint32(l - 1)} {
+			if got, want := c.set(h), &c.sets[h&uint32(l-1)]; got != want {
+				t.Fatalf("%d entries: set(%#x) is %p, want %p (set %d)", n, h, got, want, h&uint32(l-1))
+			}
+		}
+	}
+	if c := newFlowCache(tb, 0); c.sets != nil {
+		t.Fatalf("a cache of 0 entries has %d sets", len(c.sets))
+	}
+}
