@@ -166,7 +166,11 @@ func (w *worker) process(buf []byte, off, n int, inPort uint32) {
 			w.runCTRecirc(c, f, a)
 			return
 		}
-		if w.runFastReceived(c, a.fast, frame) {
+		if straight {
+			if w.runFastStraight(c, a.fast, frame) {
+				return
+			}
+		} else if w.runFastReceived(c, a.fast, frame) {
 			return
 		}
 	}

@@ -106,6 +106,32 @@ func (w *worker) runFastReceived(c *pktCtx, p fastProg, b []byte) bool {
 	return true
 }
 
+// runFastStraight is runFastReceived for a packet that flowkeys'
+// straight-line path extracted (ExtractPortHashedOver's straight) and
+// that nothing ran on since: an untagged Ethernet frame b of 42 bytes or
+// more with an IPv4 header without options at offset 14 (l3off), its
+// key valid with that header's TTL. It makes runFastReceived's
+// decisions without testing again what that says.
+func (w *worker) runFastStraight(c *pktCtx, p fastProg, b []byte) bool {
+	if w.tunnelPorts() || len(b) < header.EthernetMinimumSize+header.IPv4MinimumSize {
+		return false // the length never fails (42 bytes or more): it spares the bounds checks below
+	}
+	if p.kind == fastDecTTLOutput {
+		ip := header.IPv4(b[header.EthernetMinimumSize : header.EthernetMinimumSize+header.IPv4MinimumSize])
+		ttl := ip.TTL()
+		if ttl <= 1 {
+			return false // run's le_1 actions
+		}
+		ip.SetTTL(ttl - 1)
+		ip.SetChecksum(header.DecTTLChecksum(ip.Checksum()))
+		c.key.IPTTL = ttl - 1 // the key's TTL is the header's
+	}
+	if !w.tryQueue(p.port, b) {
+		w.output(p.port, b, true)
+	}
+	return true
+}
+
 // runCTRecirc executes the fast form fastCTRecirc of f1's actions a on
 // the packet c, which f1 answered: run's opCT and opRecirc cases for a
 // list of the two, without the interpreter's loop and dispatch, and the
