@@ -132,9 +132,13 @@ func newWorker(dp *Datapath, cacheEntries int) *worker {
 func (w *worker) process(buf []byte, off, n int, inPort uint32) {
 	c := &w.ctx
 	// The key is as the straight-line extraction leaves it if that
-	// extracted the last packet and nothing but the fast output forms
-	// ran on it (start makes the context clean).
-	zeroed := c.clean && c.straight
+	// extracted the last packet and nothing but the fast forms ran on
+	// it, once the fields a fast ct form may have set are cleared (a
+	// context that is not clean: start makes it clean).
+	zeroed := c.straight
+	if zeroed && !c.clean {
+		clearKeyCT(&c.key)
+	}
 	w.start(c, buf, off, n)
 	frame := buf[off : off+n]
 	// The key and its cache hash in one pass (cacheHash's value; with

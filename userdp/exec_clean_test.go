@@ -30,7 +30,7 @@ func TestStartAfterEveryForm(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { dp.Close() })
-	for i := 1; i <= 9; i++ {
+	for i := 1; i <= 11; i++ {
 		if _, err := dp.AttachPort(newSinkPort(fmt.Sprintf("k%d", i)), uint32(i)); err != nil {
 			t.Fatal(err)
 		}
@@ -49,6 +49,11 @@ func TestStartAfterEveryForm(t *testing.T) {
 		{"recirc_id(0),in_port(7)," + anyEth + udp, "ct(commit,zone=7),2"},
 		{"recirc_id(0),in_port(8)," + anyEth + udp, "set(skb_mark(0x42)),set(ipv4(ttl=7)),2"},
 		{"recirc_id(0),in_port(9)," + anyEth + udp, "trunc(30),sample(sample=100%,actions(2)),2"},
+		{"recirc_id(0),in_port(10)," + anyEth + udp, "set(skb_mark(7)),recirc(11)"},
+		{"recirc_id(11),in_port(10)," + anyEth + udp, "ct(zone=10),recirc(12)"},
+		{"recirc_id(12),in_port(10)," + anyEth + udp, "2"},
+		{"recirc_id(0),in_port(11)," + anyEth + udp, "ct(zone=11),recirc(13)"},
+		{"recirc_id(13),in_port(11)," + anyEth + udp, "set(skb_mark(9)),2"},
 	} {
 		if _, err := dp.PutFlow(t.Context(), parseFlow(t, f[0], f[1]), odp.PutCreate); err != nil {
 			t.Fatalf("%s %s: %v", f[0], f[1], err)
@@ -59,7 +64,7 @@ func TestStartAfterEveryForm(t *testing.T) {
 		kinds[f.acts.Load().fast.kind]++
 		return true
 	})
-	if kinds[fastCTRecirc] != 4 || kinds[fastOutput] != 3 || kinds[fastDecTTLOutput] != 1 || kinds[fastNone] != 4 {
+	if kinds[fastCTRecirc] != 6 || kinds[fastOutput] != 4 || kinds[fastDecTTLOutput] != 1 || kinds[fastNone] != 6 {
 		t.Fatalf("the flows' fast forms are %v", kinds)
 	}
 	ttl1 := udpFrame(1, 2, 1000)
@@ -86,6 +91,8 @@ func TestStartAfterEveryForm(t *testing.T) {
 		{"miss, ARP", 4, arp, false},
 		{"miss, VLAN tag", 4, vlan, false},
 		{"a tunnel's packet", 4, udpFrame(1, 2, 1000), true},
+		{"run, then fastCTRecirc", 10, udpFrame(1, 2, 1000), false},
+		{"fastCTRecirc, then run", 11, udpFrame(1, 2, 1000), false},
 	}
 	plain := udpFrame(3, 4, 2000)
 	var want flowkeys.Key
@@ -190,11 +197,12 @@ func TestRunFastStraightMatchesRun(t *testing.T) {
 		for _, ttl := range []byte{0, 1, 2, 64, 255} {
 			for _, in := range []uint32{1, 2} {
 				for _, f := range [][]byte{ip(17, ttl, udp), ip(6, ttl, tcp), ip(17, ttl, append(clone(udp), make([]byte, 18)...))} {
+					var k flowkeys.Key
+					if _, _, straight, _ := flowkeys.ExtractPortHashedOver(f, in, &k, w.cache.hasher, false); !straight {
+						t.Fatalf("%x: not one the straight-line path takes", f)
+					}
 					copy(buf[DefaultHeadroom:], f)
 					w.process(buf, DefaultHeadroom, len(f), in)
-					if !w.ctx.straight {
-						t.Fatalf("%x: not extracted by the straight-line path", f)
-					}
 					o.keys = append(o.keys, w.ctx.key)
 					w.flush() // the frame in buf is written before the next overwrites it
 				}

@@ -139,7 +139,10 @@ func (w *worker) runFastStraight(c *pktCtx, p fastProg, b []byte) bool {
 // the output forms it never declines: conntrack and recirculate handle
 // every packet state, as they do under run.
 func (w *worker) runCTRecirc(c *pktCtx, f1 *megaflow, a *flowActions) {
-	c.clean = false // ct state, the recirculation depth and the key change
+	// The ct state, the recirculation depth and the headers change, and
+	// in the key only what clearKeyCT clears (and with NAT addresses
+	// and ports): straight stays.
+	c.clean = false
 	p := &a.fast
 	// Only the ct fields change, unless NAT rewrites the packet or a
 	// fragment is reassembled.

@@ -88,17 +88,30 @@ type pktCtx struct {
 	frag conntrack.FragInfo
 	// clean says that every field start resets still has the value
 	// start gave it: since start, the packet met only the fast output
-	// forms (runFastReceived), which change nothing that start resets
-	// (nor any key field but IPTTL), so the next start need not reset
-	// them again. start sets it; run, the fast ct form (runCTRecirc)
-	// and whatever else may change those fields clear it (a zero
-	// pktCtx, as Execute makes, is not clean).
+	// forms (runFastReceived, runFastStraight), which change nothing
+	// that start resets (nor any key field but IPTTL), so the next start
+	// need not reset them again. start sets it; run, the fast ct form
+	// (runCTRecirc) and whatever else may change those fields clear it
+	// (a zero pktCtx, as Execute makes, is not clean).
 	clean bool
 	// straight says that flowkeys' straight-line path extracted the key
-	// (flowkeys.ExtractPortHashedOver); while the context is clean too,
-	// the key is still as that path leaves it, and the next packet's
-	// extraction need not zero it first.
+	// (flowkeys.ExtractPortHashedOver) and that since then only the fast
+	// forms ran on the packet, so that the key is still as that path
+	// leaves it but for the fields a ct action and a recirculation set
+	// (clearKeyCT; with NAT also addresses and ports, which that path
+	// writes anyway): the next packet's extraction need not zero it
+	// first. run clears it.
 	straight bool
+}
+
+// clearKeyCT zeroes the key fields a ct action and a recirculation set:
+// the ct fields (as ct_clear does) and RecircID.
+func clearKeyCT(k *flowkeys.Key) {
+	k.RecircID, k.CTState, k.CTOrigProto, k.CTZone, k.CTMark = 0, 0, 0, 0, 0
+	k.CTLabels = [16]byte{}
+	k.CTOrigIPv4Src, k.CTOrigIPv4Dst = [4]byte{}, [4]byte{}
+	k.CTOrigIPv6Src, k.CTOrigIPv6Dst = [16]byte{}, [16]byte{}
+	k.CTOrigTpSrc, k.CTOrigTpDst = 0, 0
 }
 
 // skbLen is the kernel's skb->len for the packet: for an Ethernet frame
@@ -260,7 +273,8 @@ func (c *pktCtx) invalidate() { c.keyValid, c.hValid, c.l3off = false, false, 0 
 // are handled here; the others in runOp, so that this loop, which every
 // packet runs, keeps its values in registers.
 func (w *worker) run(c *pktCtx, ops []op) {
-	c.clean = false // most actions here change what start resets
+	// Most actions here change what start resets, or the key.
+	c.clean, c.straight = false, false
 	for i := range ops {
 		o := &ops[i]
 		switch o.kind {
@@ -458,12 +472,9 @@ func (w *worker) runOp(c *pktCtx, o *op) (stop bool) {
 		}
 	case opCTClear:
 		c.ct.Clear()
-		k := &c.key
-		k.CTState, k.CTOrigProto, k.CTZone, k.CTMark = 0, 0, 0, 0
-		k.CTLabels = [16]byte{}
-		k.CTOrigIPv4Src, k.CTOrigIPv4Dst = [4]byte{}, [4]byte{}
-		k.CTOrigIPv6Src, k.CTOrigIPv6Dst = [16]byte{}, [16]byte{}
-		k.CTOrigTpSrc, k.CTOrigTpDst = 0, 0
+		id := c.key.RecircID
+		clearKeyCT(&c.key)
+		c.key.RecircID = id
 	case opMeter:
 		// A packet a drop band drops goes no further (the kernel
 		// consumes it, counting it only in the band's statistics);
