@@ -237,7 +237,14 @@ func (w *worker) runFlow(c *pktCtx, f *megaflow) {
 			w.runCTRecirc(c, f, a)
 			return
 		}
-		if w.runFast(c, a.fast, c.f.Bytes()) {
+		// A straight key (a fast ct form led here) says the frame is
+		// still as the straight-line extraction found it: only ct
+		// and NAT, which rewrites addresses and ports in place, ran.
+		if c.straight {
+			if w.runFastStraight(c, a.fast, c.f.Bytes()) {
+				return
+			}
+		} else if w.runFast(c, a.fast, c.f.Bytes()) {
 			return
 		}
 	}

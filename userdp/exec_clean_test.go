@@ -135,9 +135,10 @@ func TestStartAfterEveryForm(t *testing.T) {
 // TestRunFastStraightMatchesRun sends straight-line-extracted frames
 // (untagged IPv4 without options, UDP and TCP, every TTL class) through
 // flows whose output and dec_ttl, output actions take the fast forms
-// (runFastStraight for these frames) and through the same flows with
-// the fast forms dropped (run), and requires the same frames out of
-// every port, the same drop counters and the same key after.
+// (runFastStraight for these frames), also after a fast ct form (with
+// and without NAT), and through the same flows with the output forms
+// dropped (run), and requires the same frames out of every port, the
+// same drop counters and the same key after.
 func TestRunFastStraightMatchesRun(t *testing.T) {
 	type outcome struct {
 		out   [4][][]byte
@@ -170,6 +171,12 @@ func TestRunFastStraightMatchesRun(t *testing.T) {
 		for _, f := range [][2]string{
 			{"recirc_id(0),in_port(1)," + anyEth + "eth_type(0x0800)" + anyIPv4, "dec_ttl(le_1(3)),2"},
 			{"recirc_id(0),in_port(2)," + anyEth + "eth_type(0x0800)" + anyIPv4, "3"},
+			// After a fast ct form (runFlow's straight case), with
+			// and without NAT.
+			{"recirc_id(0),in_port(3)," + anyEth + "eth_type(0x0800),ipv4(proto=17/0xff),udp(src=0/0)", "ct(commit,zone=1),recirc(1)"},
+			{"recirc_id(1),in_port(3)," + anyEth + "eth_type(0x0800)" + anyIPv4, "dec_ttl(le_1(1)),2"},
+			{"recirc_id(0),in_port(3)," + anyEth + ipTCP, "ct(commit,zone=2,nat(src=10.9.9.9)),recirc(2)"},
+			{"recirc_id(2),in_port(3)," + anyEth + "eth_type(0x0800)" + anyIPv4, "dec_ttl(le_1(1)),2"},
 		} {
 			if _, err := dp.PutFlow(t.Context(), parseFlow(t, f[0], f[1]), odp.PutCreate); err != nil {
 				t.Fatal(err)
@@ -187,15 +194,15 @@ func TestRunFastStraightMatchesRun(t *testing.T) {
 			}
 			return true
 		})
-		if n != 2 {
-			t.Fatalf("%d flows have a fast output form, want 2", n)
+		if n != 4 {
+			t.Fatalf("%d flows have a fast output form, want 4", n)
 		}
 		w := newWorker(dp, DefaultCacheEntries)
 		w.now = dp.nowMs()
 		var o outcome
 		buf := make([]byte, BufferSize(1500))
 		for _, ttl := range []byte{0, 1, 2, 64, 255} {
-			for _, in := range []uint32{1, 2} {
+			for _, in := range []uint32{1, 2, 3} {
 				for _, f := range [][]byte{ip(17, ttl, udp), ip(6, ttl, tcp), ip(17, ttl, append(clone(udp), make([]byte, 18)...))} {
 					var k flowkeys.Key
 					if _, _, straight, _ := flowkeys.ExtractPortHashedOver(f, in, &k, w.cache.hasher, false); !straight {

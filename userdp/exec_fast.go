@@ -108,9 +108,10 @@ func (w *worker) runFastReceived(c *pktCtx, p fastProg, b []byte) bool {
 
 // runFastStraight is runFastReceived for a packet that flowkeys'
 // straight-line path extracted (ExtractPortHashedOver's straight) and
-// that nothing ran on since: an untagged Ethernet frame b of 42 bytes or
-// more with an IPv4 header without options at offset 14 (l3off), its
-// key valid with that header's TTL. It makes runFastReceived's
+// that only the fast forms ran on since (pktCtx.straight): the receive
+// buffer, an untagged Ethernet frame b of 42 bytes or more with an IPv4
+// header without options at offset 14 (l3off), no cutlen, its key valid
+// with that header's TTL. It makes runFastReceived's
 // decisions without testing again what that says.
 func (w *worker) runFastStraight(c *pktCtx, p fastProg, b []byte) bool {
 	if w.tunnelPorts() || len(b) < header.EthernetMinimumSize+header.IPv4MinimumSize {
