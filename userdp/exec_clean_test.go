@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+	"unsafe"
 
 	"github.com/ovsdp/ovsdp/conntrack"
 	"github.com/ovsdp/ovsdp/flowkeys"
@@ -241,5 +242,44 @@ func TestRunFastStraightMatchesRun(t *testing.T) {
 	}
 	if len(want.out[2]) == 0 || len(want.out[3]) == 0 {
 		t.Fatalf("the frames did not take the paths meant: %d and %d frames out of ports 2 and 3", len(want.out[2]), len(want.out[3]))
+	}
+}
+
+// TestIPv4PayloadStraight checks ipv4Payload's shortcut for a straight
+// key against its general path (the same context without straight): the
+// same payload (the same bytes of the frame, by address and length),
+// network length and ok, for UDP frames of every length from the
+// shortest the straight-line extraction takes and every IPv4 total
+// length from 0 to past the frame.
+func TestIPv4PayloadStraight(t *testing.T) {
+	h := flowkeys.NewKeyedHasherFromSecret([]byte("ipv4-payload"))
+	base := udpFrame(1, 2, 1000)
+	cases := 0
+	for n := 42; n <= len(base); n++ {
+		for tot := 0; tot <= n+2; tot++ {
+			f := clone(base[:n])
+			binary.BigEndian.PutUint16(f[14+2:], uint16(tot))
+			buf := make([]byte, DefaultHeadroom+len(f)+16)
+			copy(buf[DefaultHeadroom:], f)
+			var c pktCtx
+			c.f = frameBuf{Buf: buf, Off: DefaultHeadroom, Len: len(f)}
+			l3, _, straight, err := flowkeys.ExtractPortHashedOver(c.f.Bytes(), 1, &c.key, h, false)
+			if err != nil || !straight {
+				continue
+			}
+			cases++
+			c.l3off, c.keyValid, c.proto = l3, true, keyProtocol(&c.key)
+			c.straight = false
+			wl4, wlen, wok := c.ipv4Payload()
+			c.straight = true
+			l4, l3len, ok := c.ipv4Payload()
+			if ok != wok || l3len != wlen || len(l4) != len(wl4) || (len(l4) > 0 && &l4[0] != &wl4[0]) {
+				t.Errorf("frame of %d bytes, total length %d: payload %d bytes at %p, %d, %v; the general path's %d bytes at %p, %d, %v",
+					n, tot, len(l4), unsafe.SliceData(l4), l3len, ok, len(wl4), unsafe.SliceData(wl4), wlen, wok)
+			}
+		}
+	}
+	if cases < 100 {
+		t.Fatalf("only %d straight cases", cases)
 	}
 }

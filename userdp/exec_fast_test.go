@@ -316,10 +316,24 @@ func TestCTRecircFastMatchesRun(t *testing.T) {
 	binary.BigEndian.PutUint16(frag[14+6:], 0x2000) // more fragments
 	binary.BigEndian.PutUint16(frag[14+10:], 0)
 	binary.BigEndian.PutUint16(frag[14+10:], refIPv4Check(frag[14:]))
+	// IPv4 total lengths past the frame, below a header, and short of
+	// the frame (padding): the ct action's payload from each.
+	totLen := func(tot uint16) []byte {
+		f := udpFrame(1, 2, 1000)
+		binary.BigEndian.PutUint16(f[14+2:], tot)
+		binary.BigEndian.PutUint16(f[14+10:], 0)
+		binary.BigEndian.PutUint16(f[14+10:], refIPv4Check(f[14:34]))
+		return f
+	}
+	n := uint16(len(udpFrame(1, 2, 1000)) - 14)
 	frames := []struct {
 		in uint32
 		f  []byte
 	}{
+		{1, totLen(n + 1)},
+		{1, totLen(19)},
+		{1, totLen(28)},
+		{1, totLen(n)},
 		{1, udpFrame(1, 2, 1000)}, // new, committed: port 2
 		{1, udpFrame(1, 2, 1000)}, // still new (no reply yet)
 		{2, reply},                // the reply: port 1
