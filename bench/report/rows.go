@@ -338,7 +338,7 @@ func (r *Results) pipelineRows() []Row {
 		}
 		rows = append(rows, row)
 	}
-	return rows
+	return append(rows, r.instructionsRow())
 }
 
 // bothNote says how a ratio of figures from different benchmarks was
