@@ -2,9 +2,11 @@ package conntrack
 
 import (
 	"fmt"
+	"math/bits"
 	"math/rand/v2"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 // BenchmarkEstablishedHotSize is BenchmarkEstablishedHot's probe of
@@ -37,5 +39,96 @@ func BenchmarkEstablishedHotSize(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// lookupLines calls add with the address of every cache line (64
+// bytes) that an established UDP packet's lookup of tp in zone reads
+// in the table and its connections, as find, fill and streamPacket read
+// them: the bucket's line, the line of every entry whose tag matches
+// (and, for a chained one, its link's), and the found connection's
+// lines of status, expires, the original tuple and (once a reply was
+// seen) stream. The tracker's own fields, the hash and the packet are
+// the same at every table size and left out.
+func (t *table) lookupLines(tp *Tuple, zone uint16, add func(line uintptr)) {
+	span := func(p unsafe.Pointer, n uintptr) {
+		for a := uintptr(p) &^ 63; a < uintptr(p)+n; a += 64 {
+			add(a)
+		}
+	}
+	hit := func(e *entry) bool {
+		span(unsafe.Pointer(e), unsafe.Sizeof(*e))
+		if e.zone != zone || !e.tuple.equal(tp) {
+			return false
+		}
+		c := e.conn()
+		span(unsafe.Pointer(&c.status), unsafe.Sizeof(c.status))
+		span(unsafe.Pointer(&c.expires), unsafe.Sizeof(c.expires))
+		if c.status.Load()&StatusSeenReply != 0 {
+			span(unsafe.Pointer(&c.stream), unsafe.Sizeof(c.stream)) // streamPacket's
+		}
+		span(unsafe.Pointer(&c.e0), unsafe.Sizeof(c.e0))
+		return true
+	}
+	h := t.seed.hash(tp, zone)
+	b := &t.buckets[h&t.mask]
+	span(unsafe.Pointer(b), unsafe.Sizeof(*b))
+	for m := match(b.tags.Load(), tagOf(h)); m != 0; m &= m - 1 {
+		if e := b.slots[uint(bits.TrailingZeros64(m))/tagBits].Load(); e != nil && hit(e) {
+			return
+		}
+	}
+	for e := b.more.Load(); e != nil; e = e.next().Load() {
+		if hit(e) {
+			return
+		}
+		span(unsafe.Pointer(e.next()), unsafe.Sizeof(*e.next()))
+	}
+}
+
+// BenchmarkEstablishedFootprint is the deterministic side of
+// BenchmarkEstablishedHot's ratio: for the same 1,000 active
+// connections in a table of 1,000 and of 1,000,000 (no timing; one op
+// computes both), the distinct cache lines one lookup reads in the
+// table and its connection (lines/lookup-N, from lookupLines) and the
+// distinct 4 KB pages that all 1,000 lookups' lines lie on, buckets'
+// (bucket-pages-N: on transparent huge pages where the kernel has them,
+// see newTable) and connections' (conn-pages-N): the TLB's working set,
+// which cachegrind does not model.
+func BenchmarkEstablishedFootprint(b *testing.B) {
+	type count struct{ lines, bucketPages, connPages int }
+	counts := map[int]count{}
+	for _, n := range []int{1000, 1000000} {
+		tab := benchTracker(b, n).tab
+		lo := uintptr(unsafe.Pointer(unsafe.SliceData(tab.buckets)))
+		hi := lo + uintptr(len(tab.buckets))*unsafe.Sizeof(bucket{})
+		pages := map[uintptr]bool{}
+		var c count
+		for h := 0; h < hotConns; h++ {
+			tp := connTuple(h * (n / hotConns))
+			lines := map[uintptr]bool{}
+			tab.lookupLines(&tp, 0, func(l uintptr) { lines[l] = true })
+			c.lines += len(lines)
+			for l := range lines {
+				if p := l &^ 4095; !pages[p] {
+					pages[p] = true
+					if l >= lo && l < hi {
+						c.bucketPages++
+					} else {
+						c.connPages++
+					}
+				}
+			}
+		}
+		counts[n] = c
+	}
+	b.ResetTimer()
+	for range b.N {
+		// The figures are counts, computed once above.
+	}
+	for n, c := range counts {
+		b.ReportMetric(float64(c.lines)/hotConns, "lines/lookup-"+sizeName(n))
+		b.ReportMetric(float64(c.bucketPages), "bucket-pages-"+sizeName(n))
+		b.ReportMetric(float64(c.connPages), "conn-pages-"+sizeName(n))
 	}
 }

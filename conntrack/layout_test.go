@@ -81,3 +81,45 @@ func TestEntryConn(t *testing.T) {
 		t.Fatalf("chain links %p %p, want %p %p", c.e0.next(), c.e1.next(), &c.next[0], &c.next[1])
 	}
 }
+
+// TestLookupLines: an original-direction hit reads the bucket's line
+// and its connection's first line only; a reply-direction hit the
+// bucket's, the connection's second line (its entry) and first.
+func TestLookupLines(t *testing.T) {
+	tr, _ := newTestTracker(t, Config{MaxConns: 4096})
+	fill(t, tr, 1) // alone in the table: no other entry's tag can match
+	tp := connTuple(0)
+	var s State
+	if err := tr.Execute(&Packet{Tuple: tp, Len: 64}, &Action{}, &s); err != nil || s.c == nil {
+		t.Fatalf("lookup: %v", err)
+	}
+	c := s.c
+	line := func(p unsafe.Pointer) uintptr { return uintptr(p) &^ 63 }
+	bucketLine := func(tp *Tuple) uintptr {
+		return line(unsafe.Pointer(&tr.tab.buckets[tr.tab.seed.hash(tp, 0)&tr.tab.mask]))
+	}
+	reply := rev(t, tp)
+	for _, tc := range []struct {
+		name string
+		tp   *Tuple
+		want []uintptr
+	}{
+		{"original", &tp, []uintptr{bucketLine(&tp), line(unsafe.Pointer(c))}},
+		{"reply", &reply, []uintptr{bucketLine(&reply), line(unsafe.Pointer(&c.e1)), line(unsafe.Pointer(c))}},
+	} {
+		got := map[uintptr]bool{}
+		tr.tab.lookupLines(tc.tp, 0, func(l uintptr) { got[l] = true })
+		want := map[uintptr]bool{}
+		for _, l := range tc.want {
+			want[l] = true
+		}
+		if len(got) != len(want) {
+			t.Errorf("%s: %d lines read, want %d", tc.name, len(got), len(want))
+		}
+		for l := range want {
+			if !got[l] {
+				t.Errorf("%s: line %#x not among those read (%v)", tc.name, l, got)
+			}
+		}
+	}
+}
