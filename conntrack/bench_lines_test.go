@@ -9,37 +9,70 @@ import (
 	"unsafe"
 )
 
-// BenchmarkEstablishedHotSize is BenchmarkEstablishedHot's probe of
-// the same 1,000 active connections (every n/1,000-th, shuffled) in one
-// table size per sub-benchmark, for a cache simulator (cachegrind),
-// which cannot tell BenchmarkEstablishedHot's interleaved sizes apart:
-// the misses of two runs of different lengths, subtracted, are one
-// size's misses per lookup (scripts/ct-misses.sh). Its timings are not
-// the report's (BenchmarkEstablishedHot measures the sizes under the
-// same load).
-func BenchmarkEstablishedHotSize(b *testing.B) {
-	for _, n := range []int{1000, 1000000} {
-		b.Run(fmt.Sprintf("conns=%d", n), func(b *testing.B) {
-			tr := benchTracker(b, n)
-			defer tr.StartSweeper(time.Hour)()
-			ps := make([]Packet, hotConns)
-			for h := range ps {
-				ps[h] = Packet{Tuple: connTuple(h * (n / hotConns)), Len: 64}
-			}
-			rng := rand.New(rand.NewPCG(1, 2))
-			rng.Shuffle(len(ps), func(x, y int) { ps[x], ps[y] = ps[y], ps[x] })
-			a := Action{}
-			b.ReportAllocs()
-			b.ResetTimer()
-			for i, h := 0, 0; i < b.N; i++ {
-				var s State
-				tr.Execute(&ps[h], &a, &s)
-				if h++; h == hotConns {
-					h = 0
+// BenchmarkEstablishedOneSize is for a cache simulator (cachegrind,
+// scripts/ct-misses.sh), which cannot tell BenchmarkEstablishedHot's
+// interleaved sizes apart: one table size per sub-benchmark, probed as
+// BenchmarkEstablishedHot probes it (hot: the same 1,000 active
+// connections, every n/1,000-th, shuffled) or as BenchmarkEstablished
+// does (all: every connection, in a prime stride). Its trackers have a
+// fixed hash seed, so that two runs fill the same buckets and miss the
+// same times filling: the misses of two runs of different lengths,
+// subtracted, are then the lookups' alone. Its timings are not the
+// report's.
+func BenchmarkEstablishedOneSize(b *testing.B) {
+	for _, probe := range []string{"hot", "all"} {
+		for _, n := range []int{1000, 1000000} {
+			b.Run(fmt.Sprintf("%s/conns=%d", probe, n), func(b *testing.B) {
+				tr := seededTracker(b, n)
+				defer tr.StartSweeper(time.Hour)()
+				var ps []Packet
+				if probe == "hot" {
+					ps = make([]Packet, hotConns)
+					for h := range ps {
+						ps[h] = Packet{Tuple: connTuple(h * (n / hotConns)), Len: 64}
+					}
+					rng := rand.New(rand.NewPCG(1, 2))
+					rng.Shuffle(len(ps), func(x, y int) { ps[x], ps[y] = ps[y], ps[x] })
 				}
-			}
-		})
+				a := Action{}
+				p := Packet{Len: 64}
+				b.ReportAllocs()
+				b.ResetTimer()
+				for i, h, j := 0, 0, 0; i < b.N; i++ {
+					var s State
+					if ps != nil {
+						tr.Execute(&ps[h], &a, &s)
+						if h++; h == hotConns {
+							h = 0
+						}
+						continue
+					}
+					p.Tuple = connTuple(j)
+					tr.Execute(&p, &a, &s)
+					if j += 1000003 % n; j >= n {
+						j -= n
+					}
+				}
+			})
+		}
 	}
+}
+
+// seededTrackers are BenchmarkEstablishedOneSize's trackers by size.
+var seededTrackers = map[int]*Tracker{}
+
+// seededTracker is benchTracker's filled tracker with a fixed hash seed.
+func seededTracker(b *testing.B, n int) *Tracker {
+	if tr := seededTrackers[n]; tr != nil {
+		return tr
+	}
+	tr := New(Config{MaxConns: uint32(n)})
+	for i := range tr.tab.seed {
+		tr.tab.seed[i] = 0x9e3779b97f4a7c15 * uint64(i+1)
+	}
+	fill(b, tr, n)
+	seededTrackers[n] = tr
+	return tr
 }
 
 // lookupLines calls add with the address of every cache line (64

@@ -5,22 +5,21 @@
 # as the last level (4 MB, 16-way: the 480 MB L3 of this VM would hold
 # every table; the earlier measurements in the conntrack doc use the
 # same), no prefetcher modelled. For each of conntrack's
-# BenchmarkEstablishedHotSize sizes (the same 1,000 active connections
-# in a table of 1,000 and of 1,000,000) and BenchmarkEstablished's
-# 1,000 and 1,000,000 (every connection probed), it runs the benchmark
-# for N and 3N lookups and prints (misses of 3N - misses of N) / 2N:
-# the fill, the start and the exit cancel (GOGC=off: no collection
-# lands in one run and not the other). They cancel only roughly: the
-# fill's misses depend on the tracker's random hash seed and vary by
-# about 1M between runs, so the default N (2M) leaves about ±0.1 miss
-# per lookup. Unlike timings on a shared host that spread does not
-# depend on the load, so the figures compare two versions: build each
-# with `go test -c -o X ./conntrack` and pass both. Without arguments
-# it builds and counts the work tree's.
+# BenchmarkEstablishedOneSize probes (hot: the same 1,000 active
+# connections in a table of 1,000 and of 1,000,000, as
+# BenchmarkEstablishedHot; all: every connection probed, as
+# BenchmarkEstablished) it runs the benchmark for N and 3N lookups and
+# prints (misses of 3N - misses of N) / 2N: the fill (its trackers have
+# a fixed hash seed, so both runs fill alike), the start and the exit
+# cancel (GOGC=off: no collection lands in one run and not the other).
+# Unlike timings on a shared host the counts do not depend on the load,
+# so they compare two versions: build each with
+# `go test -c -o X ./conntrack` and pass both. Without arguments it
+# builds and counts the work tree's.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v valgrind >/dev/null || { echo "ct-misses: valgrind is not installed (apt-get install valgrind)" >&2; exit 1; }
-N=${N:-2000000}
+N=${N:-1000000}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 bins=("$@")
@@ -36,8 +35,8 @@ misses() {
 	awk '/^events:/ {for (i = 2; i <= NF; i++) ev[i-1] = $i} /^summary:/ {for (i = 2; i <= NF; i++) s[ev[i-1]] = $i; print s["D1mr"] + s["D1mw"], s["DLmr"] + s["DLmw"]}' "$tmp/cg.out"
 }
 for bin in "${bins[@]}"; do
-	for bench in 'BenchmarkEstablishedHotSize/conns=1000$' 'BenchmarkEstablishedHotSize/conns=1000000$' \
-		'BenchmarkEstablished$/conns=1000$' 'BenchmarkEstablished$/conns=1000000$'; do
+	for bench in 'BenchmarkEstablishedOneSize/hot/conns=1000$' 'BenchmarkEstablishedOneSize/hot/conns=1000000$' \
+		'BenchmarkEstablishedOneSize/all/conns=1000$' 'BenchmarkEstablishedOneSize/all/conns=1000000$'; do
 		read -r d1a lla < <(misses "$bin" "$bench" "$N")
 		read -r d1b llb < <(misses "$bin" "$bench" "$((3 * N))")
 		awk -v b="$bin" -v n="$N" -v bench="$bench" -v d1a="$d1a" -v d1b="$d1b" -v lla="$lla" -v llb="$llb" \
