@@ -61,12 +61,17 @@ func BenchmarkEstablishedOneSize(b *testing.B) {
 // seededTrackers are BenchmarkEstablishedOneSize's trackers by size.
 var seededTrackers = map[int]*Tracker{}
 
-// seededTracker is benchTracker's filled tracker with a fixed hash seed.
+// seededTracker is benchTracker's filled tracker with a fixed hash seed
+// and a clock that stands still (as benchConfig's timeouts, so that no
+// connection expires under valgrind, where filling 1,000,000 takes
+// minutes).
 func seededTracker(b *testing.B, n int) *Tracker {
 	if tr := seededTrackers[n]; tr != nil {
 		return tr
 	}
-	tr := New(Config{MaxConns: uint32(n)})
+	cfg := benchConfig(n)
+	cfg.Clock = func() int64 { return 1 }
+	tr := New(cfg)
 	for i := range tr.tab.seed {
 		tr.tab.seed[i] = 0x9e3779b97f4a7c15 * uint64(i+1)
 	}
