@@ -92,10 +92,25 @@ func benchTracker(b *testing.B, n int) *Tracker {
 	if tr := benchTrackers[n]; tr != nil {
 		return tr
 	}
-	tr := New(Config{MaxConns: uint32(n)})
+	tr := New(benchConfig(n))
 	fill(b, tr, n)
 	benchTrackers[n] = tr
 	return tr
+}
+
+// benchConfig is the benchmarks' tracker configuration for n
+// connections: UDP timeouts longer than any run. With the default 30 s
+// unreplied timeout, a tracker that `-count 6` kept for longer than
+// that (BenchmarkEstablished's runs take about 40 s before
+// BenchmarkEstablishedHot's) held only expired connections, and each
+// lookup then deleted one or made a new, uncommitted connection (3
+// allocations per op of BenchmarkEstablishedHot in make bench's runs
+// until ctflat2) instead of finding an established one. The lookup's
+// work does not depend on the timeout's value.
+func benchConfig(n int) Config {
+	to := DefaultTimeouts()
+	to.UDPUnreplied, to.UDPReplied = 1000*time.Hour, 1000*time.Hour
+	return Config{MaxConns: uint32(n), Timeouts: &to}
 }
 
 // ctSizes are the table sizes of the lookup benchmarks.
@@ -245,5 +260,22 @@ func BenchmarkBytesPerConn(b *testing.B) {
 		runtime.ReadMemStats(&m1)
 		b.ReportMetric(float64(m1.HeapAlloc-m0.HeapAlloc)/n, "bytes/conn")
 		runtime.KeepAlive(tr)
+	}
+}
+
+// TestBenchConfigOutlivesRuns: the benchmarks' trackers still find
+// their connections established an hour after filling (a benchmark
+// binary's runs take minutes; the default UDP timeout is 30 s).
+func TestBenchConfigOutlivesRuns(t *testing.T) {
+	cfg := benchConfig(100)
+	clk := &fakeClock{}
+	clk.t.Store(int64(time.Hour))
+	cfg.Clock = clk.now
+	tr := New(cfg)
+	fill(t, tr, 100)
+	clk.t.Add(int64(time.Hour))
+	var s State
+	if err := tr.Execute(&Packet{Tuple: connTuple(7), Len: 64}, &Action{}, &s); err != nil || s.c == nil || !s.c.confirmed() {
+		t.Fatalf("an hour after the fill: %v, connection %p (not the committed one)", err, s.c)
 	}
 }

@@ -84,7 +84,7 @@ func TestConnCacheStale(t *testing.T) {
 			}
 			step(orig, commit)
 			step(reply, Action{})
-			if f, s := step(orig, Action{}); f != trkEst || cc.e[slot] == nil || cc.e[slot].c != s.c {
+			if f, s := step(orig, Action{}); f != trkEst || cc.e[slot] == nil || cc.e[slot].conn() != s.c {
 				t.Fatalf("established: %s, cache slot %p", stateString(f), cc.e[slot])
 			}
 			c.stale(ref, clk1)
@@ -92,8 +92,8 @@ func TestConnCacheStale(t *testing.T) {
 			clk1.advance(0)
 			if f, s := step(orig, c.act); f != c.want {
 				t.Fatalf("after: %s, want %s", stateString(f), stateString(c.want))
-			} else if e := cc.e[slot]; e != nil && (e.c != s.c || e.c.dead.Load()) {
-				t.Fatalf("the cache remembers %p (dead %v), the packet met %p", e.c, e.c.dead.Load(), s.c)
+			} else if e := cc.e[slot]; e != nil && (e.conn() != s.c || e.conn().dead()) {
+				t.Fatalf("the cache remembers %p (dead %v), the packet met %p", e.conn(), e.conn().dead(), s.c)
 			}
 			// The reply direction, answered by the table as before.
 			step(reply, c.act)
@@ -133,7 +133,7 @@ func TestConnCacheSlots(t *testing.T) {
 			if err := cc.ExecuteKey(uint32(i)<<8, &k, l4, l3, false, &Action{}, &s, &p); err != nil {
 				t.Fatal(err)
 			}
-			if s.c != want || cc.e[0] == nil || cc.e[0].c != want || k.CTState != trkNew {
+			if s.c != want || cc.e[0] == nil || cc.e[0].conn() != want || k.CTState != trkNew {
 				t.Fatalf("round %d, connection %d: met %p (%s), want %p", round, i, s.c, stateString(k.CTState), want)
 			}
 		}

@@ -100,10 +100,17 @@
 // the entries whose tag matches: a bucket's other connections (three
 // on average in a full table, and cold when the traffic's working set
 // is small) are not read. A connection is laid out for the lookup (see
-// conn): 256 bytes, with both entries and the fields every lookup reads
-// in its first 128, an aligned pair of cache lines; mark and labels, in
-// the next line, are read only once set. A lookup of a table larger
-// than the caches thus misses on the bucket's line and that pair.
+// conn): 256 bytes; its first cache line holds the original direction's
+// entry and every field a lookup reads or writes after the compare
+// (status, expires, stream), its second the reply direction's entry, so
+// that an original-direction hit reads the bucket's line and one line
+// of the connection, a reply-direction hit the bucket's and an aligned
+// pair; mark and labels, in the third line, are read only once set.
+// Entries hold no pointer to their connection (entry.conn finds it from
+// the entry's address), so the line holds the state beside the tuple.
+// Until ctflat2 (session 9) every hit read both of the connection's
+// first two lines (expires was at byte 64) and an established UDP
+// packet a fourth (stream).
 // Measured with cachegrind's simulation of this machine's L1d and a
 // 4 MB L2 as the last level (no prefetcher modelled; a 3M-lookup run
 // minus a 1M one), BenchmarkEstablished at 1,000,000 connections, every

@@ -131,7 +131,7 @@ func (t *Tracker) executeKeyFast(k *flowkeys.Key, l4 []byte, l3Len uint32, untra
 		// one (which the general path deletes): find looks again.
 		return t.executeKey(k, l4, l3Len, untracked, a, s, p)
 	}
-	c := e.c
+	c := e.conn()
 	st := c.status.Load()
 	if st&StatusConfirmed == 0 {
 		return t.executeKey(k, l4, l3Len, untracked, a, s, p)

@@ -204,7 +204,7 @@ func (t *Tracker) used(c *conn, tp *Tuple) bool {
 		return false
 	}
 	e, _ := t.tab.find(&r, c.e0.zone, t.now())
-	return e != nil && e.c != c
+	return e != nil && e.conn() != c
 }
 
 func addrInRange(a *[16]byte, rng *NATRange) bool {

@@ -95,23 +95,32 @@ const (
 )
 
 // entry is one direction of a connection in a bucket's slot or chain:
-// 56 bytes, so that both entries and the fields a lookup reads fit in
-// the connection's first 128 bytes (see conn). Its direction is which
-// of the connection's entries it is (dir); next links it in a chain.
+// its tuple, its connection's zone (read without touching the rest)
+// and which of the connection's entries it is (d: dirOrig for conn.e0,
+// dirReply for conn.e1), 42 bytes. An entry lives only inside its
+// connection, at the start of the connection's first line (e0) or
+// second (e1), so its connection is found from its address (conn)
+// without a pointer to load, and e0's line has room beside it for
+// everything a lookup reads (see conn). Its link in a bucket's chain is
+// the connection's next[d], outside that line: a chained entry (about 4%
+// of them) is the rare case.
 type entry struct {
-	next  atomic.Pointer[entry]
 	tuple Tuple
-	zone  uint16 // the connection's, read without touching it
-	c     *conn
+	zone  uint16
+	d     uint8
 }
 
 // dir is the entry's direction (dirOrig or dirReply).
-func (e *entry) dir() uint8 {
-	if e == &e.c.e1 {
-		return dirReply
-	}
-	return dirOrig
+func (e *entry) dir() uint8 { return e.d }
+
+// conn is the connection e is an entry of: e0 at its start, e1 one
+// line (connLine bytes) in.
+func (e *entry) conn() *conn {
+	return (*conn)(unsafe.Add(unsafe.Pointer(e), -int(e.d)*connLine))
 }
+
+// next is the link of e in its bucket's chain.
+func (e *entry) next() *atomic.Pointer[entry] { return &e.conn().next[e.d] }
 
 const lockStripes = 256
 
@@ -165,7 +174,7 @@ func (t *table) find(tp *Tuple, zone uint16, now int64) (live, expired *entry) {
 			}
 		}
 	}
-	for e := b.more.Load(); e != nil; e = e.next.Load() {
+	for e := b.more.Load(); e != nil; e = e.next().Load() {
 		switch e.meets(tp, zone, now) {
 		case meetsLive:
 			return e, expired
@@ -208,10 +217,14 @@ const (
 
 // meets says how e meets a lookup of tp in zone at now.
 func (e *entry) meets(tp *Tuple, zone uint16, now int64) int {
-	if e.zone != zone || !e.tuple.equal(tp) || e.c.dead.Load() {
+	if e.zone != zone || !e.tuple.equal(tp) {
 		return meetsNot
 	}
-	if e.c.expires.Load() <= now {
+	c := e.conn()
+	if c.dead() {
+		return meetsNot
+	}
+	if c.expires.Load() <= now {
 		return meetsExpired
 	}
 	return meetsLive
@@ -246,7 +259,7 @@ func (b *bucket) entries(fn func(e *entry) bool) {
 			return
 		}
 	}
-	for e := b.more.Load(); e != nil; e = e.next.Load() {
+	for e := b.more.Load(); e != nil; e = e.next().Load() {
 		if !fn(e) {
 			return
 		}
@@ -258,8 +271,8 @@ func (b *bucket) entries(fn func(e *entry) bool) {
 func (t *table) clash(b int, tp *Tuple, zone uint16, c *conn) *conn {
 	var o *conn
 	t.buckets[b].entries(func(e *entry) bool {
-		if e.c != c && e.zone == zone && e.tuple.equal(tp) && !e.c.dead.Load() {
-			o = e.c
+		if ec := e.conn(); ec != c && e.zone == zone && e.tuple.equal(tp) && !ec.dead() {
+			o = ec
 		}
 		return o == nil
 	})
@@ -305,7 +318,7 @@ func (t *table) push(h uint64, e *entry) {
 			return
 		}
 	}
-	e.next.Store(b.more.Load())
+	e.next().Store(b.more.Load())
 	b.more.Store(e)
 }
 
@@ -316,10 +329,10 @@ func (t *table) remove(c *conn) bool {
 	b1 := t.bucket(t.seed.hash(&c.e1.tuple, c.e0.zone))
 	s0, s1 := t.lockPair(b0, b1)
 	defer t.unlockPair(s0, s1)
-	if c.dead.Load() {
+	if c.dead() {
 		return false
 	}
-	c.dead.Store(true)
+	c.markDead()
 	t.unlink(b0, &c.e0)
 	if c.status.Load()&statusSingle == 0 {
 		t.unlink(b1, &c.e1)
@@ -339,12 +352,12 @@ func (t *table) unlink(b int, target *entry) {
 		}
 	}
 	link := &bk.more
-	for e := link.Load(); e != nil; e = e.next.Load() {
+	for e := link.Load(); e != nil; e = e.next().Load() {
 		if e == target {
-			link.Store(e.next.Load())
+			link.Store(e.next().Load())
 			return
 		}
-		link = &e.next
+		link = e.next()
 	}
 }
 
@@ -353,8 +366,8 @@ func (t *table) unlink(b int, target *entry) {
 func (t *table) each(from, to int, fn func(c *conn)) {
 	for b := from; b < to && b < len(t.buckets); b++ {
 		t.buckets[b].entries(func(e *entry) bool {
-			if e == &e.c.e0 && !e.c.dead.Load() {
-				fn(e.c)
+			if c := e.conn(); e.d == dirOrig && !c.dead() {
+				fn(c)
 			}
 			return true
 		})

@@ -121,7 +121,7 @@ func TestTableSlotsAndChain(t *testing.T) {
 	// Delete some in slots and some in the chain.
 	for _, i := range []int{0, 3, 7, 12, 19} {
 		e, _ := tr.tab.find(&tps[i], 0, tr.now())
-		if e == nil || !tr.delete(e.c) {
+		if e == nil || !tr.delete(e.conn()) {
 			t.Fatalf("connection %d: not found to delete", i)
 		}
 		delete(live, i)
@@ -175,7 +175,7 @@ func TestTableConcurrent(t *testing.T) {
 	for r := 0; r < 20000; r++ {
 		i := r % stay
 		tp := connTuple(i)
-		if e, _ := tr.tab.find(&tp, 0, tr.now()); e == nil || e.c.e0.tuple != tp {
+		if e, _ := tr.tab.find(&tp, 0, tr.now()); e == nil || e.conn().e0.tuple != tp {
 			misses++
 		}
 	}

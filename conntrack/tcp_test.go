@@ -129,7 +129,7 @@ func checkTransition(t *testing.T, dir uint8, flags uint8, old, exp TCPState) {
 	tr, _ := newTestTracker(t, Config{TCPLiberal: true})
 	orig := handshake(t, tr)
 	e, _ := tr.tab.find(&orig, 0, tr.now())
-	c := e.c
+	c := e.conn()
 	c.mu.Lock()
 	c.tcp.state = old
 	c.tcp.lastIndex = tcpNoneSet

@@ -33,7 +33,8 @@ const (
 	statusLimited    = 1 << 17 // internal: committed while its zone had a limit, so counted in zoneConn
 	statusSingle     = 1 << 18 // internal: orig and reply tuples are equal, one entry (see table.insert)
 	statusMarked     = 1 << 19 // internal: mark or labels were set (else both are zero; see fill)
-	statusInternal   = statusLiberal | statusLimited | statusSingle | statusMarked
+	statusDead       = 1 << 20 // internal: deleted, or being deleted (see conn.dead)
+	statusInternal   = statusLiberal | statusLimited | statusSingle | statusMarked | statusDead
 )
 
 // The ct_state bits (OVS_CS_F_*), as flowkeys.Key.CTState holds them.
@@ -226,27 +227,51 @@ func New(cfg Config) *Tracker {
 // conn is one tracked connection.
 //
 // Its layout is for the lookup: 256 bytes (a size class whose objects
-// are 256-byte aligned), with both entries and everything a lookup reads
-// (dead, expires, status) in the first 128 bytes, an aligned pair
-// of cache lines, which the L2's spatial prefetcher fetches together. A
-// lookup in either direction then touches the bucket's line and this
-// pair (TestConnLayout checks the offsets). Mark and labels, in the
-// next line, are read only once they have been set (statusMarked).
+// are 256-byte aligned), in lines of 64 bytes. The first line holds the
+// original direction's entry and everything a lookup reads or writes
+// after the entry's compare (status, with the dead bit, expires, and stream, which an
+// established UDP packet reads), so that a hit in the original direction
+// touches this one line of the connection; a hit in the reply direction
+// compares the second line's entry, then reads the first (the state and
+// the original tuple that fill reports), an aligned pair of lines that
+// the L2's spatial prefetcher fetches together. The chain links (cold:
+// only chained entries use them) are in the second line; mark and
+// labels, in the third, are read only once set (statusMarked); the TCP
+// state, the counters and the mutex after them. TestConnLayout checks
+// the offsets.
 type conn struct {
-	e0      entry // original direction (bytes 0-55); e0.zone is the connection's zone
-	status  atomic.Uint32
-	dead    atomic.Bool
+	e0      entry         // original direction (bytes 0-41); e0.zone is the connection's zone
+	status  atomic.Uint32 // Status* and status* bits, statusDead among them
 	expires atomic.Int64
-	e1      entry // reply direction (bytes 72-127)
-	labels  [2]atomic.Uint64
-	mark    atomic.Uint32
-	tcp     tcpConn // guarded by mu, as the kernel's ct->lock
-	stream  int64   // UDP: replies after this make a stream
+	stream  int64 // UDP: replies after this make a stream
+
+	e1   entry                    // reply direction (bytes 64-105)
+	next [2]atomic.Pointer[entry] // e0's and e1's links in a bucket's chain
+
+	labels [2]atomic.Uint64
+	mark   atomic.Uint32
+	tcp    tcpConn // guarded by mu, as the kernel's ct->lock
 
 	pkts, bytes [2]atomic.Uint64
 
 	mu sync.Mutex
+	_  [connPad]byte
 }
+
+// connLine is the offset of conn.e1, one cache line (entry.conn);
+// connPad pads conn to 256 bytes (TestConnLayout).
+const (
+	connLine = 64
+	connPad  = 8
+)
+
+// dead reports whether c is deleted or being deleted (statusDead): a
+// lookup that meets it ignores it. The bit is in status, not a field of
+// its own, so that the first line has room for stream (see conn).
+func (c *conn) dead() bool { return c.status.Load()&statusDead != 0 }
+
+// markDead sets statusDead and reports whether this call set it.
+func (c *conn) markDead() bool { return c.status.Or(statusDead)&statusDead == 0 }
 
 // entry returns the entry of direction dir.
 func (c *conn) entry(dir uint8) *entry {
@@ -405,9 +430,9 @@ func (t *Tracker) Execute(p *Packet, a *Action, s *State) error {
 		// packet came back through an upcall): find it by tuple, as
 		// the kernel's ovs_ct_executed.
 		if e, _ := t.tab.find(&p.Tuple, a.Zone, now); e != nil {
-			s.c, s.dir = e.c, e.dir()
-			s.info = infoOf(e.c, e.dir())
-			s.Orig, s.HasOrig = e.c.e0.tuple, true
+			s.c, s.dir = e.conn(), e.dir()
+			s.info = infoOf(e.conn(), e.dir())
+			s.Orig, s.HasOrig = e.conn().e0.tuple, true
 			cached = true
 		}
 	}
@@ -526,13 +551,13 @@ func (t *Tracker) track(p *Packet, zone uint16, now int64, s *State) error {
 			t.invalid.Add(1)
 			return nil
 		}
-		s.c, s.dir, s.info = e.c, e.dir(), infoRelated
+		s.c, s.dir, s.info = e.conn(), e.dir(), infoRelated
 		return nil
 	}
 	for retry := 0; retry < 2; retry++ {
 		e, expired := t.tab.find(&p.Tuple, zone, now)
 		if expired != nil {
-			t.delete(expired.c)
+			t.delete(expired.conn())
 		}
 		if e == nil {
 			return t.trackNew(p, zone, now, s)
@@ -552,7 +577,7 @@ func (t *Tracker) track(p *Packet, zone uint16, now int64, s *State) error {
 // no connection when p is invalid. repeat reports that the connection
 // was deleted and p must be tracked again (as a new one).
 func (t *Tracker) trackFound(e *entry, p *Packet, now int64, s *State) (repeat bool) {
-	c, dir := e.c, e.dir()
+	c, dir := e.conn(), e.dir()
 	info := infoOf(c, dir)
 	switch t.l4(c, dir, p, now, false) {
 	case vInvalid:
@@ -584,8 +609,8 @@ func (t *Tracker) trackNew(p *Packet, zone uint16, now int64, s *State) error {
 		return nil
 	}
 	c := &conn{stream: now + t.to[toUDPStream]}
-	c.e0 = entry{tuple: p.Tuple, c: c, zone: zone}
-	c.e1 = entry{tuple: reply, c: c, zone: zone}
+	c.e0 = entry{tuple: p.Tuple, zone: zone, d: dirOrig}
+	c.e1 = entry{tuple: reply, zone: zone, d: dirReply}
 	if t.l4(c, dirOrig, p, now, true) != vAccept {
 		t.invalid.Add(1)
 		return nil
@@ -657,7 +682,7 @@ func icmpValidNew(t *Tuple) bool {
 // commit confirms c (inserting it, within the limits) and applies the
 // action's mark and labels.
 func (t *Tracker) commit(c *conn, a *Action, now int64) error {
-	if c.dead.Load() {
+	if c.dead() {
 		return nil
 	}
 	if !c.confirmed() {
@@ -728,7 +753,7 @@ func (t *Tracker) setMarkLabels(c *conn, a *Action) {
 // reports whether this call removed it.
 func (t *Tracker) delete(c *conn) bool {
 	if !c.confirmed() {
-		return !c.dead.Swap(true)
+		return c.markDead()
 	}
 	if !t.tab.remove(c) {
 		return false

@@ -172,17 +172,51 @@ func (r *Results) ctLookupRows() []Row {
 		return append(rows, notMeasured(g, flatWhat+", 1,000 active", flatGoal, r.missing("conntrack", hot)))
 	}
 	row := Row{Group: g, What: flatWhat + ", 1,000 active", Ratio: x, RatioUnit: "× the 1,000-connection lookup", Goal: flatGoal,
-		Note: "`conntrack` " + hot + ": the 1,000,000-connection lookup over the 1,000-connection one, each run's own ratio (the sizes interleaved in one run); the working set stays 1,000 connections, so this is the cost of the table's size alone (TLB reach, the buckets' spread)" + ctFlatNote + ctHugeNote}
+		Note: "`conntrack` " + hot + ": the 1,000,000-connection lookup over the 1,000-connection one, each run's own ratio (the sizes interleaved in one run); the working set stays 1,000 connections, so this is the cost of the table's size alone (TLB reach, the buckets' spread)" + ctFlatNote + ctHugeNote + ctExpiryNote}
 	row.setGoal(ctFlatGoal, true)
-	return append(rows, row)
+	return append(rows, row, r.ctFootprintRow())
 }
 
+// ctExpiryNote keeps BenchmarkEstablishedHot's figures from before its
+// trackers' connections were kept from expiring (ctflat2, session 9).
+const ctExpiryNote = ". Until ctflat2 the benchmarks' trackers had the default 30 s UDP timeout, and under `-count 6` BenchmarkEstablishedHot ran about 40 s after the smaller tables were filled: their lookups met expired connections and made new, uncommitted ones (768 B and 3 allocations per op), so the 1,000-connection side was not an established lookup; that method's last figures (make bench at 523fbb1): 1k 59.6 ns, 10k 70.4 ns, 100k 95.2 ns, 1M 124 ns, 2.19× [1.67, 2.25]. Since then the trackers' UDP timeouts outlast the runs (benchConfig; the lookup's work does not depend on the value)"
+
+// ctFootprintRow is the deterministic figure beside the 1,000-active
+// row (for information, no goal): BenchmarkEstablishedFootprint's cache
+// lines read per lookup and the 4 KB pages the 1,000 lookups touch, at
+// 1,000 and at 1,000,000 connections. Counts, not timings: the same
+// from run to run.
+func (r *Results) ctFootprintRow() Row {
+	const g, fp = "conntrack", "BenchmarkEstablishedFootprint"
+	const what = "ct lookup's footprint, 1,000 active of 1,000,000 vs of 1,000 tracked: cache lines per lookup, 4 KB pages of the 1,000 lookups (counts)"
+	side := func(n string) (string, bool) {
+		l, ok1 := r.Est(g, fp, "lines/lookup-"+n)
+		bp, ok2 := r.Est(g, fp, "bucket-pages-"+n)
+		cp, ok3 := r.Est(g, fp, "conn-pages-"+n)
+		if !ok1 || !ok2 || !ok3 {
+			return "", false
+		}
+		return fmt.Sprintf("%.2f lines/lookup; %s bucket + %s connection pages", l.Center, fmtCount(int(bp.Center)), fmtCount(int(cp.Center))), true
+	}
+	ours, ok1 := side("1M")
+	base, ok2 := side("1k")
+	if !ok1 || !ok2 {
+		return notMeasured(g, what, "— (report)", r.missing(g, fp))
+	}
+	return Row{Group: g, What: what, Ours: ours + " (1,000,000)", Baseline: base + " (1,000)", Goal: "— (report)", Met: metNone,
+		Note: "`conntrack` " + fp + " (from the table's and connections' addresses: the lines an established UDP lookup reads as find, fill and streamPacket read them, and the distinct 4 KB pages of those lines over BenchmarkEstablishedHot's 1,000 lookups; medians of the runs, which agree)" + ctFootprintNote}
+}
+
+// ctFootprintNote says what the footprint row shows (issue 15, session
+// 9's ctflat2 measurements).
+const ctFootprintNote = ". The lines per lookup are the same at both sizes, so the 1,000-active ratio is not more work or more misses to memory: cachegrind (scripts/ct-misses.sh: BenchmarkEstablishedOneSize, this machine's L1d and a 4 MB last level) counts 0.00 last-level misses per lookup at both sizes and 3.44 vs 3.80 L1d misses (before ctflat2: 4.48 vs 4.83; with every connection active at 1,000,000: 2.95 → 1.97 last-level misses). What grows is the pages: about 1,030 connection pages of 4 KB instead of 65, more than the TLB holds, each TLB miss a page walk under this VM's nested paging, which cachegrind does not model (the about 940 bucket pages lie on 16 pages of 2 MB where the kernel has transparent huge pages). Since ctflat2 an original-direction hit reads one line of its connection (3.03 → 2.05 lines per lookup)"
+
 // ctFlatNote says what a lookup costs by table size.
-const ctFlatNote = ". The work per lookup is the same at every size (one hash, one bucket line whose six slot tags are compared with the hash's, the connection's first two lines, 0 allocations); a bucket's other connections are not read unless their 8-bit tag matches. Misses per lookup, cachegrind with this machine's L1d and a 4 MB L2 as last level (a 3M-lookup run minus a 1M one), BenchmarkEstablished at 1,000,000: see the conntrack package doc"
+const ctFlatNote = ". The work per lookup is the same at every size (one hash, one bucket line whose six slot tags are compared with the hash's, the connection's first line in the original direction (since ctflat2; its first two before) and its first two in the reply direction, 0 allocations); a bucket's other connections are not read unless their 8-bit tag matches. Misses per lookup, cachegrind with this machine's L1d and a 4 MB L2 as last level (a 3M-lookup run minus a 1M one), BenchmarkEstablished at 1,000,000: see the conntrack package doc"
 
 // ctDRAMNote says why the every-connection-active measure cannot be
 // flat on this machine (issue 15, session 8's ctflat measurements).
-const ctDRAMNote = ". Not reachable on this machine: above the caches a lookup is two dependent misses (the bucket's line, then the connection's pair: cachegrind's 2.91 last-level misses per lookup), and one dependent random load here costs about 144 ns over 16 MiB and 211 ns over 1 GiB on huge pages, 353 ns over 1 GiB on 4 KB pages (a pointer chase, thread CPU time, medians of 5), so a single miss already exceeds 1.5× the 1,000-connection lookup (37–60 ns); ctflat's bucket array on huge pages took the 1,000,000 lookup from 326 to 289 ns (medians of 4 alternated runs, 5.45× → 4.88× in those runs)"
+const ctDRAMNote = ". Not reachable on this machine: above the caches a lookup is two dependent misses (the bucket's line, then the connection's pair: cachegrind's 2.91 last-level misses per lookup; since ctflat2 the connection's first line alone in the original direction: 1.97 against 2.95 before, scripts/ct-misses.sh), and one dependent random load here costs about 144 ns over 16 MiB and 211 ns over 1 GiB on huge pages, 353 ns over 1 GiB on 4 KB pages (a pointer chase, thread CPU time, medians of 5), so a single miss already exceeds 1.5× the 1,000-connection lookup (37–60 ns); ctflat's bucket array on huge pages took the 1,000,000 lookup from 326 to 289 ns (medians of 4 alternated runs, 5.45× → 4.88× in those runs)"
 
 // ctHugeNote says what huge pages did for the 1,000-active measure.
 const ctHugeNote = ". The bucket array is on transparent huge pages since ctflat (session 8): the ratio fell from a median of 2.43 (2.21–2.87) to 2.15 (2.01–2.38), 11 alternated runs each on a loaded machine; the rest is the connections' 1,000 pages of 4 KB (all of the heap collapsed to huge pages in an experiment: about 1.75) and, most likely, this VM's host backing guest memory with 4 KB pages (a dependent random load costs 144 ns even over 16 MiB of guest huge pages); connection slabs on huge pages, about 0.1 more, were left out for their retention under churn"

@@ -13,7 +13,8 @@ import (
 // pipeline's ratio judged against 0.5, the lookups at each table size
 // under both measures (every connection active, with the old method's
 // figures in the note; 1,000 active) with the flatness verdicts
-// computed from them, the setup rates and the bytes per connection; a
+// computed from them, the footprint beside the 1,000-active one, the
+// setup rates and the bytes per connection; a
 // size without a result is "not measured" with the reason; the lookup
 // chart is drawn.
 func TestCTRows(t *testing.T) {
@@ -28,6 +29,7 @@ func TestCTRows(t *testing.T) {
 			line("conntrack", fmt.Sprintf("BenchmarkEstablished/conns=%d-2 \t 1000 \t 99 ns/op \t %d cpu-ns/op", n, map[int]int{1000: 30, 10000: 40, 1000000: 240}[n]+i))
 		}
 		line("conntrack", fmt.Sprintf("BenchmarkEstablishedHot-2 \t 1000 \t 99 ns/op \t %d cpu-ns/op-1k \t 30 cpu-ns/op-10k \t 31 cpu-ns/op-100k \t %d cpu-ns/op-1M \t %g x-1M-of-1k", 26+i, 34+i, float64(34+i)/float64(26+i)))
+		line("conntrack", "BenchmarkEstablishedFootprint-2 \t 1000 \t 0.2 ns/op \t 942 bucket-pages-1M \t 8 bucket-pages-1k \t 1034 conn-pages-1M \t 65 conn-pages-1k \t 2.051 lines/lookup-1M \t 2.052 lines/lookup-1k")
 		line("conntrack", fmt.Sprintf("BenchmarkSetup/tcp-2 \t 1000 \t 900 ns/op \t %d conns/s", 1100000+i*1000))
 		line("conntrack", fmt.Sprintf("BenchmarkSetup/udp-2 \t 1000 \t 800 ns/op \t %d conns/s", 1200000+i*1000))
 		line("conntrack", fmt.Sprintf("BenchmarkBytesPerConn-2 \t 1 \t 9 ns/op \t %d bytes/conn", 330+i))
@@ -64,6 +66,11 @@ func TestCTRows(t *testing.T) {
 	// 1,000 active: each run's own ratio, 34/26 to 39/31, all within 1.5: yes.
 	if row := byWhat["ct lookup flat from 1,000 to 1,000,000 tracked connections, 1,000 active"]; row.Met != metYes || row.Ratio.N != 6 || row.Ratio.Hi > 1.5 {
 		t.Errorf("flat, 1,000 active: %+v", row)
+	}
+	// The footprint beside it: counts, for information.
+	if row := byWhat["ct lookup's footprint, 1,000 active of 1,000,000 vs of 1,000 tracked: cache lines per lookup, 4 KB pages of the 1,000 lookups (counts)"]; row.Ours != "2.05 lines/lookup; 942 bucket + 1,034 connection pages (1,000,000)" ||
+		row.Baseline != "2.05 lines/lookup; 8 bucket + 65 connection pages (1,000)" || row.Met != metNone || row.Ratio.N != 0 {
+		t.Errorf("footprint row %+v", row)
 	}
 	if row := byWhat["ct lookup of an established connection, 1,000 active of 1,000,000 tracked"]; !strings.HasPrefix(row.Ours, "36.5 ns ± ") {
 		t.Errorf("hot 1M row %+v", row)
