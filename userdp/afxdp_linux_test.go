@@ -345,16 +345,29 @@ func TestNetdevXDPRxHoldsAStall(t *testing.T) {
 }
 
 // TestNetdevXDPIdleReaderSleeps: a ReadBatch on a port that receives
-// nothing polls the rx ring for a moment (xdpSpin) and then waits
-// without using the CPU.
+// nothing waits without using the CPU, and so does one that has just
+// read a frame and finds the rx ring empty: frames that come one at a
+// time, xdpTrickleGap apart, cost the reader's thread little CPU each
+// (with the 50 µs spin a read did on an empty ring before 785f118 was
+// undone, each such frame cost more than xdpTrickleCPU).
 func TestNetdevXDPIdleReaderSleeps(t *testing.T) {
-	x, _, _ := xdpPair(t, NetdevMmsg)
+	x, peer, _ := xdpPair(t, NetdevMmsg)
 	started, done := make(chan int, 1), make(chan error, 1)
+	var got atomic.Int64
 	go func() {
 		runtime.LockOSThread() // the reader's CPU is this thread's
 		defer runtime.UnlockOSThread()
 		started <- unix.Gettid()
-		readUntilError(x, done)
+		bufs := [][]byte{make([]byte, BufferSize(1500))}
+		sizes := []int{0}
+		for {
+			n, err := x.ReadBatch(bufs, sizes, DefaultHeadroom)
+			if err != nil {
+				done <- err
+				return
+			}
+			got.Add(int64(n))
+		}
 	}()
 	tid := <-started
 	threadCPU := func() time.Duration {
@@ -375,11 +388,42 @@ func TestNetdevXDPIdleReaderSleeps(t *testing.T) {
 	if used := threadCPU() - c0; used > idle/10 {
 		t.Errorf("the reader of an idle port used %v of CPU in %v: want it waiting", used, idle)
 	}
+
+	// One frame at a time: each wakes the reader, which reads it and
+	// finds the ring empty again.
+	const frames = 200
+	c0 = threadCPU()
+	f := [][]byte{sizedFrame(60, 0)}
+	for i := 0; i < frames; i++ {
+		if _, err := peer.WriteBatch(f); err != nil {
+			t.Fatal(err)
+		}
+		want := int64(i + 1)
+		for deadline := time.Now().Add(time.Second); got.Load() < want; time.Sleep(50 * time.Microsecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("frame %d not read in 1s (%d read)", i, got.Load())
+			}
+		}
+		time.Sleep(xdpTrickleGap)
+	}
+	used := threadCPU() - c0
+	t.Logf("reader CPU for %d frames one at a time: %v (%v each)", frames, used, used/frames)
+	if used > frames*xdpTrickleCPU {
+		t.Errorf("the reader used %v of CPU for %d frames that came one at a time (%v each): want at most %v each, no polling of the empty ring",
+			used, frames, used/frames, xdpTrickleCPU)
+	}
 	x.Close()
 	if err := <-done; !errors.Is(err, ErrPortClosed) {
 		t.Errorf("ReadBatch after Close: %v, want ErrPortClosed", err)
 	}
 }
+
+// TestNetdevXDPIdleReaderSleeps's frames that come one at a time: the
+// gap between them, and the most reader CPU each may cost.
+const (
+	xdpTrickleGap = 500 * time.Microsecond
+	xdpTrickleCPU = 25 * time.Microsecond
+)
 
 // TestFindBTFFunc: the kernel's own BTF has the kfunc the XDP program
 // calls (this kernel has it); a made-up name and malformed blobs give
