@@ -61,8 +61,9 @@ var _ NetdevPort = (*XDPPort)(nil)
 // Reading copies frames out of the UMEM into the caller's buffers and
 // hands their UMEM frames back through the fill ring at once (so the
 // fill ring stays full and the kernel drops a frame only when the reader
-// is xdpRxFrames behind); a read that finds the rx ring empty waits in
-// Go's poller at once (xdpRxFrames says why it does not spin). Writing
+// is xdpRxFrames behind); a read that finds the rx ring empty waits at
+// once (xdpRxFrames says why it does not spin), in poll(2) rather than
+// in Go's poller (fdWaiter says why). Writing
 // copies the frames into free UMEM frames, queues them on the tx ring
 // and kicks the kernel with sendto (copy mode transmits in the sending
 // thread); transmitted frames come back through the completion ring.
@@ -144,6 +145,7 @@ func (r *xdpRing) desc(i uint32) *unix.XDPDesc {
 // xdpSock is the AF_XDP state of an XDPPort.
 type xdpSock struct {
 	fd        int
+	waiter    *fdWaiter // what reads and writes wait in, for the socket
 	umem      []byte
 	frameSize int
 	fill      xdpRing
@@ -199,6 +201,7 @@ func openXDP(name string, opts NetdevOptions) (*XDPPort, error) {
 	p.readFn = func(uintptr) bool { return p.readXDP() }
 	p.writeFn = p.doWriteXDP
 	p.pollFn = p.pollXDPDrops
+	p.useWaiter(p.xdp.waiter)
 	return p, nil
 }
 
@@ -209,7 +212,13 @@ func (p *XDPPort) Close() error {
 		return nil
 	}
 	p.xdp.detach() // before the socket goes: no frame reaches the stack half-done
+	// Wake a ReadBatch or WriteBatch waiting in poll(2); the socket is
+	// closed once they have left it (os.File waits for them).
+	werr := p.xdp.waiter.wake()
 	err := p.file.Close()
+	if err == nil {
+		err = werr
+	}
 	// The socket is closed: no reader or writer is in the rings.
 	p.rdMu.Lock()
 	p.wrMu.Lock()
@@ -447,9 +456,15 @@ func (p *XDPPort) setup() (err error) {
 	if err != nil {
 		return fmt.Errorf("AF_XDP: mapping the %d-byte UMEM: %w", xdpFrames*frameSize, err)
 	}
-	x.fd, err = unix.Socket(unix.AF_XDP, unix.SOCK_RAW|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+	// In blocking mode, so that Go's poller does not take it (see
+	// fdWaiter): every call on it that could block says MSG_DONTWAIT or
+	// is a poll.
+	x.fd, err = unix.Socket(unix.AF_XDP, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return fmt.Errorf("AF_XDP socket: %w", err)
+	}
+	if x.waiter, err = newFdWaiter(); err != nil {
+		return fmt.Errorf("AF_XDP: %w", err)
 	}
 	reg := unix.XDPUmemReg{Addr: uint64(uintptr(unsafe.Pointer(&x.umem[0]))), Len: uint64(len(x.umem)), Size: uint32(frameSize)}
 	if err := setsockoptPtr(x.fd, unix.SOL_XDP, unix.XDP_UMEM_REG, unsafe.Pointer(&reg), unsafe.Sizeof(reg)); err != nil {
@@ -561,6 +576,10 @@ func (x *xdpSock) release() error {
 	if x.fd >= 0 {
 		keep(unix.Close(x.fd))
 		x.fd = -1
+	}
+	if x.waiter != nil {
+		keep(x.waiter.close())
+		x.waiter = nil
 	}
 	for _, r := range []*xdpRing{&x.fill, &x.comp, &x.rx, &x.tx} {
 		if r.mem != nil {
@@ -714,7 +733,7 @@ func (p *XDPPort) WriteBatch(pkts [][]byte) (int, error) {
 	var firstErr error
 	for len(pkts) > 0 {
 		x.txPkts, x.txDone, x.txBytes, x.txErr, x.txBad, x.txDrops = pkts, 0, 0, nil, -1, 0
-		err := p.rc.Write(p.writeFn)
+		err := p.write()
 		done, b, bad, txErr := x.txDone, x.txBytes, x.txBad, x.txErr
 		x.txPkts = nil
 		if x.txDrops > 0 {

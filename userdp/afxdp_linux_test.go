@@ -526,3 +526,48 @@ func TestBPFLicenseMatchesLICENSE(t *testing.T) {
 		t.Errorf("the BPF programs declare %q; with an MIT LICENSE they declare \"Dual MIT/GPL\"", bpfLicense)
 	}
 }
+
+// TestNetdevXDPNotInGoPoller: the AF_XDP socket is in no epoll set of
+// the process (Go's poller would keep it in one for good, and every
+// batch the kernel puts on the rx ring would run epoll's callback; the
+// port waits with poll(2) instead, fdWaiter), while the peer's AF_PACKET
+// socket, in Go's poller, is in one: the check sees what it looks for.
+func TestNetdevXDPNotInGoPoller(t *testing.T) {
+	x, peer, _ := xdpPair(t, NetdevMmsg)
+	fdOf := func(p *fdPort) int {
+		fd := -1
+		if err := p.rc.Control(func(f uintptr) { fd = int(f) }); err != nil {
+			t.Fatal(err)
+		}
+		return fd
+	}
+	xfd, pfd := fdOf(&x.fdPort), fdOf(&peer.(*MmsgPort).fdPort)
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	polled := map[int]bool{}
+	epolls := 0
+	for _, e := range ents {
+		if l, err := os.Readlink("/proc/self/fd/" + e.Name()); err != nil || l != "anon_inode:[eventpoll]" {
+			continue
+		}
+		info, err := os.ReadFile("/proc/self/fdinfo/" + e.Name())
+		if err != nil {
+			continue // closed meanwhile
+		}
+		epolls++
+		for _, line := range strings.Split(string(info), "\n") {
+			var tfd int
+			if _, err := fmt.Sscanf(line, "tfd: %d", &tfd); err == nil {
+				polled[tfd] = true
+			}
+		}
+	}
+	if epolls == 0 || !polled[pfd] {
+		t.Fatalf("the peer's socket (fd %d) in none of the process's %d epoll sets: the check cannot see Go's poller", pfd, epolls)
+	}
+	if polled[xfd] {
+		t.Errorf("the AF_XDP socket (fd %d) is in an epoll set: want it waited for with poll(2) only", xfd)
+	}
+}
