@@ -11,13 +11,15 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// fdPort is what the ports whose device is a file descriptor in Go's
-// poller share (the netdev backends and TapPort): ReadBatch checks its
-// arguments and runs the backend's readFn, which fills in the read call
-// state, whenever the descriptor is readable; the backend's WriteBatch
-// runs writeFn the same way. ReadBatch holds rdMu and WriteBatch wrMu, so
-// each has one caller at a time (the Port contract); Close marks the
-// port closed first, so that the poller's error reads as ErrPortClosed.
+// fdPort is what the ports whose device is a file descriptor share (the
+// netdev backends and TapPort): ReadBatch checks its arguments and runs
+// the backend's readFn, which fills in the read call state, whenever the
+// descriptor is readable; the backend's WriteBatch runs writeFn the same
+// way. They wait in Go's poller, or with an fdWaiter (useWaiter) for a
+// descriptor the poller does not hold. ReadBatch holds rdMu and
+// WriteBatch wrMu, so each has one caller at a time (the Port contract);
+// Close marks the port closed first, so that the poller's (or the
+// waiter's) error reads as ErrPortClosed.
 type fdPort struct {
 	name  string
 	file  *os.File
@@ -168,7 +170,10 @@ func newFdWaiter() (*fdWaiter, error) {
 
 // run calls fn until it returns true, waiting between calls with
 // poll(2) for events on fd or for the waiter to be woken (then it
-// returns errWaiterClosed).
+// returns errWaiterClosed). poll(2) reports readiness as a level: an fn
+// that returns false while fd stays ready (an AF_XDP write waiting for
+// the kernel to complete frames, which copy mode does within its own
+// transmit) is called again at once.
 func (w *fdWaiter) run(fd uintptr, events int16, fn func(fd uintptr) bool) error {
 	for !fn(fd) {
 		fds := [2]unix.PollFd{{Fd: int32(fd), Events: events}, {Fd: int32(w.efd), Events: unix.POLLIN}}
