@@ -306,12 +306,13 @@ func TestNetdevXDPRxDropped(t *testing.T) {
 	}
 }
 
-// TestNetdevXDPRxHoldsAStall: a reader that falls 16,000 frames behind
-// (40 ms of a 0.4 Mpps stream: what a forwarding thread waiting for a
-// CPU on a loaded 2-core host lost frames to, BenchmarkForwardVeth/xdp)
-// loses none of them: they wait in the rx ring and arrive in order.
+// TestNetdevXDPRxHoldsAStall: a reader that falls 32,000 frames behind
+// (50 ms of a 0.64 Mpps stream: what a forwarding thread waiting for a
+// CPU on a loaded 2-core host lost frames to, BenchmarkForwardVeth/xdp,
+// with rings of 16384) loses none of them: they wait in the rx ring and
+// arrive in order.
 func TestNetdevXDPRxHoldsAStall(t *testing.T) {
-	const n = 16000
+	const n = 32000
 	x, peer, _ := xdpPair(t, NetdevMmsg)
 	queued := func() uint32 { return atomic.LoadUint32(x.xdp.rx.producer) - atomic.LoadUint32(x.xdp.rx.consumer) }
 	pkts := make([][]byte, 64)
@@ -345,16 +346,29 @@ func TestNetdevXDPRxHoldsAStall(t *testing.T) {
 }
 
 // TestNetdevXDPIdleReaderSleeps: a ReadBatch on a port that receives
-// nothing polls the rx ring for a moment (xdpSpin) and then waits
-// without using the CPU.
+// nothing waits without using the CPU, and so does one that has just
+// read a frame and finds the rx ring empty: frames that come one at a
+// time, xdpTrickleGap apart, cost the reader's thread little CPU each
+// (with the 50 µs spin a read did on an empty ring before 785f118 was
+// undone, each such frame cost more than xdpTrickleCPU).
 func TestNetdevXDPIdleReaderSleeps(t *testing.T) {
-	x, _, _ := xdpPair(t, NetdevMmsg)
+	x, peer, _ := xdpPair(t, NetdevMmsg)
 	started, done := make(chan int, 1), make(chan error, 1)
+	var got atomic.Int64
 	go func() {
 		runtime.LockOSThread() // the reader's CPU is this thread's
 		defer runtime.UnlockOSThread()
 		started <- unix.Gettid()
-		readUntilError(x, done)
+		bufs := [][]byte{make([]byte, BufferSize(1500))}
+		sizes := []int{0}
+		for {
+			n, err := x.ReadBatch(bufs, sizes, DefaultHeadroom)
+			if err != nil {
+				done <- err
+				return
+			}
+			got.Add(int64(n))
+		}
 	}()
 	tid := <-started
 	threadCPU := func() time.Duration {
@@ -375,11 +389,42 @@ func TestNetdevXDPIdleReaderSleeps(t *testing.T) {
 	if used := threadCPU() - c0; used > idle/10 {
 		t.Errorf("the reader of an idle port used %v of CPU in %v: want it waiting", used, idle)
 	}
+
+	// One frame at a time: each wakes the reader, which reads it and
+	// finds the ring empty again.
+	const frames = 200
+	c0 = threadCPU()
+	f := [][]byte{sizedFrame(60, 0)}
+	for i := 0; i < frames; i++ {
+		if _, err := peer.WriteBatch(f); err != nil {
+			t.Fatal(err)
+		}
+		want := int64(i + 1)
+		for deadline := time.Now().Add(time.Second); got.Load() < want; time.Sleep(50 * time.Microsecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("frame %d not read in 1s (%d read)", i, got.Load())
+			}
+		}
+		time.Sleep(xdpTrickleGap)
+	}
+	used := threadCPU() - c0
+	t.Logf("reader CPU for %d frames one at a time: %v (%v each)", frames, used, used/frames)
+	if used > frames*xdpTrickleCPU {
+		t.Errorf("the reader used %v of CPU for %d frames that came one at a time (%v each): want at most %v each, no polling of the empty ring",
+			used, frames, used/frames, xdpTrickleCPU)
+	}
 	x.Close()
 	if err := <-done; !errors.Is(err, ErrPortClosed) {
 		t.Errorf("ReadBatch after Close: %v, want ErrPortClosed", err)
 	}
 }
+
+// TestNetdevXDPIdleReaderSleeps's frames that come one at a time: the
+// gap between them, and the most reader CPU each may cost.
+const (
+	xdpTrickleGap = 500 * time.Microsecond
+	xdpTrickleCPU = 25 * time.Microsecond
+)
 
 // TestFindBTFFunc: the kernel's own BTF has the kfunc the XDP program
 // calls (this kernel has it); a made-up name and malformed blobs give
@@ -480,5 +525,50 @@ func TestBPFLicenseMatchesLICENSE(t *testing.T) {
 	}
 	if bpfLicense != "Dual MIT/GPL" {
 		t.Errorf("the BPF programs declare %q; with an MIT LICENSE they declare \"Dual MIT/GPL\"", bpfLicense)
+	}
+}
+
+// TestNetdevXDPNotInGoPoller: the AF_XDP socket is in no epoll set of
+// the process (Go's poller would keep it in one for good, and every
+// batch the kernel puts on the rx ring would run epoll's callback; the
+// port waits with poll(2) instead, fdWaiter), while the peer's AF_PACKET
+// socket, in Go's poller, is in one: the check sees what it looks for.
+func TestNetdevXDPNotInGoPoller(t *testing.T) {
+	x, peer, _ := xdpPair(t, NetdevMmsg)
+	fdOf := func(p *fdPort) int {
+		fd := -1
+		if err := p.rc.Control(func(f uintptr) { fd = int(f) }); err != nil {
+			t.Fatal(err)
+		}
+		return fd
+	}
+	xfd, pfd := fdOf(&x.fdPort), fdOf(&peer.(*MmsgPort).fdPort)
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	polled := map[int]bool{}
+	epolls := 0
+	for _, e := range ents {
+		if l, err := os.Readlink("/proc/self/fd/" + e.Name()); err != nil || l != "anon_inode:[eventpoll]" {
+			continue
+		}
+		info, err := os.ReadFile("/proc/self/fdinfo/" + e.Name())
+		if err != nil {
+			continue // closed meanwhile
+		}
+		epolls++
+		for _, line := range strings.Split(string(info), "\n") {
+			var tfd int
+			if _, err := fmt.Sscanf(line, "tfd: %d", &tfd); err == nil {
+				polled[tfd] = true
+			}
+		}
+	}
+	if epolls == 0 || !polled[pfd] {
+		t.Fatalf("the peer's socket (fd %d) in none of the process's %d epoll sets: the check cannot see Go's poller", pfd, epolls)
+	}
+	if polled[xfd] {
+		t.Errorf("the AF_XDP socket (fd %d) is in an epoll set: want it waited for with poll(2) only", xfd)
 	}
 }

@@ -48,6 +48,9 @@ func (r *Results) forwardRows() []Row {
 			continue
 		}
 		n := note + fmt.Sprintf(" (%d runs)", ratio.N) + r.fwdArrived(v.ours) + r.fwdArrived(v.base)
+		if v.ratio == "xdp-vs-bridge" {
+			n += r.fwdSenderCap()
+		}
 		row := Row{Group: g, What: v.what, Ours: mppsE(ours), Baseline: mppsE(base), Ratio: ratio, Goal: goal, ChartRatio: true, Note: n}
 		row.setGoal(v.goal, false)
 		rows = append(rows, row)
@@ -97,6 +100,27 @@ func (r *Results) fwdArrived(key string) string {
 		return ""
 	}
 	return fmt.Sprintf("; %s delivered %.0f%%%s of what was sent", key, 100*arr.Center, arr.spread())
+}
+
+// fwdSenderCap notes why userdp's AF_XDP ports trail the bridge on 2
+// cores ("" without the figures): the sender's CPU per frame it sent in
+// the AF_XDP phase against the bridge's whole path per frame (the
+// sender's CPU with all of the kernel's forwarding in its softirq),
+// whose ratio bounds AF_XDP against the bridge while the sender holds
+// one core, and where the sender's extra time goes (a perf profile of
+// the AF_XDP phase, taken once, cited).
+func (r *Results) fwdSenderCap() string {
+	snd, ok1 := r.Est("userdp", fwdBench, "xdp-sender-cpu-ns/sent")
+	br, ok2 := r.Est("userdp", fwdBench, "bridge-cpu-ns/pkt")
+	if !ok1 || !ok2 || snd.Center <= 0 {
+		return ""
+	}
+	return fmt.Sprintf("; the sender's CPU per frame it sent in the AF_XDP phase, %s%s, against the bridge's whole path, %s%s: "+
+		"with AF_XDP ports the sender's softirq also runs M's veth receive with the XDP program, which copies each frame into a page-pool page "+
+		"(skb_pp_cow_data: an AF_PACKET skb has less than the 256 bytes of headroom XDP wants) and then into the socket's UMEM, and wakes the reader "+
+		"(perf -e cpu-clock of the AF_XDP phase, 2 Dec 2026: veth_poll 41%% of the sender's samples, skb_pp_cow_data 16%%, the redirect into the socket 12%%, sock_def_readable 4%%); "+
+		"while the sender holds one core that bounds AF_XDP at %.2f× the bridge, whatever the forwarder does",
+		fmtNs(snd.Center), snd.spread(), fmtNs(br.Center), br.spread(), br.Center/snd.Center)
 }
 
 // fwdDrops notes where userdp's ports dropped frames.
