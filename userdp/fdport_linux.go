@@ -19,6 +19,9 @@ type fdPort struct {
 	file  *os.File
 	rc    syscall.RawConn
 	stats Counters
+	// rdRC, when set, is what ReadBatch waits on instead of rc (RingPort:
+	// an epoll descriptor over its two sockets).
+	rdRC syscall.RawConn
 
 	rdMu sync.Mutex // held by ReadBatch; Close takes it before freeing what reads use
 	wrMu sync.Mutex // held by WriteBatch
@@ -71,7 +74,11 @@ func (p *fdPort) ReadBatch(bufs [][]byte, sizes []int, offset int) (int, error) 
 	p.rdMu.Lock()
 	defer p.rdMu.Unlock()
 	p.rdBufs, p.rdSizes, p.rdOff, p.rdN, p.rdErr = bufs, sizes, offset, 0, nil
-	err := p.rc.Read(p.readFn)
+	rc := p.rc
+	if p.rdRC != nil {
+		rc = p.rdRC
+	}
+	err := rc.Read(p.readFn)
 	n, rerr := p.rdN, p.rdErr
 	p.rdBufs, p.rdSizes = nil, nil
 	if err != nil {

@@ -1,0 +1,155 @@
+package userdp
+
+import (
+	"encoding/binary"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+)
+
+// ringOf returns p as a RingPort with two lanes, or fails the test (a
+// host without BPF for the fanout program fails here, with the reason).
+func ringOf(t testing.TB, p NetdevPort) *RingPort {
+	t.Helper()
+	r, ok := p.(*RingPort)
+	if !ok {
+		t.Fatalf("%s is a %T, not a RingPort", p.Name(), p)
+	}
+	if n, err := r.Lanes(); n != 2 {
+		t.Fatalf("%s has %d lane: %v", p.Name(), n, err)
+	}
+	return r
+}
+
+// TestNetdevRingLanes: 180,000 frames sent in bursts (the port goes to
+// the block lane) and trickles (it goes back to the slots), twice, are
+// read in the order they were sent, none twice, with frames read from
+// both lanes and the lane switched at least four times.
+func TestNetdevRingLanes(t *testing.T) {
+	rx, tx := netdevPair(t, NetdevRing)
+	r := ringOf(t, rx)
+	const burst, trickle = 88_000, 2_000
+	total := uint32(2 * (burst + trickle))
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		seq := uint32(0)
+		batch := make([][]byte, 64)
+		for round := 0; round < 2; round++ {
+			for end := seq + burst; seq < end; {
+				for i := range batch {
+					batch[i] = seqFrame(seq + uint32(i))
+				}
+				n, _ := tx.WriteBatch(batch)
+				seq += uint32(n)
+			}
+			// A frame at a time, 60 µs apart or more: below
+			// 20,000 frames/s.
+			for end := seq + trickle; seq < end; seq++ {
+				time.Sleep(60 * time.Microsecond)
+				tx.WriteBatch([][]byte{seqFrame(seq)})
+			}
+		}
+	}()
+	bufs := make([][]byte, 64)
+	sizes := make([]int, 64)
+	for i := range bufs {
+		bufs[i] = make([]byte, BufferSize(rx.MTU()))
+	}
+	var last int64 = -1
+	got := 0
+	var bad error
+	for last < int64(total-1) && bad == nil {
+		n, err := rx.ReadBatch(bufs, sizes, DefaultHeadroom)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < n; i++ {
+			f := bufs[i][DefaultHeadroom : DefaultHeadroom+sizes[i]]
+			if len(f) < 46 || f[12] != 0x08 {
+				continue
+			}
+			s := int64(binary.BigEndian.Uint32(f[42:]))
+			if s <= last {
+				bad = errors.New("out of order")
+				t.Errorf("frame %d read after frame %d (lane frames %v, switches %d)", s, last, r.lanes.frames, r.lanes.switches)
+				break
+			}
+			last = s
+			got++
+		}
+	}
+	wg.Wait()
+	st := rx.Stats()
+	t.Logf("%d of %d frames read, %d dropped; from the slots %d, from the blocks %d; %d lane switches", got, total, st.RxDropped, r.lanes.frames[0], r.lanes.frames[1], r.lanes.switches)
+	if r.lanes.frames[0] == 0 || r.lanes.frames[1] == 0 || r.lanes.switches < 4 {
+		t.Errorf("lanes not both used (slots %d, blocks %d frames, %d switches, want 4 or more)", r.lanes.frames[0], r.lanes.frames[1], r.lanes.switches)
+	}
+	if uint64(got)+st.RxDropped < uint64(total) {
+		t.Errorf("%d frames read and %d dropped of %d sent", got, st.RxDropped, total)
+	}
+}
+
+// TestNetdevRingLoneFrame: on an idle port, a lone frame is read from
+// the slot lane (which hands it over at once; the block lane would hold
+// it until its block's timer fires).
+func TestNetdevRingLoneFrame(t *testing.T) {
+	rx, tx := netdevPair(t, NetdevRing)
+	r := ringOf(t, rx)
+	bufs := [][]byte{make([]byte, BufferSize(rx.MTU()))}
+	sizes := []int{0}
+	for i := 0; i < 10; i++ {
+		before := r.lanes.frames
+		if _, err := tx.WriteBatch([][]byte{seqFrame(uint32(i))}); err != nil {
+			t.Fatal(err)
+		}
+		for n := 0; n == 0; {
+			var err error
+			if n, err = rx.ReadBatch(bufs, sizes, DefaultHeadroom); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if r.lanes.frames[0] != before[0]+1 || r.lanes.frames[1] != before[1] {
+			t.Fatalf("frame %d: lane frames %v, then %v: want one more from the slots", i, before, r.lanes.frames)
+		}
+	}
+}
+
+// TestNetdevRingCloseInBulk: Close unblocks a reader of a port in the
+// block lane, and reads after it fail with ErrPortClosed.
+func TestNetdevRingCloseInBulk(t *testing.T) {
+	rx, tx := netdevPair(t, NetdevRing)
+	r := ringOf(t, rx)
+	batch := make([][]byte, 64)
+	for i := range batch {
+		batch[i] = seqFrame(uint32(i))
+	}
+	bufs := make([][]byte, 64)
+	sizes := make([]int, 64)
+	for i := range bufs {
+		bufs[i] = make([]byte, BufferSize(rx.MTU()))
+	}
+	for !r.lanes.bulk {
+		tx.WriteBatch(batch)
+		readWithTimeout(rx, bufs, sizes)
+	}
+	// Read what is left, then block in ReadBatch and close.
+	done := make(chan error, 1)
+	go func() {
+		for {
+			if _, err := rx.ReadBatch(bufs, sizes, DefaultHeadroom); err != nil {
+				done <- err
+				return
+			}
+		}
+	}()
+	time.Sleep(20 * time.Millisecond)
+	if err := rx.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; !errors.Is(err, ErrPortClosed) {
+		t.Fatalf("read after Close: %v, want ErrPortClosed", err)
+	}
+}
