@@ -428,7 +428,12 @@ func (p *RingPort) readRing(uintptr) bool {
 			// The slot ring holds only frames from before the switch
 			// to bulk. A block is looked at first: a frame in the
 			// slots that came before one of its frames is there to
-			// be seen once the block is.
+			// be seen once the block is, so the slots are looked at
+			// again when a block is opened, not for every frame.
+			if p.bulk.pktLeft > 0 {
+				p.readBlockFrame()
+				continue
+			}
 			blockReady := p.bulk.ready()
 			if p.slots.ready() {
 				p.readSlot()
