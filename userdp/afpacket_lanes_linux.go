@@ -60,6 +60,10 @@ type laneSwitch struct {
 	prog  *ebpf.Program
 	mem   []byte // the map's mapping
 	epoll int    // the epoll descriptor, before epFile owns it
+	// groupIgnoresOutgoing: the fanout group has
+	// PACKET_FANOUT_FLAG_IGNORE_OUTGOING (otherwise only the sockets'
+	// filters keep outgoing frames out).
+	groupIgnoresOutgoing bool
 
 	// The rate window: frames delivered since winStart.
 	winStart  time.Duration
@@ -243,7 +247,7 @@ func (p *RingPort) openBulkLane(opts NetdevOptions) error {
 		return fmt.Errorf("bind to ifindex %d: %w", p.ifindex, e)
 	}
 	slotFD := p.slotFD
-	_, err = joinFanout(slotFD, fd, p.lanes.prog.FD())
+	p.lanes.groupIgnoresOutgoing, err = joinFanout(slotFD, fd, p.lanes.prog.FD())
 	if err != nil {
 		p.lanes.err = fmt.Errorf("%w: %w", errNoFanoutBPF, err)
 		p.bulk.unmap()
@@ -280,8 +284,8 @@ func (p *RingPort) openBulkLane(opts NetdevOptions) error {
 
 // joinFanout puts the slot socket and then the block socket (indexes 0
 // and 1) in a new PACKET_FANOUT_EBPF group steered by prog; it returns
-// the group's id.
-func joinFanout(slotFD, blockFD, prog int) (int, error) {
+// whether the group has PACKET_FANOUT_FLAG_IGNORE_OUTGOING.
+func joinFanout(slotFD, blockFD, prog int) (bool, error) {
 	flags := unix.PACKET_FANOUT_EBPF | unix.PACKET_FANOUT_FLAG_IGNORE_OUTGOING
 	err := unix.SetsockoptInt(slotFD, unix.SOL_PACKET, unix.PACKET_FANOUT, (flags|unix.PACKET_FANOUT_FLAG_UNIQUEID)<<16)
 	if err == unix.EINVAL {
@@ -291,18 +295,18 @@ func joinFanout(slotFD, blockFD, prog int) (int, error) {
 		err = unix.SetsockoptInt(slotFD, unix.SOL_PACKET, unix.PACKET_FANOUT, (flags|unix.PACKET_FANOUT_FLAG_UNIQUEID)<<16)
 	}
 	if err != nil {
-		return 0, fmt.Errorf("PACKET_FANOUT: %w", err)
+		return false, fmt.Errorf("PACKET_FANOUT: %w", err)
 	}
 	v, err := unix.GetsockoptInt(slotFD, unix.SOL_PACKET, unix.PACKET_FANOUT)
 	if err != nil {
-		return 0, fmt.Errorf("PACKET_FANOUT (reading the group id): %w", err)
+		return false, fmt.Errorf("PACKET_FANOUT (reading the group id): %w", err)
 	}
 	id := v & 0xffff
 	if err := unix.SetsockoptInt(slotFD, unix.SOL_PACKET, unix.PACKET_FANOUT_DATA, prog); err != nil {
-		return 0, fmt.Errorf("PACKET_FANOUT_DATA: %w", err)
+		return false, fmt.Errorf("PACKET_FANOUT_DATA: %w", err)
 	}
 	if err := unix.SetsockoptInt(blockFD, unix.SOL_PACKET, unix.PACKET_FANOUT, id|flags<<16); err != nil {
-		return 0, fmt.Errorf("PACKET_FANOUT (joining group %d): %w", id, err)
+		return false, fmt.Errorf("PACKET_FANOUT (joining group %d): %w", id, err)
 	}
-	return id, nil
+	return flags&unix.PACKET_FANOUT_FLAG_IGNORE_OUTGOING != 0, nil
 }

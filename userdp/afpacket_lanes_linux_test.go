@@ -83,6 +83,7 @@ func TestNetdevRingLanes(t *testing.T) {
 	}
 	wg.Wait()
 	st := rx.Stats()
+	t.Logf("fanout group with PACKET_FANOUT_FLAG_IGNORE_OUTGOING: %v", r.lanes.groupIgnoresOutgoing)
 	t.Logf("%d of %d frames read, %d dropped; from the slots %d, from the blocks %d; %d lane switches", got, total, st.RxDropped, r.lanes.frames[0], r.lanes.frames[1], r.lanes.switches)
 	if r.lanes.frames[0] == 0 || r.lanes.frames[1] == 0 || r.lanes.switches < 4 {
 		t.Errorf("lanes not both used (slots %d, blocks %d frames, %d switches, want 4 or more)", r.lanes.frames[0], r.lanes.frames[1], r.lanes.switches)

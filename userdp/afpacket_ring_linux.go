@@ -11,10 +11,17 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// RingPort is the NetdevRing backend: an AF_PACKET socket that reads
-// from a memory-mapped TPACKET_V3 receive ring, copying frames out of the
-// ring into the caller's buffers a whole block of frames per wake-up, and
-// writes with sendmmsg. What follows holds for MmsgPort too.
+// RingPort is the NetdevRing backend: AF_PACKET sockets that read from
+// memory-mapped receive rings, copying frames out into the caller's
+// buffers, and write with sendmmsg. It has two lanes
+// (afpacket_lanes_linux.go): a TPACKET_V2 slot ring that hands each
+// frame over as soon as it is in, used while the port receives fewer
+// than 100,000 frames/s (a new flow's first frame is not held back),
+// and a TPACKET_V3 block ring, a block of frames per wake-up, for
+// streams; a BPF fanout program steers each frame to one of them, and
+// the reader keeps each sender's frames in order across switches.
+// Without BPF it has the slot ring alone (Lanes). What follows holds for
+// MmsgPort too.
 //
 // The socket is bound to the interface, ignores the frames it sends
 // itself (PACKET_IGNORE_OUTGOING), puts the interface in promiscuous
@@ -37,7 +44,8 @@ import (
 //     on the last, UDP length, and a TCP/UDP checksum computed over the
 //     segment. An outer VLAN tag the kernel took out goes into every
 //     segment. The super-frame is read into the ring (RingPort: its
-//     block is held until the last segment is out) or into a per-message
+//     block, held until the last segment is out, or, being longer
+//     than a slot, from the slot socket's queue into a 64 KiB slab) or into a per-message
 //     slab of 64 KiB (MmsgPort: batch slabs of virtual memory, touched
 //     only by long frames); segments that do not fit in the caller's
 //     buffers are kept and returned by the next ReadBatch, in order.
