@@ -32,10 +32,11 @@ import (
 // up. The order of a sender's frames is kept across switches (readRing).
 //
 // Outgoing frames: the fanout group's hook does not inherit the
-// sockets' PACKET_IGNORE_OUTGOING. The group is made with
-// PACKET_FANOUT_FLAG_IGNORE_OUTGOING where the kernel has it (6.9 and
-// later), and both sockets carry a classic BPF filter that drops
-// outgoing frames anyway.
+// sockets' PACKET_IGNORE_OUTGOING. The group is asked for
+// PACKET_FANOUT_FLAG_IGNORE_OUTGOING (without it if the kernel refuses
+// it), and both sockets carry a classic BPF filter that drops outgoing
+// frames anyway, for a kernel that accepts the flag without honouring
+// it.
 //
 // Without BPF (the kernel or the process cannot load the program or
 // make the map), the port has the slot ring alone (Lanes says why).
@@ -60,9 +61,9 @@ type laneSwitch struct {
 	prog  *ebpf.Program
 	mem   []byte // the map's mapping
 	epoll int    // the epoll descriptor, before epFile owns it
-	// groupIgnoresOutgoing: the fanout group has
-	// PACKET_FANOUT_FLAG_IGNORE_OUTGOING (otherwise only the sockets'
-	// filters keep outgoing frames out).
+	// groupIgnoresOutgoing: the kernel accepted the fanout group's
+	// PACKET_FANOUT_FLAG_IGNORE_OUTGOING (the sockets' filters keep
+	// outgoing frames out either way).
 	groupIgnoresOutgoing bool
 
 	// The rate window: frames delivered since winStart.
@@ -74,12 +75,19 @@ type laneSwitch struct {
 	switches uint64
 }
 
+// ringLanesOff makes ring ports open with the slot ring alone, as where
+// BPF is unavailable (tests of that case).
+var ringLanesOff bool
+
 // errNoFanoutBPF wraps why a RingPort has one lane.
 var errNoFanoutBPF = errors.New("userdp: ring port with the slot ring alone")
 
 // load makes the switch's map and fanout program. It returns why it
 // could not.
 func (l *laneSwitch) load() error {
+	if ringLanesOff {
+		return fmt.Errorf("%w: turned off", errNoFanoutBPF)
+	}
 	m, err := ebpf.NewMap(&ebpf.MapSpec{
 		Name:       "ovsdp_lane",
 		Type:       ebpf.Array,
@@ -284,13 +292,13 @@ func (p *RingPort) openBulkLane(opts NetdevOptions) error {
 
 // joinFanout puts the slot socket and then the block socket (indexes 0
 // and 1) in a new PACKET_FANOUT_EBPF group steered by prog; it returns
-// whether the group has PACKET_FANOUT_FLAG_IGNORE_OUTGOING.
+// whether the kernel accepted PACKET_FANOUT_FLAG_IGNORE_OUTGOING.
 func joinFanout(slotFD, blockFD, prog int) (bool, error) {
 	flags := unix.PACKET_FANOUT_EBPF | unix.PACKET_FANOUT_FLAG_IGNORE_OUTGOING
 	err := unix.SetsockoptInt(slotFD, unix.SOL_PACKET, unix.PACKET_FANOUT, (flags|unix.PACKET_FANOUT_FLAG_UNIQUEID)<<16)
 	if err == unix.EINVAL {
-		// A kernel without PACKET_FANOUT_FLAG_IGNORE_OUTGOING (before
-		// 6.9): the sockets' filters drop outgoing frames.
+		// A kernel that refuses PACKET_FANOUT_FLAG_IGNORE_OUTGOING:
+		// the sockets' filters drop outgoing frames.
 		flags = unix.PACKET_FANOUT_EBPF
 		err = unix.SetsockoptInt(slotFD, unix.SOL_PACKET, unix.PACKET_FANOUT, (flags|unix.PACKET_FANOUT_FLAG_UNIQUEID)<<16)
 	}

@@ -83,7 +83,7 @@ func TestNetdevRingLanes(t *testing.T) {
 	}
 	wg.Wait()
 	st := rx.Stats()
-	t.Logf("fanout group with PACKET_FANOUT_FLAG_IGNORE_OUTGOING: %v", r.lanes.groupIgnoresOutgoing)
+	t.Logf("fanout group's PACKET_FANOUT_FLAG_IGNORE_OUTGOING accepted: %v", r.lanes.groupIgnoresOutgoing)
 	t.Logf("%d of %d frames read, %d dropped; from the slots %d, from the blocks %d; %d lane switches", got, total, st.RxDropped, r.lanes.frames[0], r.lanes.frames[1], r.lanes.switches)
 	if r.lanes.frames[0] == 0 || r.lanes.frames[1] == 0 || r.lanes.switches < 4 {
 		t.Errorf("lanes not both used (slots %d, blocks %d frames, %d switches, want 4 or more)", r.lanes.frames[0], r.lanes.frames[1], r.lanes.switches)
@@ -152,5 +152,65 @@ func TestNetdevRingCloseInBulk(t *testing.T) {
 	}
 	if err := <-done; !errors.Is(err, ErrPortClosed) {
 		t.Fatalf("read after Close: %v, want ErrPortClosed", err)
+	}
+}
+
+// TestNetdevRingOneLane: where the lanes cannot be made (no BPF), a
+// ring port has the slot ring alone, says why, and reads a lone frame
+// and a burst in order, without allocating.
+func TestNetdevRingOneLane(t *testing.T) {
+	ringLanesOff = true
+	rx, tx := netdevPair(t, NetdevRing)
+	ringLanesOff = false
+	r := rx.(*RingPort)
+	if n, err := r.Lanes(); n != 1 || !errors.Is(err, errNoFanoutBPF) {
+		t.Fatalf("Lanes() = %d, %v; want 1 and the reason", n, err)
+	}
+	batch := make([][]byte, 64)
+	bufs := make([][]byte, 64)
+	sizes := make([]int, 64)
+	for i := range bufs {
+		bufs[i] = make([]byte, BufferSize(rx.MTU()))
+	}
+	next := uint32(0)
+	read := func(upTo uint32) {
+		for next < upTo {
+			n, err := rx.ReadBatch(bufs, sizes, DefaultHeadroom)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := 0; i < n; i++ {
+				f := bufs[i][DefaultHeadroom : DefaultHeadroom+sizes[i]]
+				if s := binary.BigEndian.Uint32(f[42:]); s != next {
+					t.Fatalf("frame %d read, want %d", s, next)
+				}
+				next++
+			}
+		}
+	}
+	if _, err := tx.WriteBatch([][]byte{seqFrame(0)}); err != nil {
+		t.Fatal(err)
+	}
+	read(1)
+	for round := 0; round < 10; round++ {
+		for i := range batch {
+			batch[i] = seqFrame(next + uint32(i))
+		}
+		if n, err := tx.WriteBatch(batch); n != len(batch) {
+			t.Fatalf("%d of %d frames written: %v", n, len(batch), err)
+		}
+		read(next + uint32(len(batch)))
+	}
+	if r.lanes.frames[0] != uint64(next) || r.lanes.frames[1] != 0 {
+		t.Errorf("lane frames %v, want all %d from the slots", r.lanes.frames, next)
+	}
+	allocs := testing.AllocsPerRun(20, func() {
+		tx.WriteBatch(batch[:1])
+		for n := 0; n == 0; {
+			n, _ = rx.ReadBatch(bufs, sizes, DefaultHeadroom)
+		}
+	})
+	if allocs != 0 {
+		t.Errorf("%v allocations per frame written and read, want 0", allocs)
 	}
 }
