@@ -42,11 +42,15 @@ import (
 // make the map), the port has the slot ring alone (Lanes says why).
 
 // The lane switch's thresholds, in frames delivered per second over a
-// window of at least laneWindow.
+// window of at least laneUpWindow in the slot lane, laneDownWindow in
+// the block lane (longer: a sender or a reader held off the CPU for a
+// few milliseconds on a busy host does not send a stream back to the
+// slots).
 const (
-	laneUpRate   = 100_000
-	laneDownRate = 20_000
-	laneWindow   = 2 * time.Millisecond
+	laneUpRate     = 100_000
+	laneDownRate   = 20_000
+	laneUpWindow   = 2 * time.Millisecond
+	laneDownWindow = 10 * time.Millisecond
 )
 
 // laneClockStart is the origin of the lane switch's clock.
@@ -178,7 +182,7 @@ func (l *laneSwitch) account(p *RingPort, n int, caughtUp bool) {
 	l.winFrames += n
 	now := time.Since(laneClockStart)
 	el := now - l.winStart
-	if el < laneWindow {
+	if (!l.bulk && el < laneUpWindow) || (l.bulk && el < laneDownWindow) {
 		return
 	}
 	rate := float64(l.winFrames) / el.Seconds()

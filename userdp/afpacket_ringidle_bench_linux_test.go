@@ -14,6 +14,12 @@ func seqFrame(seq uint32) []byte {
 	return f
 }
 
+// isSeqFrame reports whether f is a seqFrame (not a frame of the
+// kernel's, such as IPv6 neighbour discovery on the veth).
+func isSeqFrame(f []byte) bool {
+	return len(f) >= 46 && f[11] == 0x01 && f[5] == 0x02 && f[12] == 0x08 && f[13] == 0x00 && f[23] == 17
+}
+
 // BenchmarkNetdevRingIdle measures how long a lone frame written to an
 // idle port's veth peer takes to come out of ReadBatch (p50 and p99 in
 // µs): the flow-setup case, the first frame of a flow.
