@@ -106,14 +106,15 @@ func TestNetdevRingLoneFrame(t *testing.T) {
 		if _, err := tx.WriteBatch([][]byte{seqFrame(uint32(i))}); err != nil {
 			t.Fatal(err)
 		}
-		for n := 0; n == 0; {
-			var err error
-			if n, err = rx.ReadBatch(bufs, sizes, DefaultHeadroom); err != nil {
+		for got := false; !got; {
+			n, err := rx.ReadBatch(bufs, sizes, DefaultHeadroom)
+			if err != nil {
 				t.Fatal(err)
 			}
+			got = n == 1 && isSeqFrame(bufs[0][DefaultHeadroom:DefaultHeadroom+sizes[0]])
 		}
-		if r.lanes.frames[0] != before[0]+1 || r.lanes.frames[1] != before[1] {
-			t.Fatalf("frame %d: lane frames %v, then %v: want one more from the slots", i, before, r.lanes.frames)
+		if r.lanes.frames[0] <= before[0] || r.lanes.frames[1] != before[1] {
+			t.Fatalf("frame %d: lane frames %v, then %v: want it from the slots", i, before, r.lanes.frames)
 		}
 	}
 }
