@@ -218,3 +218,76 @@ func TestNetdevRingOneLane(t *testing.T) {
 		t.Errorf("%v allocations per frame written and read, want 0", allocs)
 	}
 }
+
+// TestNetdevRingSwitchOrder: with frames waiting in both lanes when the
+// lane is switched (by hand here), the reader delivers them in the
+// order they were sent: after a switch to the blocks, the slots' frames
+// first although a block is ready; after a switch back, the blocks'
+// frames first, whether their block was handed over or is still being
+// filled.
+func TestNetdevRingSwitchOrder(t *testing.T) {
+	rx, tx := netdevPair(t, NetdevRing)
+	r := ringOf(t, rx)
+	r.lanes.manual = true
+	bufs := make([][]byte, 64)
+	sizes := make([]int, 64)
+	for i := range bufs {
+		bufs[i] = make([]byte, BufferSize(rx.MTU()))
+	}
+	seq := uint32(0)
+	send := func(n int) {
+		t.Helper()
+		for i := 0; i < n; i++ {
+			if _, err := tx.WriteBatch([][]byte{seqFrame(seq)}); err != nil {
+				t.Fatal(err)
+			}
+			seq++
+		}
+	}
+	next := uint32(0)
+	read := func(what string) {
+		t.Helper()
+		for next < seq {
+			n, err := rx.ReadBatch(bufs, sizes, DefaultHeadroom)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := 0; i < n; i++ {
+				f := bufs[i][DefaultHeadroom : DefaultHeadroom+sizes[i]]
+				if !isSeqFrame(f) {
+					continue
+				}
+				if s := binary.BigEndian.Uint32(f[42:]); s != next {
+					t.Fatalf("%s: frame %d read, want %d (lane frames %v)", what, s, next, r.lanes.frames)
+				}
+				next++
+			}
+		}
+	}
+	for round := 0; round < 3; round++ {
+		before := r.lanes.frames
+		send(100) // to the slots
+		r.lanes.set(true)
+		send(100)                         // to the blocks
+		time.Sleep(20 * time.Millisecond) // the block's timer hands it over
+		read("switched to the blocks, block ready")
+		r.lanes.set(false)
+		send(100)                         // to the slots
+		time.Sleep(20 * time.Millisecond) // nothing in the blocks
+		read("switched back, no block")
+		r.lanes.set(true)
+		send(100)
+		r.lanes.set(false)
+		send(100) // the block with the 100 before may still be filled
+		read("switched back, block being filled")
+		r.lanes.set(true)
+		send(100)
+		time.Sleep(20 * time.Millisecond)
+		r.lanes.set(false)
+		send(100)
+		read("switched back, block ready")
+		if r.lanes.frames[0]-before[0] < 400 || r.lanes.frames[1]-before[1] < 300 {
+			t.Fatalf("lane frames %v, then %v: want 400 more from the slots and 300 from the blocks", before, r.lanes.frames)
+		}
+	}
+}
