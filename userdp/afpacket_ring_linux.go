@@ -117,6 +117,7 @@ func openRing(name string, opts NetdevOptions) (*RingPort, error) {
 	}
 	if err := p.open(func(fd int) error { return p.slots.setup(fd, p.mtu, slotBlocks) }); err != nil {
 		p.slots.unmap()
+		p.lanes.close()
 		return nil, err
 	}
 	p.slab = make([]byte, vnetHdrLen+MaxFrameLen)
