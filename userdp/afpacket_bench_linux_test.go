@@ -57,6 +57,11 @@ func BenchmarkNetdevRx(b *testing.B) {
 			b.ReportMetric(float64(got)/b.Elapsed().Seconds()/1e6, "Mpps")
 			st := rx.Stats()
 			b.ReportMetric(float64(st.RxDropped)/float64(st.RxDropped+st.RxPackets), "dropfrac")
+			if r, ok := rx.(*RingPort); ok {
+				// The share of the frames read from the slot lane.
+				b.ReportMetric(float64(r.lanes.frames[0])/float64(r.lanes.frames[0]+r.lanes.frames[1]), "slotfrac")
+				b.ReportMetric(float64(r.lanes.switches), "switches")
+			}
 		})
 	}
 }

@@ -356,7 +356,7 @@ func (p *dpPort) info() odp.Port {
 
 // AddPort adds a port: type "netdev" (or empty) opens the existing Linux
 // interface spec.Name with the backend its option "mode" names: "ring"
-// (the default: a TPACKET_V3 ring), "mmsg" (recvmmsg) or "xdp" (AF_XDP;
+// (the default: a TPACKET_V2 slot ring and a TPACKET_V3 block ring), "mmsg" (recvmmsg) or "xdp" (AF_XDP;
 // where the kernel, the driver or another XDP program prevents it, the
 // port falls back to the ring and its option "xdp_fallback" says why);
 // the port's options then give the backend in use as "mode". Type

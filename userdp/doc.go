@@ -8,7 +8,8 @@
 //
 // A Datapath (New) has ports, each a Port (port.go) of one backend, in a
 // file of its own: on an existing network device (odp.PortNetdev,
-// OpenNetdev) a TPACKET_V3 ring (RingPort, the default), recvmmsg
+// OpenNetdev) memory-mapped rings (RingPort, the default: a TPACKET_V2
+// slot ring for lone frames and a TPACKET_V3 block ring for streams), recvmmsg
 // (MmsgPort) or an AF_XDP socket (XDPPort); a tap device (TapPort:
 // odp.PortInternal, and the local port 0 unless WithoutLocalPort); or an
 // in-memory pipe (MemPort: PortMemory, no privileges needed; MemoryPeer

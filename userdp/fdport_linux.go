@@ -25,6 +25,9 @@ type fdPort struct {
 	file  *os.File
 	rc    syscall.RawConn
 	stats Counters
+	// rdRC, when set, is what ReadBatch waits on instead of rc (RingPort:
+	// an epoll descriptor over its two sockets).
+	rdRC syscall.RawConn
 
 	rdMu sync.Mutex // held by ReadBatch; Close takes it before freeing what reads use
 	wrMu sync.Mutex // held by WriteBatch
@@ -104,6 +107,9 @@ func (p *fdPort) ReadBatch(bufs [][]byte, sizes []int, offset int) (int, error) 
 // be readable in between: in Go's poller, or with p.waiter.
 func (p *fdPort) read() error {
 	if p.waiter == nil {
+		if p.rdRC != nil {
+			return p.rdRC.Read(p.readFn)
+		}
 		return p.rc.Read(p.readFn)
 	}
 	p.rdWaitErr = nil

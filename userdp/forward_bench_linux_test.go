@@ -43,7 +43,7 @@ const (
 //     bridge-nf-call-* off in M) with both middle ends enslaved and R's
 //     MAC a static fdb entry on R's side, so it forwards by unicast;
 //   - ring, xdp: a userdp Datapath (no local port) with both middle ends
-//     as netdev ports, NetdevRing (TPACKET_V3 ring reads, sendmmsg) or
+//     as netdev ports, NetdevRing (TPACKET_V2/V3 ring reads, sendmmsg) or
 //     NetdevXDP (AF_XDP, copy mode), and two flows,
 //     in_port(A),eth(any),eth_type(0x0800),ipv4(any) -> B and back, so every
 //     frame hits a flow (the benchmark fails on any miss while measured).

@@ -16,10 +16,12 @@ type NetdevMode int
 
 // The netdev port backends.
 const (
-	// NetdevRing reads from a memory-mapped TPACKET_V3 receive ring
-	// (frames are copied out of the ring into the caller's buffers, a
-	// whole block of frames per wake-up) and writes with sendmmsg: a
-	// RingPort (afpacket_ring_linux.go).
+	// NetdevRing reads from memory-mapped receive rings (frames are
+	// copied out into the caller's buffers): a TPACKET_V2 slot ring
+	// that hands over each frame at once while the rate is low, and a
+	// TPACKET_V3 block ring, a block of frames per wake-up, for
+	// streams; it writes with sendmmsg: a RingPort
+	// (afpacket_ring_linux.go, afpacket_lanes_linux.go).
 	NetdevRing NetdevMode = iota
 	// NetdevMmsg reads with recvmmsg and writes with sendmmsg: an
 	// MmsgPort (afpacket_mmsg_linux.go).
@@ -30,10 +32,12 @@ const (
 )
 
 // DefaultNetdevMode is the mode OpenNetdev uses unless told otherwise:
-// the TPACKET_V3 ring, which has the kernel's checksum status and
-// out-of-band VLAN tags that NetdevXDP lacks and, in every measurement,
-// dropped nothing (docs/netdev-backends.md has the measurements behind
-// the choice).
+// the rings, which have the kernel's checksum status and out-of-band
+// VLAN tags that NetdevXDP lacks (docs/netdev-backends.md has the
+// measurements behind the choice, made when the port had the TPACKET_V3
+// ring alone; then it dropped nothing, while the slot ring, 1,024 slots,
+// can drop at the start of a burst, before the port takes the block
+// lane).
 const DefaultNetdevMode = NetdevRing
 
 var netdevModeNames = [...]string{NetdevRing: "ring", NetdevMmsg: "mmsg", NetdevXDP: "xdp"}
@@ -55,8 +59,9 @@ type NetdevOptions struct {
 	// Batch is the most frames one ReadBatch or WriteBatch syscall
 	// handles; 0 means 64.
 	Batch int
-	// RingBlocks and RingBlockSize size the TPACKET_V3 ring of
-	// NetdevRing; 0 means 64 blocks of 128 KiB (8 MiB).
+	// RingBlocks and RingBlockSize size the TPACKET_V3 block ring of
+	// NetdevRing; 0 means 64 blocks of 128 KiB (8 MiB). The slot ring
+	// beside it has 2 MiB (8 MiB when it is alone).
 	RingBlocks, RingBlockSize int
 	// Type is the port type to report; "" means odp.PortNetdev.
 	Type odp.PortType

@@ -354,7 +354,7 @@ func (r *Results) Charts(rows []Row, dir string) ([]Chart, error) {
 		}
 	}
 	addMpps("in-memory port I/O, batch 32", "userdp", "BenchmarkMemPipe/batch32")
-	addMpps("AF_PACKET rx, TPACKET_V3 ring", "userdp", "BenchmarkNetdevRx/ring")
+	addMpps("AF_PACKET rx, ring port (V2 slots / V3 blocks)", "userdp", "BenchmarkNetdevRx/ring")
 	addMpps("AF_PACKET rx, recvmmsg", "userdp", "BenchmarkNetdevRx/mmsg")
 	addMpps("AF_XDP rx, copy mode", "userdp", "BenchmarkNetdevRx/xdp")
 	addMpps("AF_PACKET tx, sendmmsg", "userdp", "BenchmarkNetdevTx/mmsg")

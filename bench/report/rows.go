@@ -261,7 +261,7 @@ func (r *Results) userdpRows() []Row {
 	}
 	rows = append(rows, r.pipelineRows()...)
 	for _, v := range []struct{ name, what string }{
-		{"BenchmarkNetdevRx/ring", "AF_PACKET read, TPACKET_V3 ring, 64-byte frames over veth"},
+		{"BenchmarkNetdevRx/ring", "AF_PACKET read, ring port (TPACKET_V3 block lane under load, TPACKET_V2 slots when idle), 64-byte frames over veth"},
 		{"BenchmarkNetdevRx/mmsg", "AF_PACKET read, recvmmsg, 64-byte frames over veth"},
 		{"BenchmarkNetdevRx/xdp", "AF_XDP read (copy mode), 64-byte frames over veth"},
 		{"BenchmarkNetdevTx/mmsg", "AF_PACKET write, sendmmsg batches of 64, 64-byte frames"},
