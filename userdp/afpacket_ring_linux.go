@@ -260,14 +260,7 @@ func (r *slotRing) setup(fd, mtu, blocks int) error {
 	return nil
 }
 
-func (r *slotRing) unmap() error {
-	if r.ring == nil {
-		return nil
-	}
-	err := unix.Munmap(r.ring)
-	r.ring = nil
-	return err
-}
+func (r *slotRing) unmap() error { return unmapRing(&r.ring) }
 
 // release gives back the slot last read, if its frame is out.
 func (r *slotRing) release() {
@@ -335,14 +328,7 @@ func (r *blockRing) setup(fd, mtu int, opts NetdevOptions) error {
 	return nil
 }
 
-func (r *blockRing) unmap() error {
-	if r.ring == nil {
-		return nil
-	}
-	err := unix.Munmap(r.ring)
-	r.ring = nil
-	return err
-}
+func (r *blockRing) unmap() error { return unmapRing(&r.ring) }
 
 // release gives back the current block once all its frames are out. Its
 // packet count is zeroed first, so that until the kernel opens it again
@@ -573,4 +559,15 @@ func (p *RingPort) readBlockFrame() {
 		tpid = header.EtherTypeVLAN
 	}
 	p.receive(r.ring[hdr+mac:hdr+mac+snap], vh, status&unix.TP_STATUS_VLAN_VALID != 0, tpid, tci)
+}
+
+// unmapRing unmaps *ring, a ring mmapped from a packet socket, once:
+// a nil ring is not mapped.
+func unmapRing(ring *[]byte) error {
+	if *ring == nil {
+		return nil
+	}
+	err := unix.Munmap(*ring)
+	*ring = nil
+	return err
 }

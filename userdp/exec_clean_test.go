@@ -183,19 +183,7 @@ func TestRunFastStraightMatchesRun(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		n := 0
-		dp.table.each(func(f *megaflow) bool {
-			a := *f.acts.Load()
-			if a.fast.kind == fastOutput || a.fast.kind == fastDecTTLOutput {
-				n++
-				if slow {
-					a.fast = fastProg{}
-					f.acts.Store(&a)
-				}
-			}
-			return true
-		})
-		if n != 4 {
+		if n := countFastForms(dp, slow, fastOutput, fastDecTTLOutput); n != 4 {
 			t.Fatalf("%d flows have a fast output form, want 4", n)
 		}
 		w := newWorker(dp, DefaultCacheEntries)

@@ -281,19 +281,7 @@ func ctRecircFixture(t *testing.T, slow bool) (*worker, []*capPort) {
 			t.Fatal(err)
 		}
 	}
-	n := 0
-	dp.table.each(func(f *megaflow) bool {
-		a := *f.acts.Load()
-		if a.fast.kind == fastCTRecirc {
-			n++
-			if slow {
-				a.fast = fastProg{}
-				f.acts.Store(&a)
-			}
-		}
-		return true
-	})
-	if n != 5 {
+	if n := countFastForms(dp, slow, fastCTRecirc); n != 5 {
 		t.Fatalf("%d flows have the fast form fastCTRecirc, want 5", n)
 	}
 	w := newWorker(dp, DefaultCacheEntries)
@@ -403,4 +391,23 @@ func TestCTRecircFastMatchesRun(t *testing.T) {
 		t.Fatalf("the packets did not take the paths meant: out %d %d %d, drops %+v, %d connections",
 			len(want.out[1]), len(want.out[2]), len(want.out[3]), want.drops, want.conns)
 	}
+}
+
+// countFastForms counts dp's flows whose fast form is one of kinds and,
+// when slow, drops that form from each of them, so that run executes
+// their actions instead.
+func countFastForms(dp *Datapath, slow bool, kinds ...fastKind) int {
+	n := 0
+	dp.table.each(func(f *megaflow) bool {
+		a := *f.acts.Load()
+		if slices.Contains(kinds, a.fast.kind) {
+			n++
+			if slow {
+				a.fast = fastProg{}
+				f.acts.Store(&a)
+			}
+		}
+		return true
+	})
+	return n
 }
