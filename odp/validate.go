@@ -1047,12 +1047,10 @@ var keyScratchPool = sync.Pool{New: func() any { return &keyScratch{kb: make([]b
 
 func getKeyScratch() *keyScratch { return keyScratchPool.Get().(*keyScratch) }
 
-// putKeyScratch returns s to the pool, dropping its parser's references
-// into the attribute bytes.
-func putKeyScratch(s *keyScratch) {
-	s.p = kparser{}
-	keyScratchPool.Put(s)
-}
+// putKeyScratch returns s to the pool. Its parser points into s's own
+// buffers only (toFlowKeysRaw, given the caller's, clears it first):
+// every conversion resets it before use.
+func putKeyScratch(s *keyScratch) { keyScratchPool.Put(s) }
 
 // appendKeyBounded appends k's attributes to b, failing as MarshalKey
 // does when they exceed the netlink attribute limit.
@@ -1070,10 +1068,13 @@ func appendKeyBounded(b []byte, k FlowKey) ([]byte, error) {
 func toFlowKeysRaw(kb, mb []byte, haveMask bool) (k, m flowkeys.Key, err error) {
 	s := getKeyScratch()
 	defer putKeyScratch(s)
-	if err = s.toFlowKeysRaw(kb, mb, haveMask); err != nil {
+	err = s.toFlowKeysRaw(kb, mb, haveMask)
+	k, m = s.k, s.m
+	s.p = kparser{} // drop the references into the caller's kb and mb
+	if err != nil {
 		return flowkeys.Key{}, flowkeys.Key{}, err
 	}
-	return s.k, s.m, nil
+	return k, m, nil
 }
 
 // toFlowKeysRaw is the conversion of toFlowKeysRaw into s.k and s.m
