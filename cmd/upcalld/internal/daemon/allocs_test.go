@@ -36,6 +36,9 @@ func TestHandleMissAllocs(t *testing.T) {
 	if testing.Short() {
 		t.Skip("allocation counts: not in -short")
 	}
+	if raceEnabled {
+		t.Skip("allocation counts under the race detector: its sync.Pool drops items at random (odp's and userdp's scratch)")
+	}
 	dp, err := userdp.New("upallocs", userdp.WithoutLocalPort())
 	if err != nil {
 		t.Fatal(err)

@@ -263,6 +263,9 @@ func (n nopBatcher) ExecuteBatch(_ context.Context, ps []*odp.Packet) ([]error, 
 // misses whose megaflows are installed allocates exactly what deciding
 // them does (the policy's actions).
 func TestBatchAllocatesNothingBeyondThePolicy(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts under the race detector: its sync.Pool drops items at random (odp's and userdp's scratch)")
+	}
 	h := newHarness(t, 2, Config{Logger: discardLogger()})
 	ctx := context.Background()
 	if err := h.d.Setup(ctx); err != nil {
