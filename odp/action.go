@@ -72,6 +72,21 @@ func MarshalActions(as Actions) ([]byte, error) {
 	return b, nil
 }
 
+// AppendActions appends the encoding of as (what MarshalActions
+// returns) to b, reusing b's capacity, and returns the extended slice;
+// it fails as MarshalActions does.
+func AppendActions(b []byte, as Actions) ([]byte, error) {
+	start := len(b)
+	b, err := appendActions(b, as)
+	if err != nil {
+		return b[:start], err
+	}
+	if n := len(b) - start; n > maxActionsLen {
+		return b[:start], fmt.Errorf("odp: actions of %d bytes exceed the limit of %d", n, maxActionsLen)
+	}
+	return b, nil
+}
+
 // appendActions appends every action of as.
 func appendActions(b []byte, as Actions) ([]byte, error) {
 	var err error

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"sync"
 	"syscall"
 
 	"github.com/ovsdp/ovsdp/flowkeys"
@@ -445,7 +446,7 @@ func (p *kparser) tunnel(ka *kattr, isMask bool) error {
 	w := nlattr.NewWalker(ka.data, 0)
 	for a := range w.All() {
 		typ, d := a.Type, a.Data
-		if err := p.checkNested(ka.name(), "tunnel attr %d out of range max %d", "tunnel attr", a, kernelTunLens[:]); err != nil {
+		if err := p.checkNested(ka, "tunnel attr %d out of range max %d", "tunnel attr", a, kernelTunLens[:]); err != nil {
 			return err
 		}
 		switch typ {
@@ -644,12 +645,13 @@ func (p *kparser) vxlanOpts(path string, b []byte) (uint32, error) {
 // tunnel or nsh key against its length table lens (whose last index is
 // the type's maximum), with the kernel's messages: rangeMsg for a type
 // out of range, what for a length that does not match.
-func (p *kparser) checkNested(path, rangeMsg, what string, a *nlattr.Attr, lens []int) error {
+// The parent's path is formatted only for an error (it allocates).
+func (p *kparser) checkNested(parent *kattr, rangeMsg, what string, a *nlattr.Attr, lens []int) error {
 	if int(a.Type) >= len(lens) {
-		return p.fail(path, rangeMsg, a.Type, len(lens)-1)
+		return p.fail(parent.name(), rangeMsg, a.Type, len(lens)-1)
 	}
 	if want := lens[a.Type]; !lenOK(len(a.Data), want) {
-		return p.fail(path, "%s %d has unexpected len %d expected %d", what, a.Type, len(a.Data), want)
+		return p.fail(parent.name(), "%s %d has unexpected len %d expected %d", what, a.Type, len(a.Data), want)
 	}
 	return nil
 }
@@ -662,7 +664,7 @@ func (p *kparser) nsh(ka *kattr, isMask bool) error {
 	w := nlattr.NewWalker(ka.data, 0)
 	for a := range w.All() {
 		typ, d := a.Type, a.Data
-		if err := p.checkNested(ka.name(), "nsh attr %d is out of range max %d", "nsh attr", a, kernelNSHLens[:]); err != nil {
+		if err := p.checkNested(ka, "nsh attr %d is out of range max %d", "nsh attr", a, kernelNSHLens[:]); err != nil {
 			return err
 		}
 		switch typ {
@@ -1012,25 +1014,76 @@ func attrNames(set uint64) string {
 // names the attribute and the kernel's reason; the comment at the top of
 // validate.go lists the rules.
 func ToFlowKeys(key, mask FlowKey) (k, m flowkeys.Key, err error) {
-	kb, err := MarshalKey(key)
-	if err != nil {
+	s := getKeyScratch()
+	defer putKeyScratch(s)
+	if s.kb, err = appendKeyBounded(s.kb[:0], key); err != nil {
 		return k, m, &KeyError{Attr: "key", Reason: err.Error(), Err: syscall.EINVAL}
 	}
 	var mb []byte
 	if mask != nil {
-		if mb, err = MarshalKey(mask); err != nil {
+		if s.mb, err = appendKeyBounded(s.mb[:0], mask); err != nil {
 			return k, m, &KeyError{Attr: "mask", Reason: err.Error(), Err: syscall.EINVAL}
 		}
+		mb = s.mb
 	}
-	k, m, err = toFlowKeysRaw(kb, mb, mask != nil)
+	if err = s.toFlowKeysRaw(s.kb, mb, mask != nil); err != nil {
+		return flowkeys.Key{}, flowkeys.Key{}, err
+	}
+	return s.k, s.m, nil
+}
+
+// keyScratch is the reusable memory of one key conversion: the encoded
+// attributes, the parser (about 2 KB) and the keys it fills. Conversions
+// take one from keyScratchPool so that the upcall and flow-put paths
+// allocate nothing for it; nothing returned to a caller points into it
+// (errors copy what they quote).
+type keyScratch struct {
+	p      kparser
+	k, m   flowkeys.Key
+	kb, mb []byte
+}
+
+var keyScratchPool = sync.Pool{New: func() any { return &keyScratch{kb: make([]byte, 0, 256), mb: make([]byte, 0, 256)} }}
+
+func getKeyScratch() *keyScratch { return keyScratchPool.Get().(*keyScratch) }
+
+// putKeyScratch returns s to the pool. Its parser points into s's own
+// buffers only (toFlowKeysRaw, given the caller's, clears it first):
+// every conversion resets it before use.
+func putKeyScratch(s *keyScratch) { keyScratchPool.Put(s) }
+
+// appendKeyBounded appends k's attributes to b, failing as MarshalKey
+// does when they exceed the netlink attribute limit.
+func appendKeyBounded(b []byte, k FlowKey) ([]byte, error) {
+	b, err := appendKey(b, k)
+	if err != nil {
+		return b, err
+	}
+	if len(b) > maxAttrLen {
+		return b, fmt.Errorf("odp: key of %d bytes exceeds the netlink attribute limit of %d", len(b), maxAttrLen)
+	}
+	return b, nil
+}
+
+func toFlowKeysRaw(kb, mb []byte, haveMask bool) (k, m flowkeys.Key, err error) {
+	s := getKeyScratch()
+	defer putKeyScratch(s)
+	err = s.toFlowKeysRaw(kb, mb, haveMask)
+	k, m = s.k, s.m
+	s.p = kparser{} // drop the references into the caller's kb and mb
 	if err != nil {
 		return flowkeys.Key{}, flowkeys.Key{}, err
 	}
 	return k, m, nil
 }
 
-func toFlowKeysRaw(kb, mb []byte, haveMask bool) (k, m flowkeys.Key, err error) {
-	p := kparser{k: &k, m: &m, hasMask: true}
+// toFlowKeysRaw is the conversion of toFlowKeysRaw into s.k and s.m
+// (undefined on error), with s's parser and, for a missing mask, s.mb.
+func (s *keyScratch) toFlowKeysRaw(kb, mb []byte, haveMask bool) (err error) {
+	s.k, s.m = flowkeys.Key{}, flowkeys.Key{}
+	k, m := &s.k, &s.m
+	s.p = kparser{k: k, m: m, hasMask: true}
+	p := &s.p
 	var keyAttrs, maskAttrs uint64
 	if err = p.parseAttrs(kb, "key", &keyAttrs, false); err != nil {
 		return
@@ -1042,7 +1095,8 @@ func toFlowKeysRaw(kb, mb []byte, haveMask bool) (k, m flowkeys.Key, err error) 
 		return
 	}
 	if !haveMask {
-		mb = append([]byte(nil), kb...)
+		mb = append(s.mb[:0], kb...)
+		s.mb = mb
 		maskSetKey(mb)
 		if k.TunProto != 0 {
 			m.TunID = ^uint64(0)
@@ -1067,13 +1121,13 @@ func toFlowKeysRaw(kb, mb []byte, haveMask bool) (k, m flowkeys.Key, err error) 
 		return
 	}
 	if p.unsupported != nil {
-		return k, m, p.unsupported
+		return p.unsupported
 	}
 	kw, mw := k.Words(), m.Words()
 	for i := range kw {
 		kw[i] &= mw[i]
 	}
-	return k, m, nil
+	return nil
 }
 
 // ToFlowKeysExact converts the key attributes of a packet — an upcall's
@@ -1093,14 +1147,17 @@ func toFlowKeysRaw(kb, mb []byte, haveMask bool) (k, m flowkeys.Key, err error) 
 // from the packet by an execute, and an upcall's key is never refused.
 // Without an in_port attribute, InPort is DPMaxPorts.
 func ToFlowKeysExact(key FlowKey) (flowkeys.Key, error) {
-	var k, m flowkeys.Key
-	kb, err := MarshalKey(key)
-	if err != nil {
-		return k, &KeyError{Attr: "key", Reason: err.Error(), Err: syscall.EINVAL}
+	s := getKeyScratch()
+	defer putKeyScratch(s)
+	var err error
+	if s.kb, err = appendKeyBounded(s.kb[:0], key); err != nil {
+		return flowkeys.Key{}, &KeyError{Attr: "key", Reason: err.Error(), Err: syscall.EINVAL}
 	}
-	p := kparser{k: &k, m: &m, lenient: true}
+	s.k, s.m = flowkeys.Key{}, flowkeys.Key{}
+	s.p = kparser{k: &s.k, m: &s.m, lenient: true}
+	p := &s.p
 	var attrs uint64
-	if err := p.parseAttrs(kb, "key", &attrs, false); err != nil {
+	if err := p.parseAttrs(s.kb, "key", &attrs, false); err != nil {
 		return flowkeys.Key{}, err
 	}
 	if err := p.parseVLANLenient(&attrs); err != nil {
@@ -1112,5 +1169,5 @@ func ToFlowKeysExact(key FlowKey) (flowkeys.Key, error) {
 	if p.unsupported != nil {
 		return flowkeys.Key{}, p.unsupported
 	}
-	return k, nil
+	return s.k, nil
 }

@@ -36,14 +36,19 @@ func (dp *Datapath) PutFlow(ctx context.Context, f *odp.Flow, flags odp.PutFlags
 
 // flowSpec converts and validates a flow to put.
 func (dp *Datapath) flowSpec(f *odp.Flow) (*flowSpec, error) {
-	name := flowName(f.UFID, f.Key)
+	// A flow with a UFID is named by it lazily (flowSpec.nameOf): its
+	// formatting cost two allocations on every put.
+	var name string
+	if f.UFID.IsZero() {
+		name = flowName(f.UFID, f.Key)
+	}
 	k, m, err := odp.ToFlowKeys(f.Key, f.Mask)
 	if err != nil {
-		return nil, fmt.Errorf("userdp: put flow %s: %w", name, err)
+		return nil, fmt.Errorf("userdp: put flow %s: %w", flowName(f.UFID, f.Key), err)
 	}
 	prog, err := compileActions(f.Actions, &k)
 	if err != nil {
-		return nil, fmt.Errorf("userdp: put flow %s: %w", name, err)
+		return nil, fmt.Errorf("userdp: put flow %s: %w", flowName(f.UFID, f.Key), err)
 	}
 	s := &flowSpec{ufid: f.UFID, key: k, mask: m, name: name,
 		acts: newFlowActions(append(odp.Actions{}, f.Actions...), prog)}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+	"sync"
 
 	"github.com/ovsdp/ovsdp/conntrack"
 	"github.com/ovsdp/ovsdp/flowkeys"
@@ -125,12 +126,19 @@ const (
 // compileActions validates as against the flow key k (the flow's key as
 // given, or the executed packet's key) and compiles it.
 func compileActions(as odp.Actions, k *flowkeys.Key) ([]op, error) {
-	b, err := odp.MarshalActions(as)
+	// The encoding is only measured: it goes to a pooled buffer.
+	bp := actionsBufPool.Get().(*[]byte)
+	b, err := odp.AppendActions((*bp)[:0], as)
+	n := len(b)
+	if cap(b) <= 1<<16 { // keep no giant buffer
+		*bp = b[:0]
+		actionsBufPool.Put(bp)
+	}
 	if err != nil {
 		return nil, einval("actions: %v", err)
 	}
-	if len(b) > maxActionsBytes {
-		return nil, einval("actions: %d bytes exceed the kernel's limit of %d", len(b), maxActionsBytes)
+	if n > maxActionsBytes {
+		return nil, einval("actions: %d bytes exceed the kernel's limit of %d", n, maxActionsBytes)
 	}
 	c := compiler{key: *k}
 	if header.IsMPLS(k.EthType) {
@@ -138,6 +146,10 @@ func compileActions(as odp.Actions, k *flowkeys.Key) ([]op, error) {
 	}
 	return c.list(as, 0, "actions")
 }
+
+// actionsBufPool holds the buffers compileActions encodes actions into
+// to measure them.
+var actionsBufPool = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
 
 // compiler tracks the key as the actions change it, as the kernel's
 // validation (__ovs_nla_copy_actions) does for push/pop (its eth_type,
@@ -156,9 +168,17 @@ func (c *compiler) list(as odp.Actions, depth int, path string) ([]op, error) {
 		if a == nil {
 			return nil, einval("%s[%d]: nil action", path, i)
 		}
-		p := fmt.Sprintf("%s[%d] %s", path, i, a.ActionType())
-		o, err := c.action(a, depth, p, i == len(as)-1)
+		// The action's path names it in errors only: it is formatted
+		// (one allocation) when the action fails, compiling it again
+		// from the state before it with its name, not for every action
+		// of every flow put and execute.
+		saved := *c
+		o, err := c.action(a, depth, "", i == len(as)-1)
 		if err != nil {
+			*c = saved
+			if _, named := c.action(a, depth, fmt.Sprintf("%s[%d] %s", path, i, a.ActionType()), i == len(as)-1); named != nil {
+				err = named
+			}
 			return nil, err
 		}
 		o.last = i == len(as)-1

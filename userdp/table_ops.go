@@ -28,7 +28,18 @@ type flowSpec struct {
 	key, mask flowkeys.Key // the masked key and its mask
 	ukey      flowkeys.Key // without UFID: the key as given, exact
 	acts      *flowActions
-	name      string // for errors
+	// name names a flow without UFID in errors (its key as given);
+	// a flow with one is named by it, formatted only when an error
+	// needs it (see flowSpec.nameOf).
+	name string
+}
+
+// nameOf names the flow in errors.
+func (s *flowSpec) nameOf() string {
+	if s.name == "" && !s.ufid.IsZero() {
+		return s.ufid.String()
+	}
+	return s.name
 }
 
 // put creates or modifies a flow as flags say (see odp.PutFlags) and
@@ -46,7 +57,7 @@ func (t *table) put(s *flowSpec, flags odp.PutFlags) (odp.FlowStats, error) {
 		// Modify only (OVS_FLOW_CMD_SET).
 		f = t.findID(s.ufid, &s.ukey)
 		if f == nil {
-			return odp.FlowStats{}, fmt.Errorf("modify flow %s: %w", s.name, errFlowNotFound)
+			return odp.FlowStats{}, fmt.Errorf("modify flow %s: %w", s.nameOf(), errFlowNotFound)
 		}
 	} else {
 		if !s.ufid.IsZero() {
@@ -57,7 +68,7 @@ func (t *table) put(s *flowSpec, flags odp.PutFlags) (odp.FlowStats, error) {
 		}
 		if f == nil {
 			if t.limit > 0 && t.nflows.Load() >= t.limit {
-				return odp.FlowStats{}, &flowLimitError{name: s.name, limit: t.limit}
+				return odp.FlowStats{}, &flowLimitError{name: s.nameOf(), limit: t.limit}
 			}
 			nf := &megaflow{key: s.key, ufid: s.ufid}
 			if s.ufid.IsZero() {
@@ -69,7 +80,7 @@ func (t *table) put(s *flowSpec, flags odp.PutFlags) (odp.FlowStats, error) {
 			return odp.FlowStats{}, nil
 		}
 		if !modify {
-			return odp.FlowStats{}, fmt.Errorf("create flow %s: %w", s.name, errFlowExists)
+			return odp.FlowStats{}, fmt.Errorf("create flow %s: %w", s.nameOf(), errFlowExists)
 		}
 		// May-create found a flow: it must be this very flow.
 		if !t.sameFlow(f, s) {
@@ -79,7 +90,7 @@ func (t *table) put(s *flowSpec, flags odp.PutFlags) (odp.FlowStats, error) {
 				f = nil
 			}
 			if f == nil {
-				return odp.FlowStats{}, fmt.Errorf("modify flow %s: an overlapping flow exists with another key or UFID: %w", s.name, errFlowNotFound)
+				return odp.FlowStats{}, fmt.Errorf("modify flow %s: an overlapping flow exists with another key or UFID: %w", s.nameOf(), errFlowNotFound)
 			}
 		}
 	}

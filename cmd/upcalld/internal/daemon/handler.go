@@ -38,6 +38,11 @@ type handlerState struct {
 	pktPtrs []*odp.Packet
 	execOf  []int
 	meta    odp.FlowKey
+	// acts holds the batch's translated actions back to back (each
+	// upcall's upcallWork.acts is a full slice of it), so that
+	// translating grows no slice per upcall; a megaflow's record gets
+	// its own exact-size copy (queueInstall).
+	acts odp.Actions
 	// errs collects per-item results when the datapath has no batched
 	// calls.
 	errs []error
@@ -73,6 +78,7 @@ func newHandlerState(id, batch int) *handlerState {
 		pktPtrs:  make([]*odp.Packet, 0, batch),
 		execOf:   make([]int, 0, batch),
 		meta:     make(odp.FlowKey, 0, 8*batch),
+		acts:     make(odp.Actions, 0, 8*batch),
 		errs:     make([]error, 0, batch),
 	}
 }
@@ -252,7 +258,7 @@ func (d *Daemon) handleUpcall(ctx context.Context, h *handlerState, up *odp.Upca
 // upcall's outcome is left in h.work[i].err: a failed put still executes
 // the packet, and an upcall whose put and execute both fail reports both.
 func (d *Daemon) process(ctx context.Context, h *handlerState, ups []odp.Upcall) {
-	h.flows, h.putOf, h.meta = h.flows[:0], h.putOf[:0], h.meta[:0]
+	h.flows, h.putOf, h.meta, h.acts = h.flows[:0], h.putOf[:0], h.meta[:0], h.acts[:0]
 	for i := range ups {
 		if w := &h.work[i]; !w.shed {
 			w.err = d.decideContained(ctx, h, i, &ups[i])
@@ -260,6 +266,8 @@ func (d *Daemon) process(ctx context.Context, h *handlerState, ups []odp.Upcall)
 	}
 	d.installBatch(ctx, h)
 	d.executeBatch(ctx, h, ups)
+	clear(h.acts) // drop references to the action values
+	h.acts = h.acts[:0]
 	for i := range ups {
 		w := &h.work[i]
 		switch {
@@ -312,7 +320,9 @@ func (d *Daemon) decide(ctx context.Context, h *handlerState, i int, up *odp.Upc
 	ps.env.DecideAtInto(ps.rules, &k, table, dec)
 	ps.env.Learn(dec, &k)
 	w := &h.work[i]
-	w.acts = policy.Translate(dec, &k, ps.env)
+	start := len(h.acts)
+	h.acts = policy.AppendTranslate(h.acts, dec, &k, ps.env)
+	w.acts = h.acts[start:len(h.acts):len(h.acts)]
 	w.exec = len(w.acts) > 0 // no actions: dropped
 	w.installErr = d.queueInstall(h, i, &k, dec, w.acts, ps, seq)
 	return nil
@@ -382,6 +392,9 @@ func (d *Daemon) queueInstall(h *handlerState, i int, k *flowkeys.Key, dec *poli
 		d.m.refused(refusedActions)
 		return fmt.Errorf("encoding actions %s: %w", odp.FormatActions(acts), err)
 	}
+	// acts lives in the handler's batch buffer (h.acts): the record
+	// keeps its own copy.
+	acts = append(make(odp.Actions, 0, len(acts)), acts...)
 	r := &record{
 		ufid:        ufid,
 		id:          odp.FlowID{UFID: ufid},
