@@ -35,6 +35,10 @@ type afPacket struct {
 	seg    segmenter
 	offl   offloadCounters
 	txVnet [vnetHdrLen]byte // the zero virtio_net_hdr sent before every frame
+	// The socket WriteBatch sends on (openTx), -1 before it is made or
+	// after Close, and the poll(2) waiter its writes wait in.
+	txFd   int
+	txWait *fdWaiter
 	// sendmmsg state: two iovecs per message, txVnet and the frame.
 	txHdrs []unix.Mmsghdr
 	txIov  []unix.Iovec
@@ -63,6 +67,10 @@ func (p *afPacket) open(setup func(fd int) error) error {
 		return fmt.Errorf("userdp: netdev %s: %w", p.name, err)
 	}
 	if err := p.adopt(fd, "afpacket"); err != nil {
+		return fmt.Errorf("userdp: netdev %s: %w", p.name, err)
+	}
+	if err := p.openTx(); err != nil {
+		p.file.Close()
 		return fmt.Errorf("userdp: netdev %s: %w", p.name, err)
 	}
 	p.writeFn = p.doWrite
@@ -96,6 +104,67 @@ func (p *afPacket) setup(fd int, backend func(fd int) error) error {
 	return nil
 }
 
+// openTx makes the socket that WriteBatch sends on: a second AF_PACKET
+// socket on the interface, bound with protocol 0 (so it receives
+// nothing) and with PACKET_VNET_HDR as the receiving socket has, outside
+// Go's poller; its writes wait for room in poll(2) (fdWaiter).
+//
+// Why a socket of its own: a socket in Go's poller is in the runtime's
+// epoll set for good (with EPOLLOUT), so every transmitted frame, when
+// the receiver frees it (sock_wfree: sock_def_write_space), ran epoll's
+// callback for the sending socket and made the runtime's netpoll return
+// that socket as writable: in `perf record -g` of the forwarder in
+// BenchmarkForwardVeth's ring phase, sock_wfree was 13.5% of its samples
+// and runtime.netpoll (epoll_pwait) 17.8%. A socket outside any epoll
+// set has no sleeper on its wait queue unless a write waits for room.
+// The receiving socket's PACKET_IGNORE_OUTGOING keeps it from seeing
+// these frames as it kept it from seeing its own; the egress program
+// (vlantx_linux.go) runs on the interface, whichever socket sent.
+func (p *afPacket) openTx() error {
+	p.txFd = -1
+	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("AF_PACKET transmit socket: %w", err)
+	}
+	fail := func(err error) error {
+		unix.Close(fd)
+		return err
+	}
+	if err := unix.SetsockoptInt(fd, unix.SOL_PACKET, unix.PACKET_VNET_HDR, 1); err != nil {
+		return fail(fmt.Errorf("transmit socket: PACKET_VNET_HDR: %w", err))
+	}
+	unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUF, 4<<20)
+	sa := unix.RawSockaddrLinklayer{Family: unix.AF_PACKET, Ifindex: int32(p.ifindex)}
+	if _, _, e := unix.Syscall(unix.SYS_BIND, uintptr(fd), uintptr(unsafe.Pointer(&sa)), unsafe.Sizeof(sa)); e != 0 {
+		return fail(fmt.Errorf("transmit socket: bind to ifindex %d: %w", p.ifindex, e))
+	}
+	w, err := newFdWaiter()
+	if err != nil {
+		return fail(fmt.Errorf("transmit socket: %w", err))
+	}
+	p.txFd, p.txWait = fd, w
+	return nil
+}
+
+// closeTx closes the transmit socket once no WriteBatch is running in
+// it (a write waiting for room is woken). The port is marked closed.
+func (p *afPacket) closeTx() error {
+	if p.txWait == nil {
+		return nil
+	}
+	err := p.txWait.wake()
+	p.wrMu.Lock()
+	defer p.wrMu.Unlock()
+	if e := unix.Close(p.txFd); e != nil && err == nil {
+		err = fmt.Errorf("closing the transmit socket: %w", e)
+	}
+	if e := p.txWait.close(); e != nil && err == nil {
+		err = e
+	}
+	p.txFd, p.txWait = -1, nil
+	return err
+}
+
 // close closes the socket (unblocking a pending ReadBatch) and detaches
 // the egress program; the interface leaves promiscuous mode. release,
 // run with the reader shut out, frees what the backend's reads use.
@@ -105,6 +174,9 @@ func (p *afPacket) close(release func() error) error {
 	}
 	p.vlanTx.detach()
 	err := p.file.Close()
+	if e := p.closeTx(); e != nil && err == nil {
+		err = e
+	}
 	p.rdMu.Lock()
 	if e := release(); e != nil && err == nil {
 		err = e
@@ -289,7 +361,8 @@ func (p *afPacket) receive(src []byte, vh vnetHdr, vlanValid bool, tpid, tci uin
 	p.deliverFinished(l, r, vh, len(src))
 }
 
-// WriteBatch implements Port with sendmmsg. A frame the kernel refuses
+// WriteBatch implements Port with sendmmsg on the port's transmit
+// socket (openTx). A frame the kernel refuses
 // (e.g. longer than the MTU: EMSGSIZE) is counted as a tx error and
 // skipped; ENOBUFS counts a tx drop. When the socket's send buffer is
 // full it waits for room.
@@ -314,7 +387,12 @@ func (p *afPacket) WriteBatch(pkts [][]byte) (int, error) {
 			h.Iovlen = 2
 		}
 		p.txN, p.txSent, p.txErr = k, 0, nil
-		if err := p.rc.Write(p.writeFn); err != nil {
+		if p.txWait == nil {
+			// Closed (closeTx ran).
+			p.stats.tx(sent, bytes)
+			return sent, p.writeErr(ErrPortClosed)
+		}
+		if err := p.txWait.run(uintptr(p.txFd), unix.POLLOUT, p.writeFn); err != nil {
 			p.stats.tx(sent, bytes)
 			return sent, p.writeErr(err)
 		}

@@ -164,6 +164,9 @@ func (p *RingPort) Close() error {
 	} else {
 		err = p.file.Close()
 	}
+	if e := p.closeTx(); e != nil && err == nil {
+		err = e
+	}
 	p.rdMu.Lock()
 	// The reader is out: the sockets and rings can go.
 	if p.epFile != nil {
