@@ -543,30 +543,9 @@ func TestNetdevXDPNotInGoPoller(t *testing.T) {
 		return fd
 	}
 	xfd, pfd := fdOf(&x.fdPort), fdOf(&peer.(*MmsgPort).fdPort)
-	ents, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		t.Fatal(err)
-	}
-	polled := map[int]bool{}
-	epolls := 0
-	for _, e := range ents {
-		if l, err := os.Readlink("/proc/self/fd/" + e.Name()); err != nil || l != "anon_inode:[eventpoll]" {
-			continue
-		}
-		info, err := os.ReadFile("/proc/self/fdinfo/" + e.Name())
-		if err != nil {
-			continue // closed meanwhile
-		}
-		epolls++
-		for _, line := range strings.Split(string(info), "\n") {
-			var tfd int
-			if _, err := fmt.Sscanf(line, "tfd: %d", &tfd); err == nil {
-				polled[tfd] = true
-			}
-		}
-	}
-	if epolls == 0 || !polled[pfd] {
-		t.Fatalf("the peer's socket (fd %d) in none of the process's %d epoll sets: the check cannot see Go's poller", pfd, epolls)
+	polled := epollTargets(t)
+	if !polled[pfd] {
+		t.Fatalf("the peer's socket (fd %d) is in no epoll set of the process: the check cannot see Go's poller", pfd)
 	}
 	if polled[xfd] {
 		t.Errorf("the AF_XDP socket (fd %d) is in an epoll set: want it waited for with poll(2) only", xfd)

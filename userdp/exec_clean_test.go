@@ -1,7 +1,6 @@
 package userdp
 
 import (
-	"bytes"
 	"encoding/binary"
 	"fmt"
 	"slices"
@@ -211,17 +210,7 @@ func TestRunFastStraightMatchesRun(t *testing.T) {
 		return o
 	}
 	want, got := run(true), run(false)
-	for i := 1; i <= 3; i++ {
-		if len(got.out[i]) != len(want.out[i]) {
-			t.Errorf("port %d: %d frames, want %d", i, len(got.out[i]), len(want.out[i]))
-			continue
-		}
-		for j := range got.out[i] {
-			if !bytes.Equal(got.out[i][j], want.out[i][j]) {
-				t.Errorf("port %d frame %d:\n got %x\nwant %x", i, j, got.out[i][j], want.out[i][j])
-			}
-		}
-	}
+	comparePortFrames(t, &got.out, &want.out)
 	if !slices.Equal(got.keys, want.keys) {
 		t.Errorf("keys differ:\n got %+v\nwant %+v", got.keys, want.keys)
 	}

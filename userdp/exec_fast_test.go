@@ -366,17 +366,7 @@ func TestCTRecircFastMatchesRun(t *testing.T) {
 		return r
 	}
 	want, got := runAll(true), runAll(false)
-	for i := 1; i <= 3; i++ {
-		if len(got.out[i]) != len(want.out[i]) {
-			t.Errorf("port %d: %d frames, want %d", i, len(got.out[i]), len(want.out[i]))
-			continue
-		}
-		for j := range got.out[i] {
-			if !bytes.Equal(got.out[i][j], want.out[i][j]) {
-				t.Errorf("port %d frame %d:\n got %x\nwant %x", i, j, got.out[i][j], want.out[i][j])
-			}
-		}
-	}
+	comparePortFrames(t, &got.out, &want.out)
 	if got.drops != want.drops {
 		t.Errorf("drops %+v, want %+v", got.drops, want.drops)
 	}
@@ -410,4 +400,21 @@ func countFastForms(dp *Datapath, slow bool, kinds ...fastKind) int {
 		return true
 	})
 	return n
+}
+
+// comparePortFrames reports the differences between the frames ports 1
+// to 3 sent in two runs of the same packets.
+func comparePortFrames(t *testing.T, got, want *[4][][]byte) {
+	t.Helper()
+	for i := 1; i <= 3; i++ {
+		if len(got[i]) != len(want[i]) {
+			t.Errorf("port %d: %d frames, want %d", i, len(got[i]), len(want[i]))
+			continue
+		}
+		for j := range got[i] {
+			if !bytes.Equal(got[i][j], want[i][j]) {
+				t.Errorf("port %d frame %d:\n got %x\nwant %x", i, j, got[i][j], want[i][j])
+			}
+		}
+	}
 }
