@@ -1173,7 +1173,9 @@ func ToFlowKeysExact(key FlowKey) (flowkeys.Key, error) {
 	if s.kb, err = appendKeyBounded(s.kb[:0], key); err != nil {
 		return flowkeys.Key{}, &KeyError{Attr: "key", Reason: err.Error(), Err: syscall.EINVAL}
 	}
-	s.k, s.m = flowkeys.Key{}, flowkeys.Key{}
+	// Only the key: without a mask (hasMask false) the parser writes
+	// and reads nothing of s.m.
+	s.k = flowkeys.Key{}
 	s.p.reset(&s.k, &s.m, false, true)
 	p := &s.p
 	var attrs uint64
