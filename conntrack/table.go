@@ -254,9 +254,17 @@ func (t *table) unlockPair(s0, s1 int) {
 // entries calls fn for every entry in bucket b, slots first, until fn
 // returns false.
 func (b *bucket) entries(fn func(e *entry) bool) {
-	for i := range b.slots {
-		if e := b.slots[i].Load(); e != nil && !fn(e) {
-			return
+	// A slot holds an entry only while its tag is set (push sets the
+	// tag after the entry, delete clears it before), so a bucket without
+	// tags has no slot to load: the sweeper's and dump's walk of a
+	// mostly empty table does one load per bucket, not one per slot.
+	// Without the stripe's lock, an entry being pushed or deleted may or
+	// may not be seen, as before.
+	if b.tags.Load() != 0 {
+		for i := range b.slots {
+			if e := b.slots[i].Load(); e != nil && !fn(e) {
+				return
+			}
 		}
 	}
 	for e := b.more.Load(); e != nil; e = e.next().Load() {

@@ -39,6 +39,15 @@ func NewKeyedHasher() *KeyedHasher {
 // SplitMix64 sequence seeded by them.
 func NewKeyedHasherFromSecret(secret []byte) *KeyedHasher {
 	h := &KeyedHasher{}
+	if len(secret) >= 8*(KeyWords+1) {
+		// Every word comes from the secret: the stretching sequence
+		// is not needed (NewKeyedHasher's case, once per cache).
+		for i := range h.secret {
+			h.secret[i] = binary.LittleEndian.Uint64(secret[8*i:])
+		}
+		h.final = binary.LittleEndian.Uint64(secret[8*KeyWords:])
+		return h
+	}
 	var s uint64
 	for i, c := range secret {
 		s ^= uint64(c) << (8 * (i % 8))

@@ -150,8 +150,12 @@ func attrName(parent string, t uint16) string { return parent + "." + KeyType(t)
 
 // kparser holds the state of one ovs_nla_get_match.
 type kparser struct {
-	a       [kernelKeyAttrMax + 1]*kattr
-	store   [kernelKeyAttrMax + 1]kattr // what a points into
+	// present has bit t set when store[t] holds attribute t of the
+	// message parsed (at(t)); store's other entries are stale. A bit
+	// set rather than an array of pointers, so that reset clears one
+	// word and no pointer, and store is not cleared at all.
+	present uint64
+	store   [kernelKeyAttrMax + 1]kattr
 	k, m    *flowkeys.Key
 	hasMask bool // match->mask != NULL
 	// lenient suppresses the checks that only the flow-put path makes
@@ -163,6 +167,22 @@ type kparser struct {
 	// check of the bytes before the 12 the key holds).
 	erspanKey   []byte
 	unsupported *KeyError
+}
+
+// at is attribute t of the message parsed, or nil if it had none.
+func (p *kparser) at(t KeyType) *kattr {
+	if t > kernelKeyAttrMax || p.present&(1<<t) == 0 {
+		return nil
+	}
+	return &p.store[t]
+}
+
+// reset readies p for a conversion into k and m, without clearing the
+// attributes of the last one (present says none is there).
+func (p *kparser) reset(k, m *flowkeys.Key, hasMask, lenient bool) {
+	p.present = 0
+	p.k, p.m, p.hasMask, p.lenient = k, m, hasMask, lenient
+	p.tunOptsLen, p.erspanKey, p.unsupported = 0, nil, nil
 }
 
 func (p *kparser) fail(path, format string, args ...any) error {
@@ -198,7 +218,7 @@ func (p *kparser) parseAttrs(b []byte, path string, attrs *uint64, nz bool) erro
 		if !nz || !allZero(data) {
 			*attrs |= 1 << t
 			p.store[t] = kattr{data: data, parent: path, typ: KeyType(t)}
-			p.a[t] = &p.store[t]
+			p.present |= 1 << t
 		}
 	}
 	if w.Rem() != 0 {
@@ -207,9 +227,9 @@ func (p *kparser) parseAttrs(b []byte, path string, attrs *uint64, nz bool) erro
 	return nil
 }
 
-func (p *kparser) be16(t KeyType) uint16 { return binary.BigEndian.Uint16(p.a[t].data) }
-func (p *kparser) u32(t KeyType) uint32  { return binary.NativeEndian.Uint32(p.a[t].data) }
-func (p *kparser) path(t KeyType) string { return p.a[t].name() }
+func (p *kparser) be16(t KeyType) uint16 { return binary.BigEndian.Uint16(p.at(t).data) }
+func (p *kparser) u32(t KeyType) uint32  { return binary.NativeEndian.Uint32(p.at(t).data) }
+func (p *kparser) path(t KeyType) string { return p.at(t).name() }
 
 func has(attrs uint64, t KeyType) bool { return attrs&(1<<t) != 0 }
 
@@ -244,7 +264,7 @@ func (p *kparser) parseOneVLAN(attrs *uint64, inner, isMask bool, path string) e
 		if tci&tagPresent == 0 {
 			if tci != 0 {
 				return p.fail(p.path(KeyVLAN), "%s TCI does not have VLAN_CFI_MASK bit set", what)
-			} else if len(p.a[KeyEncap].data) != 0 {
+			} else if len(p.at(KeyEncap).data) != 0 {
 				return p.fail(p.path(KeyEncap), "truncated %s header has non-zero encap attribute", what)
 			}
 		}
@@ -261,10 +281,10 @@ func (p *kparser) parseOneVLAN(attrs *uint64, inner, isMask bool, path string) e
 		}
 		// As in the kernel, an absent mask attribute leaves the key's
 		// entry in the shared table.
-		if p.a[KeyVLAN] != nil {
+		if p.at(KeyVLAN) != nil {
 			tci = p.be16(KeyVLAN)
 		}
-		if p.a[KeyEthertype] != nil {
+		if p.at(KeyEthertype) != nil {
 			tpid = p.be16(KeyEthertype)
 		}
 		if tpid != 0xffff {
@@ -276,10 +296,10 @@ func (p *kparser) parseOneVLAN(attrs *uint64, inner, isMask bool, path string) e
 	}
 	// encode_vlan_from_nlattrs
 	tci, tpid = 0, 0
-	if p.a[KeyVLAN] != nil {
+	if p.at(KeyVLAN) != nil {
 		tci = p.be16(KeyVLAN)
 	}
-	if p.a[KeyEthertype] != nil {
+	if p.at(KeyEthertype) != nil {
 		tpid = p.be16(KeyEthertype)
 	}
 	t := p.target(isMask)
@@ -289,7 +309,7 @@ func (p *kparser) parseOneVLAN(attrs *uint64, inner, isMask bool, path string) e
 		t.CVLANTPID, t.CVLANTCI = tpid, tci
 	}
 	*attrs &^= 1<<KeyEncap | 1<<KeyVLAN | 1<<KeyEthertype
-	return p.parseAttrs(p.a[KeyEncap].data, p.path(KeyEncap), attrs, isMask)
+	return p.parseAttrs(p.at(KeyEncap).data, p.path(KeyEncap), attrs, isMask)
 }
 
 // parseVLANLenient is the structural inverse of how the kernel writes
@@ -306,7 +326,7 @@ func (p *kparser) parseVLANLenient(attrs *uint64) error {
 			tpid = p.be16(KeyEthertype)
 		}
 		tci := p.be16(KeyVLAN)
-		encap := p.a[KeyEncap]
+		encap := p.at(KeyEncap)
 		*attrs &^= 1<<KeyEncap | 1<<KeyVLAN | 1<<KeyEthertype
 		if !inner {
 			p.k.VLANTPID, p.k.VLANTCI = tpid, tci
@@ -377,7 +397,7 @@ func (p *kparser) metadata(attrs *uint64, isMask bool) error {
 		*attrs &^= 1 << KeySkbMark
 	}
 	if has(*attrs, KeyTunnel) {
-		if err := p.tunnel(p.a[KeyTunnel], isMask); err != nil {
+		if err := p.tunnel(p.at(KeyTunnel), isMask); err != nil {
 			return err
 		}
 		*attrs &^= 1 << KeyTunnel
@@ -391,7 +411,7 @@ func (p *kparser) metadata(attrs *uint64, isMask bool) error {
 		*attrs &^= 1 << KeyCTState
 	}
 	if has(*attrs, KeyCTZone) {
-		t.CTZone = binary.NativeEndian.Uint16(p.a[KeyCTZone].data)
+		t.CTZone = binary.NativeEndian.Uint16(p.at(KeyCTZone).data)
 		*attrs &^= 1 << KeyCTZone
 	}
 	if has(*attrs, KeyCTMark) {
@@ -399,11 +419,11 @@ func (p *kparser) metadata(attrs *uint64, isMask bool) error {
 		*attrs &^= 1 << KeyCTMark
 	}
 	if has(*attrs, KeyCTLabels) {
-		copy(t.CTLabels[:], p.a[KeyCTLabels].data)
+		copy(t.CTLabels[:], p.at(KeyCTLabels).data)
 		*attrs &^= 1 << KeyCTLabels
 	}
 	if has(*attrs, KeyCTOrigTupleV4) {
-		d := p.a[KeyCTOrigTupleV4].data
+		d := p.at(KeyCTOrigTupleV4).data
 		copy(t.CTOrigIPv4Src[:], d[0:4])
 		copy(t.CTOrigIPv4Dst[:], d[4:8])
 		t.CTOrigTpSrc = binary.BigEndian.Uint16(d[8:])
@@ -412,7 +432,7 @@ func (p *kparser) metadata(attrs *uint64, isMask bool) error {
 		*attrs &^= 1 << KeyCTOrigTupleV4
 	}
 	if has(*attrs, KeyCTOrigTupleV6) {
-		d := p.a[KeyCTOrigTupleV6].data
+		d := p.at(KeyCTOrigTupleV6).data
 		copy(t.CTOrigIPv6Src[:], d[0:16])
 		copy(t.CTOrigIPv6Dst[:], d[16:32])
 		t.CTOrigTpSrc = binary.BigEndian.Uint16(d[32:])
@@ -700,7 +720,7 @@ func (p *kparser) keyFromAttrs(attrs uint64, isMask bool) error {
 	t := p.target(isMask)
 	strict := !p.lenient
 	if has(attrs, KeyEthernet) {
-		d := p.a[KeyEthernet].data
+		d := p.at(KeyEthernet).data
 		copy(t.EthSrc[:], d[0:6])
 		copy(t.EthDst[:], d[6:12])
 		attrs &^= 1 << KeyEthernet
@@ -719,7 +739,7 @@ func (p *kparser) keyFromAttrs(attrs uint64, isMask bool) error {
 		return p.fail("key", "either Ethernet header or EtherType is required")
 	}
 	if has(attrs, KeyIPv4) {
-		d := p.a[KeyIPv4].data
+		d := p.at(KeyIPv4).data
 		if !isMask && d[11] > flowkeys.FragLater && strict {
 			return p.fail(p.path(KeyIPv4), "IPv4 frag type %d is out of range max %d", d[11], flowkeys.FragLater)
 		}
@@ -729,7 +749,7 @@ func (p *kparser) keyFromAttrs(attrs uint64, isMask bool) error {
 		attrs &^= 1 << KeyIPv4
 	}
 	if has(attrs, KeyIPv6) {
-		d := p.a[KeyIPv6].data
+		d := p.at(KeyIPv6).data
 		label := binary.BigEndian.Uint32(d[32:])
 		if !isMask && d[39] > flowkeys.FragLater && strict {
 			return p.fail(p.path(KeyIPv6), "IPv6 frag type %d is out of range max %d", d[39], flowkeys.FragLater)
@@ -744,11 +764,11 @@ func (p *kparser) keyFromAttrs(attrs uint64, isMask bool) error {
 		attrs &^= 1 << KeyIPv6
 	}
 	if has(attrs, KeyIPv6ExtHdrs) {
-		t.IPv6ExtHdrs = binary.NativeEndian.Uint16(p.a[KeyIPv6ExtHdrs].data)
+		t.IPv6ExtHdrs = binary.NativeEndian.Uint16(p.at(KeyIPv6ExtHdrs).data)
 		attrs &^= 1 << KeyIPv6ExtHdrs
 	}
 	if has(attrs, KeyARP) {
-		d := p.a[KeyARP].data
+		d := p.at(KeyARP).data
 		op := binary.BigEndian.Uint16(d[8:])
 		if !isMask && op&0xff00 != 0 && strict {
 			return p.fail(p.path(KeyARP), "unknown ARP opcode (opcode=%d)", op)
@@ -761,13 +781,13 @@ func (p *kparser) keyFromAttrs(attrs uint64, isMask bool) error {
 		attrs &^= 1 << KeyARP
 	}
 	if has(attrs, KeyNSH) {
-		if err := p.nsh(p.a[KeyNSH], isMask); err != nil && strict {
+		if err := p.nsh(p.at(KeyNSH), isMask); err != nil && strict {
 			return err
 		}
 		attrs &^= 1 << KeyNSH
 	}
 	if has(attrs, KeyMPLS) {
-		d := p.a[KeyMPLS].data
+		d := p.at(KeyMPLS).data
 		n := len(d) / 4
 		if n == 0 || n > len(t.MPLSLSE) || len(d)%4 != 0 {
 			if strict {
@@ -783,7 +803,7 @@ func (p *kparser) keyFromAttrs(attrs uint64, isMask bool) error {
 	}
 	for _, l4 := range [...]KeyType{KeyTCP, KeyUDP, KeySCTP} {
 		if has(attrs, l4) {
-			d := p.a[l4].data
+			d := p.at(l4).data
 			t.TpSrc = binary.BigEndian.Uint16(d[0:])
 			t.TpDst = binary.BigEndian.Uint16(d[2:])
 			attrs &^= 1 << l4
@@ -795,13 +815,13 @@ func (p *kparser) keyFromAttrs(attrs uint64, isMask bool) error {
 	}
 	for _, icmp := range [...]KeyType{KeyICMP, KeyICMPv6} {
 		if has(attrs, icmp) {
-			d := p.a[icmp].data
+			d := p.at(icmp).data
 			t.TpSrc, t.TpDst = uint16(d[0]), uint16(d[1])
 			attrs &^= 1 << icmp
 		}
 	}
 	if has(attrs, KeyND) {
-		d := p.a[KeyND].data
+		d := p.at(KeyND).data
 		copy(t.NDTarget[:], d[0:16])
 		copy(t.NDSLL[:], d[16:22])
 		copy(t.NDTLL[:], d[22:28])
@@ -1153,8 +1173,10 @@ func ToFlowKeysExact(key FlowKey) (flowkeys.Key, error) {
 	if s.kb, err = appendKeyBounded(s.kb[:0], key); err != nil {
 		return flowkeys.Key{}, &KeyError{Attr: "key", Reason: err.Error(), Err: syscall.EINVAL}
 	}
-	s.k, s.m = flowkeys.Key{}, flowkeys.Key{}
-	s.p = kparser{k: &s.k, m: &s.m, lenient: true}
+	// Only the key: without a mask (hasMask false) the parser writes
+	// and reads nothing of s.m.
+	s.k = flowkeys.Key{}
+	s.p.reset(&s.k, &s.m, false, true)
 	p := &s.p
 	var attrs uint64
 	if err := p.parseAttrs(s.kb, "key", &attrs, false); err != nil {

@@ -1,0 +1,50 @@
+package flowkeys
+
+import (
+	"encoding/binary"
+	"testing"
+)
+
+// stretchedHasher is NewKeyedHasherFromSecret without its shortcut for
+// a full-length secret: every secret goes through the SplitMix64
+// stretching loop.
+func stretchedHasher(secret []byte) *KeyedHasher {
+	h := &KeyedHasher{}
+	var s uint64
+	for i, c := range secret {
+		s ^= uint64(c) << (8 * (i % 8))
+		if i%8 == 7 {
+			s = splitmix(&s)
+		}
+	}
+	for i := range h.secret {
+		if 8*i+8 <= len(secret) {
+			h.secret[i] = binary.LittleEndian.Uint64(secret[8*i:])
+		} else {
+			h.secret[i] = splitmix(&s)
+		}
+	}
+	if 8*KeyWords+8 <= len(secret) {
+		h.final = binary.LittleEndian.Uint64(secret[8*KeyWords:])
+	} else {
+		h.final = splitmix(&s)
+	}
+	return h
+}
+
+// TestKeyedHasherFromSecretShortcut: NewKeyedHasherFromSecret, which
+// skips the stretching for a secret of 8*(KeyWords+1) bytes or more (as
+// NewKeyedHasher's), gives the hasher the stretching would, for secrets
+// shorter than, as long as and longer than that.
+func TestKeyedHasherFromSecretShortcut(t *testing.T) {
+	full := 8 * (KeyWords + 1)
+	b := make([]byte, full+9)
+	for i := range b {
+		b[i] = byte(i*7 + 3)
+	}
+	for _, n := range []int{0, 1, 8, full - 9, full - 1, full, full + 1, full + 9} {
+		if got, want := NewKeyedHasherFromSecret(b[:n]), stretchedHasher(b[:n]); *got != *want {
+			t.Errorf("%d-byte secret: hasher %v, want %v", n, got, want)
+		}
+	}
+}
