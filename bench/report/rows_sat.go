@@ -123,6 +123,9 @@ func (r *Results) satMegaflows(g, what, pkg, ours, ref string) Row {
 	if bd, ok := r.Est(pkg, ref, "delivered"); ok {
 		row.Baseline += fmt.Sprintf(" for %g flows delivered", bd.Center)
 	}
+	if mx, ok := r.Est(pkg, ref, "megaflows-max"); ok && mx.Center > b.Center {
+		row.Baseline += fmt.Sprintf(" (%g at most during the run, in its revalidators' dumps: they deleted flows before the count)", mx.Center)
+	}
 	e, n, ok := r.pairedRatio(pkg, ours, ref, func(run map[string]float64) (float64, bool) {
 		m, ok1 := run["megaflows"]
 		d, ok2 := run["delivered"]

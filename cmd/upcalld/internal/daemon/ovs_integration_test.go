@@ -540,10 +540,21 @@ func (c *cmpCase) ovs(b *testing.B, n *cmpNet) cmpSwitch {
 			return total
 		},
 		extra: func(b *testing.B) {
-			b.Logf("ovs-appctl upcall/show:\n%s", o.appctl("upcall/show"))
+			show := o.appctl("upcall/show")
+			b.Logf("ovs-appctl upcall/show:\n%s", show)
+			// The most flows its revalidators' dumps saw: more than the
+			// count after the traffic when they deleted flows meanwhile.
+			if m := maxFlowsRE.FindStringSubmatch(show); m != nil {
+				v, _ := strconv.ParseFloat(m[1], 64)
+				b.ReportMetric(v, "megaflows-max")
+			}
 		},
 	}
 }
+
+// maxFlowsRE is the most flows ovs-vswitchd's revalidators saw, in
+// `ovs-appctl upcall/show` ("flows : (current N) (avg N) (max N) ...").
+var maxFlowsRE = regexp.MustCompile(`flows\s*:.*\(max (\d+)\)`)
 
 // ovsInstance is a private Open vSwitch (testenv.StartOVS: in ns, or
 // here when ns is nil, stopped with its datapaths when the test ends)
