@@ -10,7 +10,7 @@
 # benchmark; the report shows each median with its confidence interval;
 # default 6, the fewest runs whose median has a 95% interval: fewer give
 # the runs' range at a lower confidence, 75% for 3), BENCH_LARGE=1 to add the 100,000
-# flow genl and dpctl runs (default: skipped; about half an hour under TCG), BENCH_VM=0 to skip the VM, VM_VSOVS_COUNT (runs of upcalld vs ovs-vswitchd in the VM, default 3: one run has no interval, so its verdicts could only be unclear), BENCH_KEEP=DIR to keep the raw
+# flow genl and dpctl runs (default: skipped; about half an hour under TCG), BENCH_VM=0 to skip the VM, VM_VSOVS_COUNT (runs of upcalld vs ovs-vswitchd in the VM, default 3: one run has no interval, so its verdicts could only be unclear), SAT_ROUNDS and VM_SAT_ROUNDS (rounds of the saturation runs on the host, default 6, and in the VM, default 3), BENCH_KEEP=DIR to keep the raw
 # outputs in DIR.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -21,6 +21,8 @@ COUNT=${COUNT:-6}
 BENCH_LARGE=${BENCH_LARGE:-0}
 BENCH_VM=${BENCH_VM:-1}
 VM_VSOVS_COUNT=${VM_VSOVS_COUNT:-3}
+SAT_ROUNDS=${SAT_ROUNDS:-6}
+VM_SAT_ROUNDS=${VM_SAT_ROUNDS:-3}
 OUT=${BENCH_OUT:-bench/REPORT.md}
 
 raw=$(mktemp -d /tmp/ovsdp-bench.XXXXXX)
@@ -144,12 +146,30 @@ else
 	step vsovs@host fail "exit $?: $(grep -E 'FAIL|Error|error' "$raw/vsovs@host.txt" | head -3 | tr '\n\t' '  ')"
 fi
 
+# 2c. The same past saturation (issue 17): BenchmarkIntegrationVsOVSSat,
+# SAT_ROUNDS rounds of one run of each switch (upcalld, then
+# ovs-vswitchd, per workload), so that the report pairs them by round.
+say "upcalld vs ovs-vswitchd past saturation, userspace datapath ($SAT_ROUNDS rounds)"
+if [ ! -x "$raw/daemon-host.test" ]; then
+	step vssat@host fail "building the test binary failed: $(head -c 300 "$raw/build-daemon-host.err" | tr '\n\t' '  ')"
+else
+	satrc=0
+	for _ in $(seq "$SAT_ROUNDS"); do
+		(cd cmd/upcalld/internal/daemon && timeout -k 10 120 "$raw/daemon-host.test" -test.run '^$' -test.bench '^BenchmarkIntegrationVsOVSSat$/^netdev$' -test.benchtime 1x -test.count 1 >>"$raw/vssat@host.txt" 2>&1) || satrc=$?
+	done
+	if [ $satrc = 0 ]; then
+		step vssat@host ok ""
+	else
+		step vssat@host fail "exit $satrc: $(grep -E 'FAIL|Error|error' "$raw/vssat@host.txt" | head -3 | tr '\n\t' '  ') (results of the rounds that finished are used)"
+	fi
+fi
+
 # 3. Kernel benchmarks, in one VM boot (or directly with a host module):
 # genl's flow install/dump, the kernel's conntrack setup rate and memory
 # per connection beside ours, dpctl vs ovs-dpctl at 10k (and 100k) flows,
 # the upcall daemon on system@ and netdev@ in the same guest, and upcalld
 # against ovs-vswitchd on system@ (once: TCG makes it slow).
-vm_steps="genl@vm genl@vm-ct cmd/dpctl@10k upcalld@vm vsovs@vm"
+vm_steps="genl@vm genl@vm-ct cmd/dpctl@10k upcalld@vm vsovs@vm vssat@vm"
 vm_timeout=30m
 if [ "$BENCH_LARGE" = 1 ]; then
 	vm_steps="$vm_steps genl@100k cmd/dpctl@100k"
@@ -185,6 +205,11 @@ cd "$ROOT/cmd/upcalld/internal/daemon" && "$raw/daemon.test" -test.run '^\$' -te
 echo "upcalld@vm \$?" >>"$raw/vm-status"
 cd "$ROOT/cmd/upcalld/internal/daemon" && "$raw/daemon.test" -test.run '^\$' -test.bench '^BenchmarkIntegrationVsOVS\$/^system\$' -test.benchtime 1x -test.count $VM_VSOVS_COUNT >"$raw/vsovs@vm.txt" 2>&1
 echo "vsovs@vm \$?" >>"$raw/vm-status"
+satrc=0
+for _ in \$(seq $VM_SAT_ROUNDS); do
+	cd "$ROOT/cmd/upcalld/internal/daemon" && "$raw/daemon.test" -test.run '^\$' -test.bench '^BenchmarkIntegrationVsOVSSat\$/^system\$' -test.benchtime 1x -test.count 1 >>"$raw/vssat@vm.txt" 2>&1 || satrc=\$?
+done
+echo "vssat@vm \$satrc" >>"$raw/vm-status"
 if [ "$BENCH_LARGE" = 1 ]; then
 	cd "$ROOT/genl" && GENL_BENCH_FLOWS=100000 "$raw/genl.test" -test.run '^\$' -test.bench '^BenchmarkIntegrationFlows\$' -test.benchtime 1x -test.benchmem >"$raw/genl@100k.txt" 2>&1
 	echo "genl@100k \$?" >>"$raw/vm-status"

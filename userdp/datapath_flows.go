@@ -23,19 +23,21 @@ import (
 // See table_ops.go for how flows are identified and which duplicates
 // are refused.
 func (dp *Datapath) PutFlow(ctx context.Context, f *odp.Flow, flags odp.PutFlags) (odp.FlowStats, error) {
-	s, err := dp.flowSpec(f)
-	if err != nil {
+	// The spec is a temporary that put copies from: on the stack, not
+	// one more heap object (three flow keys) per put.
+	var s flowSpec
+	if err := dp.flowSpec(f, &s); err != nil {
 		return odp.FlowStats{}, err
 	}
-	st, err := dp.table.put(s, flags)
+	st, err := dp.table.put(&s, flags)
 	if err != nil {
 		return st, fmt.Errorf("userdp: %w", err)
 	}
 	return st, nil
 }
 
-// flowSpec converts and validates a flow to put.
-func (dp *Datapath) flowSpec(f *odp.Flow) (*flowSpec, error) {
+// flowSpec converts and validates a flow to put, into s.
+func (dp *Datapath) flowSpec(f *odp.Flow, s *flowSpec) error {
 	// A flow with a UFID is named by it lazily (flowSpec.nameOf): its
 	// formatting cost two allocations on every put.
 	var name string
@@ -44,13 +46,13 @@ func (dp *Datapath) flowSpec(f *odp.Flow) (*flowSpec, error) {
 	}
 	k, m, err := odp.ToFlowKeys(f.Key, f.Mask)
 	if err != nil {
-		return nil, fmt.Errorf("userdp: put flow %s: %w", flowName(f.UFID, f.Key), err)
+		return fmt.Errorf("userdp: put flow %s: %w", flowName(f.UFID, f.Key), err)
 	}
 	prog, err := compileActions(f.Actions, &k)
 	if err != nil {
-		return nil, fmt.Errorf("userdp: put flow %s: %w", flowName(f.UFID, f.Key), err)
+		return fmt.Errorf("userdp: put flow %s: %w", flowName(f.UFID, f.Key), err)
 	}
-	s := &flowSpec{ufid: f.UFID, key: k, mask: m, name: name,
+	*s = flowSpec{ufid: f.UFID, key: k, mask: m, name: name,
 		acts: newFlowActions(append(odp.Actions{}, f.Actions...), prog)}
 	if f.UFID.IsZero() {
 		// A flow without UFID is identified by its key as given.
@@ -60,7 +62,7 @@ func (dp *Datapath) flowSpec(f *odp.Flow) (*flowSpec, error) {
 			s.ukey = k
 		}
 	}
-	return s, nil
+	return nil
 }
 
 // flowID converts a FlowID: the UFID, or the key as given.

@@ -533,6 +533,7 @@ func (r *Results) AllRows() []Row {
 	rows = append(rows, r.kernelRows()...)
 	rows = append(rows, r.upcalldRows()...)
 	rows = append(rows, r.vsOVSRows()...)
+	rows = append(rows, r.vsOVSSatRows()...)
 	for i := range rows {
 		e := rows[i].Ratio
 		if bad(e.Center) || bad(e.Lo) || bad(e.Hi) {
