@@ -530,6 +530,12 @@ func (p *kparser) tunnel(ka *kattr, isMask bool) error {
 				}
 				if !isMask {
 					p.tunOptsLen = vxlanOptsLen
+				} else {
+					// The kernel's mask has the length exact, as for
+					// the other types: a key without options then
+					// matches no packet with options. (A VXLAN key's
+					// TunOptsLen is 0, as a VXLAN packet's.)
+					t.TunOptsLen = 0xff
 				}
 				t.TunGBP = gbp
 				flags |= KernelTunnelVXLANOpt

@@ -594,3 +594,46 @@ func TestToFlowKeysTunnelOptionTypes(t *testing.T) {
 		}
 	}
 }
+
+// TestToFlowKeysVXLANMaskLength: a VXLAN mask matches the options'
+// length exactly, as the kernel's (vxlan_tun_opt_from_nlattr puts
+// tun_opts_len 0xff in the mask): a flow whose key has no options and
+// whose mask has vxlan() does not match a packet with Geneve options.
+func TestToFlowKeysVXLANMaskLength(t *testing.T) {
+	et, mt := odp.Ethertype(0x88b5), odp.Ethertype(0xffff)
+	k, m, err := odp.ToFlowKeys(fk(geneveTun(nil), eth, et), fk(vxlanTun(0xffff), odp.Ethernet{}, mt))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.TunOptsLen != 0xff {
+		t.Errorf("mask length %#x, want 0xff", m.TunOptsLen)
+	}
+	pkt, err := odp.ToFlowKeysExact(fk(geneveTun([]byte{0x01, 0x02, 0x80, 0x01, 0xde, 0xad, 0xbe, 0xef}), eth, et))
+	if err != nil {
+		t.Fatal(err)
+	}
+	matches := func(p *flowkeys.Key) bool {
+		pw, kw, mw := p.Words(), k.Words(), m.Words()
+		for i := range mw {
+			if pw[i]&mw[i] != kw[i] {
+				return false
+			}
+		}
+		return true
+	}
+	if matches(&pkt) {
+		t.Errorf("the flow matches a packet with Geneve options")
+	}
+	// A packet without options (the flow's own key) still matches.
+	if pkt, err = odp.ToFlowKeysExact(fk(geneveTun(nil), eth, et)); err != nil || !matches(&pkt) {
+		t.Errorf("the flow does not match a packet without options (%v)", err)
+	}
+	// A VXLAN flow still matches its VXLAN packets (TunOptsLen 0).
+	k, m, err = odp.ToFlowKeys(fk(vxlanTun(0x10005), eth, et), nil)
+	if err != nil || m.TunOptsLen != 0xff || k.TunOptsLen != 0 {
+		t.Fatalf("vxlan flow: %v; key length %d, mask length %#x", err, k.TunOptsLen, m.TunOptsLen)
+	}
+	if pkt, err = odp.ToFlowKeysExact(fk(vxlanTun(0x10005), eth, et)); err != nil || !matches(&pkt) {
+		t.Errorf("the vxlan flow does not match its packet (%v)", err)
+	}
+}
