@@ -39,7 +39,8 @@ import (
 //   - in_port of 65535 or more in a key; ct_state bits above 0xff;
 //   - tunnel: unknown or mis-sized nested attributes, two option blocks,
 //     Geneve options longer than 255 bytes or not a multiple of 4 (and a
-//     mask's option length differing from the key's), ERSPAN options
+//     mask's option length differing from the key's tun_opts_len, which
+//     is 12 for ERSPAN and 4 for VXLAN options), ERSPAN options
 //     longer than 255 bytes, bad VXLAN extensions, IPv4 mixed with IPv6,
 //     no destination, a zero destination, no TTL, bad bridge-mode info;
 //   - ipv4/ipv6 frag above 2, an IPv6 flow label above 20 bits, an ARP
@@ -65,7 +66,12 @@ import (
 // TunOptsLen is 0xff when it has them, as the kernel's. ERSPAN options
 // (struct erspan_metadata, 12 bytes) go to the same bytes, told apart by
 // TunFlags' TUNNEL_ERSPAN_OPT as in the kernel; see erspanOpts for an
-// attribute of another length. The kernel's ovs_ct_verify is taken as
+// attribute of another length. A mask whose option block is of
+// another type than the key's (Geneve in the key, ERSPAN in the mask,
+// say) is accepted by the kernel, which matches the key's option bytes
+// under the other type's mask and dumps the flow without the key's
+// options (the masked key loses its option flag) so that it does not
+// read back: it fails as unsupported. The kernel's ovs_ct_verify is taken as
 // true for every conntrack attribute (Debian's kernel has conntrack
 // zones, marks and labels).
 
@@ -161,8 +167,13 @@ type kparser struct {
 	// lenient suppresses the checks that only the flow-put path makes
 	// (see ToFlowKeysExact).
 	lenient bool
-	// tunOptsLen is the key's tun_opts_len.
+	// tunOptsLen is the key's tun_opts_len as the kernel has it: the
+	// Geneve options' length, 12 for ERSPAN, 4 for VXLAN (whose GBP
+	// flowkeys.Key holds in TunGBP, with a TunOptsLen of 0).
 	tunOptsLen int
+	// keyOptsType is the tunnel attribute type of the key's option
+	// block (tunGeneveOpts, tunVXLANOpts, tunERSPANOpts), 0 for none.
+	keyOptsType int
 	// erspanKey is the key's ERSPAN option attribute (for the mask's
 	// check of the bytes before the 12 the key holds).
 	erspanKey   []byte
@@ -505,6 +516,9 @@ func (p *kparser) tunnel(ka *kattr, isMask bool) error {
 				return p.fail(ka.name(), "multiple metadata blocks provided")
 			}
 			optsType = int(typ)
+			if !isMask {
+				p.keyOptsType = optsType
+			}
 			switch typ {
 			case tunGeneveOpts:
 				if len(d) > tunOptsMax {
@@ -534,8 +548,22 @@ func (p *kparser) tunnel(ka *kattr, isMask bool) error {
 				if err != nil {
 					return err
 				}
+				if !isMask {
+					p.tunOptsLen = vxlanOptsLen
+				} else {
+					// The kernel's mask has the length exact, as for
+					// the other types: a key without options then
+					// matches no packet with options. (A VXLAN key's
+					// TunOptsLen is 0, as a VXLAN packet's.)
+					t.TunOptsLen = 0xff
+				}
 				t.TunGBP = gbp
 				flags |= KernelTunnelVXLANOpt
+			}
+			if isMask && p.keyOptsType != 0 && p.keyOptsType != optsType {
+				p.markUnsupported(ka.name(), fmt.Sprintf("%s options in the mask of a key with %s options (the kernel takes the pair, "+
+					"but matches the key's option bytes under the other type's mask, and its dump drops the key's options: "+
+					"the flow does not read back)", tunOptsName(optsType), tunOptsName(p.keyOptsType)))
 			}
 		case tunPad:
 		case tunInfoBridge:
@@ -581,6 +609,23 @@ func (p *kparser) tunnel(ka *kattr, isMask bool) error {
 		}
 	}
 	return nil
+}
+
+// vxlanOptsLen is sizeof(struct ovs_vxlan_opts): the kernel's
+// tun_opts_len of a key with VXLAN options.
+const vxlanOptsLen = 4
+
+// tunOptsName is the text name of a tunnel option block's attribute type.
+func tunOptsName(typ int) string {
+	switch typ {
+	case tunGeneveOpts:
+		return "geneve"
+	case tunVXLANOpts:
+		return "vxlan"
+	case tunERSPANOpts:
+		return "erspan"
+	}
+	return fmt.Sprintf("type %d", typ)
 }
 
 // ERSPANMetadataLen is sizeof(struct erspan_metadata): the kernel's

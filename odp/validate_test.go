@@ -521,3 +521,119 @@ func TestToFlowKeysERSPAN(t *testing.T) {
 		}
 	}
 }
+
+// vxlanTun is a tunnel key with VXLAN options holding gbp.
+func vxlanTun(gbp uint32) odp.Tunnel {
+	t := geneveTun(nil)
+	t.Present |= odp.TunnelHasVXLAN
+	t.VXLANGBP = gbp
+	return t
+}
+
+// TestToFlowKeysTunnelOptionTypes: a mask whose tunnel option block is
+// of another type than the key's (FuzzToFlowKeys' corpus entries
+// ab8d67dffb5b5abb and 56c86a8397d6229b: Geneve in the key, ERSPAN in
+// the mask). Linux 6.1's ip_tun_from_nlattr takes such a pair (only a
+// Geneve mask is checked, for the key's tun_opts_len: 12 for ERSPAN, 4
+// for VXLAN), but its flow does not read back: the masked key loses its
+// option flag, so the dump drops the key's options while tun_opts_len
+// keeps them, and the next dump drops the mask's. ToFlowKeys refuses it
+// as unsupported, naming both types; it keeps the kernel's EINVALs, and
+// accepts a mask with options for a key without.
+func TestToFlowKeysTunnelOptionTypes(t *testing.T) {
+	geneve12 := []byte{0x01, 0x02, 0x80, 0x02, 0xde, 0xad, 0xbe, 0xef, 1, 2, 3, 4} // class 0x102, type 0x80, 8 bytes
+	et, mt := odp.Ethertype(0x88b5), odp.Ethertype(0xffff)
+	ones := func(n int) []byte { return bytes.Repeat([]byte{0xff}, n) }
+	for _, c := range []struct {
+		name      string
+		key, mask odp.FlowKey
+		reason    string // "" accepted; else a substring of the ErrUnsupported or EINVAL error
+		einval    bool
+	}{
+		{"geneve key, erspan mask", fk(geneveTun(geneve12), eth, et), fk(erspanTun(ones(12)), odp.Ethernet{}, mt), "erspan options in the mask of a key with geneve options", false},
+		{"erspan key, geneve mask", fk(erspanTun(erspanV1(7)), eth, et), fk(geneveTun(ones(12)), odp.Ethernet{}, mt), "geneve options in the mask of a key with erspan options", false},
+		{"geneve key, vxlan mask", fk(geneveTun(geneve12), eth, et), fk(vxlanTun(0xffffffff), odp.Ethernet{}, mt), "vxlan options in the mask of a key with geneve options", false},
+		{"vxlan key, erspan mask", fk(vxlanTun(0x10005), eth, et), fk(erspanTun(ones(12)), odp.Ethernet{}, mt), "erspan options in the mask of a key with vxlan options", false},
+		{"vxlan key, geneve mask of 4", fk(vxlanTun(0x10005), eth, et), fk(geneveTun(ones(4)), odp.Ethernet{}, mt), "geneve options in the mask of a key with vxlan options", false},
+		// The kernel's tun_opts_len of a VXLAN key is 4.
+		{"vxlan key, empty geneve mask", fk(vxlanTun(0x10005), eth, et), fk(geneveTun([]byte{}), odp.Ethernet{}, mt), "Geneve option len 4 != mask len 0", true},
+		{"erspan key, geneve mask of 8", fk(erspanTun(erspanV1(7)), eth, et), fk(geneveTun(ones(8)), odp.Ethernet{}, mt), "Geneve option len 12 != mask len 8", true},
+		// Accepted: the same type, or options in the mask only.
+		{"geneve key, geneve mask", fk(geneveTun(geneve12), eth, et), fk(geneveTun(ones(12)), odp.Ethernet{}, mt), "", false},
+		{"vxlan key, vxlan mask", fk(vxlanTun(0x10005), eth, et), fk(vxlanTun(0xffff), odp.Ethernet{}, mt), "", false},
+		{"no key options, erspan mask", fk(geneveTun(nil), eth, et), fk(erspanTun(ones(12)), odp.Ethernet{}, mt), "", false},
+		{"no key options, vxlan mask", fk(geneveTun(nil), eth, et), fk(vxlanTun(0xffff), odp.Ethernet{}, mt), "", false},
+		{"no key options, empty geneve mask", fk(geneveTun(nil), eth, et), fk(geneveTun([]byte{}), odp.Ethernet{}, mt), "", false},
+	} {
+		k, m, err := odp.ToFlowKeys(c.key, c.mask)
+		switch {
+		case c.reason == "":
+			if err != nil {
+				t.Errorf("%s: %v, want accepted", c.name, err)
+				continue
+			}
+			// What is accepted reads back: dump, put, dump, put.
+			k2, m2, err := odp.ToFlowKeys(odp.KeyFromFlowKeys(&k), odp.MaskFromFlowKeys(&m, &k))
+			if err != nil {
+				t.Errorf("%s: its dump does not put back: %v", c.name, err)
+				continue
+			}
+			k3, m3, err := odp.ToFlowKeys(odp.KeyFromFlowKeys(&k2), odp.MaskFromFlowKeys(&m2, &k2))
+			if err != nil || k3 != k2 || m3 != m2 {
+				t.Errorf("%s: dump/put is not stable (%v)", c.name, err)
+			}
+		case c.einval:
+			if !errors.Is(err, syscall.EINVAL) || !strings.Contains(err.Error(), c.reason) {
+				t.Errorf("%s: %v, want EINVAL with %q", c.name, err, c.reason)
+			}
+		default:
+			var ke *odp.KeyError
+			if !errors.Is(err, errors.ErrUnsupported) || !errors.As(err, &ke) || ke.Attr != "mask.tunnel" || !strings.Contains(err.Error(), c.reason) {
+				t.Errorf("%s: %v, want ErrUnsupported at mask.tunnel with %q", c.name, err, c.reason)
+			}
+		}
+	}
+}
+
+// TestToFlowKeysVXLANMaskLength: a VXLAN mask matches the options'
+// length exactly, as the kernel's (vxlan_tun_opt_from_nlattr puts
+// tun_opts_len 0xff in the mask): a flow whose key has no options and
+// whose mask has vxlan() does not match a packet with Geneve options.
+func TestToFlowKeysVXLANMaskLength(t *testing.T) {
+	et, mt := odp.Ethertype(0x88b5), odp.Ethertype(0xffff)
+	k, m, err := odp.ToFlowKeys(fk(geneveTun(nil), eth, et), fk(vxlanTun(0xffff), odp.Ethernet{}, mt))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.TunOptsLen != 0xff {
+		t.Errorf("mask length %#x, want 0xff", m.TunOptsLen)
+	}
+	pkt, err := odp.ToFlowKeysExact(fk(geneveTun([]byte{0x01, 0x02, 0x80, 0x01, 0xde, 0xad, 0xbe, 0xef}), eth, et))
+	if err != nil {
+		t.Fatal(err)
+	}
+	matches := func(p *flowkeys.Key) bool {
+		pw, kw, mw := p.Words(), k.Words(), m.Words()
+		for i := range mw {
+			if pw[i]&mw[i] != kw[i] {
+				return false
+			}
+		}
+		return true
+	}
+	if matches(&pkt) {
+		t.Errorf("the flow matches a packet with Geneve options")
+	}
+	// A packet without options (the flow's own key) still matches.
+	if pkt, err = odp.ToFlowKeysExact(fk(geneveTun(nil), eth, et)); err != nil || !matches(&pkt) {
+		t.Errorf("the flow does not match a packet without options (%v)", err)
+	}
+	// A VXLAN flow still matches its VXLAN packets (TunOptsLen 0).
+	k, m, err = odp.ToFlowKeys(fk(vxlanTun(0x10005), eth, et), nil)
+	if err != nil || m.TunOptsLen != 0xff || k.TunOptsLen != 0 {
+		t.Fatalf("vxlan flow: %v; key length %d, mask length %#x", err, k.TunOptsLen, m.TunOptsLen)
+	}
+	if pkt, err = odp.ToFlowKeysExact(fk(vxlanTun(0x10005), eth, et)); err != nil || !matches(&pkt) {
+		t.Errorf("the vxlan flow does not match its packet (%v)", err)
+	}
+}
