@@ -61,9 +61,10 @@ var _ NetdevPort = (*XDPPort)(nil)
 // Reading copies frames out of the UMEM into the caller's buffers and
 // hands their UMEM frames back through the fill ring at once (so the
 // fill ring stays full and the kernel drops a frame only when the reader
-// is xdpRxFrames behind); a read that finds the rx ring empty waits at
-// once (xdpRxFrames says why it does not spin), in poll(2) rather than
-// in Go's poller (fdWaiter says why). Writing
+// is xdpRxFrames behind); a read that finds the rx ring empty does not
+// spin (xdpRxFrames says why): right after a read of frames it naps
+// (xdpNap says why), else it waits on the socket in poll(2) rather
+// than in Go's poller (fdWaiter says why). Writing
 // copies the frames into free UMEM frames, queues them on the tx ring
 // and kicks the kernel with sendto (copy mode transmits in the sending
 // thread); transmitted frames come back through the completion ring.
