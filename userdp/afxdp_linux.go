@@ -114,6 +114,24 @@ const (
 	// tx_ring_empty_descs: 0.39 sendto calls per frame). Only when a
 	// nap finds nothing does the reader wait on the socket again, so an
 	// idle port costs one nap.
+	//
+	// Tried beside it, as throwaway builds (BenchmarkForwardVeth,
+	// FWD_PHASES=xdp,bridge, alternated with this code, 4-5 rounds each,
+	// load 5-7): busy polling, with the socket's SO_PREFER_BUSY_POLL,
+	// SO_BUSY_POLL 20 µs and SO_BUSY_POLL_BUDGET 64, a recvfrom
+	// (MSG_DONTWAIT) when the ring is empty, and on M's veth end
+	// napi_defer_hard_irqs 2 and gro_flush_timeout 200 µs, has the
+	// reader run the veth's NAPI (the XDP program and both copies) in
+	// place of the sender's softirq: the sender's CPU per frame against
+	// its own in the bridge phase 0.65-0.68x (0.95-0.96x here), delivered
+	// vs the bridge 1.17-1.20x (0.84-0.97x here), but in one of the two
+	// sets 14% of the frames dropped at the veth's 256-slot ring while the
+	// reader waited for a CPU; with gro_flush_timeout 20 µs the sender
+	// paid more (1.31x). The product would have to set the two device
+	// knobs itself (netdev netlink napi-set, in the port's namespace) and
+	// put them back on Close. Threaded NAPI on that veth end made the
+	// sender wake the NAPI thread for each frame: delivered vs the bridge
+	// 0.55x, sender CPU per frame 3740 vs 2382 ns.
 	xdpNap = 20 * time.Microsecond
 	// The fewest frames a read returns for the next read that finds the
 	// ring empty to nap: a nap costs the reader a sleep and a wake-up
