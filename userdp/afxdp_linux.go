@@ -61,9 +61,10 @@ var _ NetdevPort = (*XDPPort)(nil)
 // Reading copies frames out of the UMEM into the caller's buffers and
 // hands their UMEM frames back through the fill ring at once (so the
 // fill ring stays full and the kernel drops a frame only when the reader
-// is xdpRxFrames behind); a read that finds the rx ring empty waits at
-// once (xdpRxFrames says why it does not spin), in poll(2) rather than
-// in Go's poller (fdWaiter says why). Writing
+// is xdpRxFrames behind); a read that finds the rx ring empty does not
+// spin (xdpRxFrames says why): right after a read of frames it naps
+// (xdpNap says why), else it waits on the socket in poll(2) rather
+// than in Go's poller (fdWaiter says why). Writing
 // copies the frames into free UMEM frames, queues them on the tx ring
 // and kicks the kernel with sendto (copy mode transmits in the sending
 // thread); transmitted frames come back through the completion ring.
@@ -97,6 +98,48 @@ const (
 	// 0.631 vs 0.608 Mpps; forwarder CPU per delivered frame 793 ns vs
 	// 853 ns; frames arriving 99.7% vs 100%.
 	xdpRxFrames = 32768
+	// How long a read that finds the rx ring empty, right after a read
+	// that returned frames, sleeps before it looks again (the kernel's
+	// timer slack, 50 µs for a normal thread, comes on top), instead of
+	// waiting in poll(2) on the socket. While the reader waits on the
+	// socket, the kernel wakes it when it puts frames on the rx ring
+	// (sock_def_readable from the XDP flush), in the softirq of whoever
+	// sent them: on the 2-core host that is BenchmarkForwardVeth's
+	// sender, which a profile (perf record -g on the sender, main at
+	// f5eec58) showed spending 3.9% of its samples in that wake-up
+	// (_raw_spin_unlock_irqrestore under sock_def_readable under
+	// __xsk_map_flush). A nap no one wakes: the reader's own timer ends
+	// it, on its own core, and it then finds a batch (at 1 Mpps, 20 to
+	// 70 frames) where each wake-up found about 2.5 (XDP_STATISTICS
+	// tx_ring_empty_descs: 0.39 sendto calls per frame). Only when a
+	// nap finds nothing does the reader wait on the socket again, so an
+	// idle port costs one nap.
+	//
+	// Tried beside it, as throwaway builds (BenchmarkForwardVeth,
+	// FWD_PHASES=xdp,bridge, alternated with this code, 4-5 rounds each,
+	// load 5-7): busy polling, with the socket's SO_PREFER_BUSY_POLL,
+	// SO_BUSY_POLL 20 µs and SO_BUSY_POLL_BUDGET 64, a recvfrom
+	// (MSG_DONTWAIT) when the ring is empty, and on M's veth end
+	// napi_defer_hard_irqs 2 and gro_flush_timeout 200 µs, has the
+	// reader run the veth's NAPI (the XDP program and both copies) in
+	// place of the sender's softirq: the sender's CPU per frame against
+	// its own in the bridge phase 0.65-0.68x (0.95-0.96x here), delivered
+	// vs the bridge 1.17-1.20x (0.84-0.97x here), but in one of the two
+	// sets 14% of the frames dropped at the veth's 256-slot ring while the
+	// reader waited for a CPU; with gro_flush_timeout 20 µs the sender
+	// paid more (1.31x). The product would have to set the two device
+	// knobs itself (netdev netlink napi-set, in the port's namespace) and
+	// put them back on Close. Threaded NAPI on that veth end made the
+	// sender wake the NAPI thread for each frame: delivered vs the bridge
+	// 0.55x, sender CPU per frame 3740 vs 2382 ns.
+	xdpNap = 20 * time.Microsecond
+	// The fewest frames a read returns for the next read that finds the
+	// ring empty to nap: a nap costs the reader a sleep and a wake-up
+	// of its own (TestNetdevXDPIdleReaderSleeps, frames one at a time
+	// 500 µs apart: 21 to 28 µs of reader CPU per frame with a nap after
+	// every read, 6 to 8 µs without), worth it only while frames come
+	// faster than one per wake-up.
+	xdpBusyFrames = 2
 	// UMEM frames for transmission, and the size of the tx and
 	// completion rings: copy mode transmits in sendto, so few are in
 	// flight at a time.
@@ -167,6 +210,10 @@ type xdpSock struct {
 	vlanRestore bool
 	vlanErr     error
 	lastStats   unix.XDPStatistics
+	// rxBusy: the last read returned xdpBusyFrames or more (readWait
+	// naps rather than waits on the socket when the next finds the
+	// ring empty).
+	rxBusy bool
 
 	// WriteBatch call state, used by writeXDPFn.
 	txPkts  [][]byte
@@ -207,7 +254,29 @@ func openXDP(name string, opts NetdevOptions) (*XDPPort, error) {
 	p.writeFn = p.doWriteXDP
 	p.pollFn = p.pollXDPDrops
 	p.useWaiter(p.xdp.waiter)
+	p.rdWait = func(fd uintptr) { p.rdWaitErr = p.xdp.readWait(fd, p.readFn) }
 	return p, nil
+}
+
+// readWait calls read until it returns true. A read that finds the rx
+// ring empty right after one that returned xdpBusyFrames or more (read
+// sets x.rxBusy) naps (xdpNap) and tries again; a read that finds it
+// empty otherwise, or after the nap, waits in poll(2) on the socket
+// until the kernel wakes it with frames.
+func (x *xdpSock) readWait(fd uintptr, read func(fd uintptr) bool) error {
+	for !read(fd) {
+		var err error
+		if x.rxBusy {
+			x.rxBusy = false
+			err = x.waiter.nap(xdpNap)
+		} else {
+			err = x.waiter.wait(fd, unix.POLLIN)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Close detaches the XDP program, closes the socket (unblocking a
@@ -632,6 +701,7 @@ func (p *XDPPort) readXDP() bool {
 	atomic.StoreUint32(x.fill.producer, fillProd)
 	p.stats.rx(n, bytes)
 	p.rdN = n
+	x.rxBusy = n >= xdpBusyFrames
 	return n > 0
 }
 

@@ -6,6 +6,7 @@ import (
 	"os"
 	"sync"
 	"syscall"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -182,19 +183,44 @@ func newFdWaiter() (*fdWaiter, error) {
 // transmit) is called again at once.
 func (w *fdWaiter) run(fd uintptr, events int16, fn func(fd uintptr) bool) error {
 	for !fn(fd) {
-		fds := [2]unix.PollFd{{Fd: int32(fd), Events: events}, {Fd: int32(w.efd), Events: unix.POLLIN}}
-		// A blocking system call: the runtime hands the P to another
-		// thread if it lasts.
-		_, _, e := unix.Syscall6(unix.SYS_PPOLL, uintptr(unsafe.Pointer(&fds[0])), 2, 0, 0, 0, 0)
-		if e != 0 && e != unix.EINTR {
-			return fmt.Errorf("poll: %w", e)
+		if err := w.wait(fd, events); err != nil {
+			return err
 		}
-		if fds[1].Revents != 0 {
-			return errWaiterClosed
-		}
-		if fds[0].Revents&(unix.POLLERR|unix.POLLNVAL) != 0 {
-			return fmt.Errorf("poll: events %#x on the socket", fds[0].Revents)
-		}
+	}
+	return nil
+}
+
+// wait waits once with poll(2) for events on fd or for the waiter to be
+// woken (then it returns errWaiterClosed).
+func (w *fdWaiter) wait(fd uintptr, events int16) error {
+	fds := [2]unix.PollFd{{Fd: int32(fd), Events: events}, {Fd: int32(w.efd), Events: unix.POLLIN}}
+	// A blocking system call: the runtime hands the P to another
+	// thread if it lasts.
+	_, _, e := unix.Syscall6(unix.SYS_PPOLL, uintptr(unsafe.Pointer(&fds[0])), 2, 0, 0, 0, 0)
+	if e != 0 && e != unix.EINTR {
+		return fmt.Errorf("poll: %w", e)
+	}
+	if fds[1].Revents != 0 {
+		return errWaiterClosed
+	}
+	if fds[0].Revents&(unix.POLLERR|unix.POLLNVAL) != 0 {
+		return fmt.Errorf("poll: events %#x on the socket", fds[0].Revents)
+	}
+	return nil
+}
+
+// nap sleeps for d (plus the kernel's timer slack) without waiting on
+// any socket, or until the waiter is woken (then it returns
+// errWaiterClosed): a sleep that no sender has to wake.
+func (w *fdWaiter) nap(d time.Duration) error {
+	fds := [1]unix.PollFd{{Fd: int32(w.efd), Events: unix.POLLIN}}
+	ts := unix.NsecToTimespec(int64(d))
+	_, _, e := unix.Syscall6(unix.SYS_PPOLL, uintptr(unsafe.Pointer(&fds[0])), 1, uintptr(unsafe.Pointer(&ts)), 0, 0, 0)
+	if e != 0 && e != unix.EINTR {
+		return fmt.Errorf("poll (nap): %w", e)
+	}
+	if fds[0].Revents != 0 {
+		return errWaiterClosed
 	}
 	return nil
 }
