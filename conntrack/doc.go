@@ -147,7 +147,7 @@
 // slab left BenchmarkEstablishedHot's ratio where the heap's 4 KB pages
 // have it (1.46-1.54 against 1.44-1.59 for a 4 KB slab and 1.38-1.45 for
 // the heap). What counts is how many distinct 4 KB pages the active
-// connections' lookups touch, and a table of more than 4,096
+// connections' lookups touch, and a table of more than 32,768
 // connections therefore has a hot cache in front of its buckets (see
 // table.go): 32 KB of bucket-shaped lines that lookups read first and
 // leave the live entries they found in (one lookup in eight), so that
