@@ -83,7 +83,8 @@ func seededTracker(b *testing.B, n int) *Tracker {
 // lookupLines calls add with the address of every cache line (64
 // bytes) that an established UDP packet's lookup of tp in zone reads
 // in the table and its connections, as find, fill and streamPacket read
-// them: the bucket's line, the line of every entry whose tag matches
+// them: the hot cache's line (a table that has one) and, unless the
+// connection's entry is remembered there, the bucket's line, the line of every entry whose tag matches
 // (and, for a chained one, its link's), and the found connection's
 // lines of status, expires, the original tuple and (once a reply was
 // seen) stream. The tracker's own fields, the hash and the packet are
@@ -109,6 +110,17 @@ func (t *table) lookupLines(tp *Tuple, zone uint16, add func(line uintptr)) {
 		return true
 	}
 	h := t.seed.hash(tp, zone)
+	if t.hot != nil {
+		// The hot cache's line first (hotFind): a remembered entry ends
+		// the lookup there, without the bucket's line.
+		hb := &t.hot[h&t.hotMask]
+		span(unsafe.Pointer(hb), unsafe.Sizeof(*hb))
+		for m := match(hb.tags.Load(), tagOf(h)); m != 0; m &= m - 1 {
+			if e := hb.slots[uint(bits.TrailingZeros64(m))/tagBits].Load(); e != nil && hit(e) && !e.conn().dead() {
+				return
+			}
+		}
+	}
 	b := &t.buckets[h&t.mask]
 	span(unsafe.Pointer(b), unsafe.Sizeof(*b))
 	for m := match(b.tags.Load(), tagOf(h)); m != 0; m &= m - 1 {
@@ -131,28 +143,49 @@ func (t *table) lookupLines(tp *Tuple, zone uint16, add func(line uintptr)) {
 // table and its connection (lines/lookup-N, from lookupLines) and the
 // distinct 4 KB pages that all 1,000 lookups' lines lie on, buckets'
 // (bucket-pages-N: on transparent huge pages where the kernel has them,
-// see newTable) and connections' (conn-pages-N): the TLB's working set,
-// which cachegrind does not model.
+// see newTable), the hot cache's (hot-pages-N, a table that has one)
+// and connections' (conn-pages-N): the TLB's working set, which
+// cachegrind does not model. The 1,000 connections are looked up
+// first, as BenchmarkEstablishedHot's repeated lookups find them: in
+// the hot cache where the table has one (since ctslab; before, every
+// lookup read its bucket).
 func BenchmarkEstablishedFootprint(b *testing.B) {
-	type count struct{ lines, bucketPages, connPages int }
+	type count struct{ lines, bucketPages, hotPages, connPages int }
 	counts := map[int]count{}
 	for _, n := range []int{1000, 1000000} {
 		tab := benchTracker(b, n).tab
-		lo := uintptr(unsafe.Pointer(unsafe.SliceData(tab.buckets)))
-		hi := lo + uintptr(len(tab.buckets))*unsafe.Sizeof(bucket{})
+		tps := make([]Tuple, hotConns)
+		for h := range tps {
+			tps[h] = connTuple(h * (n / hotConns))
+		}
+		// Eight passes at eight clock readings: remember admits each
+		// entry at one of them (see remember).
+		for k := range int64(hotSample + 1) {
+			for h := range tps {
+				if e, _ := tab.find(&tps[h], 0, k<<10); e == nil {
+					b.Fatalf("connection %v not found", tps[h])
+				}
+			}
+		}
+		in := func(s []bucket, l uintptr) bool {
+			lo := uintptr(unsafe.Pointer(unsafe.SliceData(s)))
+			return l >= lo && l < lo+uintptr(len(s))*unsafe.Sizeof(bucket{})
+		}
 		pages := map[uintptr]bool{}
 		var c count
-		for h := 0; h < hotConns; h++ {
-			tp := connTuple(h * (n / hotConns))
+		for h := range tps {
 			lines := map[uintptr]bool{}
-			tab.lookupLines(&tp, 0, func(l uintptr) { lines[l] = true })
+			tab.lookupLines(&tps[h], 0, func(l uintptr) { lines[l] = true })
 			c.lines += len(lines)
 			for l := range lines {
 				if p := l &^ 4095; !pages[p] {
 					pages[p] = true
-					if l >= lo && l < hi {
+					switch {
+					case in(tab.buckets, l):
 						c.bucketPages++
-					} else {
+					case in(tab.hot, l):
+						c.hotPages++
+					default:
 						c.connPages++
 					}
 				}
@@ -167,6 +200,7 @@ func BenchmarkEstablishedFootprint(b *testing.B) {
 	for n, c := range counts {
 		b.ReportMetric(float64(c.lines)/hotConns, "lines/lookup-"+sizeName(n))
 		b.ReportMetric(float64(c.bucketPages), "bucket-pages-"+sizeName(n))
+		b.ReportMetric(float64(c.hotPages), "hot-pages-"+sizeName(n))
 		b.ReportMetric(float64(c.connPages), "conn-pages-"+sizeName(n))
 	}
 }

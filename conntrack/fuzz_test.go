@@ -100,11 +100,13 @@ func fuzzTrackers(f *testing.F, n int, acct bool, fn func(t *testing.T, data []b
 }
 
 // FuzzTracker drives the tracker's input path with arbitrary packets
-// (fuzzPackets). Nothing may panic, every error must be one of
-// Execute's, and the counts must agree with a dump after the run.
+// (fuzzPackets), on a table with a hot cache of one line. Nothing may
+// panic, every error must be one of Execute's, and the counts must
+// agree with a dump after the run.
 func FuzzTracker(f *testing.F) {
 	fuzzTrackers(f, 1, false, func(t *testing.T, data []byte, clk *fakeClock, trs []*Tracker) {
 		tr := trs[0]
+		tr.tab.withHot(1)
 		states := map[uint32]State{}
 		fuzzPackets(data, false, func(fp *fuzzPacket) {
 			var p Packet
@@ -158,10 +160,14 @@ func FuzzTracker(f *testing.F) {
 // Execute and ToKey, one by ExecuteKey, one by a ConnCache's
 // ExecuteKey (two slots, the packet's source address picking one), and
 // requires the same error, key, state, rewrite, counters and table
-// after every packet.
+// after every packet. The first has no hot cache (a table of 64
+// connections has none), the other two a hot cache of one line, whose
+// six slots every lookup's remember replaces in turn.
 func FuzzExecuteKey(f *testing.F) {
 	fuzzTrackers(f, 3, true, func(t *testing.T, data []byte, clk *fakeClock, trs []*Tracker) {
 		ref, fused := trs[0], trs[1]
+		fused.tab.withHot(1)
+		trs[2].tab.withHot(1)
 		cc := trs[2].NewConnCache(2)
 		type pair struct{ s1, s2, s3 State }
 		states := map[uint32]pair{}

@@ -138,3 +138,26 @@ func TestMeanBesideMedian(t *testing.T) {
 		t.Errorf("ratio of intervals mean %v", x.Mean)
 	}
 }
+
+// TestCTFootprintHotPages: with BenchmarkEstablishedFootprint's
+// hot-pages metrics (since ctslab's hot cache), the footprint row shows
+// the hot cache's pages between the buckets' and the connections'.
+func TestCTFootprintHotPages(t *testing.T) {
+	var out strings.Builder
+	for range 3 {
+		fmt.Fprintf(&out, `{"Action":"output","Package":"github.com/ovsdp/ovsdp/conntrack","Output":"%s\n"}`+"\n",
+			`BenchmarkEstablishedFootprint-2 \t 1000 \t 0.2 ns/op \t 6 bucket-pages-1M \t 8 bucket-pages-1k \t 8 hot-pages-1M \t 0 hot-pages-1k \t 1000 conn-pages-1M \t 65 conn-pages-1k \t 2.009 lines/lookup-1M \t 2.034 lines/lookup-1k`)
+		fmt.Fprintf(&out, `{"Action":"output","Package":"github.com/ovsdp/ovsdp/conntrack","Output":"%s\n"}`+"\n",
+			`BenchmarkEstablishedHot-2 \t 1000 \t 99 ns/op \t 26 cpu-ns/op-1k \t 27 cpu-ns/op-10k \t 28 cpu-ns/op-100k \t 30 cpu-ns/op-1M \t 1.15 x-1M-of-1k`)
+	}
+	dir := writeFixture(t, map[string]string{"host.json": out.String(), "steps.txt": "host\tok\t\n", "machine.txt": "CPU: x\n"})
+	r, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := r.rowsByWhat()["ct lookup's footprint, 1,000 active of 1,000,000 vs of 1,000 tracked: cache lines per lookup, 4 KB pages of the 1,000 lookups (counts)"]
+	if row.Ours != "2.01 lines/lookup; 6 bucket + 8 hot-cache + 1,000 connection pages (1,000,000)" ||
+		row.Baseline != "2.03 lines/lookup; 8 bucket + 0 hot-cache + 65 connection pages (1,000)" {
+		t.Errorf("footprint row %+v", row)
+	}
+}
