@@ -3,6 +3,7 @@
 package genl
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 
@@ -311,6 +312,80 @@ func flowAttrs(ae *netlink.AttributeEncoder, ufid odp.UFID, key, mask odp.FlowKe
 	return nil
 }
 
+// appendFlowPut appends a flow put's request payload (struct ovs_header
+// and the attributes: key, mask, UFID and its flags, probe, actions and
+// clear, in the order flowAttrs and putFlow add them to an
+// AttributeEncoder) to b, encoding the key, mask and actions in place: no
+// allocation once b has the room. len(b) must be a multiple of 4 (the
+// attributes are aligned from b's start). On error it returns b
+// unchanged.
+func appendFlowPut(b []byte, dpIndex int32, f *odp.Flow, flags odp.PutFlags, o flowOptions) ([]byte, error) {
+	start := len(b)
+	b = binary.NativeEndian.AppendUint32(b, uint32(dpIndex))
+	var err error
+	for _, ka := range [...]struct {
+		typ uint16
+		k   odp.FlowKey
+	}{{flowAttrKey, f.Key}, {flowAttrMask, f.Mask}} {
+		if ka.k == nil {
+			continue
+		}
+		at := len(b)
+		b = binary.NativeEndian.AppendUint32(b, 0)
+		if b, err = odp.AppendKey(b, ka.k); err != nil {
+			return b[:start], err
+		}
+		if b, err = endAttr(b, at, ka.typ); err != nil {
+			return b[:start], err
+		}
+	}
+	if !f.UFID.IsZero() {
+		b = appendAttrHeader(b, flowAttrUFID, len(f.UFID))
+		b = append(b, f.UFID[:]...)
+		if o.UFIDFlags != 0 {
+			b = appendAttrHeader(b, flowAttrUFIDFlags, 4)
+			b = binary.NativeEndian.AppendUint32(b, uint32(o.UFIDFlags))
+		}
+	}
+	if o.Probe {
+		b = appendAttrHeader(b, flowAttrProbe, 0)
+	}
+	at := len(b)
+	b = binary.NativeEndian.AppendUint32(b, 0)
+	if b, err = odp.AppendActions(b, f.Actions); err != nil {
+		return b[:start], err
+	}
+	if b, err = endAttr(b, at, flowAttrActions); err != nil {
+		return b[:start], err
+	}
+	if flags&odp.PutZeroStats != 0 {
+		b = appendAttrHeader(b, flowAttrClear, 0)
+	}
+	return b, nil
+}
+
+// appendAttrHeader appends a netlink attribute header for a payload of
+// n bytes (a multiple of 4: no padding follows).
+func appendAttrHeader(b []byte, typ uint16, n int) []byte {
+	return binary.NativeEndian.AppendUint16(binary.NativeEndian.AppendUint16(b, uint16(4+n)), typ)
+}
+
+// endAttr writes the header of the attribute that starts at b[at:] (its
+// payload appended after a 4-byte placeholder) and pads b to the
+// attribute alignment.
+func endAttr(b []byte, at int, typ uint16) ([]byte, error) {
+	n := len(b) - at
+	if n > 0xffff {
+		return b, fmt.Errorf("attribute %d of %d bytes exceeds the netlink limit", typ, n)
+	}
+	binary.NativeEndian.PutUint16(b[at:], uint16(n))
+	binary.NativeEndian.PutUint16(b[at+2:], typ)
+	for len(b)%4 != 0 {
+		b = append(b, 0)
+	}
+	return b, nil
+}
+
 // flowOp names a flow for errors.
 func flowOp(cmd string, ufid odp.UFID, key odp.FlowKey) string {
 	if !ufid.IsZero() {
@@ -353,19 +428,7 @@ func (c *client) putFlow(dpIndex int32, f *odp.Flow, flags odp.PutFlags, o flowO
 		nlf |= netlink.Echo
 	}
 	op := func() string { return flowOp(name, f.UFID, f.Key) }
-	ae := netlink.NewAttributeEncoder()
-	if err := flowAttrs(ae, f.UFID, f.Key, f.Mask, o); err != nil {
-		return odp.FlowStats{}, fmt.Errorf("genl: %s: %w", op(), err)
-	}
-	acts, err := odp.MarshalActions(f.Actions)
-	if err != nil {
-		return odp.FlowStats{}, fmt.Errorf("genl: %s: %w", op(), err)
-	}
-	ae.Bytes(flowAttrActions, acts)
-	if flags&odp.PutZeroStats != 0 {
-		ae.Flag(flowAttrClear, true)
-	}
-	b, err := ovsHeader(dpIndex, ae)
+	b, err := appendFlowPut(make([]byte, 0, 512), dpIndex, f, flags, o)
 	if err != nil {
 		return odp.FlowStats{}, fmt.Errorf("genl: %s: %w", op(), err)
 	}
@@ -696,38 +759,30 @@ func (c *client) putFlows(dpIndex int32, flows []*odp.Flow, flags odp.PutFlags, 
 	defer c.mu.Unlock()
 	for start := 0; start < len(flows); start += putBatch {
 		end := min(start+putBatch, len(flows))
-		var msgs []netlink.Message
-		var idx []int
+		// Every request of the batch is encoded into the client's one
+		// scratch buffer (c.mu is held; sendBatch is done with them
+		// before the next batch reuses it), then sliced.
+		msgs, idx, ends := c.putMsgs[:0], c.putIdx[:0], c.putEnds[:0]
+		b := c.putBuf[:0]
 		for i := start; i < end; i++ {
 			f := flows[i]
-			ae := netlink.NewAttributeEncoder()
-			if err := flowAttrs(ae, f.UFID, f.Key, f.Mask, o); err != nil {
+			at := len(b)
+			// The generic netlink header: command, version, reserved.
+			b = append(b, cmd, versionFlow, 0, 0)
+			var err error
+			if b, err = appendFlowPut(b, dpIndex, f, flags, o); err != nil {
+				b = b[:at]
 				errs[i] = fmt.Errorf("genl: %s: %w", flowOp("put", f.UFID, f.Key), err)
 				continue
 			}
-			acts, err := odp.MarshalActions(f.Actions)
-			if err != nil {
-				errs[i] = fmt.Errorf("genl: %s: %w", flowOp("put", f.UFID, f.Key), err)
-				continue
-			}
-			ae.Bytes(flowAttrActions, acts)
-			if flags&odp.PutZeroStats != 0 {
-				ae.Flag(flowAttrClear, true)
-			}
-			b, err := ovsHeader(dpIndex, ae)
-			if err != nil {
-				errs[i] = err
-				continue
-			}
-			gm := genetlink.Message{Header: genetlink.Header{Command: cmd, Version: versionFlow}, Data: b}
-			gb, err := gm.MarshalBinary()
-			if err != nil {
-				errs[i] = err
-				continue
-			}
-			msgs = append(msgs, netlink.Message{Header: netlink.Header{Type: netlink.HeaderType(c.flow.ID), Flags: netlink.Request | netlink.Acknowledge | nlf}, Data: gb})
+			ends = append(ends, [2]int{at, len(b)})
 			idx = append(idx, i)
 		}
+		c.putBuf = b
+		for _, e := range ends {
+			msgs = append(msgs, netlink.Message{Header: netlink.Header{Type: netlink.HeaderType(c.flow.ID), Flags: netlink.Request | netlink.Acknowledge | nlf}, Data: b[e[0]:e[1]:e[1]]})
+		}
+		c.putMsgs, c.putIdx, c.putEnds = msgs, idx, ends
 		if len(msgs) == 0 {
 			continue
 		}
