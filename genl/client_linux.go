@@ -38,6 +38,9 @@ type client struct {
 	putEnds [][2]int
 	putMsgs []netlink.Message
 	putIdx  []int
+	// executeBatch's encodings (it shares the bounds, messages and
+	// indexes).
+	execBuf []byte
 }
 
 // newClient opens a generic netlink socket and resolves the Open vSwitch
