@@ -102,7 +102,11 @@ func BenchmarkIntegrationVsOVS(b *testing.B) {
 // process, which in upcalld's runs was upcalld's, so that upcalld was
 // offered less (in the VM the sender reached 1431-3550 frames/s of 4000,
 // against ~4000 in ovs-vswitchd's runs) and its collector paid for the
-// sender's garbage; those early figures are not comparable with these. On netdev they account for every
+// sender's garbage; those early figures are not comparable with these.
+// In the VM (2 vCPUs under TCG) a separate sender can still fall short
+// in a round where upcalld takes both CPUs (measured: median sent/s 4018
+// and 4007 over 3 rounds, but 3051 and 2058 in single rounds): sent/s
+// says so per run. On netdev they account for every
 // undelivered frame: ovs-vswitchd's are dropped by its ingress port's
 // AF_PACKET socket, whose receive buffer (the default 212992 bytes, a
 // few hundred frames) overflows while its thread sets up flows inline,
