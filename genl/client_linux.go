@@ -30,6 +30,17 @@ type client struct {
 	// family knows (CTRL_ATTR_MAXATTR): newer attributes would be
 	// ignored, not refused.
 	packetMaxAttr uint16
+
+	// putFlows' scratch, reused batch after batch under mu: the
+	// requests' encodings, their bounds, their messages and their
+	// indexes in the caller's slice.
+	putBuf  []byte
+	putEnds [][2]int
+	putMsgs []netlink.Message
+	putIdx  []int
+	// executeBatch's encodings (it shares the bounds, messages and
+	// indexes).
+	execBuf []byte
 }
 
 // newClient opens a generic netlink socket and resolves the Open vSwitch

@@ -3,6 +3,7 @@
 package genl
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 
@@ -311,6 +312,80 @@ func flowAttrs(ae *netlink.AttributeEncoder, ufid odp.UFID, key, mask odp.FlowKe
 	return nil
 }
 
+// appendFlowPut appends a flow put's request payload (struct ovs_header
+// and the attributes: key, mask, UFID and its flags, probe, actions and
+// clear, in the order flowAttrs and putFlow add them to an
+// AttributeEncoder) to b, encoding the key, mask and actions in place: no
+// allocation once b has the room. len(b) must be a multiple of 4 (the
+// attributes are aligned from b's start). On error it returns b
+// unchanged.
+func appendFlowPut(b []byte, dpIndex int32, f *odp.Flow, flags odp.PutFlags, o flowOptions) ([]byte, error) {
+	start := len(b)
+	b = binary.NativeEndian.AppendUint32(b, uint32(dpIndex))
+	var err error
+	for _, ka := range [...]struct {
+		typ uint16
+		k   odp.FlowKey
+	}{{flowAttrKey, f.Key}, {flowAttrMask, f.Mask}} {
+		if ka.k == nil {
+			continue
+		}
+		at := len(b)
+		b = binary.NativeEndian.AppendUint32(b, 0)
+		if b, err = odp.AppendKey(b, ka.k); err != nil {
+			return b[:start], err
+		}
+		if b, err = endAttr(b, at, ka.typ); err != nil {
+			return b[:start], err
+		}
+	}
+	if !f.UFID.IsZero() {
+		b = appendAttrHeader(b, flowAttrUFID, len(f.UFID))
+		b = append(b, f.UFID[:]...)
+		if o.UFIDFlags != 0 {
+			b = appendAttrHeader(b, flowAttrUFIDFlags, 4)
+			b = binary.NativeEndian.AppendUint32(b, uint32(o.UFIDFlags))
+		}
+	}
+	if o.Probe {
+		b = appendAttrHeader(b, flowAttrProbe, 0)
+	}
+	at := len(b)
+	b = binary.NativeEndian.AppendUint32(b, 0)
+	if b, err = odp.AppendActions(b, f.Actions); err != nil {
+		return b[:start], err
+	}
+	if b, err = endAttr(b, at, flowAttrActions); err != nil {
+		return b[:start], err
+	}
+	if flags&odp.PutZeroStats != 0 {
+		b = appendAttrHeader(b, flowAttrClear, 0)
+	}
+	return b, nil
+}
+
+// appendAttrHeader appends a netlink attribute header for a payload of
+// n bytes (a multiple of 4: no padding follows).
+func appendAttrHeader(b []byte, typ uint16, n int) []byte {
+	return binary.NativeEndian.AppendUint16(binary.NativeEndian.AppendUint16(b, uint16(4+n)), typ)
+}
+
+// endAttr writes the header of the attribute that starts at b[at:] (its
+// payload appended after a 4-byte placeholder) and pads b to the
+// attribute alignment.
+func endAttr(b []byte, at int, typ uint16) ([]byte, error) {
+	n := len(b) - at
+	if n > 0xffff {
+		return b, fmt.Errorf("attribute %d of %d bytes exceeds the netlink limit", typ, n)
+	}
+	binary.NativeEndian.PutUint16(b[at:], uint16(n))
+	binary.NativeEndian.PutUint16(b[at+2:], typ)
+	for len(b)%4 != 0 {
+		b = append(b, 0)
+	}
+	return b, nil
+}
+
 // flowOp names a flow for errors.
 func flowOp(cmd string, ufid odp.UFID, key odp.FlowKey) string {
 	if !ufid.IsZero() {
@@ -353,19 +428,7 @@ func (c *client) putFlow(dpIndex int32, f *odp.Flow, flags odp.PutFlags, o flowO
 		nlf |= netlink.Echo
 	}
 	op := func() string { return flowOp(name, f.UFID, f.Key) }
-	ae := netlink.NewAttributeEncoder()
-	if err := flowAttrs(ae, f.UFID, f.Key, f.Mask, o); err != nil {
-		return odp.FlowStats{}, fmt.Errorf("genl: %s: %w", op(), err)
-	}
-	acts, err := odp.MarshalActions(f.Actions)
-	if err != nil {
-		return odp.FlowStats{}, fmt.Errorf("genl: %s: %w", op(), err)
-	}
-	ae.Bytes(flowAttrActions, acts)
-	if flags&odp.PutZeroStats != 0 {
-		ae.Flag(flowAttrClear, true)
-	}
-	b, err := ovsHeader(dpIndex, ae)
+	b, err := appendFlowPut(make([]byte, 0, 512), dpIndex, f, flags, o)
 	if err != nil {
 		return odp.FlowStats{}, fmt.Errorf("genl: %s: %w", op(), err)
 	}
@@ -469,47 +532,69 @@ func (c *client) dumpFlowsRaw(dpIndex int32, o flowOptions, fn func([]byte) erro
 // are sent when set.
 func (c *client) execute(dpIndex int32, p *odp.Packet) error {
 	const op = "ovs_packet execute"
-	b, err := c.executeRequest(dpIndex, p)
+	b, err := c.appendExecute(make([]byte, 0, 256+len(p.Data)), dpIndex, p)
 	if err != nil {
 		return fmt.Errorf("genl: %s: %w", op, err)
 	}
 	return c.do(request{op: op, family: c.packet.ID, cmd: packetCmdExecute, version: versionPacket, data: b}, ignoreReply)
 }
 
-// executeRequest encodes an OVS_PACKET_CMD_EXECUTE request's payload
-// (ovs_header and attributes) for p.
-func (c *client) executeRequest(dpIndex int32, p *odp.Packet) ([]byte, error) {
+// appendExecute appends an OVS_PACKET_CMD_EXECUTE request's payload
+// (ovs_header and attributes: packet, key, actions, probe, MRU, hash,
+// upcall PID, in that order) for p to b, encoding the key and the
+// actions in place: no allocation once b has the room. len(b) must be a
+// multiple of 4. On error it returns b unchanged.
+func (c *client) appendExecute(b []byte, dpIndex int32, p *odp.Packet) ([]byte, error) {
 	if p.UpcallPID != 0 && c.packetMaxAttr < packetAttrUpcallPID {
 		// Older kernels ignore an attribute beyond their maximum: the
 		// upcall would silently go elsewhere.
-		return nil, fmt.Errorf("upcall PID %d: this kernel's %s family knows attributes up to %d, and OVS_PACKET_ATTR_UPCALL_PID (%d) came in 2025 (Linux 6.17): %w",
+		return b, fmt.Errorf("upcall PID %d: this kernel's %s family knows attributes up to %d, and OVS_PACKET_ATTR_UPCALL_PID (%d) came in 2025 (Linux 6.17): %w",
 			p.UpcallPID, familyPacket, c.packetMaxAttr, packetAttrUpcallPID, errors.ErrUnsupported)
 	}
-	kb, err := odp.MarshalKey(p.Key)
-	if err != nil {
-		return nil, err
+	start := len(b)
+	b = binary.NativeEndian.AppendUint32(b, uint32(dpIndex))
+	at := len(b)
+	b = binary.NativeEndian.AppendUint32(b, 0)
+	b = append(b, p.Data...)
+	var err error
+	if b, err = endAttr(b, at, packetAttrPacket); err != nil {
+		return b[:start], err
 	}
-	ab, err := odp.MarshalActions(p.Actions)
-	if err != nil {
-		return nil, err
+	at = len(b)
+	b = binary.NativeEndian.AppendUint32(b, 0)
+	if b, err = odp.AppendKey(b, p.Key); err != nil {
+		return b[:start], err
 	}
-	ae := netlink.NewAttributeEncoder()
-	ae.Bytes(packetAttrPacket, p.Data)
-	ae.Bytes(packetAttrKey, kb)
-	ae.Bytes(packetAttrActions, ab)
+	if b, err = endAttr(b, at, packetAttrKey); err != nil {
+		return b[:start], err
+	}
+	at = len(b)
+	b = binary.NativeEndian.AppendUint32(b, 0)
+	if b, err = odp.AppendActions(b, p.Actions); err != nil {
+		return b[:start], err
+	}
+	if b, err = endAttr(b, at, packetAttrActions); err != nil {
+		return b[:start], err
+	}
 	if p.Probe {
-		ae.Flag(packetAttrProbe, true)
+		b = appendAttrHeader(b, packetAttrProbe, 0)
 	}
 	if p.MRU != 0 {
-		ae.Uint16(packetAttrMRU, p.MRU)
+		// A 2-byte payload, padded to 4.
+		b = binary.NativeEndian.AppendUint16(b, 6)
+		b = binary.NativeEndian.AppendUint16(b, packetAttrMRU)
+		b = binary.NativeEndian.AppendUint16(b, p.MRU)
+		b = append(b, 0, 0)
 	}
 	if p.Hash != 0 {
-		ae.Uint64(packetAttrHash, p.Hash)
+		b = appendAttrHeader(b, packetAttrHash, 8)
+		b = binary.NativeEndian.AppendUint64(b, p.Hash)
 	}
 	if p.UpcallPID != 0 {
-		ae.Uint32(packetAttrUpcallPID, p.UpcallPID)
+		b = appendAttrHeader(b, packetAttrUpcallPID, 4)
+		b = binary.NativeEndian.AppendUint32(b, p.UpcallPID)
 	}
-	return ovsHeader(dpIndex, ae)
+	return b, nil
 }
 
 // meterFamily returns the meter family or an error wrapping
@@ -696,38 +781,30 @@ func (c *client) putFlows(dpIndex int32, flows []*odp.Flow, flags odp.PutFlags, 
 	defer c.mu.Unlock()
 	for start := 0; start < len(flows); start += putBatch {
 		end := min(start+putBatch, len(flows))
-		var msgs []netlink.Message
-		var idx []int
+		// Every request of the batch is encoded into the client's one
+		// scratch buffer (c.mu is held; sendBatch is done with them
+		// before the next batch reuses it), then sliced.
+		msgs, idx, ends := c.putMsgs[:0], c.putIdx[:0], c.putEnds[:0]
+		b := c.putBuf[:0]
 		for i := start; i < end; i++ {
 			f := flows[i]
-			ae := netlink.NewAttributeEncoder()
-			if err := flowAttrs(ae, f.UFID, f.Key, f.Mask, o); err != nil {
+			at := len(b)
+			// The generic netlink header: command, version, reserved.
+			b = append(b, cmd, versionFlow, 0, 0)
+			var err error
+			if b, err = appendFlowPut(b, dpIndex, f, flags, o); err != nil {
+				b = b[:at]
 				errs[i] = fmt.Errorf("genl: %s: %w", flowOp("put", f.UFID, f.Key), err)
 				continue
 			}
-			acts, err := odp.MarshalActions(f.Actions)
-			if err != nil {
-				errs[i] = fmt.Errorf("genl: %s: %w", flowOp("put", f.UFID, f.Key), err)
-				continue
-			}
-			ae.Bytes(flowAttrActions, acts)
-			if flags&odp.PutZeroStats != 0 {
-				ae.Flag(flowAttrClear, true)
-			}
-			b, err := ovsHeader(dpIndex, ae)
-			if err != nil {
-				errs[i] = err
-				continue
-			}
-			gm := genetlink.Message{Header: genetlink.Header{Command: cmd, Version: versionFlow}, Data: b}
-			gb, err := gm.MarshalBinary()
-			if err != nil {
-				errs[i] = err
-				continue
-			}
-			msgs = append(msgs, netlink.Message{Header: netlink.Header{Type: netlink.HeaderType(c.flow.ID), Flags: netlink.Request | netlink.Acknowledge | nlf}, Data: gb})
+			ends = append(ends, [2]int{at, len(b)})
 			idx = append(idx, i)
 		}
+		c.putBuf = b
+		for _, e := range ends {
+			msgs = append(msgs, netlink.Message{Header: netlink.Header{Type: netlink.HeaderType(c.flow.ID), Flags: netlink.Request | netlink.Acknowledge | nlf}, Data: b[e[0]:e[1]:e[1]]})
+		}
+		c.putMsgs, c.putIdx, c.putEnds = msgs, idx, ends
 		if len(msgs) == 0 {
 			continue
 		}
@@ -891,39 +968,48 @@ func (c *client) executeBatch(dpIndex int32, pkts []*odp.Packet) (errs []error, 
 	errs = make([]error, len(pkts))
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	msgs := make([]netlink.Message, 0, min(putBatch, len(pkts)))
-	idx := make([]int, 0, cap(msgs))
+	// The requests are encoded into the client's scratch buffer (c.mu
+	// is held), sliced into messages when a batch is sent.
+	buf, ends, msgs, idx := c.execBuf[:0], c.putEnds[:0], c.putMsgs[:0], c.putIdx[:0]
+	defer func() { c.execBuf, c.putEnds, c.putMsgs, c.putIdx = buf[:0], ends[:0], msgs[:0], idx[:0] }()
 	size := 0
-	flush := func() error {
-		if len(msgs) == 0 {
+	// flush sends the requests encoded in buf[:upTo].
+	flush := func(upTo int) error {
+		if len(ends) == 0 {
 			return nil
+		}
+		msgs = msgs[:0]
+		for _, e := range ends {
+			msgs = append(msgs, netlink.Message{Header: netlink.Header{Type: netlink.HeaderType(c.packet.ID), Flags: netlink.Request | netlink.Acknowledge}, Data: buf[e[0]:e[1]:e[1]]})
 		}
 		err := c.sendBatch("ovs_packet execute batch", msgs, idx, errs, func(i int) string {
 			return fmt.Sprintf("%s (packet %d of %d)", op, i+1, len(pkts))
 		})
-		msgs, idx, size = msgs[:0], idx[:0], 0
+		buf = buf[:copy(buf, buf[upTo:])]
+		ends, idx, size = ends[:0], idx[:0], 0
 		return err
 	}
 	for i, p := range pkts {
-		b, err := c.executeRequest(dpIndex, p)
+		at := len(buf)
+		// The generic netlink header: command, version, reserved.
+		b := append(buf, packetCmdExecute, versionPacket, 0, 0)
+		b, err := c.appendExecute(b, dpIndex, p)
 		if err != nil {
+			buf = b[:at]
 			errs[i] = fmt.Errorf("genl: %s: %w", op, err)
 			continue
 		}
-		gm := genetlink.Message{Header: genetlink.Header{Command: packetCmdExecute, Version: versionPacket}, Data: b}
-		gb, err := gm.MarshalBinary()
-		if err != nil {
-			errs[i] = fmt.Errorf("genl: %s: %w", op, err)
-			continue
-		}
-		if len(msgs) == putBatch || (len(msgs) > 0 && size+len(gb) > executeBatchBytes) {
-			if err := flush(); err != nil {
+		buf = b
+		n := len(buf) - at
+		if len(ends) == putBatch || (len(ends) > 0 && size+n > executeBatchBytes) {
+			if err := flush(at); err != nil {
 				return errs, err
 			}
+			at = 0
 		}
-		msgs = append(msgs, netlink.Message{Header: netlink.Header{Type: netlink.HeaderType(c.packet.ID), Flags: netlink.Request | netlink.Acknowledge}, Data: gb})
+		ends = append(ends, [2]int{at, at + n})
 		idx = append(idx, i)
-		size += len(gb) + 16 // with the netlink header
+		size += n + 16 // with the netlink header
 	}
-	return errs, flush()
+	return errs, flush(len(buf))
 }

@@ -2,6 +2,7 @@ package odp
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 )
 
@@ -63,6 +64,31 @@ func (s SetMasked) appendPayload(b []byte) ([]byte, error) {
 	}
 	if s.Key.KeyType() != s.Mask.KeyType() {
 		return b, fmt.Errorf("set_masked key %s and mask %s differ in type", s.Key.KeyType(), s.Mask.KeyType())
+	}
+	if t := s.Key.KeyType(); t != KeyNSH && t != KeyTunnel && len(b)%4 == 0 {
+		// The value and the mask, encoded in place after the header
+		// (flat payloads: the nested ones, tunnel and NSH, pad their
+		// attributes from where they start, so they are encoded apart
+		// as before).
+		start := len(b)
+		b = appendAttrHeader(b, uint16(s.Key.KeyType()), 0)
+		vb, err := s.Key.appendPayload(b)
+		if err != nil {
+			return b[:start], fmt.Errorf("set_masked %s: %w", s.Key.KeyType(), err)
+		}
+		kn := len(vb) - len(b)
+		mb, err := s.Mask.appendPayload(vb)
+		if err != nil {
+			return b[:start], fmt.Errorf("set_masked %s mask: %w", s.Key.KeyType(), err)
+		}
+		if mn := len(mb) - len(vb); kn != mn {
+			return b[:start], fmt.Errorf("set_masked %s: value of %d bytes, mask of %d", s.Key.KeyType(), kn, mn)
+		}
+		if n := len(mb) - start - nlaHdrLen; n > maxAttrLen {
+			return b[:start], fmt.Errorf("set_masked %s: %d bytes exceed the netlink attribute limit", s.Key.KeyType(), n)
+		}
+		binary.NativeEndian.PutUint16(mb[start:], uint16(len(mb)-start))
+		return padAttr(mb), nil
 	}
 	kp, err := s.Key.appendPayload(nil)
 	if err != nil {

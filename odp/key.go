@@ -124,6 +124,21 @@ func MarshalKey(k FlowKey) ([]byte, error) {
 	return b, nil
 }
 
+// AppendKey appends the encoding of k (what MarshalKey returns) to b,
+// reusing b's capacity, and returns the extended slice; it fails as
+// MarshalKey does, returning b unchanged.
+func AppendKey(b []byte, k FlowKey) ([]byte, error) {
+	start := len(b)
+	b, err := appendKey(b, k)
+	if err != nil {
+		return b[:start], err
+	}
+	if n := len(b) - start; n > maxAttrLen {
+		return b[:start], fmt.Errorf("odp: key of %d bytes exceeds the netlink attribute limit of %d", n, maxAttrLen)
+	}
+	return b, nil
+}
+
 // appendKey appends every attribute of k.
 func appendKey(b []byte, k FlowKey) ([]byte, error) {
 	var err error
