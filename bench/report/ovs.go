@@ -8,23 +8,35 @@ import "fmt"
 // runs in one VM boot, 3 by default) and on the userspace one
 // (vsovs@host, -count runs).
 func (r *Results) vsOVSRows() []Row {
-	const g, name = "upcalld vs ovs-vswitchd", "BenchmarkIntegrationVsOVS"
-	var rows []Row
+	const g = "upcalld vs ovs-vswitchd"
+	return vsOVSEach("BenchmarkIntegrationVsOVS", "vsovs@vm", "vsovs@host", func(what, pkg, ours, ref string) []Row {
+		return []Row{r.vsOVSSetup(g, "Flow setup rate, "+what, pkg, ours, ref),
+			r.vsOVSMegaflows(g, "Megaflows installed, "+what, pkg, ours, ref)}
+	})
+}
+
+// vsOVSEach returns the rows that rows makes for each datapath and
+// workload of benchmark name (BenchmarkIntegrationVsOVS's, or a
+// benchmark with its sub-benchmarks), from vmPkg's output for the
+// kernel datapath and hostPkg's for the userspace one. rows gets the
+// workload and datapath as a row names them, the package, and the
+// upcalld and ovs-vswitchd benchmarks' names.
+func vsOVSEach(name, vmPkg, hostPkg string, rows func(what, pkg, ours, ref string) []Row) []Row {
+	var all []Row
 	for _, dp := range []struct{ pkg, sub, where string }{
-		{"vsovs@vm", "system", "kernel datapath (VM)"},
-		{"vsovs@host", "netdev", "userspace datapath (host)"},
+		{vmPkg, "system", "kernel datapath (VM)"},
+		{hostPkg, "netdev", "userspace datapath (host)"},
 	} {
 		for _, w := range []struct{ sub, what string }{
 			{"macs", "new source MACs, learning switch / NORMAL"},
 			{"tuples", "new UDP 5-tuples, one exact rule each"},
 			{"pipeline", "VLAN classify + forward pipeline, new MACs and ports"},
 		} {
-			ours, ref := name+"/"+dp.sub+"/"+w.sub+"/upcalld", name+"/"+dp.sub+"/"+w.sub+"/ovs"
-			rows = append(rows, r.vsOVSSetup(g, fmt.Sprintf("Flow setup rate, %s, %s", w.what, dp.where), dp.pkg, ours, ref),
-				r.vsOVSMegaflows(g, fmt.Sprintf("Megaflows installed, %s, %s", w.what, dp.where), dp.pkg, ours, ref))
+			b := name + "/" + dp.sub + "/" + w.sub
+			all = append(all, rows(fmt.Sprintf("%s, %s", w.what, dp.where), dp.pkg, b+"/upcalld", b+"/ovs")...)
 		}
 	}
-	return rows
+	return all
 }
 
 // vsOVSNote says how the figures were measured.

@@ -9,23 +9,11 @@ import "fmt"
 // boot; vssat@host: rounds of one run of each, upcalld then
 // ovs-vswitchd, so run i of one pairs with run i of the other).
 func (r *Results) vsOVSSatRows() []Row {
-	const g, name = "upcalld vs ovs-vswitchd", "BenchmarkIntegrationVsOVSSat"
-	var rows []Row
-	for _, dp := range []struct{ pkg, sub, where string }{
-		{"vssat@vm", "system", "kernel datapath (VM)"},
-		{"vssat@host", "netdev", "userspace datapath (host)"},
-	} {
-		for _, w := range []struct{ sub, what string }{
-			{"macs", "new source MACs, learning switch / NORMAL"},
-			{"tuples", "new UDP 5-tuples, one exact rule each"},
-			{"pipeline", "VLAN classify + forward pipeline, new MACs and ports"},
-		} {
-			ours, ref := name+"/"+dp.sub+"/"+w.sub+"/upcalld", name+"/"+dp.sub+"/"+w.sub+"/ovs"
-			rows = append(rows, r.satSetup(g, fmt.Sprintf("Flow setup rate at saturation, %s, %s", w.what, dp.where), dp.pkg, ours, ref),
-				r.satMegaflows(g, fmt.Sprintf("Megaflows installed at saturation, %s, %s", w.what, dp.where), dp.pkg, ours, ref))
-		}
-	}
-	return rows
+	const g = "upcalld vs ovs-vswitchd"
+	return vsOVSEach("BenchmarkIntegrationVsOVSSat", "vssat@vm", "vssat@host", func(what, pkg, ours, ref string) []Row {
+		return []Row{r.satSetup(g, "Flow setup rate at saturation, "+what, pkg, ours, ref),
+			r.satMegaflows(g, "Megaflows installed at saturation, "+what, pkg, ours, ref)}
+	})
 }
 
 // satNote says how the saturation figures were measured.
