@@ -1,3 +1,5 @@
+//go:build !genl_stub
+
 package genl
 
 import (
