@@ -48,6 +48,16 @@ func NewKeyedHasherFromSecret(secret []byte) *KeyedHasher {
 		h.final = binary.LittleEndian.Uint64(secret[8*KeyWords:])
 		return h
 	}
+	stretchSecret(h, secret)
+	return h
+}
+
+// stretchSecret sets h's words from secret, each word the secret does
+// not fill taken from a SplitMix64 sequence seeded by the whole secret.
+// For a secret of 8*(KeyWords+1) bytes or more it gives what
+// NewKeyedHasherFromSecret's shortcut gives (the sequence is then
+// computed and unused).
+func stretchSecret(h *KeyedHasher, secret []byte) {
 	var s uint64
 	for i, c := range secret {
 		s ^= uint64(c) << (8 * (i % 8))
@@ -67,7 +77,6 @@ func NewKeyedHasherFromSecret(secret []byte) *KeyedHasher {
 	} else {
 		h.final = splitmix(&s)
 	}
-	return h
 }
 
 func splitmix(s *uint64) uint64 {

@@ -1,34 +1,13 @@
 package flowkeys
 
-import (
-	"encoding/binary"
-	"testing"
-)
+import "testing"
 
 // stretchedHasher is NewKeyedHasherFromSecret without its shortcut for
 // a full-length secret: every secret goes through the SplitMix64
 // stretching loop.
 func stretchedHasher(secret []byte) *KeyedHasher {
 	h := &KeyedHasher{}
-	var s uint64
-	for i, c := range secret {
-		s ^= uint64(c) << (8 * (i % 8))
-		if i%8 == 7 {
-			s = splitmix(&s)
-		}
-	}
-	for i := range h.secret {
-		if 8*i+8 <= len(secret) {
-			h.secret[i] = binary.LittleEndian.Uint64(secret[8*i:])
-		} else {
-			h.secret[i] = splitmix(&s)
-		}
-	}
-	if 8*KeyWords+8 <= len(secret) {
-		h.final = binary.LittleEndian.Uint64(secret[8*KeyWords:])
-	} else {
-		h.final = splitmix(&s)
-	}
+	stretchSecret(h, secret)
 	return h
 }
 
