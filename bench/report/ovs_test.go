@@ -21,19 +21,7 @@ func TestVsOVSRows(t *testing.T) {
 		"",
 	}, "\n")
 	dir := hostFixture(t, "host\tok\t\nvsovs@vm\tok\t\nvsovs@host\tfail\texit 1\n", map[string]string{"vsovs@vm.txt": vm})
-	r, err := Load(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rows := r.rowsByWhat()
-	get := func(what string) Row {
-		t.Helper()
-		row, ok := rows[what]
-		if !ok {
-			t.Fatalf("no row %q", what)
-		}
-		return row
-	}
+	get := loadRowGetter(t, dir)
 	macs := get("Flow setup rate, new source MACs, learning switch / NORMAL, kernel datapath (VM)")
 	if macs.Ratio.Center != 0.5 || macs.Met != metNo || !strings.Contains(macs.Ours, "640 shed") || !strings.Contains(macs.Ours, "handler 90 ms / 400 ms") ||
 		!strings.Contains(macs.Baseline, "660 flows/s") || !strings.Contains(macs.Note, "1000 frames/s offered") {

@@ -227,6 +227,26 @@ func (r *Results) rowsByWhat() map[string]Row {
 	return m
 }
 
+// loadRowGetter loads the results in dir and returns a function that
+// finds one of their rows by its What, failing the test when there is
+// none.
+func loadRowGetter(t *testing.T, dir string) func(what string) Row {
+	t.Helper()
+	r, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := r.rowsByWhat()
+	return func(what string) Row {
+		t.Helper()
+		row, ok := rows[what]
+		if !ok {
+			t.Fatalf("no row %q", what)
+		}
+		return row
+	}
+}
+
 // TestAddText: benchfmt reads the result lines; names lose only their
 // -GOMAXPROCS suffix; units stay as go test printed them; failed and
 // skipped benchmarks are recorded; a line that starts like a result but is

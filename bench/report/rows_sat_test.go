@@ -26,19 +26,7 @@ func TestVsOVSSatRows(t *testing.T) {
 	}
 	host := strings.Join(lines, "\n") + "\n"
 	dir := hostFixture(t, "host\tok\t\nvssat@host\tok\t\nvssat@vm\tfail\texit 2\n", map[string]string{"vssat@host.txt": host})
-	r, err := Load(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rows := r.rowsByWhat()
-	get := func(what string) Row {
-		t.Helper()
-		row, ok := rows[what]
-		if !ok {
-			t.Fatalf("no row %q", what)
-		}
-		return row
-	}
+	get := loadRowGetter(t, dir)
 	s := get("Flow setup rate at saturation, new source MACs, learning switch / NORMAL, userspace datapath (host)")
 	if s.Ratio.Center != 1.5 || s.Ratio.N != 3 || s.Met == metNo || s.Met == metNotRun || !s.MedianMeets {
 		t.Errorf("setup row ratio %+v met %q", s.Ratio, s.Met)
