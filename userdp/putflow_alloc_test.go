@@ -15,6 +15,10 @@ import (
 const putModifyAllocs = 3
 
 func TestPutFlowAllocs(t *testing.T) {
+	if raceDetector {
+		// The test runs without -race in make test's unit tests.
+		t.Skip("allocation counts under the race detector: its sync.Pool (the compiler's encoding buffer) drops items at random")
+	}
 	dp, err := New("allocs")
 	if err != nil {
 		t.Fatal(err)
