@@ -673,9 +673,8 @@ func runScript(t *testing.T, h *harness, rx odp.UpcallReceiver, sr *scriptedRx) 
 // as under an emulated CPU) but whose receiver's queue stays short sheds
 // nothing, nor at half full; it sheds new sources once the queue is 7/8
 // full or the receiver overran, everything once it is 15/16 full, and
-// handles in full
-// again once a read runs the queue empty. Before, it shed by wall clock:
-// every full batch after MaxLag.
+// handles in full again once a read runs the queue empty. Before, it
+// shed by wall clock: every full batch after MaxLag.
 func TestShedOnBacklogNotLag(t *testing.T) {
 	const batch = 4
 	h := newHarness(t, 2, Config{Logger: discardLogger(), Batch: batch, MaxLag: time.Millisecond})
