@@ -162,33 +162,9 @@ func flowOut(f *megaflow, terse bool) *odp.Flow {
 // changed; a recirculation looks the packet up as if it had been
 // received.
 func (dp *Datapath) Execute(ctx context.Context, p *odp.Packet) error {
-	if len(p.Data) > MaxFrameLen {
-		return fmt.Errorf("userdp: execute: packet of %d bytes exceeds %d: %w", len(p.Data), MaxFrameLen, syscall.EINVAL)
-	}
-	if p.UpcallPID != 0 {
-		return fmt.Errorf("userdp: execute: upcall PID %d: the userspace datapath has no netlink ports (its upcalls go to the registered handlers): %w", p.UpcallPID, syscall.EINVAL)
-	}
-	mk, err := odp.ToFlowKeysExact(p.Key)
+	x, err := prepareExecute(p)
 	if err != nil {
-		return fmt.Errorf("userdp: execute: %w", err)
-	}
-	// A key with eth_type and no eth is an L3 packet's: the kernel
-	// extracts it from the network header with that EtherType.
-	l3 := mk.MacProto == flowkeys.MacProtoNone
-	if len(p.Data) < 14 && !l3 {
-		return fmt.Errorf("userdp: execute: packet of %d bytes is shorter than an Ethernet header: %w", len(p.Data), syscall.EINVAL)
-	}
-	// The key's metadata, the tunnel's included (the kernel attaches
-	// it to the packet: a recirculation or upcall sees it).
-	md := flowkeys.MetadataOf(&mk)
-	md.L3, md.EthType = l3, mk.EthType
-	var key flowkeys.Key
-	if err := flowkeys.Extract(p.Data, &md, &key); err != nil {
-		return fmt.Errorf("userdp: execute: %w: %w", err, syscall.EINVAL)
-	}
-	prog, err := compileActions(p.Actions, &key)
-	if err != nil {
-		return fmt.Errorf("userdp: execute: %w", err)
+		return err
 	}
 	dp.mu.Lock()
 	closed := dp.closed
@@ -196,29 +172,122 @@ func (dp *Datapath) Execute(ctx context.Context, p *odp.Packet) error {
 	if closed {
 		return fmt.Errorf("userdp: execute: datapath %s is closed: %w", dp.name, os.ErrClosed)
 	}
-
 	dp.execMu.Lock()
 	defer dp.execMu.Unlock()
 	w := dp.execW
-	need := DefaultHeadroom + len(p.Data)
-	if cap(w.execBuf) < need {
-		w.execBuf = make([]byte, max(need, 2048))
+	dp.runExecute(w, &w.execBuf, p, &x)
+	w.flush()
+	return nil
+}
+
+// AppendExecute executes pkts as Execute does, in order, and appends
+// each one's result to errs (nil when it was executed; one packet's
+// failure does not stop the others), returning the extended slice. The
+// frames the batch outputs leave together, one write per port for up to
+// txBatch packets instead of one per packet, as a handler executes the
+// packets of a batch of upcalls. errs is the caller's to reuse: with
+// room for len(pkts) more, it allocates nothing beyond what Execute
+// does for each packet.
+func (dp *Datapath) AppendExecute(ctx context.Context, errs []error, pkts []*odp.Packet) []error {
+	dp.mu.Lock()
+	closed := dp.closed
+	dp.mu.Unlock()
+	dp.execMu.Lock()
+	defer dp.execMu.Unlock()
+	w := dp.execW
+	queued := 0
+	for _, p := range pkts {
+		if closed {
+			errs = append(errs, fmt.Errorf("userdp: execute: datapath %s is closed: %w", dp.name, os.ErrClosed))
+			continue
+		}
+		x, err := prepareExecute(p)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if queued == txBatch {
+			// Every buffer is queued or sent: send them, reuse them.
+			w.flush()
+			queued = 0
+		}
+		if len(w.execBufs) <= queued {
+			w.execBufs = append(w.execBufs, nil)
+		}
+		dp.runExecute(w, &w.execBufs[queued], p, &x)
+		queued++
+		errs = append(errs, nil)
 	}
-	buf := w.execBuf[:cap(w.execBuf)]
+	if queued > 0 {
+		w.flush()
+	}
+	return errs
+}
+
+// execPrep is a packet to execute, validated: its extracted key, its
+// compiled actions, whether it is an L3 packet.
+type execPrep struct {
+	key  flowkeys.Key
+	prog []op
+	l3   bool
+}
+
+// prepareExecute validates p and extracts and compiles what
+// runExecute needs (see Execute).
+func prepareExecute(p *odp.Packet) (execPrep, error) {
+	if len(p.Data) > MaxFrameLen {
+		return execPrep{}, fmt.Errorf("userdp: execute: packet of %d bytes exceeds %d: %w", len(p.Data), MaxFrameLen, syscall.EINVAL)
+	}
+	if p.UpcallPID != 0 {
+		return execPrep{}, fmt.Errorf("userdp: execute: upcall PID %d: the userspace datapath has no netlink ports (its upcalls go to the registered handlers): %w", p.UpcallPID, syscall.EINVAL)
+	}
+	mk, err := odp.ToFlowKeysExact(p.Key)
+	if err != nil {
+		return execPrep{}, fmt.Errorf("userdp: execute: %w", err)
+	}
+	// A key with eth_type and no eth is an L3 packet's: the kernel
+	// extracts it from the network header with that EtherType.
+	l3 := mk.MacProto == flowkeys.MacProtoNone
+	if len(p.Data) < 14 && !l3 {
+		return execPrep{}, fmt.Errorf("userdp: execute: packet of %d bytes is shorter than an Ethernet header: %w", len(p.Data), syscall.EINVAL)
+	}
+	// The key's metadata, the tunnel's included (the kernel attaches
+	// it to the packet: a recirculation or upcall sees it).
+	md := flowkeys.MetadataOf(&mk)
+	md.L3, md.EthType = l3, mk.EthType
+	x := execPrep{l3: l3}
+	if err := flowkeys.Extract(p.Data, &md, &x.key); err != nil {
+		return execPrep{}, fmt.Errorf("userdp: execute: %w: %w", err, syscall.EINVAL)
+	}
+	prog, err := compileActions(p.Actions, &x.key)
+	if err != nil {
+		return execPrep{}, fmt.Errorf("userdp: execute: %w", err)
+	}
+	x.prog = prog
+	return x, nil
+}
+
+// runExecute runs the prepared packet p on w (the execute worker, its
+// lock held) in the buffer *bp, grown as needed; the frames it outputs
+// are queued on w until w.flush, and refer to *bp until then.
+func (dp *Datapath) runExecute(w *worker, bp *[]byte, p *odp.Packet, x *execPrep) {
+	need := DefaultHeadroom + len(p.Data)
+	if cap(*bp) < need {
+		*bp = make([]byte, max(need, 2048))
+	}
+	buf := (*bp)[:cap(*bp)]
 	copy(buf[DefaultHeadroom:], p.Data)
 	w.now = dp.nowMs()
 	c := &w.ctx
-	*c = pktCtx{f: frameBuf{Buf: buf, Off: DefaultHeadroom, Len: len(p.Data)}, key: key, keyValid: true, steal: true, proto: keyProtocol(&key),
-		acts: newFlowActions(p.Actions, prog), ct: conntrack.StateFromKey(&key), noEth: l3}
-	c.hash = w.cache.hashOf(&key) // for a recirc action's lookup (recircHash)
+	*c = pktCtx{f: frameBuf{Buf: buf, Off: DefaultHeadroom, Len: len(p.Data)}, key: x.key, keyValid: true, steal: true, proto: keyProtocol(&x.key),
+		acts: newFlowActions(p.Actions, x.prog), ct: conntrack.StateFromKey(&x.key), noEth: x.l3}
+	c.hash = w.cache.hashOf(&x.key) // for a recirc action's lookup (recircHash)
 	if p.MRU != 0 {
 		// A reassembled packet back from userspace: output fragments it
 		// to the MRU again (the kernel's OVS_CB(skb)->mru; its fragment
 		// sizes are not known, and an IPv6 one gets a new ID).
-		c.frag = conntrack.FragInfo{MRU: p.MRU, V6: key.EthType == header.EtherTypeIPv6, ID: w.random()}
+		c.frag = conntrack.FragInfo{MRU: p.MRU, V6: x.key.EthType == header.EtherTypeIPv6, ID: w.random()}
 		c.cutlen = cutReassembled
 	}
-	w.run(c, prog)
-	w.flush()
-	return nil
+	w.run(c, x.prog)
 }

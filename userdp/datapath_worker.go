@@ -44,7 +44,8 @@ type worker struct {
 	// ones instead of publishing (atomics) at every lookup.
 	acc [maxRecirc + 1]flowAcc
 
-	execBuf  []byte // Execute's packet buffer
+	execBuf  []byte   // Execute's packet buffer
+	execBufs [][]byte // AppendExecute's, one a packet of a batch
 	slab     upcallSlab
 	rng      uint64
 	now      uint64 // CLOCK_MONOTONIC ms of the current batch

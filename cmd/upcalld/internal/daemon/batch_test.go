@@ -88,6 +88,20 @@ func (b batchingDP) ExecuteBatch(ctx context.Context, ps []*odp.Packet) ([]error
 	return errs, b.batchErr
 }
 
+// appendingDP is a recordingDP with AppendExecute (userdp's batched
+// execute) and single puts.
+type appendingDP struct{ *recordingDP }
+
+var _ appendExecuter = appendingDP{}
+
+func (a appendingDP) AppendExecute(ctx context.Context, errs []error, ps []*odp.Packet) []error {
+	a.log(fmt.Sprintf("append-execute %d", len(ps)))
+	for _, p := range ps {
+		errs = append(errs, a.exec(ctx, p))
+	}
+	return errs
+}
+
 // flowHasSrc reports whether a flow's key matches Ethernet source src.
 func flowHasSrc(f *odp.Flow, src mac) bool {
 	return strings.Contains(odp.FormatKey(f.Key, nil, false), "src="+net.HardwareAddr(src[:]).String())
@@ -102,8 +116,8 @@ func flowHasSrc(f *odp.Flow, src mac) bool {
 // upcall alone; every upcall's latency is recorded once.
 func TestBatchPutsThenExecutes(t *testing.T) {
 	a, b, c, e, dst := macN(0xa), macN(0xb), macN(0xc), macN(0xe), macN(0x99)
-	for _, batched := range []bool{true, false} {
-		t.Run(fmt.Sprintf("batched=%v", batched), func(t *testing.T) {
+	for _, mode := range []string{"batched", "append", "single"} {
+		t.Run(mode, func(t *testing.T) {
 			h := newHarness(t, 2, Config{Logger: discardLogger()})
 			ctx := context.Background()
 			if err := h.d.Setup(ctx); err != nil {
@@ -128,8 +142,11 @@ func TestBatchPutsThenExecutes(t *testing.T) {
 				},
 			}
 			h.d.dp = rec
-			if batched {
+			switch mode {
+			case "batched":
 				h.d.dp = batchingDP{rec}
+			case "append":
+				h.d.dp = appendingDP{rec}
 			}
 			ups := []odp.Upcall{
 				missFrom(t, a, dst),
@@ -150,9 +167,12 @@ func TestBatchPutsThenExecutes(t *testing.T) {
 				t.Errorf("handleBatch returned %v, before the read at %v", end, now)
 			}
 			var want []string
-			if batched {
+			switch mode {
+			case "batched":
 				want = []string{"put 4", "execute 5"}
-			} else {
+			case "append":
+				want = []string{"put", "put", "put", "put", "append-execute 5"}
+			default:
 				want = []string{"put", "put", "put", "put", "execute", "execute", "execute", "execute", "execute"}
 			}
 			if !slices.Equal(rec.calls, want) {

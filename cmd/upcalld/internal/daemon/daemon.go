@@ -101,10 +101,10 @@ type Config struct {
 	// MaxLag is the fallback overload rule for receivers that report
 	// no queue depth (DefaultMaxLag); the kernel's upcall sockets and the
 	// userspace datapath's queues do report it, and for them a handler
-	// sheds only when its queue is really filling up: at least half full
+	// sheds only when its queue is about to overflow: at least 7/8 full
 	// (or the socket overran, ENOBUFS), it sheds misses from unknown
-	// sources; 7/8 full, every miss; and it goes on until the queue is
-	// below a quarter (overload.go). A miss whose Ethernet source the
+	// sources; 15/16 full, every miss; and it goes on until the queue is
+	// below three quarters (overload.go). A miss whose Ethernet source the
 	// learning switch already knows on its port is still handled in full
 	// while the handler sheds unknown sources (known hosts keep working
 	// during a flood of new addresses); any other is dropped without

@@ -559,7 +559,7 @@ func TestShedAllocatesNothing(t *testing.T) {
 	if st := h.d.Status(); st.Shed < 2000 || st.Handled != 0 {
 		t.Errorf("shed %d, handled %d", st.Shed, st.Handled)
 	}
-	rx := &scriptedRx{q: 900, c: 1000}
+	rx := &scriptedRx{q: 950, c: 1000}
 	var o overload
 	if n := testing.AllocsPerRun(1000, func() { h.d.assess(&o, rx, 64, 64, now) }); n != 0 || o.mode != shedAll {
 		t.Errorf("assess allocates %v times (mode %d)", n, o.mode)
@@ -576,18 +576,20 @@ func TestNextShedMode(t *testing.T) {
 		want    shedMode
 	}{
 		{shedNone, 0, 1000, false, shedNone},
-		{shedNone, 499, 1000, false, shedNone},
-		{shedNone, 500, 1000, false, shedUnknown},
-		{shedNone, 874, 1000, false, shedUnknown},
-		{shedNone, 875, 1000, false, shedAll},
+		{shedNone, 500, 1000, false, shedNone}, // half full: room left, nothing shed
+		{shedNone, 874, 1000, false, shedNone},
+		{shedNone, 875, 1000, false, shedUnknown},
+		{shedNone, 937, 1000, false, shedUnknown},
+		{shedNone, 938, 1000, false, shedAll},
 		{shedNone, 1000, 1000, false, shedAll},
 		{shedNone, 2000, 1000, false, shedAll}, // a socket charges more than its buffer at times
 		{shedNone, 10, 1000, true, shedUnknown},
-		{shedUnknown, 300, 1000, false, shedUnknown}, // draining
-		{shedUnknown, 249, 1000, false, shedNone},
-		{shedAll, 600, 1000, false, shedUnknown},
-		{shedAll, 300, 1000, false, shedUnknown},
-		{shedAll, 100, 1000, false, shedNone},
+		{shedUnknown, 800, 1000, false, shedUnknown}, // draining
+		{shedUnknown, 750, 1000, false, shedUnknown},
+		{shedUnknown, 749, 1000, false, shedNone},
+		{shedAll, 900, 1000, false, shedUnknown},
+		{shedAll, 760, 1000, false, shedUnknown},
+		{shedAll, 700, 1000, false, shedNone},
 		{shedAll, 100, 1000, true, shedUnknown},
 	} {
 		if got := nextShedMode(c.mode, c.q, c.c, c.overrun); got != c.want {
@@ -669,10 +671,10 @@ func runScript(t *testing.T, h *harness, rx odp.UpcallReceiver, sr *scriptedRx) 
 
 // A handler whose batches are slow (each read 20 ms, far beyond MaxLag,
 // as under an emulated CPU) but whose receiver's queue stays short sheds
-// nothing; it sheds new sources once the queue is half full or the
-// receiver overran, everything once it is 7/8 full, and handles in full
-// again once a read runs the queue empty. Before, it shed by wall clock:
-// every full batch after MaxLag.
+// nothing, nor at half full; it sheds new sources once the queue is 7/8
+// full or the receiver overran, everything once it is 15/16 full, and
+// handles in full again once a read runs the queue empty. Before, it
+// shed by wall clock: every full batch after MaxLag.
 func TestShedOnBacklogNotLag(t *testing.T) {
 	const batch = 4
 	h := newHarness(t, 2, Config{Logger: discardLogger(), Batch: batch, MaxLag: time.Millisecond})
@@ -700,24 +702,26 @@ func TestShedOnBacklogNotLag(t *testing.T) {
 		t.Fatalf("slow batches, short queue: shed %d, handled %d; want 0 and %d", shed, handled, 5*batch)
 	}
 
-	// Half full: new sources shed, the known one handled; the queue
-	// draining (300 of 1000) still sheds; an overrun with a short queue
-	// sheds; 7/8 full sheds everything; a read that runs the queue empty
-	// handles all.
+	// Half full: nothing shed (room left). 7/8 full: new sources shed,
+	// the known one handled; the queue draining (800 of 1000) still
+	// sheds; below 3/4 back to handling; an overrun with a short queue
+	// sheds; 15/16 full sheds everything; a read that runs the queue
+	// empty handles all.
 	sr = &scriptedRx{steps: []rxStep{
 		full(500, 1000, 0),
-		full(300, 1000, 0),
-		full(100, 1000, 0), // below the low mark: back to handling
+		full(875, 1000, 0),
+		full(800, 1000, 0),
+		full(700, 1000, 0), // below the low mark: back to handling
 		full(100, 1000, 1), // an overrun
-		full(900, 1000, 0),
+		full(950, 1000, 0),
 	}}
 	last := full(0, 1000, 0)
 	last.ups = last.ups[:2] // a partial read: the receiver ran empty
 	sr.steps = append(sr.steps, last)
 	base = h.d.Status()
 	st = runScript(t, h, sr, sr)
-	wantShed := uint64((batch - 1) + (batch - 1) + 0 + (batch - 1) + batch)
-	wantHandled := uint64(1+1+batch+1+0) + 2
+	wantShed := uint64(0 + (batch - 1) + (batch - 1) + 0 + (batch - 1) + batch)
+	wantHandled := uint64(batch+1+1+batch+1+0) + 2
 	if shed, handled := st.Shed-base.Shed, st.Handled-base.Handled; shed != wantShed || handled != wantHandled {
 		t.Errorf("overload script: shed %d, handled %d; want %d and %d", shed, handled, wantShed, wantHandled)
 	}

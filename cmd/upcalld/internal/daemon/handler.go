@@ -94,6 +94,15 @@ type batcher interface {
 	ExecuteBatch(ctx context.Context, pkts []*odp.Packet) (errs []error, err error)
 }
 
+// appendExecuter is what a datapath offers, optionally, to execute a
+// batch of packets with their results appended to the caller's slice
+// (userdp's *Datapath: the batch's frames leave in one write a port,
+// and the handler's reused slice takes the results). The daemon prefers
+// a batcher's ExecuteBatch, then this, then Execute once per packet.
+type appendExecuter interface {
+	AppendExecute(ctx context.Context, errs []error, pkts []*odp.Packet) []error
+}
+
 // shedMode says how much of a batch an overloaded handler handles.
 type shedMode uint8
 
@@ -525,6 +534,9 @@ func (d *Daemon) executeBatch(ctx context.Context, h *handlerState, ups []odp.Up
 	var berr error
 	if b, ok := d.dp.(batcher); ok {
 		errs, berr = b.ExecuteBatch(ctx, h.pktPtrs)
+	} else if x, ok := d.dp.(appendExecuter); ok {
+		errs = x.AppendExecute(ctx, h.errs[:0], h.pktPtrs)
+		h.errs = errs
 	} else {
 		errs = h.errs[:0]
 		for _, p := range h.pktPtrs {

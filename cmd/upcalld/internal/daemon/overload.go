@@ -25,12 +25,23 @@ import (
 //     flap at the threshold; from shedAll it steps back to shedUnknown
 //     below the high mark.
 //
+// A shed miss is a lost miss: its packet is dropped and its flow set up
+// only when another of its packets comes. So the marks sit close to the
+// top: a handler sheds only when the queue is about to overflow (the
+// datapath would then drop upcalls without looking at them), not while
+// the queue still has room for a burst it will work off once the burst
+// ends (at half full it shed thousands of the tuples workload's misses
+// that the queue had room for: BenchmarkIntegrationVsOVSSat/netdev).
+// The hysteresis sheds only down to three quarters, enough room for the
+// handler to get ahead again, not a quarter of the queue's worth of
+// misses each time.
+//
 // A receiver that reports no queue depth (one that is neither kind)
 // falls back to the wall-clock rule of Config.MaxLag.
 const (
-	shedHighNum, shedHighDen = 1, 2
-	shedAllNum, shedAllDen   = 7, 8
-	shedLowNum, shedLowDen   = 1, 4
+	shedHighNum, shedHighDen = 7, 8
+	shedAllNum, shedAllDen   = 15, 16
+	shedLowNum, shedLowDen   = 3, 4
 )
 
 // backlogReporter is a receiver that reports its queue's fill: queued
