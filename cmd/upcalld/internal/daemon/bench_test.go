@@ -21,14 +21,19 @@ func newFlowUpcalls(tb testing.TB, n int) []odp.Upcall {
 		var dst mac
 		dst[0], dst[1] = 0x02, 0x66
 		binary.BigEndian.PutUint32(dst[2:], uint32(i+1))
-		f := udpFrame(macN(1), dst, ip4(10, 0, 0, 1), ip4(10, 0, 0, 2), uint16(i), 9, 0)
-		var k flowkeys.Key
-		if err := flowkeys.Extract(f, &flowkeys.Metadata{InPort: 1}, &k); err != nil {
-			tb.Fatal(err)
-		}
-		ups[i] = odp.Upcall{Kind: odp.UpcallMiss, Port: 1, Key: odp.KeyFromFlowKeys(&k), Packet: f}
+		ups[i] = missUpcall(tb, 1, udpFrame(macN(1), dst, ip4(10, 0, 0, 1), ip4(10, 0, 0, 2), uint16(i), 9, 0))
 	}
 	return ups
+}
+
+// missUpcall is the miss upcall of frame f entering port in, with the
+// key the datapath would extract.
+func missUpcall(tb testing.TB, in uint32, f []byte) odp.Upcall {
+	var k flowkeys.Key
+	if err := flowkeys.Extract(f, &flowkeys.Metadata{InPort: in}, &k); err != nil {
+		tb.Fatal(err)
+	}
+	return odp.Upcall{Kind: odp.UpcallMiss, Port: in, Key: odp.KeyFromFlowKeys(&k), Packet: f}
 }
 
 // BenchmarkHandleUpcall measures one handler's work per miss on the

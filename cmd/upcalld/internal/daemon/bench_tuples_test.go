@@ -7,17 +7,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ovsdp/ovsdp/flowkeys"
 	"github.com/ovsdp/ovsdp/odp"
 )
 
 // tupleRules is BenchmarkIntegrationVsOVSSat's tuples workload's rule
-// set on ports 1 and 2: n rules, each an exact UDP 5-tuple to port 2,
-// and a drop rule below them.
-func tupleRules(n int) string {
+// set: n rules, each an exact UDP 5-tuple to the port named out, and a
+// drop rule below them.
+func tupleRules(n int, out string) string {
 	var s strings.Builder
 	for i := range n {
-		fmt.Fprintf(&s, "priority=10,udp,nw_src=10.9.0.1,nw_dst=10.9.0.2,tp_src=%d,tp_dst=9,actions=output:2\n", 1024+i)
+		fmt.Fprintf(&s, "priority=10,udp,nw_src=10.9.0.1,nw_dst=10.9.0.2,tp_src=%d,tp_dst=9,actions=output:%s\n", 1024+i, out)
 	}
 	s.WriteString("priority=0,actions=drop\n")
 	return s.String()
@@ -28,12 +27,7 @@ func tupleRules(n int) string {
 func tupleUpcalls(tb testing.TB, i0, n int) []odp.Upcall {
 	ups := make([]odp.Upcall, n)
 	for i := range ups {
-		f := udpFrame(macN(1), macN(2), ip4(10, 9, 0, 1), ip4(10, 9, 0, 2), uint16(1024+(i0+i)%60000), 9, 0)
-		var k flowkeys.Key
-		if err := flowkeys.Extract(f, &flowkeys.Metadata{InPort: 1}, &k); err != nil {
-			tb.Fatal(err)
-		}
-		ups[i] = odp.Upcall{Kind: odp.UpcallMiss, Port: 1, Key: odp.KeyFromFlowKeys(&k), Packet: f}
+		ups[i] = missUpcall(tb, 1, udpFrame(macN(1), macN(2), ip4(10, 9, 0, 1), ip4(10, 9, 0, 2), uint16(1024+(i0+i)%60000), 9, 0))
 	}
 	return ups
 }
@@ -44,7 +38,7 @@ func tupleUpcalls(tb testing.TB, i0, n int) []odp.Upcall {
 // batches of DefaultBatch as a handler reads them at saturation.
 func BenchmarkHandleBatchTuples(b *testing.B) {
 	const rules = 10000
-	h := newHarness(b, 2, Config{Logger: discardLogger(), Rules: mustRules(b, tupleRules(rules))})
+	h := newHarness(b, 2, Config{Logger: discardLogger(), Rules: mustRules(b, tupleRules(rules, "2"))})
 	ctx := context.Background()
 	if err := h.d.Setup(ctx); err != nil {
 		b.Fatal(err)

@@ -282,10 +282,7 @@ func (c *cmpCase) rules(n *cmpNet, in1, out2 string) string {
 	var s strings.Builder
 	switch c.workload {
 	case "tuples":
-		for i := range c.flows {
-			fmt.Fprintf(&s, "priority=10,udp,nw_src=10.9.0.1,nw_dst=10.9.0.2,tp_src=%d,tp_dst=9,actions=output:%s\n", 1024+i, out2)
-		}
-		s.WriteString("priority=0,actions=drop\n")
+		s.WriteString(tupleRules(c.flows, out2))
 	case "pipeline":
 		fmt.Fprintf(&s, "table=0,priority=10,in_port=%s,dl_vlan=0xffff,actions=mod_vlan_vid:10,resubmit(,1)\n", in1)
 		s.WriteString("table=0,priority=0,actions=drop\n")
