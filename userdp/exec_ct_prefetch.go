@@ -14,8 +14,8 @@ import (
 // (the tracker's bucket, then the connection: see package conntrack),
 // paid one packet after the other. The receive loop therefore runs a
 // batch in groups of conntrack.MaxBurst frames (processBatch), and
-// while the previous group's ct actions mostly missed the ConnCache, it
-// first reads each frame's connection tuple from its headers (ctTupleOf)
+// while the previous group's ct lookups most likely missed the
+// ConnCache (see below), it first reads each frame's connection tuple from its headers (ctTupleOf)
 // and has the tracker prefetch the lines its lookup will read
 // (conntrack.Prefetcher), so that the group's misses overlap; then it
 // processes the frames one by one, in order, exactly as without the
@@ -38,7 +38,7 @@ import (
 // processBatch runs the n received frames bufs[i][DefaultHeadroom:
 // DefaultHeadroom+sizes[i]] from port inPort in order, as process one by
 // one, in groups of conntrack.MaxBurst with the ct lookups of a group
-// prefetched first while the worker's ConnCache keeps missing (see
+// prefetched first while the worker's ConnCache most likely misses (see
 // above).
 func (w *worker) processBatch(bufs [][]byte, sizes []int, n int, inPort uint32) {
 	n = min(n, len(bufs), len(sizes))

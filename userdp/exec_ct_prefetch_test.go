@@ -408,10 +408,7 @@ func BenchmarkPipelineCTConnsBurst(b *testing.B) {
 }
 
 func benchPipelineCTConnsBurst(b *testing.B) {
-	const conns = 50000
-	w, sink, frames := ctPipelineConns(b, conns)
-	w0, _, _ := pipelineFixture(b, DefaultCacheEntries)
-	rand.New(rand.NewPCG(1, 2)).Shuffle(len(frames), func(i, j int) { frames[i], frames[j] = frames[j], frames[i] })
+	w, sink, frames, w0 := ctConnsFixtures(b, 50000)
 	bufs := make([][]byte, pipelineBatch)
 	sizes := make([]int, pipelineBatch)
 	for i := range bufs {
