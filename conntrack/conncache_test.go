@@ -84,15 +84,15 @@ func TestConnCacheStale(t *testing.T) {
 			}
 			step(orig, commit)
 			step(reply, Action{})
-			if f, s := step(orig, Action{}); f != trkEst || cc.e[slot] == nil || cc.e[slot].conn() != s.c {
-				t.Fatalf("established: %s, cache slot %p", stateString(f), cc.e[slot])
+			if f, s := step(orig, Action{}); f != trkEst || cc.e[slot].e == nil || cc.e[slot].e.conn() != s.c {
+				t.Fatalf("established: %s, cache slot %p", stateString(f), cc.e[slot].e)
 			}
 			c.stale(ref, clk1)
 			c.stale(tr, clk2)
 			clk1.advance(0)
 			if f, s := step(orig, c.act); f != c.want {
 				t.Fatalf("after: %s, want %s", stateString(f), stateString(c.want))
-			} else if e := cc.e[slot]; e != nil && (e.conn() != s.c || e.conn().dead()) {
+			} else if e := cc.e[slot].e; e != nil && (e.conn() != s.c || e.conn().dead()) {
 				t.Fatalf("the cache remembers %p (dead %v), the packet met %p", e.conn(), e.conn().dead(), s.c)
 			}
 			// The reply direction, answered by the table as before.
@@ -133,7 +133,7 @@ func TestConnCacheSlots(t *testing.T) {
 			if err := cc.ExecuteKey(uint32(i)<<8, &k, l4, l3, false, &Action{}, &s, &p); err != nil {
 				t.Fatal(err)
 			}
-			if s.c != want || cc.e[0] == nil || cc.e[0].conn() != want || k.CTState != trkNew {
+			if s.c != want || cc.e[0].e == nil || cc.e[0].e.conn() != want || k.CTState != trkNew {
 				t.Fatalf("round %d, connection %d: met %p (%s), want %p", round, i, s.c, stateString(k.CTState), want)
 			}
 		}
@@ -182,5 +182,42 @@ func TestConnCacheConcurrent(t *testing.T) {
 	}
 	if e := stop(); e != "" {
 		t.Fatal(e)
+	}
+}
+
+// TestConnCacheSlotHash: a slot holds the entry with the hash of the
+// packet that filled it; a packet with another hash (another
+// microflow, of the same connection or not) gets its answer from the
+// table, the same as through the slot, and takes the slot with its
+// hash. (That it does not read the other entry is not observable here:
+// it only spares a cache miss.)
+func TestConnCacheSlotHash(t *testing.T) {
+	tr, _ := newTestTracker(t, Config{})
+	cc := tr.NewConnCache(1)
+	send := func(h uint32, sport uint16, a *Action) *conn {
+		t.Helper()
+		k, l4, l3 := stepKey(t, ctStep{src: "10.0.0.1", dst: "10.0.0.2", proto: ProtoUDP, sport: sport, dport: 53})
+		var s State
+		var p Packet
+		if err := cc.ExecuteKey(h, &k, l4, l3, false, a, &s, &p); err != nil {
+			t.Fatal(err)
+		}
+		if s.c == nil || s.c.e0.tuple.SrcPort != sport || k.CTState != trkNew {
+			t.Fatalf("source port %d, hash %#x: %s, connection %p", sport, h, stateString(k.CTState), s.c)
+		}
+		return s.c
+	}
+	c := send(0, 1000, &commit)
+	if send(7, 1000, &Action{}) != c || cc.e[0] != (ccSlot{&c.e0, 7}) {
+		t.Fatalf("slot %+v after a lookup with hash 7, want connection %p's entry and 7", cc.e[0], c)
+	}
+	// Another connection's entry under hash 8, met by hash 9.
+	d := send(7, 1001, &commit)
+	cc.e[0] = ccSlot{&d.e0, 8}
+	if send(9, 1000, &Action{}) != c || cc.e[0] != (ccSlot{&c.e0, 9}) {
+		t.Fatalf("slot %+v after a lookup with hash 9", cc.e[0])
+	}
+	if send(9, 1000, &Action{}) != c || cc.e[0] != (ccSlot{&c.e0, 9}) {
+		t.Fatalf("slot %+v after another lookup with hash 9", cc.e[0])
 	}
 }

@@ -25,7 +25,7 @@ import (
 // kind of packet, FuzzExecuteKey on arbitrary ones). Every other packet
 // takes the general path, from the start.
 func (t *Tracker) ExecuteKey(k *flowkeys.Key, l4 []byte, l3Len uint32, untracked bool, a *Action, s *State, p *Packet) error {
-	return t.executeKeyFast(k, l4, l3Len, untracked, a, s, p, nil)
+	return t.executeKeyFast(k, l4, l3Len, untracked, a, s, p, nil, 0)
 }
 
 // ConnCache remembers, for one goroutine, the connection entries that
@@ -51,7 +51,18 @@ func (t *Tracker) ExecuteKey(k *flowkeys.Key, l4 []byte, l3Len uint32, untracked
 type ConnCache struct {
 	t    *Tracker
 	mask uint32
-	e    []*entry
+	e    []ccSlot
+}
+
+// ccSlot is one slot of a ConnCache: the entry remembered and the
+// caller's hash of the packet that met it. A packet with another hash
+// is another microflow, most likely of another connection, and does
+// not read the entry (whose line, with traffic over more connections
+// than the cache has slots, is a miss to memory): it looks the table
+// up, which gives the same answer for a packet of the same connection.
+type ccSlot struct {
+	e *entry
+	h uint32
 }
 
 // NewConnCache returns a cache of n entries (rounded up to a power of
@@ -61,19 +72,20 @@ func (t *Tracker) NewConnCache(n int) *ConnCache {
 	for size < n {
 		size <<= 1
 	}
-	return &ConnCache{t: t, mask: uint32(size - 1), e: make([]*entry, size)}
+	return &ConnCache{t: t, mask: uint32(size - 1), e: make([]ccSlot, size)}
 }
 
 // ExecuteKey is the tracker's ExecuteKey (same arguments, results and
 // state), with h, the caller's hash of the packet, choosing the cache
 // slot that the packet's connection entry is remembered in.
 func (cc *ConnCache) ExecuteKey(h uint32, k *flowkeys.Key, l4 []byte, l3Len uint32, untracked bool, a *Action, s *State, p *Packet) error {
-	return cc.t.executeKeyFast(k, l4, l3Len, untracked, a, s, p, &cc.e[h&cc.mask])
+	return cc.t.executeKeyFast(k, l4, l3Len, untracked, a, s, p, &cc.e[h&cc.mask], h)
 }
 
 // executeKeyFast is ExecuteKey, remembering the connection entry in
-// *slot unless slot is nil (see ConnCache).
-func (t *Tracker) executeKeyFast(k *flowkeys.Key, l4 []byte, l3Len uint32, untracked bool, a *Action, s *State, p *Packet, slot **entry) error {
+// *slot with the caller's packet hash h unless slot is nil (see
+// ConnCache).
+func (t *Tracker) executeKeyFast(k *flowkeys.Key, l4 []byte, l3Len uint32, untracked bool, a *Action, s *State, p *Packet, slot *ccSlot, h uint32) error {
 	if untracked || s.c != nil || s.Flags&StateTracked != 0 || a.HasNAT || k.IPFrag != flowkeys.FragNone {
 		return t.executeKey(k, l4, l3Len, untracked, a, s, p)
 	}
@@ -116,14 +128,14 @@ func (t *Tracker) executeKeyFast(k *flowkeys.Key, l4 []byte, l3Len uint32, untra
 	zone := a.Zone
 	var e *entry
 	if slot != nil {
-		if x := *slot; x != nil && x.meets(tp, zone, now) == meetsLive {
+		if x := slot.e; x != nil && slot.h == h && x.meets(tp, zone, now) == meetsLive {
 			e = x
 		}
 	}
 	if e == nil {
 		e = t.tab.findSlots(tp, zone, now)
 		if slot != nil {
-			*slot = e
+			slot.e, slot.h = e, h
 		}
 	}
 	if e == nil {

@@ -597,9 +597,7 @@ func (dp *Datapath) rxLoop(p *dpPort) {
 		return
 	}
 	dp.readLoop(p, p.port, w, func(bufs [][]byte, sizes []int, n int) {
-		for i := 0; i < n; i++ {
-			w.process(bufs[i], DefaultHeadroom, sizes[i], p.number)
-		}
+		w.processBatch(bufs, sizes, n, p.number)
 	})
 }
 

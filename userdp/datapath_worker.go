@@ -55,7 +55,13 @@ type worker struct {
 	ctPkt   conntrack.Packet     // the ct action's view of the packet (exec_ct.go)
 	tracker *conntrack.Tracker   // dp.Conntrack(), once the first ct action made it
 	ctCache *conntrack.ConnCache // the connections of recent ct actions, by cache hash (exec_ct.go)
-	memo    []recircMemo         // the flows recirculated ct packets met, by cache hash (recirc_memo.go)
+	// The receive loop's prefetch of a group's ct lookups
+	// (exec_ct_prefetch.go): the tracker's Prefetcher, whether the
+	// next group is prefetched, and in which zone.
+	ctPrefetch   *conntrack.Prefetcher
+	ctPrefetchOn bool
+	ctZone       uint16
+	memo         []recircMemo // the flows recirculated ct packets met, by cache hash (recirc_memo.go)
 
 	tunOpts   [256]byte   // the Geneve options of the received packet (tunnel_rx.go)
 	encap     encapParams // an encapsulation's parameters (exec_tnl.go)

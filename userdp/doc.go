@@ -46,7 +46,15 @@
 // NAT rewrites the packet. A flow whose actions are ct(...),recirc(N)
 // runs in a fast form, and each forwarding goroutine remembers the flow
 // its recirculated packets met, checked as soundly as an exact-match
-// cache entry (recirc_memo.go).
+// cache entry (recirc_memo.go). A port's receive loop runs its frames in
+// groups of conntrack.MaxBurst (32), and while a group's firewall ct
+// flow (ct(...),recirc(N)) misses the exact-match cache, and so the
+// conntrack.ConnCache indexed by the same hash (traffic over many
+// connections), it first reads each frame's connection tuple from its
+// headers and has the tracker prefetch the lines their lookups will
+// read, so that the group's misses to memory overlap; the frames then
+// run one by one, in order, with the results they have without it
+// (exec_ct_prefetch.go).
 //
 // # Actions
 //

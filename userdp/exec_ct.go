@@ -101,6 +101,7 @@ func (w *worker) conntrack(c *pktCtx, a *conntrack.Action) error {
 		}
 		w.tracker = tr
 		w.ctCache = tr.NewConnCache(ctCacheEntries)
+		w.ctPrefetch = tr.NewPrefetcher()
 	}
 	untracked := false
 	if c.key.IPFrag != flowkeys.FragNone {

@@ -561,14 +561,22 @@ func TestPipelineCTCachedConnFlushed(t *testing.T) {
 // BenchmarkPipelineCT. The no-ct path forwards the same frames (its
 // flow matches the destination only), interleaved in chunks of 4,096.
 func BenchmarkPipelineCTConns(b *testing.B) {
-	const conns = 1000
-	w, sink, frames := ctPipelineConns(b, conns)
-	w0, _, _ := pipelineFixture(b, DefaultCacheEntries)
-	rand.New(rand.NewPCG(1, 2)).Shuffle(len(frames), func(i, j int) { frames[i], frames[j] = frames[j], frames[i] })
+	w, sink, frames, w0 := ctConnsFixtures(b, 1000)
 	bufs := pipelineBufs()
 	benchCTAgainstNoCT(b, sink,
 		func(from, to int) { pumpEach(w, bufs, frames, from, to); w.flush() },
 		func(from, to int) { pumpEach(w0, bufs, frames, from, to); w0.flush() })
+}
+
+// ctConnsFixtures are BenchmarkPipelineCTConns's worker through ct
+// over n connections (ctPipelineConns), its sink and the connections'
+// frames in a shuffled order, and a worker without ct (pipelineFixture)
+// for the same frames.
+func ctConnsFixtures(b *testing.B, n int) (w *worker, sink *sinkPort, frames [][]byte, w0 *worker) {
+	w, sink, frames = ctPipelineConns(b, n)
+	w0, _, _ = pipelineFixture(b, DefaultCacheEntries)
+	rand.New(rand.NewPCG(1, 2)).Shuffle(len(frames), func(i, j int) { frames[i], frames[j] = frames[j], frames[i] })
+	return w, sink, frames, w0
 }
 
 // pumpEach is pumpFrames with frame number i being frames[i%len(frames)].
