@@ -41,6 +41,8 @@ type client struct {
 	// executeBatch's encodings (it shares the bounds, messages and
 	// indexes).
 	execBuf []byte
+	// sendBatch's answered marks, one a message of the batch.
+	pending []bool
 }
 
 // newClient opens a generic netlink socket and resolves the Open vSwitch

@@ -847,15 +847,22 @@ func (c *client) sendBatch(batchOp string, msgs []netlink.Message, idx []int, er
 			debugMessage("request", batchOp, uint16(m.Header.Type), replyCmd(m.Data), uint16(m.Header.Flags), m.Header.Sequence, m.Data)
 		}
 	}
-	bySeq := make(map[uint32]int, len(sent))
-	for j, m := range sent {
-		bySeq[m.Header.Sequence] = idx[j]
-	}
 	if len(sent) == 0 {
 		return nil
 	}
+	// pending[j]: sent[j] has no answer yet. The client's reused slice
+	// (c.mu is held), not a map from sequence numbers: the batch's
+	// messages are numbered one after another, so an answer's message is
+	// found by its distance from the first (batchIndex), and a batch
+	// allocates nothing here.
+	pending := c.pending[:0]
+	for range sent {
+		pending = append(pending, true)
+	}
+	c.pending = pending
+	left := len(sent)
 	last := sent[len(sent)-1].Header.Sequence
-	for len(bySeq) > 0 {
+	for left > 0 {
 		n := 0
 		for m, err := range c.conn.ReceiveIter() {
 			n++
@@ -867,10 +874,11 @@ func (c *client) sendBatch(batchOp string, msgs []netlink.Message, idx []int, er
 				}
 				seq = oe.Sequence
 			}
-			i, ok := bySeq[seq]
-			if !ok {
+			j := batchIndex(sent, seq)
+			if j < 0 || !pending[j] {
 				continue
 			}
+			i := idx[j]
 			if debugLog.Load() != nil {
 				what := "reply"
 				if err != nil {
@@ -880,14 +888,16 @@ func (c *client) sendBatch(batchOp string, msgs []netlink.Message, idx []int, er
 			}
 			if err != nil {
 				errs[i] = wrapErr(op(i), err)
-				delete(bySeq, seq)
+				pending[j] = false
+				left--
 			} else if m.Header.Type == netlink.Error {
-				delete(bySeq, seq) // the acknowledgement
+				pending[j] = false // the acknowledgement
+				left--
 			}
 			if seq == last && (err != nil || m.Header.Type == netlink.Error) {
 				// Every earlier answer came before this one: the
 				// requests still without one succeeded.
-				clear(bySeq)
+				left = 0
 			}
 		}
 		if n == 0 {
@@ -895,6 +905,26 @@ func (c *client) sendBatch(batchOp string, msgs []netlink.Message, idx []int, er
 		}
 	}
 	return nil
+}
+
+// batchIndex is the index in sent of the message numbered seq, -1 when
+// none is. sent's messages are numbered one after another (netlink.Conn
+// numbers each message it sends from one counter, and the client's
+// requests go out one call at a time under its lock), so it is seq's
+// distance from the first; it looks through sent only if they are not.
+func batchIndex(sent []netlink.Message, seq uint32) int {
+	if len(sent) == 0 {
+		return -1
+	}
+	if off := seq - sent[0].Header.Sequence; off < uint32(len(sent)) && sent[off].Header.Sequence == seq {
+		return int(off)
+	}
+	for j := range sent {
+		if sent[j].Header.Sequence == seq {
+			return j
+		}
+	}
+	return -1
 }
 
 // delFlows deletes many flows as delFlow does, but without asking for
