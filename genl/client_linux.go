@@ -5,7 +5,9 @@ package genl
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"sync"
+	"syscall"
 
 	"github.com/mdlayher/genetlink"
 	"github.com/mdlayher/netlink"
@@ -41,6 +43,20 @@ type client struct {
 	// executeBatch's encodings (it shares the bounds, messages and
 	// indexes).
 	execBuf []byte
+	// sendBatch's answered marks, one a message of the batch.
+	pending []bool
+
+	// raw is conn's file descriptor (nil for a socket without one, a
+	// test fake): sendEncoded writes a batch through it as encoded,
+	// numbering its requests from seq, with pid in their headers.
+	raw      syscall.RawConn
+	pid, seq uint32
+	// write writes wbuf on the descriptor, leaving wn and werr (one
+	// function for the client's life: a write allocates nothing).
+	write func(fd uintptr) bool
+	wbuf  []byte
+	wn    int
+	werr  error
 }
 
 // newClient opens a generic netlink socket and resolves the Open vSwitch
@@ -81,11 +97,28 @@ func newClientWith(dial func() (*netlink.Conn, error)) (*client, error) {
 		return nil, err
 	}
 	c := &client{dial: dial, conn: conn, gconn: genetlink.NewConn(conn)}
+	c.initRaw()
 	if err := c.resolve(); err != nil {
 		conn.Close()
 		return nil, err
 	}
 	return c, nil
+}
+
+// initRaw sets up sendEncoded's writes on c.conn's descriptor, when it
+// has one. Its requests are numbered from a random start of their own,
+// as netlink.Conn numbers the others: answers are told apart by number,
+// and two random starts of 32 bits meet only by a very long chance.
+func (c *client) initRaw() {
+	rc, err := c.conn.SyscallConn()
+	if err != nil {
+		return
+	}
+	c.raw, c.pid, c.seq = rc, c.conn.PID(), rand.Uint32()
+	c.write = func(fd uintptr) bool {
+		c.wn, c.werr = unix.Write(int(fd), c.wbuf)
+		return c.werr != unix.EAGAIN
+	}
 }
 
 // resolve looks up the families.

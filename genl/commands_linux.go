@@ -784,12 +784,14 @@ func (c *client) putFlows(dpIndex int32, flows []*odp.Flow, flags odp.PutFlags, 
 		// Every request of the batch is encoded into the client's one
 		// scratch buffer (c.mu is held; sendBatch is done with them
 		// before the next batch reuses it), then sliced.
-		msgs, idx, ends := c.putMsgs[:0], c.putIdx[:0], c.putEnds[:0]
+		idx, ends := c.putIdx[:0], c.putEnds[:0]
 		b := c.putBuf[:0]
 		for i := start; i < end; i++ {
 			f := flows[i]
 			at := len(b)
-			// The generic netlink header: command, version, reserved.
+			// Room for the netlink header (sendEncoded writes it), then
+			// the generic netlink header: command, version, reserved.
+			b = append(b, make([]byte, nlHdrLen)...)
 			b = append(b, cmd, versionFlow, 0, 0)
 			var err error
 			if b, err = appendFlowPut(b, dpIndex, f, flags, o); err != nil {
@@ -797,20 +799,19 @@ func (c *client) putFlows(dpIndex int32, flows []*odp.Flow, flags odp.PutFlags, 
 				errs[i] = fmt.Errorf("genl: %s: %w", flowOp("put", f.UFID, f.Key), err)
 				continue
 			}
+			b = padTo4(b)
 			ends = append(ends, [2]int{at, len(b)})
 			idx = append(idx, i)
 		}
-		c.putBuf = b
-		for _, e := range ends {
-			msgs = append(msgs, netlink.Message{Header: netlink.Header{Type: netlink.HeaderType(c.flow.ID), Flags: netlink.Request | netlink.Acknowledge | nlf}, Data: b[e[0]:e[1]:e[1]]})
-		}
-		c.putMsgs, c.putIdx, c.putEnds = msgs, idx, ends
-		if len(msgs) == 0 {
+		c.putBuf, c.putIdx, c.putEnds = b, idx, ends
+		if len(ends) == 0 {
 			continue
 		}
-		if err := c.sendBatch("ovs_flow put batch", msgs, idx, errs, func(i int) string {
+		var err error
+		c.putMsgs, err = c.sendEncoded("ovs_flow put batch", c.flow.ID, netlink.Request|nlf, b, ends, c.putMsgs, idx, errs, func(i int) string {
 			return flowOp("put", flows[i].UFID, flows[i].Key)
-		}); err != nil {
+		})
+		if err != nil {
 			return errs, err
 		}
 	}
@@ -842,20 +843,96 @@ func (c *client) sendBatch(batchOp string, msgs []netlink.Message, idx []int, er
 	if err != nil {
 		return wrapErr(batchOp, err)
 	}
+	return c.answers(batchOp, sent, idx, errs, op)
+}
+
+// nlHdrLen is the size of a netlink message header (struct nlmsghdr).
+const nlHdrLen = 16
+
+// padTo4 pads b with zeros to a multiple of 4 bytes, where the next
+// netlink message starts.
+func padTo4(b []byte) []byte {
+	for len(b)%4 != 0 {
+		b = append(b, 0)
+	}
+	return b
+}
+
+// sendEncoded sends a batch of requests of family typ encoded back to
+// back in buf and reads their outcomes, as sendBatch does (only the last
+// asks for an acknowledgement). ends[j] bounds request j in buf:
+// nlHdrLen bytes for its netlink header, which sendEncoded writes, then
+// its generic netlink message, padded to 4 bytes. msgs is scratch for
+// the requests' views, returned for reuse. With the socket's descriptor
+// the batch leaves in one write of buf as it is (before: netlink.Conn
+// copied every request into a message of its own, then all of them
+// into one more buffer, growing it as it went); without one (a test
+// fake) it goes through sendBatch. c.mu must be held.
+func (c *client) sendEncoded(batchOp string, typ uint16, flags netlink.HeaderFlags, buf []byte, ends [][2]int, msgs []netlink.Message, idx []int, errs []error, op func(i int) string) ([]netlink.Message, error) {
+	msgs = msgs[:0]
+	for _, e := range ends {
+		msgs = append(msgs, netlink.Message{Header: netlink.Header{Type: netlink.HeaderType(typ), Flags: flags}, Data: buf[e[0]+nlHdrLen : e[1] : e[1]]})
+	}
+	if len(msgs) == 0 {
+		return msgs, nil
+	}
+	if c.raw == nil {
+		return msgs, c.sendBatch(batchOp, msgs, idx, errs, op)
+	}
+	for j, e := range ends {
+		h := &msgs[j].Header
+		h.Flags &^= netlink.Acknowledge
+		if j == len(ends)-1 {
+			h.Flags |= netlink.Acknowledge
+		}
+		c.seq++
+		h.Length, h.Sequence, h.PID = uint32(e[1]-e[0]), c.seq, c.pid
+		hb := buf[e[0] : e[0]+nlHdrLen]
+		binary.NativeEndian.PutUint32(hb, h.Length)
+		binary.NativeEndian.PutUint16(hb[4:], uint16(h.Type))
+		binary.NativeEndian.PutUint16(hb[6:], uint16(h.Flags))
+		binary.NativeEndian.PutUint32(hb[8:], h.Sequence)
+		binary.NativeEndian.PutUint32(hb[12:], h.PID)
+	}
+	c.wbuf = buf[ends[0][0]:ends[len(ends)-1][1]]
+	err := c.raw.Write(c.write)
+	n, werr := c.wn, c.werr
+	c.wbuf, c.werr = nil, nil
+	switch {
+	case err != nil:
+		return msgs, wrapErr(batchOp, err)
+	case werr != nil:
+		return msgs, wrapErr(batchOp, werr)
+	case n != ends[len(ends)-1][1]-ends[0][0]:
+		return msgs, wrapErr(batchOp, fmt.Errorf("wrote %d bytes of %d", n, ends[len(ends)-1][1]-ends[0][0]))
+	}
+	return msgs, c.answers(batchOp, msgs, idx, errs, op)
+}
+
+// answers reads the outcomes of the batch sent (sendBatch). c.mu must be
+// held.
+func (c *client) answers(batchOp string, sent []netlink.Message, idx []int, errs []error, op func(i int) string) error {
 	if debugLog.Load() != nil {
 		for _, m := range sent {
 			debugMessage("request", batchOp, uint16(m.Header.Type), replyCmd(m.Data), uint16(m.Header.Flags), m.Header.Sequence, m.Data)
 		}
 	}
-	bySeq := make(map[uint32]int, len(sent))
-	for j, m := range sent {
-		bySeq[m.Header.Sequence] = idx[j]
-	}
 	if len(sent) == 0 {
 		return nil
 	}
+	// pending[j]: sent[j] has no answer yet. The client's reused slice
+	// (c.mu is held), not a map from sequence numbers: the batch's
+	// messages are numbered one after another, so an answer's message is
+	// found by its distance from the first (batchIndex), and a batch
+	// allocates nothing here.
+	pending := c.pending[:0]
+	for range sent {
+		pending = append(pending, true)
+	}
+	c.pending = pending
+	left := len(sent)
 	last := sent[len(sent)-1].Header.Sequence
-	for len(bySeq) > 0 {
+	for left > 0 {
 		n := 0
 		for m, err := range c.conn.ReceiveIter() {
 			n++
@@ -867,10 +944,11 @@ func (c *client) sendBatch(batchOp string, msgs []netlink.Message, idx []int, er
 				}
 				seq = oe.Sequence
 			}
-			i, ok := bySeq[seq]
-			if !ok {
+			j := batchIndex(sent, seq)
+			if j < 0 || !pending[j] {
 				continue
 			}
+			i := idx[j]
 			if debugLog.Load() != nil {
 				what := "reply"
 				if err != nil {
@@ -880,14 +958,16 @@ func (c *client) sendBatch(batchOp string, msgs []netlink.Message, idx []int, er
 			}
 			if err != nil {
 				errs[i] = wrapErr(op(i), err)
-				delete(bySeq, seq)
+				pending[j] = false
+				left--
 			} else if m.Header.Type == netlink.Error {
-				delete(bySeq, seq) // the acknowledgement
+				pending[j] = false // the acknowledgement
+				left--
 			}
 			if seq == last && (err != nil || m.Header.Type == netlink.Error) {
 				// Every earlier answer came before this one: the
 				// requests still without one succeeded.
-				clear(bySeq)
+				left = 0
 			}
 		}
 		if n == 0 {
@@ -895,6 +975,26 @@ func (c *client) sendBatch(batchOp string, msgs []netlink.Message, idx []int, er
 		}
 	}
 	return nil
+}
+
+// batchIndex is the index in sent of the message numbered seq, -1 when
+// none is. sent's messages are numbered one after another (netlink.Conn
+// numbers each message it sends from one counter, and the client's
+// requests go out one call at a time under its lock), so it is seq's
+// distance from the first; it looks through sent only if they are not.
+func batchIndex(sent []netlink.Message, seq uint32) int {
+	if len(sent) == 0 {
+		return -1
+	}
+	if off := seq - sent[0].Header.Sequence; off < uint32(len(sent)) && sent[off].Header.Sequence == seq {
+		return int(off)
+	}
+	for j := range sent {
+		if sent[j].Header.Sequence == seq {
+			return j
+		}
+	}
+	return -1
 }
 
 // delFlows deletes many flows as delFlow does, but without asking for
@@ -978,11 +1078,8 @@ func (c *client) executeBatch(dpIndex int32, pkts []*odp.Packet) (errs []error, 
 		if len(ends) == 0 {
 			return nil
 		}
-		msgs = msgs[:0]
-		for _, e := range ends {
-			msgs = append(msgs, netlink.Message{Header: netlink.Header{Type: netlink.HeaderType(c.packet.ID), Flags: netlink.Request | netlink.Acknowledge}, Data: buf[e[0]:e[1]:e[1]]})
-		}
-		err := c.sendBatch("ovs_packet execute batch", msgs, idx, errs, func(i int) string {
+		var err error
+		msgs, err = c.sendEncoded("ovs_packet execute batch", c.packet.ID, netlink.Request, buf, ends, msgs, idx, errs, func(i int) string {
 			return fmt.Sprintf("%s (packet %d of %d)", op, i+1, len(pkts))
 		})
 		buf = buf[:copy(buf, buf[upTo:])]
@@ -991,15 +1088,17 @@ func (c *client) executeBatch(dpIndex int32, pkts []*odp.Packet) (errs []error, 
 	}
 	for i, p := range pkts {
 		at := len(buf)
-		// The generic netlink header: command, version, reserved.
-		b := append(buf, packetCmdExecute, versionPacket, 0, 0)
+		// Room for the netlink header (sendEncoded writes it), then the
+		// generic netlink header: command, version, reserved.
+		b := append(buf, make([]byte, nlHdrLen)...)
+		b = append(b, packetCmdExecute, versionPacket, 0, 0)
 		b, err := c.appendExecute(b, dpIndex, p)
 		if err != nil {
 			buf = b[:at]
 			errs[i] = fmt.Errorf("genl: %s: %w", op, err)
 			continue
 		}
-		buf = b
+		buf = padTo4(b)
 		n := len(buf) - at
 		if len(ends) == putBatch || (len(ends) > 0 && size+n > executeBatchBytes) {
 			if err := flush(at); err != nil {
@@ -1009,7 +1108,7 @@ func (c *client) executeBatch(dpIndex int32, pkts []*odp.Packet) (errs []error, 
 		}
 		ends = append(ends, [2]int{at, at + n})
 		idx = append(idx, i)
-		size += n + 16 // with the netlink header
+		size += n // with the netlink header
 	}
 	return errs, flush(len(buf))
 }
